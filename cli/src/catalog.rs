@@ -1,0 +1,256 @@
+//! `acompose catalog roles|personalities|seats`: the loaded model as tables or JSON.
+
+use std::fmt::Write as _;
+
+use acompose_engine::Database;
+use acompose_engine::diagnostic::sanitize;
+use acompose_engine::person::PersonModel;
+use acompose_engine::render::tint;
+use acompose_engine::snapshot::to_json_bytes;
+use serde::Serialize;
+
+use crate::load::Loader;
+use crate::roster::{load_model, selection};
+use crate::terminal::Terminal;
+use crate::{SourceArgs, exit, print_stderr, print_stdout};
+
+#[derive(Debug, clap::Args)]
+pub struct CatalogArgs {
+    #[arg(value_enum)]
+    pub kind: CatalogKind,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Personalities only: keep those whose slug, alias, skill or motif contains QUERY.
+    #[arg(long, value_name = "QUERY")]
+    pub query: Option<String>,
+    /// Seats only: keep this role's seats.
+    #[arg(long, value_name = "SLUG")]
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CatalogKind {
+    Roles,
+    Personalities,
+    Seats,
+}
+
+#[derive(Serialize)]
+struct RoleRow<'a> {
+    slug: &'a str,
+    display_name: &'a str,
+    purpose: &'a str,
+    skill: &'a str,
+    model_tiers: &'a [String],
+    personalities: &'a [String],
+    favorite_color: &'a str,
+    identity: Identity<'a>,
+    methods: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Identity<'a> {
+    name: &'a str,
+    pronouns: &'a str,
+}
+
+#[derive(Serialize)]
+struct PersonalityRow<'a> {
+    slug: &'a str,
+    skill: &'a str,
+    color: &'a str,
+    motif: &'a str,
+    aliases: &'a [String],
+    package: &'a str,
+    roles: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct SeatRow<'a> {
+    role: &'a str,
+    key: &'a str,
+    harness: &'a str,
+    name: &'a str,
+    pronouns: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tier: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Listing<T> {
+    format: &'static str,
+    source: String,
+    items: Vec<T>,
+}
+
+pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
+    if args.query.is_some() && args.kind != CatalogKind::Personalities {
+        print_stderr("error: `--query` applies to `catalog personalities` only\n");
+        return exit::USAGE;
+    }
+    if args.role.is_some() && args.kind != CatalogKind::Seats {
+        print_stderr("error: `--role` applies to `catalog seats` only\n");
+        return exit::USAGE;
+    }
+    let mut db = Database::default();
+    let mut loader = Loader::default();
+    let model = match load_model(&mut db, &mut loader, &selection(&args.source, false), terminal) {
+        Ok(model) => model,
+        Err(code) => return code,
+    };
+    match args.kind {
+        CatalogKind::Roles => roles(&model, args.json, terminal),
+        CatalogKind::Personalities => personalities(&model, args.query.as_deref(), args.json, terminal),
+        CatalogKind::Seats => seats(&model, args.role.as_deref(), args.json),
+    }
+}
+
+fn roles(model: &PersonModel, json: bool, terminal: &Terminal) -> u8 {
+    if json {
+        let items = model
+            .roles
+            .iter()
+            .map(|role| RoleRow {
+                slug: &role.slug,
+                display_name: &role.display_name,
+                purpose: &role.purpose,
+                skill: &role.skill.id,
+                model_tiers: &role.model_tiers,
+                personalities: &role.personalities,
+                favorite_color: &role.favourite.hex,
+                identity: Identity {
+                    name: &role.identity.name,
+                    pronouns: &role.identity.pronouns,
+                },
+                methods: role.methods.iter().map(|method| method.id.as_str()).collect(),
+            })
+            .collect();
+        print_json("acompose.catalog.roles.v1", model, items);
+        return exit::SUCCESS;
+    }
+    let width = model.roles.iter().map(|role| role.slug.len()).max().unwrap_or(0);
+    let mut text = String::new();
+    for role in &model.roles {
+        let _ = writeln!(
+            text,
+            "{} {:<width$}  {}  {}  [{}]",
+            tint(terminal.stdout, role.favourite.rgb, "●"),
+            role.slug,
+            role.favourite.hex,
+            role.display_name,
+            role.personalities.join(" + ")
+        );
+    }
+    print_stdout(&text);
+    exit::SUCCESS
+}
+
+fn personalities(model: &PersonModel, query: Option<&str>, json: bool, terminal: &Terminal) -> u8 {
+    let selected = match query {
+        Some(query) => model.query_personalities(query),
+        None => model.personalities.iter().collect(),
+    };
+    if let (Some(query), true) = (query, selected.is_empty()) {
+        print_stderr(&format!("error: no personality matches `{}`\n", sanitize(query)));
+        return exit::INVALID;
+    }
+    if json {
+        let items = selected
+            .iter()
+            .map(|personality| PersonalityRow {
+                slug: &personality.slug,
+                skill: &personality.skill.id,
+                color: &personality.colour.hex,
+                motif: &personality.motif,
+                aliases: &personality.aliases,
+                package: &personality.package,
+                roles: model
+                    .roles
+                    .iter()
+                    .filter(|role| role.personalities.contains(&personality.slug))
+                    .map(|role| role.slug.as_str())
+                    .collect(),
+            })
+            .collect();
+        print_json("acompose.catalog.personalities.v1", model, items);
+        return exit::SUCCESS;
+    }
+    let width = selected.iter().map(|personality| personality.slug.len()).max().unwrap_or(0);
+    let mut text = String::new();
+    for personality in selected {
+        let aliases = if personality.aliases.is_empty() {
+            String::new()
+        } else {
+            format!("  (also {})", personality.aliases.join(", "))
+        };
+        let _ = writeln!(
+            text,
+            "{} {:<width$}  {}  {}{aliases}",
+            tint(terminal.stdout, personality.colour.rgb, "●"),
+            personality.slug,
+            personality.colour.hex,
+            personality.skill.id,
+        );
+    }
+    print_stdout(&text);
+    exit::SUCCESS
+}
+
+fn seats(model: &PersonModel, role: Option<&str>, json: bool) -> u8 {
+    if let Some(slug) = role
+        && model.role(slug).is_none()
+    {
+        let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+        print_stderr(&format!("error: unknown role `{}`; valid roles: {}\n", sanitize(slug), known.join(", ")));
+        return exit::INVALID;
+    }
+    let rows: Vec<SeatRow<'_>> = model
+        .roles
+        .iter()
+        .filter(|candidate| role.is_none_or(|slug| candidate.slug == slug))
+        .flat_map(|role| {
+            role.seats.iter().map(move |seat| SeatRow {
+                role: &role.slug,
+                key: &seat.key,
+                harness: &seat.harness,
+                name: &seat.name,
+                pronouns: &seat.pronouns,
+                channel: seat.channel.as_deref(),
+                tier: seat.tier.as_deref(),
+            })
+        })
+        .collect();
+    if json {
+        print_json("acompose.catalog.seats.v1", model, rows);
+        return exit::SUCCESS;
+    }
+    let mut text = String::new();
+    for row in rows {
+        let _ = writeln!(
+            text,
+            "{}  {}  {} ({})  tier {}  channel {}",
+            row.role,
+            row.key,
+            row.name,
+            row.pronouns,
+            row.tier.unwrap_or("-"),
+            row.channel.unwrap_or("-")
+        );
+    }
+    print_stdout(&text);
+    exit::SUCCESS
+}
+
+fn print_json<T: Serialize>(format: &'static str, model: &PersonModel, items: Vec<T>) {
+    let listing = Listing {
+        format,
+        source: model.source.clone(),
+        items,
+    };
+    print_stdout(&String::from_utf8_lossy(&to_json_bytes(&listing)));
+}

@@ -1,0 +1,99 @@
+//! The acompose command line: parses arguments, reads files into the engine's database,
+//! renders reports and writes outputs. All I/O of the program lives in this crate.
+
+pub mod artifact;
+pub mod catalog;
+pub mod exit;
+pub mod load;
+pub mod roster;
+pub mod terminal;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::terminal::{ColorChoice, Terminal};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "acompose",
+    version,
+    about = "Compose the context AI coding agents load: roster, skills, bundles, People.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The acompose home (default: `$ACOMPOSE_HOME`, else `~/.agent-compose`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// When to colour output; `NO_COLOR` is respected and colour needs a terminal.
+    #[arg(long, global = true, value_enum, default_value = "auto", value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Print only errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more detail.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Selects a person source and its personality libraries.
+#[derive(Debug, Clone, Args, Default)]
+pub struct SourceArgs {
+    /// A person package directory, or `roster:core` (the default).
+    #[arg(long, value_name = "DIR")]
+    pub person_source: Option<String>,
+    /// A personality library directory, or `roster:core`; repeatable, in order.
+    #[arg(long = "personality-library", value_name = "DIR")]
+    pub personality_libraries: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate, show or render a person source.
+    Roster(roster::RosterArgs),
+    /// List roles, personalities or seats of the loaded person source.
+    Catalog(catalog::CatalogArgs),
+}
+
+/// Runs the program and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { exit::USAGE } else { exit::SUCCESS };
+            let _ = error.print();
+            return exit::code(code);
+        }
+    };
+    let terminal = Terminal::new(cli.global.color, cli.global.quiet, cli.global.verbose);
+    let code = match cli.command {
+        Some(Command::Roster(args)) => roster::run(args, &terminal),
+        Some(Command::Catalog(args)) => catalog::run(args, &terminal),
+        None => roster::run(roster::RosterArgs::default_show(), &terminal),
+    };
+    exit::code(code)
+}
+
+/// Writes to stdout; a closed pipe ends the program quietly.
+pub fn print_stdout(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
+        std::process::exit(i32::from(exit::SUCCESS));
+    }
+}
+
+/// Writes to stderr, ignoring failures (there is nowhere else to report them).
+pub fn print_stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+}

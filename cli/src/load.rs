@@ -1,0 +1,267 @@
+//! Reading person sources from disk (or from the embedded roster) into salsa inputs.
+//! Symlinks anywhere in a package are refused; every file's bytes are read here and
+//! nowhere else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::{Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
+use salsa::Durability;
+use salsa::Setter;
+
+/// The spelling that selects the embedded default.
+pub const EMBEDDED: &str = "roster:core";
+
+/// Where a person source comes from: the embedded default or a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Embedded,
+    Directory(PathBuf),
+}
+
+impl Location {
+    pub fn parse(text: &str) -> Self {
+        if text == EMBEDDED {
+            Location::Embedded
+        } else {
+            Location::Directory(PathBuf::from(text))
+        }
+    }
+}
+
+/// What to load: a person package and its libraries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub person: Location,
+    pub libraries: Vec<Location>,
+    pub core_rules: bool,
+}
+
+impl Selection {
+    pub fn embedded() -> Self {
+        Selection {
+            person: Location::Embedded,
+            libraries: Vec::new(),
+            core_rules: true,
+        }
+    }
+}
+
+/// Keeps the salsa inputs of loaded packages so a reload only sets what changed.
+#[derive(Default)]
+pub struct Loader {
+    files: BTreeMap<(String, String), SourceFile>,
+    packages: BTreeMap<(String, PackageKind), Package>,
+    source: Option<PersonSource>,
+}
+
+/// Turns a path into a label: as the user wrote it, with `/` separators.
+pub fn label_of(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let trimmed = text.trim_end_matches('/');
+    if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
+}
+
+struct Read {
+    files: Vec<(String, Vec<u8>)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn read_directory(root: &Path, label: &str) -> Read {
+    let mut read = Read {
+        files: Vec::new(),
+        diagnostics: Vec::new(),
+    };
+    match std::fs::symlink_metadata(root) {
+        Err(error) => {
+            read.diagnostics.push(
+                Diagnostic::error("package-missing", format!("cannot open person source `{label}`: {}", error_kind(&error)))
+                    .in_file(label)
+                    .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+            );
+            return read;
+        }
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                    .in_file(label)
+                    .hint("pass the real directory; packages may not contain or be symbolic links"),
+            );
+            return read;
+        }
+        Ok(metadata) if !metadata.is_dir() => {
+            read.diagnostics.push(
+                Diagnostic::error("package-not-directory", format!("`{label}` is not a directory"))
+                    .in_file(label)
+                    .hint("a person source is a package directory"),
+            );
+            return read;
+        }
+        Ok(_) => {}
+    }
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                let path = error.path().map_or_else(|| label.to_owned(), |path| display_under(root, path, label));
+                read.diagnostics.push(
+                    Diagnostic::error("unreadable-file", "cannot read this entry of the package")
+                        .in_file(path)
+                        .hint("check its permissions"),
+                );
+                continue;
+            }
+        };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let relative = relative_path(root, entry.path());
+        if entry.path_is_symlink() {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a package")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("replace the link with the file or folder it points to"),
+            );
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        match std::fs::read(entry.path()) {
+            Ok(bytes) => read.files.push((relative, bytes)),
+            Err(error) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("check its permissions"),
+            ),
+        }
+    }
+    read
+}
+
+fn display_under(root: &Path, path: &Path, label: &str) -> String {
+    let relative = relative_path(root, path);
+    if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") }
+}
+
+fn relative_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|component| component.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A short, stable description of an I/O error (no OS-specific wording).
+pub fn error_kind(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::NotADirectory => "not a directory".to_owned(),
+        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+impl Loader {
+    /// Loads a selection, reusing inputs whose bytes did not change.
+    pub fn load(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
+        let package = self.package(db, &selection.person, PackageKind::Person);
+        let libraries: Vec<Package> = selection
+            .libraries
+            .iter()
+            .map(|location| self.package(db, location, PackageKind::Library))
+            .collect();
+        match self.source {
+            Some(source) => {
+                if source.package(db) != package {
+                    source.set_package(db).to(package);
+                }
+                if source.libraries(db) != &libraries {
+                    source.set_libraries(db).to(libraries);
+                }
+                if source.core_rules(db) != selection.core_rules {
+                    source.set_core_rules(db).to(selection.core_rules);
+                }
+                source
+            }
+            None => {
+                let source = PersonSource::new(db, package, libraries, selection.core_rules);
+                self.source = Some(source);
+                source
+            }
+        }
+    }
+
+    fn package(&mut self, db: &mut Database, location: &Location, kind: PackageKind) -> Package {
+        let (label, embedded, read, durability) = match location {
+            Location::Embedded => (
+                EMBEDDED.to_owned(),
+                true,
+                Read {
+                    files: acompose_roster::files()
+                        .iter()
+                        .map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec()))
+                        .collect(),
+                    diagnostics: Vec::new(),
+                },
+                Durability::HIGH,
+            ),
+            Location::Directory(path) => {
+                let label = label_of(path);
+                let read = read_directory(path, &label);
+                (label, false, read, Durability::MEDIUM)
+            }
+        };
+        let mut files = Vec::with_capacity(read.files.len());
+        for (relative, bytes) in read.files {
+            let key = (label.clone(), relative.clone());
+            let file = match self.files.get(&key) {
+                Some(&file) => {
+                    if file.bytes(db) != &bytes {
+                        file.set_bytes(db).with_durability(durability).to(bytes);
+                    }
+                    file
+                }
+                None => {
+                    let file = SourceFile::builder(label.clone(), relative, bytes).durability(durability).new(db);
+                    self.files.insert(key, file);
+                    file
+                }
+            };
+            files.push(file);
+        }
+        match self.packages.get(&(label.clone(), kind)) {
+            Some(&package) => {
+                if package.files(db) != &files {
+                    package.set_files(db).with_durability(durability).to(files);
+                }
+                if package.load_diagnostics(db) != &read.diagnostics {
+                    package.set_load_diagnostics(db).to(read.diagnostics);
+                }
+                package
+            }
+            None => {
+                let package = Package::builder(label.clone(), kind, embedded, files, read.diagnostics)
+                    .durability(durability)
+                    .new(db);
+                self.packages.insert((label, kind), package);
+                package
+            }
+        }
+    }
+
+    /// The text of a loaded file by its display path, for rendering diagnostics.
+    pub fn text_of(&self, db: &Database, display_path: &str) -> Option<String> {
+        self.files
+            .values()
+            .find(|file| file.display_path(db) == display_path)
+            .map(|file| String::from_utf8_lossy(file.bytes(db)).into_owned())
+    }
+}

@@ -1,0 +1,5 @@
+//! The `acompose` binary.
+
+fn main() -> std::process::ExitCode {
+    acompose_cli::main()
+}

@@ -1,0 +1,209 @@
+//! `acompose roster validate|show` and `acompose roster --out DIR`.
+
+use std::path::PathBuf;
+
+use acompose_engine::Database;
+use acompose_engine::person::PersonModel;
+use acompose_engine::render;
+
+use crate::load::{Loader, Location, Selection};
+use crate::terminal::{Terminal, count_summary, render_diagnostics};
+use crate::{SourceArgs, exit, print_stderr, print_stdout};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RosterArgs {
+    #[command(subcommand)]
+    pub command: Option<RosterCommand>,
+    /// Render the roster artifact (person.json and the skill tree) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+impl RosterArgs {
+    pub fn default_show() -> Self {
+        RosterArgs {
+            command: Some(RosterCommand::Show(ShowArgs {
+                source: SourceArgs::default(),
+                json: false,
+                role: None,
+            })),
+            out: None,
+            source: SourceArgs::default(),
+        }
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RosterCommand {
+    /// Load a person source and print every diagnostic.
+    Validate(ValidateArgs),
+    /// Print the loaded roster (or one role's card).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Also apply the Core rules (seven roles, ten personalities, two per role, colour
+    /// distinctness) to an external package.
+    #[arg(long)]
+    pub core_rules: bool,
+    /// Print the diagnostics as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print `person.json` instead of the transcript.
+    #[arg(long)]
+    pub json: bool,
+    /// Print only this role's identity card.
+    #[arg(long, value_name = "SLUG")]
+    pub role: Option<String>,
+}
+
+/// Turns source flags into a selection. The Core rules apply to the embedded default.
+pub fn selection(source: &SourceArgs, core_rules: bool) -> Selection {
+    let person = source.person_source.as_deref().map_or(Location::Embedded, Location::parse);
+    let embedded = person == Location::Embedded;
+    Selection {
+        person,
+        libraries: source.personality_libraries.iter().map(|text| Location::parse(text)).collect(),
+        core_rules: core_rules || embedded,
+    }
+}
+
+/// Loads and validates; on errors prints them and returns `Err(exit code)`.
+pub fn load_model(db: &mut Database, loader: &mut Loader, selection: &Selection, terminal: &Terminal) -> Result<PersonModel, u8> {
+    let source = loader.load(db, selection);
+    let parsed = acompose_engine::person::person_model(db, source);
+    if !parsed.diagnostics.is_empty() {
+        let text_of = |path: &str| loader.text_of(db, path);
+        let rendered = render_diagnostics(&parsed.diagnostics, terminal.stderr, &text_of);
+        if parsed.has_errors() || !terminal.quiet {
+            print_stderr(&rendered);
+        }
+    }
+    if parsed.has_errors() {
+        print_stderr(&format!("error: the person source is invalid ({})\n", count_summary(&parsed.diagnostics)));
+        return Err(exit::INVALID);
+    }
+    Ok(parsed.value.clone())
+}
+
+pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
+    let mut db = Database::default();
+    let mut loader = Loader::default();
+    match args.command {
+        Some(RosterCommand::Validate(validate)) => {
+            let selection = selection(&validate.source, validate.core_rules);
+            let source = loader.load(&mut db, &selection);
+            let parsed = acompose_engine::person::person_model(&db, source);
+            if validate.json {
+                print_stdout(&String::from_utf8_lossy(&diagnostics_json(&parsed.diagnostics)));
+            } else if !parsed.diagnostics.is_empty() {
+                let text_of = |path: &str| loader.text_of(&db, path);
+                print_stderr(&render_diagnostics(&parsed.diagnostics, terminal.stderr, &text_of));
+            }
+            let model = &parsed.value;
+            if parsed.has_errors() {
+                print_stderr(&format!("error: `{}` is invalid ({})\n", source_label(&selection), count_summary(&parsed.diagnostics)));
+                return exit::INVALID;
+            }
+            if !terminal.quiet && !validate.json {
+                print_stdout(&format!(
+                    "{} is valid: {} roles, {} personalities ({})\n",
+                    model.source,
+                    model.roles.len(),
+                    model.personalities.len(),
+                    count_summary(&parsed.diagnostics)
+                ));
+            }
+            exit::SUCCESS
+        }
+        Some(RosterCommand::Show(show)) => {
+            let selection = selection(&show.source, false);
+            let model = match load_model(&mut db, &mut loader, &selection, terminal) {
+                Ok(model) => model,
+                Err(code) => return code,
+            };
+            if show.json {
+                print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::person_json(&model)));
+                return exit::SUCCESS;
+            }
+            match show.role {
+                Some(slug) => match model.role(&slug) {
+                    Some(role) => print_stdout(&render::identity_card(&model, role, terminal.stdout)),
+                    None => {
+                        let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+                        print_stderr(&format!("error: unknown role `{}`; valid roles: {}\n", acompose_engine::diagnostic::sanitize(&slug), known.join(", ")));
+                        return exit::INVALID;
+                    }
+                },
+                None => print_stdout(&render::roster_transcript(&model, terminal.stdout)),
+            }
+            exit::SUCCESS
+        }
+        None => match args.out {
+            Some(out) => crate::artifact::render_roster_out(&mut db, &mut loader, &selection(&args.source, false), &out, terminal),
+            None => {
+                print_stderr("error: `acompose roster` needs a subcommand (`validate`, `show`) or `--out DIR`\n");
+                exit::USAGE
+            }
+        },
+    }
+}
+
+fn source_label(selection: &Selection) -> String {
+    match &selection.person {
+        Location::Embedded => crate::load::EMBEDDED.to_owned(),
+        Location::Directory(path) => crate::load::label_of(path),
+    }
+}
+
+/// Diagnostics as a JSON document (`acompose.diagnostics.v1`).
+pub fn diagnostics_json(diagnostics: &[acompose_engine::Diagnostic]) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        errors: usize,
+        warnings: usize,
+        diagnostics: Vec<Entry<'a>>,
+    }
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        severity: &'static str,
+        code: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        offset: Option<usize>,
+        message: &'a str,
+        hints: &'a [String],
+    }
+    let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+    let document = Document {
+        format: "acompose.diagnostics.v1",
+        errors,
+        warnings: diagnostics.len() - errors,
+        diagnostics: diagnostics
+            .iter()
+            .map(|diagnostic| Entry {
+                severity: if diagnostic.is_error() { "error" } else { "warning" },
+                code: diagnostic.code,
+                file: diagnostic.file.as_deref(),
+                offset: diagnostic.span.map(|span| span.offset),
+                message: &diagnostic.message,
+                hints: &diagnostic.hints,
+            })
+            .collect(),
+    };
+    acompose_engine::snapshot::to_json_bytes(&document)
+}

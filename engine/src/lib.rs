@@ -1,0 +1,26 @@
+//! The acompose engine: source bytes in, person models, diagnostics and output bytes out.
+//!
+//! The engine never prints, exits, reads the environment, the clock or the disk. The
+//! driver (the `cli` crate) reads files, sets them as salsa inputs on [`Database`] and
+//! writes the [`OutputFile`]s the queries return.
+
+pub mod color;
+pub mod db;
+pub mod diagnostic;
+pub mod person;
+pub mod render;
+pub mod snapshot;
+
+pub mod skill;
+
+pub mod syntax;
+
+pub use db::{Database, Package, PackageKind, PersonSource, SourceFile};
+pub use diagnostic::{Diagnostic, Parsed, Severity, Span};
+
+/// One file the driver should write, with a path relative to the output root.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OutputFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+}

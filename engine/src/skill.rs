@@ -1,0 +1,192 @@
+//! `SKILL.md` files: frontmatter, title, paragraphs, word counts and digests. Owns the
+//! reading of one skill document; it does not decide which rules apply to which skill.
+
+use crate::db::SourceFile;
+use crate::diagnostic::{Diagnostic, Parsed, Span};
+
+/// What a skill document says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct SkillDocument {
+    /// The frontmatter `name:` value, when present.
+    pub name: Option<String>,
+    pub name_span: Option<Span>,
+    /// The frontmatter `description:` value, when present.
+    pub description: Option<String>,
+    /// The `# Title` line's text, when the body starts with one.
+    pub title: Option<String>,
+    /// The body after the frontmatter, as written.
+    pub body: String,
+    /// Paragraphs after the leading title.
+    pub paragraphs: usize,
+    /// Whitespace-separated words after the leading title.
+    pub words: usize,
+    /// Whether the whole file is empty or only whitespace.
+    pub empty: bool,
+}
+
+/// Parses one `SKILL.md` (or `COMPOSED.md`). Never fails.
+#[salsa::tracked(returns(ref))]
+pub fn skill_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<SkillDocument> {
+    let path = file.display_path(db);
+    match std::str::from_utf8(file.bytes(db)) {
+        Ok(text) => parse_skill(text, &path),
+        Err(error) => Parsed::new(
+            SkillDocument::default(),
+            vec![
+                Diagnostic::error("invalid-utf8", "file is not valid UTF-8")
+                    .in_file(path)
+                    .at(Some(Span::new(error.valid_up_to(), 1)))
+                    .hint("save the file as UTF-8"),
+            ],
+        ),
+    }
+}
+
+/// Parses skill text; `path` labels diagnostics.
+pub fn parse_skill(text: &str, path: &str) -> Parsed<SkillDocument> {
+    let mut document = SkillDocument {
+        empty: text.trim().is_empty(),
+        ..SkillDocument::default()
+    };
+    let mut diagnostics = Vec::new();
+    if document.empty {
+        return Parsed::new(document, diagnostics);
+    }
+    let body_start = match frontmatter_bounds(text) {
+        Some((start, end, body_start)) => {
+            let block = &text[start..end];
+            let mut offset = start;
+            for line in block.split_inclusive('\n') {
+                let content = line.trim_end_matches(['\n', '\r']);
+                if let Some((key, value)) = content.split_once(':') {
+                    let key = key.trim();
+                    let value = unquote(value.trim());
+                    let span = Some(Span::new(offset, content.len()));
+                    match key {
+                        "name" => {
+                            document.name = Some(value);
+                            document.name_span = span;
+                        }
+                        "description" => document.description = Some(value),
+                        _ => {}
+                    }
+                } else if !content.trim().is_empty() && !content.starts_with([' ', '\t', '-', '#']) {
+                    diagnostics.push(
+                        Diagnostic::error("skill-frontmatter-malformed", "frontmatter line is not `key: value`")
+                            .in_file(path)
+                            .at(Some(Span::new(offset, content.len())))
+                            .hint("write frontmatter as `name: <skill-id>` and `description: <one line>`"),
+                    );
+                }
+                offset += line.len();
+            }
+            body_start
+        }
+        None => {
+            if text.starts_with("---") {
+                diagnostics.push(
+                    Diagnostic::error("skill-frontmatter-malformed", "frontmatter is not closed by a `---` line")
+                        .in_file(path)
+                        .at(Some(Span::new(0, 3)))
+                        .hint("end the frontmatter block with a line holding only `---`"),
+                );
+            }
+            0
+        }
+    };
+    let body = &text[body_start..];
+    document.body = body.to_owned();
+    let mut rest = body.trim_start();
+    if let Some(after_hash) = rest.strip_prefix("# ") {
+        let (title, remainder) = after_hash.split_once('\n').unwrap_or((after_hash, ""));
+        document.title = Some(title.trim().to_owned());
+        rest = remainder;
+    }
+    document.paragraphs = count_paragraphs(rest);
+    document.words = rest.split_whitespace().count();
+    Parsed::new(document, diagnostics)
+}
+
+/// Counts blank-line separated blocks of non-blank lines.
+pub fn count_paragraphs(text: &str) -> usize {
+    let mut count = 0;
+    let mut inside = false;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            inside = false;
+        } else if !inside {
+            inside = true;
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Finds `---\n…\n---` at the start: (block start, block end, body start).
+fn frontmatter_bounds(text: &str) -> Option<(usize, usize, usize)> {
+    let first_line_end = text.find('\n')?;
+    if text[..first_line_end].trim_end_matches('\r') != "---" {
+        return None;
+    }
+    let start = first_line_end + 1;
+    let mut offset = start;
+    for line in text[start..].split_inclusive('\n') {
+        if line.trim_end_matches(['\n', '\r']) == "---" {
+            return Some((start, offset, offset + line.len()));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn unquote(value: &str) -> String {
+    let stripped = value
+        .strip_prefix('"')
+        .and_then(|inner| inner.strip_suffix('"'))
+        .or_else(|| value.strip_prefix('\'').and_then(|inner| inner.strip_suffix('\'')));
+    stripped.unwrap_or(value).to_owned()
+}
+
+/// The digest of one file's bytes with CRLF folded to LF, as lowercase hex.
+pub fn content_digest(bytes: &[u8]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hash_folded(&mut hasher, bytes);
+    hasher.finalize().to_hex().to_string()
+}
+
+/// Feeds bytes to a hasher with every CRLF folded to LF.
+pub fn hash_folded(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+    let mut start = 0;
+    let mut index = 0;
+    while index + 1 < bytes.len() {
+        if bytes[index] == b'\r' && bytes[index + 1] == b'\n' {
+            hasher.update(&bytes[start..index]);
+            start = index + 1;
+            index += 2;
+        } else {
+            index += 1;
+        }
+    }
+    hasher.update(&bytes[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_paragraphs_after_title() {
+        let parsed = parse_skill("---\nname: role-x\ndescription: d\n---\n\n# Title\n\none two\nthree\n\nfour\n\n\nfive\n", "x");
+        assert_eq!(parsed.value.name.as_deref(), Some("role-x"));
+        assert_eq!(parsed.value.title.as_deref(), Some("Title"));
+        assert_eq!(parsed.value.paragraphs, 3);
+        assert_eq!(parsed.value.words, 5);
+        assert!(parsed.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn crlf_folds_to_the_same_digest() {
+        assert_eq!(content_digest(b"a\r\nb\r\n"), content_digest(b"a\nb\n"));
+        assert_ne!(content_digest(b"a\rb"), content_digest(b"a\nb"));
+    }
+}

@@ -1,0 +1,189 @@
+//! KDL text to a small typed node tree with byte spans. Owns parsing and syntax errors;
+//! it does not know what any node means (that is `person`).
+
+use crate::db::SourceFile;
+use crate::diagnostic::{Diagnostic, Parsed, Span};
+
+/// A KDL value, reduced to what the roster grammar uses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    String(String),
+    Integer(i128),
+    /// A float kept as its text so the tree stays `Eq`.
+    Float(String),
+    Bool(bool),
+    Null,
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::String(_) => "string",
+            Value::Integer(_) => "integer",
+            Value::Float(_) => "float",
+            Value::Bool(_) => "boolean",
+            Value::Null => "null",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Argument {
+    pub value: Value,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Property {
+    pub name: String,
+    pub value: Value,
+    pub span: Span,
+}
+
+/// One KDL node: its name, positional arguments, properties and children, with spans.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub name: String,
+    pub span: Span,
+    pub name_span: Span,
+    pub arguments: Vec<Argument>,
+    pub properties: Vec<Property>,
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    pub fn property(&self, name: &str) -> Option<&Property> {
+        self.properties.iter().rev().find(|property| property.name == name)
+    }
+}
+
+/// A parsed KDL file: its top-level nodes (empty when the text does not parse).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Document {
+    pub nodes: Vec<Node>,
+}
+
+/// Parses one source file as KDL v2. Never fails: syntax errors become diagnostics.
+#[salsa::tracked(returns(ref))]
+pub fn kdl_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Document> {
+    let path = file.display_path(db);
+    let text = match std::str::from_utf8(file.bytes(db)) {
+        Ok(text) => text,
+        Err(error) => {
+            let diagnostic = Diagnostic::error("invalid-utf8", "file is not valid UTF-8")
+                .in_file(path)
+                .at(Some(Span::new(error.valid_up_to(), 1)))
+                .hint("save the file as UTF-8");
+            return Parsed::new(Document::default(), vec![diagnostic]);
+        }
+    };
+    parse_text(text, &path)
+}
+
+/// Parses KDL text; `path` is only used to label diagnostics.
+pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
+    match kdl::KdlDocument::parse_v2(text) {
+        Ok(document) => Parsed::new(
+            Document {
+                nodes: document.nodes().iter().map(convert_node).collect(),
+            },
+            Vec::new(),
+        ),
+        Err(error) => {
+            let mut diagnostics: Vec<Diagnostic> = error
+                .diagnostics
+                .iter()
+                .map(|inner| {
+                    let message = inner
+                        .message
+                        .clone()
+                        .unwrap_or_else(|| "invalid KDL".to_owned());
+                    let mut diagnostic = Diagnostic::error(
+                        "kdl-syntax",
+                        format!("invalid KDL: {}", first_lowercase(&message)),
+                    )
+                    .in_file(path)
+                    .at(Some(clamp_span(text, inner.span.offset(), inner.span.len())));
+                    if let Some(help) = &inner.help {
+                        diagnostic = diagnostic.hint(help.clone());
+                    }
+                    diagnostic.hint("the roster grammar is KDL v2: strings are quoted, `#true`/`#false` are booleans")
+                })
+                .collect();
+            if diagnostics.is_empty() {
+                diagnostics.push(
+                    Diagnostic::error("kdl-syntax", "invalid KDL")
+                        .in_file(path)
+                        .at(Some(Span::new(0, 0))),
+                );
+            }
+            // The KDL parser may report one mistake several times at the same place.
+            diagnostics.dedup_by(|a, b| a.span == b.span && a.message == b.message);
+            Parsed::new(Document::default(), diagnostics)
+        }
+    }
+}
+
+fn first_lowercase(message: &str) -> String {
+    let mut characters = message.chars();
+    match characters.next() {
+        Some(first) => first.to_lowercase().chain(characters).collect::<String>().trim_end_matches('.').to_owned(),
+        None => String::new(),
+    }
+}
+
+fn clamp_span(text: &str, offset: usize, length: usize) -> Span {
+    let offset = offset.min(text.len());
+    let length = length.min(text.len() - offset);
+    Span::new(offset, length)
+}
+
+fn span_of(span: miette::SourceSpan) -> Span {
+    Span::new(span.offset(), span.len())
+}
+
+fn convert_value(value: &kdl::KdlValue) -> Value {
+    match value {
+        kdl::KdlValue::String(text) => Value::String(text.clone()),
+        kdl::KdlValue::Integer(number) => Value::Integer(*number),
+        kdl::KdlValue::Float(number) => Value::Float(number.to_string()),
+        kdl::KdlValue::Bool(flag) => Value::Bool(*flag),
+        kdl::KdlValue::Null => Value::Null,
+    }
+}
+
+fn convert_node(node: &kdl::KdlNode) -> Node {
+    let mut arguments = Vec::new();
+    let mut properties = Vec::new();
+    for entry in node.entries() {
+        let value = convert_value(entry.value());
+        let span = span_of(entry.span());
+        match entry.name() {
+            Some(name) => properties.push(Property {
+                name: name.value().to_owned(),
+                value,
+                span,
+            }),
+            None => arguments.push(Argument { value, span }),
+        }
+    }
+    let name_span = span_of(node.name().span());
+    Node {
+        name: node.name().value().to_owned(),
+        span: span_of(node.span()),
+        name_span,
+        arguments,
+        properties,
+        children: node
+            .children()
+            .map(|children| children.nodes().iter().map(convert_node).collect())
+            .unwrap_or_default(),
+    }
+}
