@@ -20,9 +20,7 @@ use crate::terminal::{ColorChoice, Terminal};
 #[command(
     name = "acompose",
     version,
-    about = "Compose the context AI coding agents load: roster, skills, bundles, People.",
-    args_conflicts_with_subcommands = true
-)]
+    about = "Compose the context AI coding agents load: roster, skills, bundles, People.")]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

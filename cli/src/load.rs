@@ -262,6 +262,18 @@ impl Loader {
         self.files
             .values()
             .find(|file| file.display_path(db) == display_path)
-            .map(|file| String::from_utf8_lossy(file.bytes(db)).into_owned())
+            .map(|file| printable(&String::from_utf8_lossy(file.bytes(db))))
     }
+}
+
+/// Replaces control characters (other than newline, tab and carriage return) with `?`,
+/// one per byte so diagnostic offsets still point at the same places.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|character| {
+            let keep = !character.is_control() || matches!(character, '\n' | '\t' | '\r');
+            let replacement = if keep { vec![character] } else { vec!['?'; character.len_utf8()] };
+            replacement
+        })
+        .collect()
 }

@@ -11,7 +11,6 @@ use crate::terminal::{Terminal, count_summary, render_diagnostics};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct RosterArgs {
     #[command(subcommand)]
     pub command: Option<RosterCommand>,
@@ -99,6 +98,10 @@ pub fn load_model(db: &mut Database, loader: &mut Loader, selection: &Selection,
 }
 
 pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
+    if args.command.is_some() && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty()) {
+        print_stderr("error: put `--out`, `--person-source` and `--personality-library` after the `roster` subcommand, or use `acompose roster --out DIR` alone\n");
+        return exit::USAGE;
+    }
     let mut db = Database::default();
     let mut loader = Loader::default();
     match args.command {

@@ -471,7 +471,7 @@ fn read_personality(reader: &mut Reader<'_>, node: &Node) -> Option<PersonalityD
             reader.report(
                 "missing-node",
                 node.name_span,
-                format!("personality `{}` needs an `{name}` block", personality.slug.value),
+                format!("personality `{}` is missing its `{name}` block", personality.slug.value),
                 format!("add `{name} {{ … }}`"),
             );
         }

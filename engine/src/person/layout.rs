@@ -63,6 +63,7 @@ pub fn package_layout(db: &dyn salsa::Database, package: Package) -> Parsed<Pack
         let unexpected = |hint: &str| {
             Diagnostic::error("unexpected-file", format!("`{}` is not part of the package layout", sanitize(relative)))
                 .in_file(file.display_path(db))
+                .at(Some(crate::diagnostic::Span::new(0, 0)))
                 .hint(hint.to_owned())
         };
         match parts.as_slice() {

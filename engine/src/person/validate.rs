@@ -140,6 +140,9 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
         }
     }
     let mut used_inspirations: BTreeSet<String> = BTreeSet::new();
+    // When a declaration file does not parse, its references are unknown, so rules
+    // about unused entries would only repeat the parse error.
+    let mut incomplete = false;
     let mut resolve_inspirations = |context: &mut Context<'_>, file: SourceFile, uses: &[InspirationUse]| {
         let mut references = Vec::new();
         for used in uses {
@@ -164,13 +167,17 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
 
     // The personality catalogue.
     let mut personalities: Vec<Personality> = Vec::new();
+    let mut personality_locations: BTreeMap<String, (SourceFile, Span)> = BTreeMap::new();
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     for (&each, layout) in packages.iter().zip(&layouts) {
         let mut bound: BTreeSet<String> = BTreeSet::new();
         for numbered in &layout.personalities {
             let parsed = personality_declaration(db, numbered.file);
             context.extend(&parsed.diagnostics);
-            let Some(declaration) = &parsed.value else { continue };
+            let Some(declaration) = &parsed.value else {
+                incomplete = true;
+                continue;
+            };
             check_file_name(&mut context, numbered.file, &numbered.slug, &declaration.slug, "personality");
             let references = resolve_inspirations(&mut context, numbered.file, &declaration.inspirations);
             if personalities.iter().any(|known| known.slug == declaration.slug.value) {
@@ -184,6 +191,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
                 continue;
             }
             if let Some(personality) = load_personality(&mut context, each, layout, numbered.file, declaration, &mut bound, &mut aliases) {
+                personality_locations.insert(personality.slug.clone(), (numbered.file, declaration.slug.span));
                 personalities.push(Personality {
                     inspirations: references,
                     ..personality
@@ -202,7 +210,10 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
         for numbered in &layout.roles {
             let parsed = role_declaration(db, numbered.file);
             context.extend(&parsed.diagnostics);
-            let Some(declaration) = &parsed.value else { continue };
+            let Some(declaration) = &parsed.value else {
+                incomplete = true;
+                continue;
+            };
             check_file_name(&mut context, numbered.file, &numbered.slug, &declaration.slug, "role");
             let references = resolve_inspirations(&mut context, numbered.file, &declaration.inspirations);
             if roles.iter().any(|known| known.slug == declaration.slug.value) {
@@ -241,7 +252,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
 
     // Inspirations that nothing uses.
     for (id, (file, span)) in &inspirations {
-        if !used_inspirations.contains(id) {
+        if !incomplete && !used_inspirations.contains(id) {
             context.report(
                 *file,
                 Some(*span),
@@ -279,8 +290,13 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
         }
     }
 
-    if core {
-        check_core(&mut context, package, &roles, &role_files, &personalities);
+    if core && !incomplete {
+        let locations = CoreLocations {
+            manifest: layout.manifest,
+            roles: &role_files,
+            personalities: &personality_locations,
+        };
+        check_core(&mut context, package, &roles, &personalities, &locations);
     }
 
     let model = PersonModel {
@@ -361,7 +377,6 @@ fn load_personality(
         };
         if let Some((code, message)) = failure {
             context.report(file, Some(written.span), code, message, "pick a colour with OKLab lightness 0.60–0.80 and chroma at least 0.05");
-            return None;
         }
         Some(Colour {
             hex: written.value.to_lowercase(),
@@ -415,7 +430,9 @@ fn load_personality(
     Some(Personality {
         slug: slug.clone(),
         skill,
-        colour: colour?,
+        // An unreadable colour is already reported; a stand-in keeps the personality in
+        // the catalogue so roles that name it do not report a second, misleading error.
+        colour: colour.unwrap_or_else(|| Colour::from_lab(Lab { l: 0.7, a: 0.0, b: 0.0 })),
         motif: declaration.motif.clone().unwrap_or_default(),
         emblem: declaration.emblem.clone(),
         form: declaration.form.clone(),
@@ -451,16 +468,8 @@ fn check_definitions(context: &mut Context<'_>, package: Package, layout: &Packa
             }
             continue;
         }
-        let Some(file) = folder.skill else {
-            context.report_package(
-                package,
-                &folder.folder,
-                "definition-missing",
-                format!("definition folder `{}` has no `SKILL.md`", sanitize(id)),
-                "write the personality skill in `SKILL.md`",
-            );
-            continue;
-        };
+        // A bound folder without `SKILL.md` is reported at the personality that binds it.
+        let Some(file) = folder.skill else { continue };
         let document = &skill_document(db, file).value;
         if document.empty {
             context.report(file, None, "definition-empty", format!("definition `{}` is empty", sanitize(id)), "write the personality skill");
@@ -929,10 +938,29 @@ fn check_orphan_role_folders(context: &mut Context<'_>, package: Package, layout
     let _ = package;
 }
 
-fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], role_files: &[(SourceFile, Span)], personalities: &[Personality]) {
+/// Where Core diagnostics point: the manifest for counts, each role's meld and each
+/// personality's declaration.
+struct CoreLocations<'a> {
+    manifest: Option<SourceFile>,
+    roles: &'a [(SourceFile, Span)],
+    personalities: &'a BTreeMap<String, (SourceFile, Span)>,
+}
+
+fn report_at(context: &mut Context<'_>, package: Package, location: Option<(SourceFile, Option<Span>)>, fallback: &str, code: &'static str, message: String, hint: &str) {
+    match location {
+        Some((file, span)) => context.report(file, span, code, message, hint),
+        None => context.report_package(package, fallback, code, message, hint),
+    }
+}
+
+fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], personalities: &[Personality], locations: &CoreLocations<'_>) {
+    let role_files = locations.roles;
+    let manifest = locations.manifest.map(|file| (file, None));
     if roles.len() != CORE_ROLE_COUNT {
-        context.report_package(
+        report_at(
+            context,
             package,
+            manifest,
             "roles",
             "core-role-count",
             format!("Core declares {} roles, exactly {CORE_ROLE_COUNT} are required", roles.len()),
@@ -940,8 +968,10 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], role_
         );
     }
     if personalities.len() != CORE_PERSONALITY_COUNT {
-        context.report_package(
+        report_at(
+            context,
             package,
+            manifest,
             "personalities",
             "core-personality-count",
             format!("Core declares {} personalities, exactly {CORE_PERSONALITY_COUNT} are required", personalities.len()),
@@ -954,17 +984,25 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], role_
             .filter(|role| role.personalities.contains(&personality.slug))
             .map(|role| role.slug.as_str())
             .collect();
+        let location = locations
+            .personalities
+            .get(&personality.slug)
+            .map(|(file, span)| (*file, Some(*span)));
         if users.is_empty() {
-            context.report_package(
+            report_at(
+                context,
                 package,
+                location,
                 &personality.skill.relative_path,
                 "core-personality-unused",
                 format!("Core personality `{}` is used by no role", personality.slug),
                 "every Core personality serves at least one role",
             );
         } else if users.len() > CORE_MAX_ROLES_PER_PERSONALITY {
-            context.report_package(
+            report_at(
+                context,
                 package,
+                location,
                 &personality.skill.relative_path,
                 "core-personality-overused",
                 format!("Core personality `{}` is used by {} roles ({}), at most {CORE_MAX_ROLES_PER_PERSONALITY} are allowed", personality.slug, users.len(), users.join(", ")),

@@ -1,0 +1,152 @@
+//! Helpers shared by the integration tests: running the binary, fixtures, temp packages.
+
+#![allow(dead_code, reason = "each test file uses a different subset of these helpers")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the real binary in `directory` with a clean environment (no colour, no HOME).
+pub fn acompose(directory: &Path, arguments: &[&str]) -> Output {
+    acompose_with(directory, arguments, &[])
+}
+
+pub fn acompose_with(directory: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
+    command
+        .args(arguments)
+        .current_dir(directory)
+        .env_remove("ACOMPOSE_HOME")
+        .env_remove("PROJECTS_ROOT")
+        .env_remove("COLORTERM")
+        .env("NO_COLOR", "1")
+        .env("HOME", directory.join("no-home"));
+    for (key, value) in environment {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run acompose");
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The public example packages of the Go program, kept outside the repository.
+pub fn compat_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/compat/agent-compose-examples")
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir_entries(from) {
+        let relative = entry.strip_prefix(from).expect("under root");
+        let target = to.join(relative);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+        } else {
+            std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(&entry, &target).expect("copy");
+        }
+    }
+}
+
+fn walkdir_entries(root: &Path) -> Vec<PathBuf> {
+    let mut entries = vec![root.to_path_buf()];
+    let mut index = 0;
+    while index < entries.len() {
+        let path = entries[index].clone();
+        if path.is_dir() {
+            let mut children: Vec<PathBuf> = std::fs::read_dir(&path).expect("read_dir").map(|entry| entry.expect("entry").path()).collect();
+            children.sort();
+            entries.extend(children);
+        }
+        index += 1;
+    }
+    entries
+}
+
+/// Writes the embedded roster:core package into `to`.
+pub fn write_embedded(to: &Path) {
+    for (relative, bytes) in acompose_roster::files() {
+        let target = to.join(relative);
+        std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&target, bytes).expect("write");
+    }
+}
+
+/// Builds the package a `case.txt` describes into `to` and returns extra arguments.
+///
+/// Directives: `//- base core` (start from the embedded roster instead of
+/// `fixtures/roster/base`), `//- args …`, `//- file PATH` (the following lines are the
+/// whole file), `//- delete PATH`, `//- symlink PATH -> TARGET`, `//- bytes PATH hex…`,
+/// and `//- replace PATH` followed by `<<< old` / `>>> new` line pairs (`\n` in them
+/// stands for a newline; the old text must occur).
+pub fn materialize_case(case: &Path, to: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(case).expect("read case");
+    let lines: Vec<&str> = text.lines().collect();
+    let base_core = lines.iter().any(|line| line.trim() == "//- base core");
+    if base_core {
+        write_embedded(to);
+    } else {
+        copy_dir(&fixtures().join("roster/base"), to);
+    }
+    let mut arguments = Vec::new();
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        index += 1;
+        let Some(directive) = line.strip_prefix("//- ") else {
+            panic!("{}: unexpected line `{line}`", case.display());
+        };
+        let (verb, rest) = directive.split_once(' ').unwrap_or((directive, ""));
+        match verb {
+            "base" => {}
+            "args" => arguments.extend(rest.split_whitespace().map(str::to_owned)),
+            "file" => {
+                let mut body = String::new();
+                while index < lines.len() && !lines[index].starts_with("//- ") {
+                    body.push_str(lines[index]);
+                    body.push('\n');
+                    index += 1;
+                }
+                let target = to.join(rest);
+                std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+                std::fs::write(target, body).expect("write");
+            }
+            "delete" => std::fs::remove_file(to.join(rest)).expect("delete"),
+            "symlink" => {
+                let (link, target) = rest.split_once(" -> ").expect("symlink PATH -> TARGET");
+                std::os::unix::fs::symlink(target, to.join(link)).expect("symlink");
+            }
+            "bytes" => {
+                let mut parts = rest.split_whitespace();
+                let path = parts.next().expect("path");
+                let bytes: Vec<u8> = parts.map(|hex| u8::from_str_radix(hex, 16).expect("hex byte")).collect();
+                std::fs::write(to.join(path), bytes).expect("write");
+            }
+            "replace" => {
+                let target = to.join(rest);
+                let mut content = std::fs::read_to_string(&target).expect("read target");
+                while index + 1 < lines.len() && lines[index].starts_with("<<< ") {
+                    let old = lines[index][4..].replace("\\n", "\n");
+                    let new = lines[index + 1].strip_prefix(">>> ").or_else(|| lines[index + 1].strip_prefix(">>>")).expect(">>> line").replace("\\n", "\n");
+                    assert!(content.contains(&old), "{}: `{old}` not found in {rest}", case.display());
+                    content = content.replacen(&old, &new, 1);
+                    index += 2;
+                }
+                std::fs::write(&target, content).expect("write");
+            }
+            other => panic!("{}: unknown directive `{other}`", case.display()),
+        }
+    }
+    arguments
+}
