@@ -4,14 +4,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-fn collect(root: &Path, directory: &Path, files: &mut Vec<PathBuf>) {
+fn collect(directory: &Path, files: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(directory) else {
         panic!("cannot read {}", directory.display());
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            collect(root, &path, files);
+            collect(&path, files);
         } else {
             files.push(path);
         }
@@ -23,9 +23,11 @@ fn main() {
     let root = manifest_dir.join("core");
     println!("cargo::rerun-if-changed=core");
     let mut files = Vec::new();
-    collect(&root, &root, &mut files);
+    collect(&root, &mut files);
     files.sort();
-    let mut generated = String::from("/// Every embedded file: (path relative to the package root, bytes).\npub static FILES: &[(&str, &[u8])] = &[\n");
+    let mut generated = String::from(
+        "/// Every embedded file: (path relative to the package root, bytes).\npub static FILES: &[(&str, &[u8])] = &[\n",
+    );
     for file in &files {
         let relative = file
             .strip_prefix(&root)
@@ -35,7 +37,8 @@ fn main() {
             .collect::<Vec<_>>()
             .join("/");
         println!("cargo::rerun-if-changed={}", file.display());
-        writeln!(generated, "    ({relative:?}, include_bytes!({:?})),", file.display().to_string()).expect("writing to a string");
+        writeln!(generated, "    ({relative:?}, include_bytes!({:?})),", file.display().to_string())
+            .expect("writing to a string");
     }
     generated.push_str("];\n");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("embedded.rs");

@@ -26,15 +26,10 @@ fn editing_one_role_file_reparses_only_that_role() {
     let first = db.take_executed();
     assert_eq!(executed_named(&first, "role_declaration"), 7, "{first:#?}");
 
-    let edited = files
-        .iter()
-        .copied()
-        .find(|file| file.relative_path(&db) == "roles/03-eval.kdl")
-        .expect("eval role file");
+    let edited =
+        files.iter().copied().find(|file| file.relative_path(&db) == "roles/03-eval.kdl").expect("eval role file");
     let text = String::from_utf8(edited.bytes(&db).clone()).expect("utf-8");
-    edited
-        .set_bytes(&mut db)
-        .to(text.replace("purpose \"", "purpose \"Carefully: ").into_bytes());
+    edited.set_bytes(&mut db).to(text.replace("purpose \"", "purpose \"Carefully: ").into_bytes());
     let model = person_model(&db, source);
     assert!(!model.has_errors(), "{:?}", model.diagnostics);
     assert!(model.value.role("eval").is_some_and(|role| role.purpose.starts_with("Carefully: ")));

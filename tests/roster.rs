@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::{acompose, materialize_case};
 
 #[test]
@@ -53,13 +51,13 @@ fn every_rule_case_fails_with_file_and_line() {
         let mut command = vec!["roster", "validate", "--person-source", "pkg"];
         command.extend(arguments.iter().map(String::as_str));
         let output = acompose(temporary.path(), &command);
-        let case = path.parent().and_then(Path::file_name).and_then(|name| name.to_str()).unwrap_or_default();
+        let case =
+            path.parent().and_then(std::path::Path::file_name).and_then(|name| name.to_str()).unwrap_or_default();
         assert_eq!(output.code, 1, "{case}: {}", output.stderr);
         assert!(output.stderr.contains("pkg/"), "{case} names no file: {}", output.stderr);
-        let has_line = output
-            .stderr
-            .lines()
-            .any(|line| line.starts_with("pkg/") && line.split(':').nth(1).is_some_and(|number| number.parse::<usize>().is_ok()));
+        let has_line = output.stderr.lines().any(|line| {
+            line.starts_with("pkg/") && line.split(':').nth(1).is_some_and(|number| number.parse::<usize>().is_ok())
+        });
         // A file that does not exist has no line to point at.
         let about_a_missing_file = ["manifest-missing", "invariant-missing"].contains(&case);
         assert!(has_line || about_a_missing_file, "{case} names no line: {}", output.stderr);
@@ -146,7 +144,10 @@ fn roster_show_json_lists_seven_roles_with_distinct_favourites() {
         centroid[0] = centroid[0].clamp(0.60, 0.80);
         let written = lab_of(role["favorite_color"].as_str().expect("favourite"));
         // The written hex is rounded to 8 bits per channel.
-        let error = ((written[0] - centroid[0]).powi(2) + (written[1] - centroid[1]).powi(2) + (written[2] - centroid[2]).powi(2)).sqrt();
+        let error = ((written[0] - centroid[0]).powi(2)
+            + (written[1] - centroid[1]).powi(2)
+            + (written[2] - centroid[2]).powi(2))
+        .sqrt();
         assert!(error < 0.01, "{slug}: favourite {written:?} differs from recomputed {centroid:?}");
         favourites.push((slug.clone(), centroid));
     }
@@ -180,7 +181,8 @@ fn catalog_personalities_query_matches_aliases() {
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
     let listing: serde_json::Value = serde_json::from_str(&output.stdout).expect("json");
-    let slugs: Vec<&str> = listing["items"].as_array().expect("items").iter().filter_map(|item| item["slug"].as_str()).collect();
+    let slugs: Vec<&str> =
+        listing["items"].as_array().expect("items").iter().filter_map(|item| item["slug"].as_str()).collect();
     assert_eq!(slugs, ["shared-care"]);
 }
 
@@ -194,7 +196,11 @@ fn catalog_roles_and_seats_print_json() {
     let seats = acompose(temporary.path(), &["catalog", "seats", "--role", "platform", "--json"]);
     assert_eq!(seats.code, 0, "{}", seats.stderr);
     let listing: serde_json::Value = serde_json::from_str(&seats.stdout).expect("json");
-    assert!(listing["items"].as_array().is_some_and(|items| !items.is_empty() && items.iter().all(|item| item["role"] == "platform")));
+    assert!(
+        listing["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty() && items.iter().all(|item| item["role"] == "platform"))
+    );
     let unknown = acompose(temporary.path(), &["catalog", "seats", "--role", "nobody"]);
     assert_eq!(unknown.code, 1);
     assert!(unknown.stderr.contains("platform"), "lists the valid roles: {}", unknown.stderr);

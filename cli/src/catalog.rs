@@ -123,10 +123,7 @@ fn roles(model: &PersonModel, json: bool, terminal: &Terminal) -> u8 {
                 model_tiers: &role.model_tiers,
                 personalities: &role.personalities,
                 favorite_color: &role.favourite.hex,
-                identity: Identity {
-                    name: &role.identity.name,
-                    pronouns: &role.identity.pronouns,
-                },
+                identity: Identity { name: &role.identity.name, pronouns: &role.identity.pronouns },
                 methods: role.methods.iter().map(|method| method.id.as_str()).collect(),
             })
             .collect();
@@ -247,10 +244,6 @@ fn seats(model: &PersonModel, role: Option<&str>, json: bool) -> u8 {
 }
 
 fn print_json<T: Serialize>(format: &'static str, model: &PersonModel, items: Vec<T>) {
-    let listing = Listing {
-        format,
-        source: model.source.clone(),
-        items,
-    };
+    let listing = Listing { format, source: model.source.clone(), items };
     print_stdout(&String::from_utf8_lossy(&to_json_bytes(&listing)));
 }

@@ -21,11 +21,7 @@ pub enum Location {
 
 impl Location {
     pub fn parse(text: &str) -> Self {
-        if text == EMBEDDED {
-            Location::Embedded
-        } else {
-            Location::Directory(PathBuf::from(text))
-        }
+        if text == EMBEDDED { Location::Embedded } else { Location::Directory(PathBuf::from(text)) }
     }
 }
 
@@ -39,11 +35,7 @@ pub struct Selection {
 
 impl Selection {
     pub fn embedded() -> Self {
-        Selection {
-            person: Location::Embedded,
-            libraries: Vec::new(),
-            core_rules: true,
-        }
+        Selection { person: Location::Embedded, libraries: Vec::new(), core_rules: true }
     }
 }
 
@@ -68,16 +60,16 @@ struct Read {
 }
 
 fn read_directory(root: &Path, label: &str) -> Read {
-    let mut read = Read {
-        files: Vec::new(),
-        diagnostics: Vec::new(),
-    };
+    let mut read = Read { files: Vec::new(), diagnostics: Vec::new() };
     match std::fs::symlink_metadata(root) {
         Err(error) => {
             read.diagnostics.push(
-                Diagnostic::error("package-missing", format!("cannot open person source `{label}`: {}", error_kind(&error)))
-                    .in_file(label)
-                    .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+                Diagnostic::error(
+                    "package-missing",
+                    format!("cannot open person source `{label}`: {}", error_kind(&error)),
+                )
+                .in_file(label)
+                .hint("pass an existing package directory, or `roster:core` for the embedded default"),
             );
             return read;
         }
@@ -173,11 +165,8 @@ impl Loader {
     /// Loads a selection, reusing inputs whose bytes did not change.
     pub fn load(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
         let package = self.package(db, &selection.person, PackageKind::Person);
-        let libraries: Vec<Package> = selection
-            .libraries
-            .iter()
-            .map(|location| self.package(db, location, PackageKind::Library))
-            .collect();
+        let libraries: Vec<Package> =
+            selection.libraries.iter().map(|location| self.package(db, location, PackageKind::Library)).collect();
         match self.source {
             Some(source) => {
                 if source.package(db) != package {
@@ -272,8 +261,7 @@ pub fn printable(text: &str) -> String {
     text.chars()
         .flat_map(|character| {
             let keep = !character.is_control() || matches!(character, '\n' | '\t' | '\r');
-            let replacement = if keep { vec![character] } else { vec!['?'; character.len_utf8()] };
-            replacement
+            if keep { vec![character] } else { vec!['?'; character.len_utf8()] }
         })
         .collect()
 }

@@ -24,11 +24,7 @@ pub struct RosterArgs {
 impl RosterArgs {
     pub fn default_show() -> Self {
         RosterArgs {
-            command: Some(RosterCommand::Show(ShowArgs {
-                source: SourceArgs::default(),
-                json: false,
-                role: None,
-            })),
+            command: Some(RosterCommand::Show(ShowArgs { source: SourceArgs::default(), json: false, role: None })),
             out: None,
             source: SourceArgs::default(),
         }
@@ -80,7 +76,12 @@ pub fn selection(source: &SourceArgs, core_rules: bool) -> Selection {
 }
 
 /// Loads and validates; on errors prints them and returns `Err(exit code)`.
-pub fn load_model(db: &mut Database, loader: &mut Loader, selection: &Selection, terminal: &Terminal) -> Result<PersonModel, u8> {
+pub fn load_model(
+    db: &mut Database,
+    loader: &mut Loader,
+    selection: &Selection,
+    terminal: &Terminal,
+) -> Result<PersonModel, u8> {
     let source = loader.load(db, selection);
     let parsed = acompose_engine::person::person_model(db, source);
     if !parsed.diagnostics.is_empty() {
@@ -98,8 +99,12 @@ pub fn load_model(db: &mut Database, loader: &mut Loader, selection: &Selection,
 }
 
 pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
-    if args.command.is_some() && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty()) {
-        print_stderr("error: put `--out`, `--person-source` and `--personality-library` after the `roster` subcommand, or use `acompose roster --out DIR` alone\n");
+    if args.command.is_some()
+        && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty())
+    {
+        print_stderr(
+            "error: put `--out`, `--person-source` and `--personality-library` after the `roster` subcommand, or use `acompose roster --out DIR` alone\n",
+        );
         return exit::USAGE;
     }
     let mut db = Database::default();
@@ -117,7 +122,11 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             }
             let model = &parsed.value;
             if parsed.has_errors() {
-                print_stderr(&format!("error: `{}` is invalid ({})\n", source_label(&selection), count_summary(&parsed.diagnostics)));
+                print_stderr(&format!(
+                    "error: `{}` is invalid ({})\n",
+                    source_label(&selection),
+                    count_summary(&parsed.diagnostics)
+                ));
                 return exit::INVALID;
             }
             if !terminal.quiet && !validate.json {
@@ -146,7 +155,11 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
                     Some(role) => print_stdout(&render::identity_card(&model, role, terminal.stdout)),
                     None => {
                         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-                        print_stderr(&format!("error: unknown role `{}`; valid roles: {}\n", acompose_engine::diagnostic::sanitize(&slug), known.join(", ")));
+                        print_stderr(&format!(
+                            "error: unknown role `{}`; valid roles: {}\n",
+                            acompose_engine::diagnostic::sanitize(&slug),
+                            known.join(", ")
+                        ));
                         return exit::INVALID;
                     }
                 },
@@ -155,7 +168,13 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         None => match args.out {
-            Some(out) => crate::artifact::render_roster_out(&mut db, &mut loader, &selection(&args.source, false), &out, terminal),
+            Some(out) => crate::artifact::render_roster_out(
+                &mut db,
+                &mut loader,
+                &selection(&args.source, false),
+                &out,
+                terminal,
+            ),
             None => {
                 print_stderr("error: `acompose roster` needs a subcommand (`validate`, `show`) or `--out DIR`\n");
                 exit::USAGE

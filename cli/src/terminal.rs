@@ -56,12 +56,12 @@ impl Terminal {
 /// Renders diagnostics with source snippets. `text_of` returns a file's text by its
 /// display path. The header line `file:line:col` is always printed so the location is
 /// readable even without a snippet.
-pub fn render_diagnostics(diagnostics: &[Diagnostic], palette: Palette, text_of: &dyn Fn(&str) -> Option<String>) -> String {
-    let theme = if palette == Palette::Plain {
-        GraphicalTheme::unicode_nocolor()
-    } else {
-        GraphicalTheme::unicode()
-    };
+pub fn render_diagnostics(
+    diagnostics: &[Diagnostic],
+    palette: Palette,
+    text_of: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    let theme = if palette == Palette::Plain { GraphicalTheme::unicode_nocolor() } else { GraphicalTheme::unicode() };
     let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false);
     let mut output = String::new();
     for diagnostic in diagnostics {
@@ -78,9 +78,8 @@ pub fn render_diagnostics(diagnostics: &[Diagnostic], palette: Palette, text_of:
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         };
-        let mut report = MietteDiagnostic::new(diagnostic.message.clone())
-            .with_code(diagnostic.code)
-            .with_severity(severity);
+        let mut report =
+            MietteDiagnostic::new(diagnostic.message.clone()).with_code(diagnostic.code).with_severity(severity);
         if !diagnostic.hints.is_empty() {
             report = report.with_help(diagnostic.hints.join("\n"));
         }

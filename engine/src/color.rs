@@ -1,9 +1,8 @@
 //! Colours in OKLab: the legibility gate, the per-role favourite and distances. Owns the
 //! arithmetic only; which colours must pass which rule is decided in `person`.
 
-use palette::{FromColor, IntoColor, Oklab, Srgb};
 use palette::convert::FromColorUnclamped;
-use palette::num::IsValidDivisor;
+use palette::{FromColor, Oklab, Srgb};
 
 /// The lightness band every personality colour and every favourite stays inside.
 pub const LIGHTNESS_MIN: f64 = 0.60;
@@ -40,9 +39,7 @@ impl Lab {
     fn in_srgb_gamut(self) -> bool {
         let srgb: Srgb<f64> = Srgb::from_color_unclamped(Oklab::new(self.l, self.a, self.b));
         let tolerance = 1e-9;
-        [srgb.red, srgb.green, srgb.blue]
-            .iter()
-            .all(|channel| (-tolerance..=1.0 + tolerance).contains(channel))
+        [srgb.red, srgb.green, srgb.blue].iter().all(|channel| (-tolerance..=1.0 + tolerance).contains(channel))
     }
 }
 
@@ -102,7 +99,7 @@ pub fn favourite(components: &[Lab]) -> Option<Lab> {
     let minimum_chroma = components.iter().map(|lab| lab.chroma()).fold(f64::INFINITY, f64::min);
     let chroma = centroid.chroma();
     if chroma < minimum_chroma {
-        if chroma.is_valid_divisor() && chroma > 1e-12 {
+        if chroma > 1e-12 {
             let scale = minimum_chroma / chroma;
             centroid.a *= scale;
             centroid.b *= scale;
@@ -159,16 +156,7 @@ pub fn xterm_256(rgb: [u8; 3]) -> u8 {
     let distance = |other: [u8; 3]| -> u32 {
         (0..3).map(|index| (i32::from(rgb[index]) - i32::from(other[index])).pow(2) as u32).sum()
     };
-    if distance([gray_value; 3]) < distance(cube_colour) {
-        (232 + gray_step) as u8
-    } else {
-        cube_index as u8
-    }
-}
-
-#[allow(dead_code)]
-fn _into_color_is_used(lab: Oklab<f64>) -> Srgb<f64> {
-    lab.into_color()
+    if distance([gray_value; 3]) < distance(cube_colour) { (232 + gray_step) as u8 } else { cube_index as u8 }
 }
 
 #[cfg(test)]

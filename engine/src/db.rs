@@ -21,11 +21,7 @@ impl SourceFile {
     pub fn display_path(self, db: &dyn salsa::Database) -> String {
         let origin = self.origin(db);
         let relative = self.relative_path(db);
-        if origin.is_empty() {
-            relative.clone()
-        } else {
-            format!("{origin}/{relative}")
-        }
+        if origin.is_empty() { relative.clone() } else { format!("{origin}/{relative}") }
     }
 }
 
@@ -90,10 +86,7 @@ impl Database {
                 entries.push(format!("{database_key:?}"));
             }
         })));
-        Self {
-            storage,
-            executed: Some(log),
-        }
+        Self { storage, executed: Some(log) }
     }
 
     /// The queries executed since the last call, in execution order.

@@ -35,21 +35,11 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            severity: Severity::Error,
-            code,
-            file: None,
-            span: None,
-            message: message.into(),
-            hints: Vec::new(),
-        }
+        Self { severity: Severity::Error, code, file: None, span: None, message: message.into(), hints: Vec::new() }
     }
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            severity: Severity::Warning,
-            ..Self::error(code, message)
-        }
+        Self { severity: Severity::Warning, ..Self::error(code, message) }
     }
 
     pub fn in_file(mut self, file: impl Into<String>) -> Self {
@@ -102,8 +92,5 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
 
 /// Replaces control characters so a value from a user file can be quoted safely.
 pub fn sanitize(value: &str) -> String {
-    value
-        .chars()
-        .map(|character| if character.is_control() { '\u{fffd}' } else { character })
-        .collect()
+    value.chars().map(|character| if character.is_control() { '\u{fffd}' } else { character }).collect()
 }

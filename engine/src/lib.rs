@@ -4,6 +4,8 @@
 //! driver (the `cli` crate) reads files, sets them as salsa inputs on [`Database`] and
 //! writes the [`OutputFile`]s the queries return.
 
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
+
 pub mod color;
 pub mod db;
 pub mod diagnostic;

@@ -47,11 +47,7 @@ fn seat_line(role: &Role) -> String {
             if seat.harness != seat.key {
                 details.push(format!("harness {}", seat.harness));
             }
-            if details.is_empty() {
-                seat.key.clone()
-            } else {
-                format!("{} ({})", seat.key, details.join(", "))
-            }
+            if details.is_empty() { seat.key.clone() } else { format!("{} ({})", seat.key, details.join(", ")) }
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -69,12 +65,7 @@ pub fn identity_card(model: &PersonModel, role: &Role, palette: Palette) -> Stri
         let _ = writeln!(card, "  seats       {}", seat_line(role));
     }
     let _ = writeln!(card, "  tiers       {}", role.model_tiers.join(", "));
-    let width = role
-        .personalities
-        .iter()
-        .map(|slug| slug.chars().count())
-        .max()
-        .unwrap_or(0);
+    let width = role.personalities.iter().map(|slug| slug.chars().count()).max().unwrap_or(0);
     let skill_width = role
         .personalities
         .iter()

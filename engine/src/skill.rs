@@ -44,10 +44,7 @@ pub fn skill_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Skil
 
 /// Parses skill text; `path` labels diagnostics.
 pub fn parse_skill(text: &str, path: &str) -> Parsed<SkillDocument> {
-    let mut document = SkillDocument {
-        empty: text.trim().is_empty(),
-        ..SkillDocument::default()
-    };
+    let mut document = SkillDocument { empty: text.trim().is_empty(), ..SkillDocument::default() };
     let mut diagnostics = Vec::new();
     if document.empty {
         return Parsed::new(document, diagnostics);
@@ -176,7 +173,8 @@ mod tests {
 
     #[test]
     fn counts_paragraphs_after_title() {
-        let parsed = parse_skill("---\nname: role-x\ndescription: d\n---\n\n# Title\n\none two\nthree\n\nfour\n\n\nfive\n", "x");
+        let parsed =
+            parse_skill("---\nname: role-x\ndescription: d\n---\n\n# Title\n\none two\nthree\n\nfour\n\n\nfive\n", "x");
         assert_eq!(parsed.value.name.as_deref(), Some("role-x"));
         assert_eq!(parsed.value.title.as_deref(), Some("Title"));
         assert_eq!(parsed.value.paragraphs, 3);

@@ -140,10 +140,7 @@ fn role_entry<'a>(model: &'a PersonModel, role: &'a Role) -> RoleEntry<'a> {
         briefing: role.skill.body.trim(),
         personalities: &role.personalities,
         favorite_color: &role.favourite.hex,
-        identity: IdentityEntry {
-            name: &role.identity.name,
-            pronouns: &role.identity.pronouns,
-        },
+        identity: IdentityEntry { name: &role.identity.name, pronouns: &role.identity.pronouns },
         seats: role
             .seats
             .iter()
@@ -162,19 +159,13 @@ fn role_entry<'a>(model: &'a PersonModel, role: &'a Role) -> RoleEntry<'a> {
             rules: contract
                 .rules
                 .iter()
-                .map(|rule| CopyRuleEntry {
-                    forbid: &rule.forbid,
-                    prefer: rule.prefer.as_deref(),
-                })
+                .map(|rule| CopyRuleEntry { forbid: &rule.forbid, prefer: rule.prefer.as_deref() })
                 .collect(),
         }),
         inspirations: role
             .inspirations
             .iter()
-            .map(|inspiration| InspirationEntry {
-                id: &inspiration.id,
-                fit: &inspiration.fit,
-            })
+            .map(|inspiration| InspirationEntry { id: &inspiration.id, fit: &inspiration.fit })
             .collect(),
     }
 }
@@ -219,10 +210,7 @@ pub fn person_json(model: &PersonModel) -> Vec<u8> {
                         inspirations: personality
                             .inspirations
                             .iter()
-                            .map(|inspiration| InspirationEntry {
-                                id: &inspiration.id,
-                                fit: &inspiration.fit,
-                            })
+                            .map(|inspiration| InspirationEntry { id: &inspiration.id, fit: &inspiration.fit })
                             .collect(),
                     },
                 )

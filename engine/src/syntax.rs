@@ -90,27 +90,19 @@ pub fn kdl_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Docume
 /// Parses KDL text; `path` is only used to label diagnostics.
 pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
     match kdl::KdlDocument::parse_v2(text) {
-        Ok(document) => Parsed::new(
-            Document {
-                nodes: document.nodes().iter().map(convert_node).collect(),
-            },
-            Vec::new(),
-        ),
+        Ok(document) => {
+            Parsed::new(Document { nodes: document.nodes().iter().map(convert_node).collect() }, Vec::new())
+        }
         Err(error) => {
             let mut diagnostics: Vec<Diagnostic> = error
                 .diagnostics
                 .iter()
                 .map(|inner| {
-                    let message = inner
-                        .message
-                        .clone()
-                        .unwrap_or_else(|| "invalid KDL".to_owned());
-                    let mut diagnostic = Diagnostic::error(
-                        "kdl-syntax",
-                        format!("invalid KDL: {}", first_lowercase(&message)),
-                    )
-                    .in_file(path)
-                    .at(Some(clamp_span(text, inner.span.offset(), inner.span.len())));
+                    let message = inner.message.clone().unwrap_or_else(|| "invalid KDL".to_owned());
+                    let mut diagnostic =
+                        Diagnostic::error("kdl-syntax", format!("invalid KDL: {}", first_lowercase(&message)))
+                            .in_file(path)
+                            .at(Some(clamp_span(text, inner.span.offset(), inner.span.len())));
                     if let Some(help) = &inner.help {
                         diagnostic = diagnostic.hint(help.clone());
                     }
@@ -118,11 +110,8 @@ pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
                 })
                 .collect();
             if diagnostics.is_empty() {
-                diagnostics.push(
-                    Diagnostic::error("kdl-syntax", "invalid KDL")
-                        .in_file(path)
-                        .at(Some(Span::new(0, 0))),
-                );
+                diagnostics
+                    .push(Diagnostic::error("kdl-syntax", "invalid KDL").in_file(path).at(Some(Span::new(0, 0))));
             }
             // The KDL parser may report one mistake several times at the same place.
             diagnostics.dedup_by(|a, b| a.span == b.span && a.message == b.message);
@@ -166,11 +155,7 @@ fn convert_node(node: &kdl::KdlNode) -> Node {
         let value = convert_value(entry.value());
         let span = span_of(entry.span());
         match entry.name() {
-            Some(name) => properties.push(Property {
-                name: name.value().to_owned(),
-                value,
-                span,
-            }),
+            Some(name) => properties.push(Property { name: name.value().to_owned(), value, span }),
             None => arguments.push(Argument { value, span }),
         }
     }

@@ -65,7 +65,8 @@ fn walkdir_entries(root: &Path) -> Vec<PathBuf> {
     while index < entries.len() {
         let path = entries[index].clone();
         if path.is_dir() {
-            let mut children: Vec<PathBuf> = std::fs::read_dir(&path).expect("read_dir").map(|entry| entry.expect("entry").path()).collect();
+            let mut children: Vec<PathBuf> =
+                std::fs::read_dir(&path).expect("read_dir").map(|entry| entry.expect("entry").path()).collect();
             children.sort();
             entries.extend(children);
         }
@@ -138,7 +139,11 @@ pub fn materialize_case(case: &Path, to: &Path) -> Vec<String> {
                 let mut content = std::fs::read_to_string(&target).expect("read target");
                 while index + 1 < lines.len() && lines[index].starts_with("<<< ") {
                     let old = lines[index][4..].replace("\\n", "\n");
-                    let new = lines[index + 1].strip_prefix(">>> ").or_else(|| lines[index + 1].strip_prefix(">>>")).expect(">>> line").replace("\\n", "\n");
+                    let new = lines[index + 1]
+                        .strip_prefix(">>> ")
+                        .or_else(|| lines[index + 1].strip_prefix(">>>"))
+                        .expect(">>> line")
+                        .replace("\\n", "\n");
                     assert!(content.contains(&old), "{}: `{old}` not found in {rest}", case.display());
                     content = content.replacen(&old, &new, 1);
                     index += 2;

@@ -133,7 +133,11 @@ fn missing_declaration(path: &str, expected: &str) -> Diagnostic {
 
 /// `person "<name>"` or `library "<id>"`.
 #[salsa::tracked(returns(ref))]
-pub fn manifest_declaration(db: &dyn salsa::Database, file: SourceFile, expected: &'static str) -> Parsed<Option<String>> {
+pub fn manifest_declaration(
+    db: &dyn salsa::Database,
+    file: SourceFile,
+    expected: &'static str,
+) -> Parsed<Option<String>> {
     let (path, nodes, mut diagnostics) = with_parse(db, file);
     if !diagnostics.is_empty() {
         return Parsed::new(None, diagnostics);
@@ -241,11 +245,8 @@ fn read_role(reader: &mut Reader<'_>, node: &Node) -> Option<RoleDeclaration> {
                 if !reader.argument_count(child, 1, None) {
                     continue;
                 }
-                let values = reader
-                    .string_arguments(child)
-                    .into_iter()
-                    .map(|(value, span)| Spanned::new(value, span))
-                    .collect();
+                let values =
+                    reader.string_arguments(child).into_iter().map(|(value, span)| Spanned::new(value, span)).collect();
                 let list = Some(Spanned::new(values, child.name_span));
                 if child.name == "model-tier" {
                     role.model_tiers = list;
@@ -287,9 +288,7 @@ fn read_role(reader: &mut Reader<'_>, node: &Node) -> Option<RoleDeclaration> {
                     name: reader.string_property(child, "name", false).map(|(value, _)| value),
                     pronouns: reader.string_property(child, "pronouns", false).map(|(value, _)| value),
                     channel: reader.string_property(child, "channel", false).map(|(value, _)| value),
-                    tier: reader
-                        .string_property(child, "tier", false)
-                        .map(|(value, span)| Spanned::new(value, span)),
+                    tier: reader.string_property(child, "tier", false).map(|(value, span)| Spanned::new(value, span)),
                     span: child.name_span,
                 };
                 role.seats.push(seat);
@@ -345,10 +344,7 @@ fn read_inspiration_use(reader: &mut Reader<'_>, node: &Node) -> Option<Inspirat
         reader.allowed_properties(child, &[]);
         fit = reader.single_string(child).map(|(value, _)| value);
     }
-    Some(InspirationUse {
-        id: Spanned::new(id, span),
-        fit: fit.unwrap_or_default(),
-    })
+    Some(InspirationUse { id: Spanned::new(id, span), fit: fit.unwrap_or_default() })
 }
 
 const PERSONALITY_CHILDREN: &[&str] = &["emblem", "form", "sound-mark", "alias", "verb", "inspiration"];
@@ -398,7 +394,9 @@ fn read_triple(reader: &mut Reader<'_>, node: &Node, keys: [&str; 3]) -> Triple 
         }
     }
     for (index, key) in keys.iter().enumerate() {
-        if values[index].is_none() && !reader.diagnostics.iter().any(|diagnostic| diagnostic.span == Some(node.name_span)) {
+        if values[index].is_none()
+            && !reader.diagnostics.iter().any(|diagnostic| diagnostic.span == Some(node.name_span))
+        {
             reader.report(
                 "missing-node",
                 node.name_span,
@@ -408,11 +406,7 @@ fn read_triple(reader: &mut Reader<'_>, node: &Node, keys: [&str; 3]) -> Triple 
         }
     }
     let [first, second, third] = values;
-    Triple {
-        first: first.unwrap_or_default(),
-        second: second.unwrap_or_default(),
-        third: third.unwrap_or_default(),
-    }
+    Triple { first: first.unwrap_or_default(), second: second.unwrap_or_default(), third: third.unwrap_or_default() }
 }
 
 fn read_personality(reader: &mut Reader<'_>, node: &Node) -> Option<PersonalityDeclaration> {
@@ -466,7 +460,9 @@ fn read_personality(reader: &mut Reader<'_>, node: &Node) -> Option<PersonalityD
             _ => reader.unknown_node(child, "a `personality`", PERSONALITY_CHILDREN),
         }
     }
-    for (name, triple) in [("emblem", &personality.emblem), ("form", &personality.form), ("sound-mark", &personality.sound_mark)] {
+    for (name, triple) in
+        [("emblem", &personality.emblem), ("form", &personality.form), ("sound-mark", &personality.sound_mark)]
+    {
         if !seen.contains_key(name) && *triple == Triple::default() {
             reader.report(
                 "missing-node",
@@ -535,8 +531,5 @@ fn read_inspiration(reader: &mut Reader<'_>, node: &Node) -> Option<InspirationD
             _ => reader.unknown_node(child, "an `inspiration`", &["achievement", "impact-fit", "appearance"]),
         }
     }
-    Some(InspirationDeclaration {
-        id: Spanned::new(id, span),
-        name,
-    })
+    Some(InspirationDeclaration { id: Spanned::new(id, span), name })
 }

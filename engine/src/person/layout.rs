@@ -67,22 +67,20 @@ pub fn package_layout(db: &dyn salsa::Database, package: Package) -> Parsed<Pack
                 .hint(hint.to_owned())
         };
         match parts.as_slice() {
-            ["person.kdl"] if kind == PackageKind::Person || embedded => {
-                if kind == PackageKind::Person {
-                    layout.manifest = Some(file);
-                }
-            }
+            ["person.kdl"] if kind == PackageKind::Person => layout.manifest = Some(file),
+            // The embedded roster used as a library keeps its person manifest; ignore it.
+            ["person.kdl"] if embedded => {}
             ["library.kdl"] if kind == PackageKind::Library => layout.manifest = Some(file),
             [_] => {}
             ["roles", name] if kind == PackageKind::Person => match numbered_slug(name) {
                 Some(slug) => layout.roles.push(NumberedFile { slug, file }),
                 None => diagnostics.push(unexpected("role files are named `roles/NN-<slug>.kdl` with two digits")),
             },
-            ["roles", ..] if kind == PackageKind::Library => {
-                if !embedded {
-                    diagnostics.push(unexpected("a personality library holds no roles"));
-                }
+            ["roles", ..] if kind == PackageKind::Library && !embedded => {
+                diagnostics.push(unexpected("a personality library holds no roles"));
             }
+            // The embedded roster used as a library: its roles are not part of the library.
+            ["roles", ..] if kind == PackageKind::Library => {}
             ["roles", slug, "SKILL.md"] => {
                 layout.role_skills.insert((*slug).to_owned(), file);
             }
@@ -90,10 +88,7 @@ pub fn package_layout(db: &dyn salsa::Database, package: Package) -> Parsed<Pack
                 let entry = layout
                     .methods
                     .entry(((*slug).to_owned(), (*method).to_owned()))
-                    .or_insert_with(|| SkillFolder {
-                        folder: format!("roles/{slug}/skills/{method}"),
-                        skill: None,
-                    });
+                    .or_insert_with(|| SkillFolder { folder: format!("roles/{slug}/skills/{method}"), skill: None });
                 if rest == ["SKILL.md"] {
                     entry.skill = Some(file);
                 }
@@ -108,10 +103,10 @@ pub fn package_layout(db: &dyn salsa::Database, package: Package) -> Parsed<Pack
             },
             ["definitions", "INVARIANT.md"] => layout.invariant = Some(file),
             ["definitions", "skills", id, rest @ ..] if !rest.is_empty() => {
-                let entry = layout.definitions.entry((*id).to_owned()).or_insert_with(|| SkillFolder {
-                    folder: format!("definitions/skills/{id}"),
-                    skill: None,
-                });
+                let entry = layout
+                    .definitions
+                    .entry((*id).to_owned())
+                    .or_insert_with(|| SkillFolder { folder: format!("definitions/skills/{id}"), skill: None });
                 if rest == ["SKILL.md"] {
                     entry.skill = Some(file);
                 }
@@ -122,7 +117,9 @@ pub fn package_layout(db: &dyn salsa::Database, package: Package) -> Parsed<Pack
             _ => {}
         }
     }
-    let by_name = |entries: &mut Vec<NumberedFile>| entries.sort_by(|a, b| a.file.relative_path(db).cmp(b.file.relative_path(db)));
+    let by_name = |entries: &mut Vec<NumberedFile>| {
+        entries.sort_by(|a, b| a.file.relative_path(db).cmp(b.file.relative_path(db)))
+    };
     by_name(&mut layout.roles);
     by_name(&mut layout.personalities);
     by_name(&mut layout.inspirations);

@@ -14,17 +14,8 @@ pub use validate::person_model;
 pub const MODEL_TIERS: [&str; 3] = ["frontier", "commodity", "oss"];
 
 /// The fixed renderer expression vocabulary.
-pub const EXPRESSIONS: [&str; 9] = [
-    "available",
-    "listening",
-    "thinking",
-    "acting",
-    "waiting-for-human",
-    "blocked",
-    "completed",
-    "failed",
-    "offline",
-];
+pub const EXPRESSIONS: [&str; 9] =
+    ["available", "listening", "thinking", "acting", "waiting-for-human", "blocked", "completed", "failed", "offline"];
 
 /// A colour as written (`#rrggbb`) and its OKLab coordinates.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,12 +18,7 @@ impl<'a> Reader<'a> {
     }
 
     pub fn report(&mut self, code: &'static str, span: Span, message: impl Into<String>, hint: impl Into<String>) {
-        self.diagnostics.push(
-            Diagnostic::error(code, message)
-                .in_file(self.path)
-                .at(Some(span))
-                .hint(hint),
-        );
+        self.diagnostics.push(Diagnostic::error(code, message).in_file(self.path).at(Some(span)).hint(hint));
     }
 
     /// Checks the number of positional arguments; reports and returns false when wrong.

@@ -36,7 +36,14 @@ struct Context<'db> {
 }
 
 impl Context<'_> {
-    fn report(&mut self, file: SourceFile, span: Option<Span>, code: &'static str, message: String, hint: impl Into<String>) {
+    fn report(
+        &mut self,
+        file: SourceFile,
+        span: Option<Span>,
+        code: &'static str,
+        message: String,
+        hint: impl Into<String>,
+    ) {
         let diagnostic = Diagnostic::error(code, message)
             .in_file(file.display_path(self.db))
             .at(span.or(Some(Span::new(0, 0))))
@@ -44,7 +51,14 @@ impl Context<'_> {
         self.diagnostics.push(diagnostic);
     }
 
-    fn report_package(&mut self, package: Package, relative: &str, code: &'static str, message: String, hint: impl Into<String>) {
+    fn report_package(
+        &mut self,
+        package: Package,
+        relative: &str,
+        code: &'static str,
+        message: String,
+        hint: impl Into<String>,
+    ) {
         let label = package.label(self.db);
         let diagnostic = Diagnostic::error(code, message).in_file(format!("{label}/{relative}")).hint(hint);
         self.diagnostics.push(diagnostic);
@@ -112,11 +126,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
             ),
         }
     }
-    let source_id = if package.embedded(db) {
-        "roster:core".to_owned()
-    } else {
-        format!("person:{person_name}")
-    };
+    let source_id = if package.embedded(db) { "roster:core".to_owned() } else { format!("person:{person_name}") };
 
     // Inspirations declared by every package.
     let mut inspirations: BTreeMap<String, (SourceFile, Span)> = BTreeMap::new();
@@ -148,10 +158,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
         for used in uses {
             if inspirations.contains_key(&used.id.value) {
                 used_inspirations.insert(used.id.value.clone());
-                references.push(InspirationReference {
-                    id: used.id.value.clone(),
-                    fit: used.fit.clone(),
-                });
+                references.push(InspirationReference { id: used.id.value.clone(), fit: used.fit.clone() });
             } else {
                 context.report(
                     file,
@@ -190,12 +197,11 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
                 );
                 continue;
             }
-            if let Some(personality) = load_personality(&mut context, each, layout, numbered.file, declaration, &mut bound, &mut aliases) {
+            if let Some(personality) =
+                load_personality(&mut context, each, layout, numbered.file, declaration, &mut bound, &mut aliases)
+            {
                 personality_locations.insert(personality.slug.clone(), (numbered.file, declaration.slug.span));
-                personalities.push(Personality {
-                    inspirations: references,
-                    ..personality
-                });
+                personalities.push(Personality { inspirations: references, ..personality });
             }
         }
         check_definitions(&mut context, each, layout, &bound);
@@ -226,16 +232,14 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
                 );
                 continue;
             }
-            let loaded = load_role(&mut context, layout, numbered.file, declaration, &personalities, &mut methods_seen, core);
+            let loaded =
+                load_role(&mut context, layout, numbered.file, declaration, &personalities, &mut methods_seen, core);
             if let Some(role) = loaded {
                 role_files.push((
                     numbered.file,
                     declaration.personalities.as_ref().map_or(declaration.slug.span, |list| list.span),
                 ));
-                roles.push(Role {
-                    inspirations: references,
-                    ..role
-                });
+                roles.push(Role { inspirations: references, ..role });
             }
         }
         check_orphan_role_folders(&mut context, package, layout, &roles);
@@ -291,28 +295,24 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
     }
 
     if core && !incomplete {
-        let locations = CoreLocations {
-            manifest: layout.manifest,
-            roles: &role_files,
-            personalities: &personality_locations,
-        };
+        let locations =
+            CoreLocations { manifest: layout.manifest, roles: &role_files, personalities: &personality_locations };
         check_core(&mut context, package, &roles, &personalities, &locations);
     }
 
-    let model = PersonModel {
-        source: source_id,
-        person: person_name,
-        core,
-        roles,
-        personalities,
-        invariant,
-    };
+    let model = PersonModel { source: source_id, person: person_name, core, roles, personalities, invariant };
     let mut diagnostics = context.diagnostics;
     diagnostics.dedup();
     Parsed::new(model, diagnostics)
 }
 
-fn check_file_name(context: &mut Context<'_>, file: SourceFile, file_slug: &str, declared: &Spanned<String>, what: &str) {
+fn check_file_name(
+    context: &mut Context<'_>,
+    file: SourceFile,
+    file_slug: &str,
+    declared: &Spanned<String>,
+    what: &str,
+) {
     if file_slug != declared.value {
         context.report(
             file,
@@ -370,19 +370,20 @@ fn load_personality(
                 "color-too-light",
                 format!("colour `{}` has OKLab lightness {lightness:.3}, above 0.80", written.value),
             )),
-            Err(GateFailure::TooGray(chroma)) => Some((
-                "color-too-gray",
-                format!("colour `{}` has OKLab chroma {chroma:.3}, below 0.05", written.value),
-            )),
+            Err(GateFailure::TooGray(chroma)) => {
+                Some(("color-too-gray", format!("colour `{}` has OKLab chroma {chroma:.3}, below 0.05", written.value)))
+            }
         };
         if let Some((code, message)) = failure {
-            context.report(file, Some(written.span), code, message, "pick a colour with OKLab lightness 0.60–0.80 and chroma at least 0.05");
+            context.report(
+                file,
+                Some(written.span),
+                code,
+                message,
+                "pick a colour with OKLab lightness 0.60–0.80 and chroma at least 0.05",
+            );
         }
-        Some(Colour {
-            hex: written.value.to_lowercase(),
-            rgb,
-            lab,
-        })
+        Some(Colour { hex: written.value.to_lowercase(), rgb, lab })
     });
 
     for alias in &declaration.aliases {
@@ -407,7 +408,11 @@ fn load_personality(
                 file,
                 declaration.skill.as_ref().map(|skill| skill.span),
                 "definition-missing",
-                format!("personality `{slug}` has no `definitions/skills/{}/SKILL.md` in {}", sanitize(&skill_id), package.label(context.db)),
+                format!(
+                    "personality `{slug}` has no `definitions/skills/{}/SKILL.md` in {}",
+                    sanitize(&skill_id),
+                    package.label(context.db)
+                ),
                 "write the personality skill there",
             );
             return None;
@@ -423,7 +428,10 @@ fn load_personality(
             skill_file,
             None,
             "personality-skill-too-long",
-            format!("personality skill has {} words, at most {PERSONALITY_SKILL_MAX_WORDS} are allowed", document.words),
+            format!(
+                "personality skill has {} words, at most {PERSONALITY_SKILL_MAX_WORDS} are allowed",
+                document.words
+            ),
             "shorten the body after the title",
         );
     }
@@ -472,7 +480,13 @@ fn check_definitions(context: &mut Context<'_>, package: Package, layout: &Packa
         let Some(file) = folder.skill else { continue };
         let document = &skill_document(db, file).value;
         if document.empty {
-            context.report(file, None, "definition-empty", format!("definition `{}` is empty", sanitize(id)), "write the personality skill");
+            context.report(
+                file,
+                None,
+                "definition-empty",
+                format!("definition `{}` is empty", sanitize(id)),
+                "write the personality skill",
+            );
             continue;
         }
         match &document.name {
@@ -511,7 +525,13 @@ fn load_role(
     let purpose = match &declaration.purpose {
         Some(purpose) => purpose.clone(),
         None => {
-            context.report(file, role_span, "missing-node", format!("role `{slug}` has no `purpose`"), "add `purpose \"…\"`, one sentence");
+            context.report(
+                file,
+                role_span,
+                "missing-node",
+                format!("role `{slug}` has no `purpose`"),
+                "add `purpose \"…\"`, one sentence",
+            );
             String::new()
         }
     };
@@ -527,7 +547,13 @@ fn load_role(
             format!("write `skill \"{expected_skill}\"`"),
         ),
         Some(_) => {}
-        None => context.report(file, role_span, "missing-node", format!("role `{slug}` has no `skill`"), format!("add `skill \"{expected_skill}\"`")),
+        None => context.report(
+            file,
+            role_span,
+            "missing-node",
+            format!("role `{slug}` has no `skill`"),
+            format!("add `skill \"{expected_skill}\"`"),
+        ),
     }
     let skill = match (layout.role_skills.get(&slug), &declaration.briefing) {
         (Some(&skill_file), briefing) => {
@@ -661,7 +687,13 @@ fn load_role(
                     "model tiers are `frontier`, `commodity` and `oss`",
                 );
             } else if !seen.insert(tier.value.clone()) {
-                context.report(file, Some(tier.span), "duplicate-model-tier", format!("model tier `{}` is listed twice", tier.value), "list each tier once");
+                context.report(
+                    file,
+                    Some(tier.span),
+                    "duplicate-model-tier",
+                    format!("model tier `{}` is listed twice", tier.value),
+                    "list each tier once",
+                );
             }
         }
         model_tiers = MODEL_TIERS.iter().filter(|tier| seen.contains(**tier)).map(|tier| (*tier).to_owned()).collect();
@@ -718,7 +750,10 @@ fn load_role(
                     file,
                     Some(list.span),
                     "core-meld-size",
-                    format!("Core role `{slug}` melds {} personalities, exactly {CORE_MELD_SIZE} are required", list.value.len()),
+                    format!(
+                        "Core role `{slug}` melds {} personalities, exactly {CORE_MELD_SIZE} are required",
+                        list.value.len()
+                    ),
                     "name exactly two personalities",
                 );
             }
@@ -793,7 +828,10 @@ fn load_role(
                     file,
                     Some(tier.span),
                     "seat-tier-unsupported",
-                    format!("seat `{}` routes to tier `{}`, which role `{slug}` does not support", seat.key.value, tier.value),
+                    format!(
+                        "seat `{}` routes to tier `{}`, which role `{slug}` does not support",
+                        seat.key.value, tier.value
+                    ),
                     format!("use one of {}", model_tiers.join(", ")),
                 );
             }
@@ -806,7 +844,10 @@ fn load_role(
                     file,
                     Some(seat.key.span),
                     "identity-missing",
-                    format!("seat `{}` of role `{slug}` has no name and pronouns, and the role has no `identity`", seat.key.value),
+                    format!(
+                        "seat `{}` of role `{slug}` has no name and pronouns, and the role has no `identity`",
+                        seat.key.value
+                    ),
                     "add `identity name=\"…\" pronouns=\"…\"` to the role",
                 );
                 (String::new(), String::new())
@@ -822,28 +863,15 @@ fn load_role(
         });
     }
     let identity = match &declaration.identity {
-        Some(identity) => Identity {
-            name: identity.value.0.clone(),
-            pronouns: identity.value.1.clone(),
-        },
+        Some(identity) => Identity { name: identity.value.0.clone(), pronouns: identity.value.1.clone() },
         None => seats
             .first()
-            .map(|seat| Identity {
-                name: seat.name.clone(),
-                pronouns: seat.pronouns.clone(),
-            })
-            .unwrap_or(Identity {
-                name: String::new(),
-                pronouns: String::new(),
-            }),
+            .map(|seat| Identity { name: seat.name.clone(), pronouns: seat.pronouns.clone() })
+            .unwrap_or(Identity { name: String::new(), pronouns: String::new() }),
     };
 
     let favourite = color::favourite(&lab_components).map(Colour::from_lab)?;
-    let display_name = declaration
-        .display_name
-        .clone()
-        .or_else(|| skill_title(&skill))
-        .unwrap_or_else(|| slug.clone());
+    let display_name = declaration.display_name.clone().or_else(|| skill_title(&skill)).unwrap_or_else(|| slug.clone());
     Some(Role {
         slug,
         display_name,
@@ -946,14 +974,28 @@ struct CoreLocations<'a> {
     personalities: &'a BTreeMap<String, (SourceFile, Span)>,
 }
 
-fn report_at(context: &mut Context<'_>, package: Package, location: Option<(SourceFile, Option<Span>)>, fallback: &str, code: &'static str, message: String, hint: &str) {
+fn report_at(
+    context: &mut Context<'_>,
+    package: Package,
+    location: Option<(SourceFile, Option<Span>)>,
+    fallback: &str,
+    code: &'static str,
+    message: String,
+    hint: &str,
+) {
     match location {
         Some((file, span)) => context.report(file, span, code, message, hint),
         None => context.report_package(package, fallback, code, message, hint),
     }
 }
 
-fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], personalities: &[Personality], locations: &CoreLocations<'_>) {
+fn check_core(
+    context: &mut Context<'_>,
+    package: Package,
+    roles: &[Role],
+    personalities: &[Personality],
+    locations: &CoreLocations<'_>,
+) {
     let role_files = locations.roles;
     let manifest = locations.manifest.map(|file| (file, None));
     if roles.len() != CORE_ROLE_COUNT {
@@ -974,7 +1016,10 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], perso
             manifest,
             "personalities",
             "core-personality-count",
-            format!("Core declares {} personalities, exactly {CORE_PERSONALITY_COUNT} are required", personalities.len()),
+            format!(
+                "Core declares {} personalities, exactly {CORE_PERSONALITY_COUNT} are required",
+                personalities.len()
+            ),
             "the embedded default has ten personalities",
         );
     }
@@ -984,10 +1029,7 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], perso
             .filter(|role| role.personalities.contains(&personality.slug))
             .map(|role| role.slug.as_str())
             .collect();
-        let location = locations
-            .personalities
-            .get(&personality.slug)
-            .map(|(file, span)| (*file, Some(*span)));
+        let location = locations.personalities.get(&personality.slug).map(|(file, span)| (*file, Some(*span)));
         if users.is_empty() {
             report_at(
                 context,
@@ -1005,7 +1047,12 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], perso
                 location,
                 &personality.skill.relative_path,
                 "core-personality-overused",
-                format!("Core personality `{}` is used by {} roles ({}), at most {CORE_MAX_ROLES_PER_PERSONALITY} are allowed", personality.slug, users.len(), users.join(", ")),
+                format!(
+                    "Core personality `{}` is used by {} roles ({}), at most {CORE_MAX_ROLES_PER_PERSONALITY} are allowed",
+                    personality.slug,
+                    users.len(),
+                    users.join(", ")
+                ),
                 "move it out of one of those melds",
             );
         }
@@ -1033,9 +1080,5 @@ fn check_core(context: &mut Context<'_>, package: Package, roles: &[Role], perso
 
 fn known_hint<'a>(what: &str, names: impl Iterator<Item = &'a str>) -> String {
     let names: Vec<&str> = names.collect();
-    if names.is_empty() {
-        format!("no {what} are declared")
-    } else {
-        format!("known {what}: {}", names.join(", "))
-    }
+    if names.is_empty() { format!("no {what} are declared") } else { format!("known {what}: {}", names.join(", ")) }
 }
