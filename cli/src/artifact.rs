@@ -1,4 +1,5 @@
-//! Rendering the roster artifact to disk.
+//! `acompose roster --out DIR`: the roster artifact rendered anywhere, with the same
+//! transaction as host convergence.
 
 use std::path::Path;
 
@@ -6,13 +7,49 @@ use acompose_engine::Database;
 
 use crate::load::{Loader, Selection};
 use crate::terminal::Terminal;
+use crate::transaction::{self, NoFaults};
+use crate::{exit, print_stderr, print_stdout};
 
 pub fn render_roster_out(
-    _db: &mut Database,
-    _loader: &mut Loader,
-    _selection: &Selection,
-    _out: &Path,
-    _terminal: &Terminal,
+    db: &mut Database,
+    loader: &mut Loader,
+    selection: &Selection,
+    out: &Path,
+    terminal: &Terminal,
 ) -> u8 {
-    crate::exit::ENVIRONMENT
+    let model = match crate::roster::load_model(db, loader, selection, terminal) {
+        Ok(model) => model,
+        Err(code) => return code,
+    };
+    let files = acompose_engine::converge::roster_files(&model);
+    if let Err(error) = std::fs::create_dir_all(out) {
+        print_stderr(&format!("error: cannot create `{}`: {}\n", out.display(), crate::load::error_kind(&error)));
+        return exit::ENVIRONMENT;
+    }
+    let _lock = match transaction::lock(out, crate::converge::LOCK_TIMEOUT) {
+        Ok(lock) => lock,
+        Err(error) => {
+            print_stderr(&format!("error: {error}\n"));
+            return error.exit_code();
+        }
+    };
+    match transaction::apply(out, &files, &mut NoFaults) {
+        Ok(outcome) => {
+            if !terminal.quiet {
+                print_stdout(&format!(
+                    "roster {} -> {}: {} written, {} unchanged, {} removed\n",
+                    model.source,
+                    out.display(),
+                    outcome.written.len(),
+                    outcome.unchanged,
+                    outcome.removed.len()
+                ));
+            }
+            exit::SUCCESS
+        }
+        Err(error) => {
+            print_stderr(&format!("error: {error}\n"));
+            error.exit_code()
+        }
+    }
 }

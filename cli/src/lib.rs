@@ -3,10 +3,12 @@
 
 pub mod artifact;
 pub mod catalog;
+pub mod converge;
 pub mod exit;
 pub mod load;
 pub mod roster;
 pub mod terminal;
+pub mod transaction;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -77,7 +79,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Some(Command::Roster(args)) => roster::run(args, &terminal),
         Some(Command::Catalog(args)) => catalog::run(args, &terminal),
-        None => roster::run(roster::RosterArgs::default_show(), &terminal),
+        None => converge::run(cli.global.home.as_deref(), &terminal),
     };
     exit::code(code)
 }

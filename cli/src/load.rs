@@ -121,7 +121,15 @@ fn read_directory(root: &Path, label: &str) -> Read {
             );
             continue;
         }
+        if entry.file_type().is_dir() {
+            continue;
+        }
         if !entry.file_type().is_file() {
+            read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("a package holds only folders and regular files"),
+            );
             continue;
         }
         match std::fs::read(entry.path()) {
