@@ -3,12 +3,15 @@
 
 pub mod artifact;
 pub mod catalog;
+pub mod compose;
 pub mod converge;
 pub mod exit;
 pub mod load;
+pub mod people;
 pub mod roster;
 pub mod terminal;
 pub mod transaction;
+pub mod verify;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -63,6 +66,12 @@ pub enum Command {
     Roster(roster::RosterArgs),
     /// List roles, personalities or seats of the loaded person source.
     Catalog(catalog::CatalogArgs),
+    /// Compose one immutable role bundle from a request.
+    Compose(compose::ComposeArgs),
+    /// Re-check every digest, budget and invariant of a bundle.
+    Verify(verify::VerifyArgs),
+    /// Durable, reviewed collaborators bound to roles.
+    People(people::PeopleArgs),
 }
 
 /// Runs the program and returns its exit code.
@@ -79,6 +88,9 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Some(Command::Roster(args)) => roster::run(args, &terminal),
         Some(Command::Catalog(args)) => catalog::run(args, &terminal),
+        Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Verify(args)) => verify::run(args, &terminal),
+        Some(Command::People(args)) => people::run(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &terminal),
     };
     exit::code(code)

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use acompose_engine::catalogue::Catalogue;
 use acompose_engine::{Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
 use salsa::Durability;
 use salsa::Setter;
@@ -44,8 +45,12 @@ impl Selection {
 pub struct Loader {
     files: BTreeMap<(String, String), SourceFile>,
     packages: BTreeMap<(String, PackageKind), Package>,
+    catalogues: BTreeMap<String, Catalogue>,
     source: Option<PersonSource>,
 }
+
+/// The parts of a repository a catalogue is made of.
+const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agents/roles.kdl"];
 
 /// Turns a path into a label: as the user wrote it, with `/` separators.
 pub fn label_of(path: &Path) -> String {
@@ -129,6 +134,101 @@ fn read_directory(root: &Path, label: &str) -> Read {
                 Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
                     .in_file(format!("{label}/{relative}"))
                     .hint("a package holds only folders and regular files"),
+            );
+            continue;
+        }
+        match std::fs::read(entry.path()) {
+            Ok(bytes) => read.files.push((relative, bytes)),
+            Err(error) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("check its permissions"),
+            ),
+        }
+    }
+    read
+}
+
+/// Reads the catalogue parts of a repository: (available, files, diagnostics).
+pub fn read_catalogue(root: &Path, label: &str) -> (bool, Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
+    match std::fs::symlink_metadata(root) {
+        Err(_) => return (false, Vec::new(), Vec::new()),
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            let diagnostic = Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                .in_file(label)
+                .hint("point the request at the real folder");
+            return (true, Vec::new(), vec![diagnostic]);
+        }
+        Ok(metadata) if !metadata.is_dir() => return (false, Vec::new(), Vec::new()),
+        Ok(_) => {}
+    }
+    let mut files = Vec::new();
+    let mut diagnostics = Vec::new();
+    for part in CATALOGUE_PARTS {
+        let path = root.join(part);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        if std::fs::symlink_metadata(root.join(".agents")).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+            diagnostics.push(
+                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
+                    .in_file(format!("{label}/.agents"))
+                    .hint("replace the link with the folder it points to"),
+            );
+            break;
+        }
+        let read = read_directory_entries(root, &path, label);
+        files.extend(read.files);
+        diagnostics.extend(read.diagnostics);
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    (true, files, diagnostics)
+}
+
+/// Reads every file of a folder (no symlinks followed): (available, files, diagnostics).
+pub fn read_folder(root: &Path, label: &str) -> (bool, Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
+    let read = read_directory_entries(root, root, label);
+    (true, read.files, read.diagnostics)
+}
+
+/// Reads a file or a folder under `root` (no symlinks followed), paths relative to root.
+fn read_directory_entries(root: &Path, start: &Path, label: &str) -> Read {
+    let mut read = Read { files: Vec::new(), diagnostics: Vec::new() };
+    let walker = walkdir::WalkDir::new(start)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                let path = error.path().map_or_else(|| label.to_owned(), |path| display_under(root, path, label));
+                read.diagnostics.push(
+                    Diagnostic::error("unreadable-file", "cannot read this entry of the catalogue")
+                        .in_file(path)
+                        .hint("check its permissions"),
+                );
+                continue;
+            }
+        };
+        let relative = relative_path(root, entry.path());
+        if entry.path_is_symlink() {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("replace the link with the file or folder it points to"),
+            );
+            continue;
+        }
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("a catalogue holds only folders and regular files"),
             );
             continue;
         }
@@ -252,6 +352,65 @@ impl Loader {
                 package
             }
         }
+    }
+
+    /// Sets (or updates) one file input, keyed by its origin label and relative path.
+    fn file(&mut self, db: &mut Database, label: &str, relative: String, bytes: Vec<u8>, durability: Durability) -> SourceFile {
+        let key = (label.to_owned(), relative.clone());
+        match self.files.get(&key) {
+            Some(&file) => {
+                if file.bytes(db) != &bytes {
+                    file.set_bytes(db).with_durability(durability).to(bytes);
+                }
+                file
+            }
+            None => {
+                let file = SourceFile::builder(label.to_owned(), relative, bytes).durability(durability).new(db);
+                self.files.insert(key, file);
+                file
+            }
+        }
+    }
+
+    /// Sets (or updates) a catalogue input from files already read.
+    pub fn catalogue_from(
+        &mut self,
+        db: &mut Database,
+        label: &str,
+        available: bool,
+        read_files: Vec<(String, Vec<u8>)>,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Catalogue {
+        let files: Vec<SourceFile> = read_files
+            .into_iter()
+            .map(|(relative, bytes)| self.file(db, label, relative, bytes, Durability::LOW))
+            .collect();
+        match self.catalogues.get(label) {
+            Some(&catalogue) => {
+                if catalogue.available(db) != available {
+                    catalogue.set_available(db).to(available);
+                }
+                if catalogue.files(db) != &files {
+                    catalogue.set_files(db).to(files);
+                }
+                if catalogue.load_diagnostics(db) != &diagnostics {
+                    catalogue.set_load_diagnostics(db).to(diagnostics);
+                }
+                catalogue
+            }
+            None => {
+                let catalogue = Catalogue::new(db, label.to_owned(), available, files, diagnostics);
+                self.catalogues.insert(label.to_owned(), catalogue);
+                catalogue
+            }
+        }
+    }
+
+    /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
+    /// `.agents/roles.kdl`) without walking the rest of the repository.
+    pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        let (available, files, diagnostics) = read_catalogue(root, label);
+        self.catalogue_from(db, label, available, files, diagnostics)
     }
 
     /// The text of a loaded file by its display path, for rendering diagnostics.

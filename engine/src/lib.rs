@@ -6,16 +6,26 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
+pub mod bundle;
+pub mod catalogue;
 pub mod color;
+pub mod compose;
+pub mod converge;
 pub mod db;
 pub mod diagnostic;
+pub mod people;
 pub mod person;
+pub mod provider;
 pub mod render;
+pub mod request;
+pub mod selector;
 pub mod snapshot;
 
 pub mod skill;
 
 pub mod syntax;
+pub mod trace;
+pub mod yaml;
 
 pub use db::{Database, Package, PackageKind, PersonSource, SourceFile};
 pub use diagnostic::{Diagnostic, Parsed, Severity, Span};

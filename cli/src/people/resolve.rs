@@ -1,0 +1,89 @@
+//! `people resolve --recipe FILE [--assign role=person]…`: previews which Person fills
+//! each recipe role and which rule chose it. It reads the recipe, the People and the
+//! bindings; it writes nothing and starts nothing.
+
+use std::path::PathBuf;
+
+use acompose_engine::people::recipe::{self, Syntax};
+use acompose_engine::people::resolve::{self as resolution, Assignment};
+use acompose_engine::Severity;
+use acompose_engine::people::{Finding, printable, report, workspace};
+
+use super::WorkspaceArgs;
+use super::storage::{Stop, Workspace, input_label, read_input_file};
+use crate::{print_stderr, print_stdout};
+
+#[derive(Debug, clap::Args)]
+pub struct ResolveArgs {
+    /// The swarm recipe (`.json`, `.yaml` or `.yml`).
+    #[arg(long, value_name = "FILE")]
+    pub recipe: PathBuf,
+    /// Assign a Person to a role explicitly; repeatable.
+    #[arg(long = "assign", value_name = "ROLE=PERSON", value_parser = parse_assignment)]
+    pub assignments: Vec<Assignment>,
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+    /// Print the preview as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_assignment(text: &str) -> Result<Assignment, String> {
+    match text.split_once('=') {
+        Some((role, person_id)) if !role.is_empty() && !person_id.is_empty() => Ok(Assignment {
+            role: role.to_owned(),
+            person_id: person_id.to_owned(),
+        }),
+        _ => Err("expected ROLE=PERSON, e.g. `reviewer=ada`".to_owned()),
+    }
+}
+
+pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
+    let label = input_label(&args.recipe);
+    let Some(syntax) = Syntax::from_file_name(&label) else {
+        return Err(Stop::Invalid(format!("`{}` is not a recipe: use a `.json`, `.yaml` or `.yml` file", printable(&label))));
+    };
+    let bytes = read_input_file(&args.recipe)?;
+    let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
+    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let validation = workspace::load_roster(&workspace.collect(false)?);
+    // A broken Person or bindings file stops the preview. A binding that names a Person
+    // with no file does not: resolution skips that candidate as missing.
+    let blocking = validation
+        .findings
+        .iter()
+        .any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
+    if blocking {
+        return Err(Stop::Findings(validation.findings));
+    }
+    if !validation.findings.is_empty() && !args.json {
+        let warnings: Vec<Finding> = validation
+            .findings
+            .iter()
+            .map(|finding| Finding {
+                severity: Severity::Warning,
+                ..finding.clone()
+            })
+            .collect();
+        print_stderr(&report::findings_text(&warnings));
+    }
+    let roster = &validation.roster;
+    match resolution::resolve(&recipe, &roster.people, &roster.bindings, &args.assignments) {
+        Ok(resolved) => {
+            if args.json {
+                print_stdout(&String::from_utf8_lossy(&report::resolution_json(&label, &resolved, &[])));
+            } else {
+                print_stdout(&report::resolution_text(&label, &resolved));
+            }
+            Ok(())
+        }
+        Err(rejections) => {
+            if args.json {
+                print_stdout(&String::from_utf8_lossy(&report::resolution_json(&label, &[], &rejections)));
+            } else {
+                print_stderr(&report::rejections_text(&rejections));
+            }
+            Err(Stop::Invalid(format!("--assign was refused ({} problem(s)); nothing was resolved", rejections.len())))
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! Bundles: the immutable, content-addressed directory one composition produces.
+//! Owns the bundle's files (`manifest.json`, `trace.json`, `content/…`,
+//! `delivery/compiled.md`), its id and its verification. Writes nothing itself: the cli
+//! stages, verifies and renames.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::OutputFile;
+use crate::compose::{Composition, PERSON_SOURCE_ID, Resolution, resolve};
+use crate::diagnostic::Parsed;
+use crate::render::{Palette, identity_card};
+use crate::snapshot::to_json_bytes;
+use crate::trace::{Outcome, Trace, approximate_tokens};
+
+pub const MANIFEST_FORMAT: &str = "agent-compose.bundle";
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestRole {
+    pub slug: String,
+    pub display_name: String,
+    pub purpose: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestSkill {
+    pub id: String,
+    pub source: String,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestPersonality {
+    pub slug: String,
+    pub skill: String,
+    pub color: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestIdentity {
+    pub name: String,
+    pub pronouns: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestSeat {
+    pub key: String,
+    pub harness: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestSource {
+    pub id: String,
+    pub category: String,
+    pub scope: String,
+    pub location: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestContent {
+    pub path: String,
+    pub bytes: u64,
+    pub digest: String,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: String,
+    pub format_version: u32,
+    pub person_source: String,
+    pub role: ManifestRole,
+    pub role_skill: ManifestSkill,
+    pub model_tier: String,
+    pub delivery: String,
+    pub personalities: Vec<ManifestPersonality>,
+    pub favorite_color: String,
+    pub identity: ManifestIdentity,
+    pub seats: Vec<ManifestSeat>,
+    /// Selected providers in precedence order.
+    pub sources: Vec<ManifestSource>,
+    /// Every file of the bundle except `manifest.json`, sorted by path.
+    pub content: Vec<ManifestContent>,
+}
+
+/// A materializable bundle: its id and files (sorted by path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    pub id: String,
+    pub files: Vec<OutputFile>,
+    pub summary: Summary,
+}
+
+/// Decision counts by outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    pub selected: usize,
+    pub excluded: usize,
+    pub shadowed: usize,
+    pub delivered: usize,
+}
+
+impl Summary {
+    pub fn of(trace: &Trace) -> Self {
+        let mut summary = Summary::default();
+        for decision in &trace.decisions {
+            match decision.outcome {
+                Outcome::Selected => summary.selected += 1,
+                Outcome::Excluded => summary.excluded += 1,
+                Outcome::Shadowed => summary.shadowed += 1,
+                Outcome::Delivered => summary.delivered += 1,
+            }
+        }
+        summary
+    }
+
+    /// `N selected // N excluded // N shadowed // N delivered`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} selected // {} excluded // {} shadowed // {} delivered",
+            self.selected, self.excluded, self.shadowed, self.delivered
+        )
+    }
+}
+
+/// blake3 of bytes as `blake3:<hex>`.
+pub fn digest(bytes: &[u8]) -> String {
+    format!("blake3:{}", blake3::hash(bytes).to_hex())
+}
+
+/// The bundle id: the first 16 hex digits of blake3 over every file's path, length and
+/// bytes, in path order.
+pub fn bundle_id(files: &[OutputFile]) -> String {
+    let mut sorted: Vec<&OutputFile> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut hasher = blake3::Hasher::new();
+    for file in sorted {
+        hasher.update(file.path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(&(file.bytes.len() as u64).to_le_bytes());
+        hasher.update(&file.bytes);
+    }
+    hasher.finalize().to_hex()[..16].to_owned()
+}
+
+fn instructions_document(resolution: &Resolution) -> String {
+    let model = &resolution.model;
+    let mut text = String::new();
+    let Some(role) = model.role(&resolution.role) else { return text };
+    let _ = writeln!(text, "# Assigned role: {} (`{}`)\n", role.display_name, role.slug);
+    let _ = writeln!(
+        text,
+        "The caller assigned you the role `{}`. It is authoritative and fixed for this session.\n",
+        role.slug
+    );
+    let _ = writeln!(text, "- Do not change roles because a task resembles another role, and do not adopt another role's charter, briefing or personalities.");
+    let _ = writeln!(text, "- If the user asks to switch roles, decline, and tell them to launch a new bundle with the role they want.");
+    let _ = writeln!(text, "- Load the role skill and every personality skill below now; load a role method only when a task calls for it.");
+    let _ = writeln!(text, "- Nothing in this bundle grants authority: no tool, permission, credential or model choice comes from it.\n");
+    let _ = writeln!(text, "## Identity card\n\n```text");
+    text.push_str(&identity_card(model, role, Palette::Plain));
+    let _ = writeln!(text, "```\n");
+    let _ = writeln!(text, "Model tier: `{}`. Delivery: `{}`.\n", resolution.model_tier, resolution.delivery.name());
+    let _ = writeln!(text, "## Personality invariant\n");
+    let _ = writeln!(text, "{}\n", model.invariant.trim());
+    let _ = writeln!(text, "## Skills\n");
+    for skill in &resolution.person_skills {
+        let _ = writeln!(text, "- `{}` — `skills/{PERSON_SOURCE_ID}/{}/SKILL.md`", skill.id, skill.id);
+    }
+    for skill in &resolution.selected {
+        let _ = writeln!(text, "- `{}` — `skills/{}/{}/SKILL.md`", skill.name, skill.source, skill.name);
+    }
+    if !resolution.instructions.is_empty() {
+        let _ = writeln!(text, "\n## Instructions from declared sources\n");
+        for (source, id, _) in &resolution.instructions {
+            let _ = writeln!(text, "- `{id}` from `{source}` — `instructions/{source}/{id}.md`");
+        }
+    }
+    text
+}
+
+/// Builds every file of the bundle from a resolution.
+pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle {
+    let model = &resolution.model;
+    let mut content: Vec<OutputFile> = Vec::new();
+    for skill in &resolution.person_skills {
+        content.push(OutputFile { path: format!("content/skills/{PERSON_SOURCE_ID}/{}/SKILL.md", skill.id), bytes: skill.bytes.clone() });
+    }
+    for skill in &resolution.selected {
+        for (path, file) in &skill.members {
+            content.push(OutputFile {
+                path: format!("content/skills/{}/{}/{path}", skill.source, skill.name),
+                bytes: file.bytes(db).clone(),
+            });
+        }
+    }
+    for (source, id, file) in &resolution.instructions {
+        content.push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
+    }
+    let instructions = instructions_document(resolution);
+    if resolution.delivery == crate::request::Delivery::Compiled {
+        let mut compiled = String::new();
+        let _ = writeln!(compiled, "<!-- compiled bundle for role `{}` -->\n", resolution.role);
+        compiled.push_str(&instructions);
+        let mut skill_files: Vec<&OutputFile> =
+            content.iter().filter(|file| file.path.starts_with("content/skills/") && file.path.ends_with("/SKILL.md")).collect();
+        skill_files.sort_by(|a, b| a.path.cmp(&b.path));
+        for file in skill_files {
+            let _ = writeln!(compiled, "\n---\n\n<!-- {} -->\n", file.path.trim_start_matches("content/"));
+            compiled.push_str(&String::from_utf8_lossy(&file.bytes));
+            if !compiled.ends_with('\n') {
+                compiled.push('\n');
+            }
+        }
+        content.push(OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes() });
+    }
+    content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes() });
+    content.push(OutputFile { path: "trace.json".to_owned(), bytes: to_json_bytes(&resolution.trace) });
+    content.sort_by(|a, b| a.path.cmp(&b.path));
+
+    let role = model.role(&resolution.role);
+    let manifest = Manifest {
+        format: MANIFEST_FORMAT.to_owned(),
+        format_version: MANIFEST_FORMAT_VERSION,
+        person_source: model.source.clone(),
+        role: ManifestRole {
+            slug: resolution.role.clone(),
+            display_name: role.map(|role| role.display_name.clone()).unwrap_or_default(),
+            purpose: role.map(|role| role.purpose.clone()).unwrap_or_default(),
+        },
+        role_skill: ManifestSkill {
+            id: role.map(|role| role.skill.id.clone()).unwrap_or_default(),
+            source: role.map(|role| crate::snapshot::logical_source(&model.source, &role.skill.relative_path)).unwrap_or_default(),
+            digest: role.map(|role| format!("blake3:{}", role.skill.digest)).unwrap_or_default(),
+        },
+        model_tier: resolution.model_tier.clone(),
+        delivery: resolution.delivery.name().to_owned(),
+        personalities: role
+            .map(|role| {
+                role.personalities
+                    .iter()
+                    .filter_map(|slug| model.personality(slug))
+                    .map(|personality| ManifestPersonality {
+                        slug: personality.slug.clone(),
+                        skill: personality.skill.id.clone(),
+                        color: personality.colour.hex.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        favorite_color: role.map(|role| role.favourite.hex.clone()).unwrap_or_default(),
+        identity: ManifestIdentity {
+            name: role.map(|role| role.identity.name.clone()).unwrap_or_default(),
+            pronouns: role.map(|role| role.identity.pronouns.clone()).unwrap_or_default(),
+        },
+        seats: role
+            .map(|role| {
+                role.seats
+                    .iter()
+                    .map(|seat| ManifestSeat {
+                        key: seat.key.clone(),
+                        harness: seat.harness.clone(),
+                        channel: seat.channel.clone(),
+                        tier: seat.tier.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        sources: resolution
+            .sources
+            .iter()
+            .map(|source| ManifestSource {
+                id: source.id.clone(),
+                category: source.category.clone(),
+                scope: source.scope.clone(),
+                location: source.location.clone(),
+            })
+            .collect(),
+        content: content
+            .iter()
+            .map(|file| ManifestContent { path: file.path.clone(), bytes: file.bytes.len() as u64, digest: digest(&file.bytes) })
+            .collect(),
+    };
+    let mut files = content;
+    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: to_json_bytes(&manifest) });
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let id = bundle_id(&files);
+    Bundle { id, files, summary: Summary::of(&resolution.trace) }
+}
+
+/// The bundle of a composition, or the diagnostics that prevent it.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn composition_bundle(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Bundle>> {
+    let resolved = resolve(db, composition);
+    match &resolved.value {
+        Some(resolution) => Parsed::new(Some(bundle_files(db, resolution)), resolved.diagnostics.clone()),
+        None => Parsed::new(None, resolved.diagnostics.clone()),
+    }
+}
+
+/// What `verify` found wrong, one line each, naming the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub message: String,
+}
+
+/// What a verified bundle holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub manifest: Manifest,
+    pub trace: Trace,
+    pub skills: usize,
+    pub files: usize,
+}
+
+/// Whether a bundle path is portable: `[A-Za-z0-9._-]` segments, not `.`/`..`, no
+/// leading dot or trailing dot, not a Windows device name.
+pub fn is_portable_path(path: &str) -> bool {
+    const RESERVED: [&str; 6] = ["con", "prn", "aux", "nul", "com1", "lpt1"];
+    !path.is_empty()
+        && path.split('/').all(|segment| {
+            !segment.is_empty()
+                && !segment.starts_with('.')
+                && !segment.ends_with('.')
+                && segment.len() <= 255
+                && segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
+                && !RESERVED.contains(&segment.split('.').next().unwrap_or_default().to_ascii_lowercase().as_str())
+        })
+}
+
+/// Re-checks a bundle from its files: manifest ↔ content digests, the id, trace ↔
+/// content, and the context budgets.
+pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Verified, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let problem = |file: &str, message: String| Problem { file: file.to_owned(), message };
+    for path in files.keys() {
+        if !is_portable_path(path) {
+            problems.push(problem(path, "the name is not portable".to_owned()));
+        }
+    }
+    let manifest: Option<Manifest> = match files.get("manifest.json") {
+        None => {
+            problems.push(problem("manifest.json", "missing".to_owned()));
+            None
+        }
+        Some(bytes) => match serde_json::from_slice::<Manifest>(bytes) {
+            Ok(manifest) if manifest.format == MANIFEST_FORMAT => Some(manifest),
+            Ok(manifest) => {
+                problems.push(problem("manifest.json", format!("unknown format `{}`", crate::diagnostic::sanitize(&manifest.format))));
+                None
+            }
+            Err(error) => {
+                problems.push(problem("manifest.json", format!("not a bundle manifest: {}", error_summary(&error))));
+                None
+            }
+        },
+    };
+    let trace: Option<Trace> = match files.get("trace.json") {
+        None => {
+            problems.push(problem("trace.json", "missing".to_owned()));
+            None
+        }
+        Some(bytes) => match serde_json::from_slice::<Trace>(bytes) {
+            Ok(trace) if trace.format == crate::trace::FORMAT => Some(trace),
+            Ok(_) => {
+                problems.push(problem("trace.json", "unknown trace format".to_owned()));
+                None
+            }
+            Err(error) => {
+                problems.push(problem("trace.json", format!("not a trace: {}", error_summary(&error))));
+                None
+            }
+        },
+    };
+    let (Some(manifest), Some(trace)) = (manifest, trace) else { return Err(problems) };
+
+    // Every file except the manifest is listed with its digest, and nothing else is.
+    let listed: BTreeMap<&str, &crate::bundle::ManifestContent> =
+        manifest.content.iter().map(|entry| (entry.path.as_str(), entry)).collect();
+    for (path, bytes) in files {
+        if path == "manifest.json" {
+            continue;
+        }
+        match listed.get(path.as_str()) {
+            None => problems.push(problem(path, "is not listed in the manifest".to_owned())),
+            Some(entry) if entry.digest != digest(bytes) || entry.bytes != bytes.len() as u64 => {
+                problems.push(problem(path, "its digest does not match the manifest".to_owned()));
+            }
+            Some(_) => {}
+        }
+    }
+    for path in listed.keys() {
+        if !files.contains_key(*path) {
+            problems.push(problem(path, "is listed in the manifest but missing".to_owned()));
+        }
+    }
+    // The id is the digest of the files.
+    let outputs: Vec<OutputFile> = files.iter().map(|(path, bytes)| OutputFile { path: path.clone(), bytes: bytes.clone() }).collect();
+    let id = bundle_id(&outputs);
+    if directory_name != id {
+        problems.push(problem(".", format!("the bundle's contents hash to `{id}`, not to its name `{}`", crate::diagnostic::sanitize(directory_name))));
+    }
+    if manifest.role.slug != trace.role {
+        problems.push(problem("trace.json", "its role differs from the manifest's".to_owned()));
+    }
+    // Trace ↔ content: each selected or delivered skill has its folder, and each folder
+    // under content/skills has a decision.
+    let mut skill_folders: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for (path, bytes) in files {
+        if let Some(rest) = path.strip_prefix("content/skills/") {
+            let mut parts = rest.splitn(3, '/');
+            if let (Some(source), Some(skill), Some(_)) = (parts.next(), parts.next(), parts.next()) {
+                *skill_folders.entry((source.to_owned(), skill.to_owned())).or_default() += bytes.len() as u64;
+            }
+        }
+    }
+    let mut expected = BTreeMap::new();
+    for decision in &trace.decisions {
+        if decision.subject_kind() == "skill" && matches!(decision.outcome, Outcome::Selected | Outcome::Delivered) {
+            expected.insert((decision.source.clone(), decision.name().to_owned()), ());
+        }
+    }
+    for key in expected.keys() {
+        if !skill_folders.contains_key(key) {
+            problems.push(problem(&format!("content/skills/{}/{}", key.0, key.1), "the trace selects this skill but its folder is missing".to_owned()));
+        } else if !files.contains_key(&format!("content/skills/{}/{}/SKILL.md", key.0, key.1)) {
+            problems.push(problem(&format!("content/skills/{}/{}/SKILL.md", key.0, key.1), "missing".to_owned()));
+        }
+    }
+    for key in skill_folders.keys() {
+        if !expected.contains_key(key) {
+            problems.push(problem(&format!("content/skills/{}/{}", key.0, key.1), "no decision in the trace selects this skill".to_owned()));
+        }
+    }
+    // Budgets: each provider's bytes are the bytes of its folders; tokens are ceil(/4).
+    let mut total = 0;
+    for provider in &trace.providers {
+        let bytes: u64 = skill_folders.iter().filter(|((source, _), _)| *source == provider.source).map(|(_, bytes)| *bytes).sum();
+        let skills = skill_folders.keys().filter(|(source, _)| *source == provider.source).count();
+        total += provider.context_bytes;
+        if provider.context_bytes != bytes || provider.skills != skills {
+            problems.push(problem("trace.json", format!("provider `{}` reports {} skills and {} bytes; the content holds {skills} and {bytes}", provider.source, provider.skills, provider.context_bytes)));
+        }
+        if provider.approximate_tokens != approximate_tokens(provider.context_bytes) {
+            problems.push(problem("trace.json", format!("provider `{}` reports {} tokens, not ceil(bytes / 4)", provider.source, provider.approximate_tokens)));
+        }
+    }
+    let content_bytes: u64 = skill_folders.values().sum();
+    if total != content_bytes {
+        problems.push(problem("trace.json", format!("providers report {total} bytes; content/skills holds {content_bytes}")));
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let skills = skill_folders.len();
+    Ok(Verified { manifest, trace, skills, files: files.len() })
+}
+
+fn error_summary(error: &serde_json::Error) -> String {
+    format!("line {} column {}: {:?}", error.line(), error.column(), error.classify()).to_lowercase()
+}

@@ -1,0 +1,771 @@
+//! Resolution of one composition: which providers are admitted for the assigned role,
+//! which of their skills are selected, excluded or shadowed, and why. Owns the rules of
+//! SPEC 6.3 and the trace's decision order; it never reads files (catalogues are
+//! inputs) and never writes the bundle (that is `bundle`).
+//!
+//! Decision order, documented for `trace.json`:
+//! 1. `role:<assigned>`, then every other role of the roster (inactive), roster order;
+//! 2. the person package: its role skill, methods, and each meld personality with its
+//!    skill; then inactive personalities and inactive roles' skills and methods;
+//! 3. every provider in precedence order: its `source:<id>` decision, then its ordinary
+//!    skills in catalogue order, its composed skills in catalogue order, its
+//!    instructions; excluded providers keep their place in that order.
+
+use std::collections::BTreeMap;
+
+use crate::catalogue::{Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillKind, catalogue_listing, tree_digest};
+use crate::db::{PersonSource, SourceFile};
+use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
+use crate::person::{PersonModel, validate::person_model};
+use crate::provider::{TrustedRoot, trusted_root};
+use crate::request::Delivery;
+use crate::selector::{Pattern, matches};
+use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
+
+/// The id of the person package among the providers.
+pub const PERSON_SOURCE_ID: &str = "person";
+
+/// A request source: a root read by convention, or a declared list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    Root,
+    Declaration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CompositionSource {
+    pub id: String,
+    pub kind: SourceKind,
+    pub required: bool,
+    /// The path as the request wrote it.
+    pub location: String,
+    /// The resolved identity of the folder, for collapsing duplicates (set by the driver).
+    pub path_key: String,
+    pub catalogue: Catalogue,
+}
+
+/// A repository a trusted root names, read from the projects root.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RepositoryInput {
+    /// `owner/repo`.
+    pub path: String,
+    pub path_key: String,
+    pub catalogue: Catalogue,
+}
+
+/// Everything one composition depends on.
+#[salsa::input(debug)]
+pub struct Composition {
+    #[returns(copy)]
+    pub person: PersonSource,
+    #[returns(ref)]
+    pub role: String,
+    #[returns(copy)]
+    pub delivery: Delivery,
+    #[returns(ref)]
+    pub model_tier: String,
+    #[returns(ref)]
+    pub sources: Vec<CompositionSource>,
+    #[returns(ref)]
+    pub repositories: Vec<RepositoryInput>,
+    /// The request file, to place diagnostics about the role and tier.
+    #[returns(ref)]
+    pub request_path: String,
+    #[returns(copy)]
+    pub role_span: Option<Span>,
+    #[returns(copy)]
+    pub tier_span: Option<Span>,
+}
+
+/// One selected catalogue skill and the files that go into the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectedSkill {
+    pub source: String,
+    pub name: String,
+    pub kind: SkillKind,
+    /// (path inside the bundle's skill folder, file); a composed skill's `COMPOSED.md`
+    /// becomes `SKILL.md`.
+    pub members: Vec<(String, SourceFile)>,
+    pub bytes: u64,
+}
+
+/// A skill the person package delivers (role skill, method or personality skill).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonSkill {
+    pub id: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A selected provider as the manifest lists it, in precedence order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestSource {
+    pub id: String,
+    pub category: String,
+    pub scope: String,
+    pub location: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub model: PersonModel,
+    pub role: String,
+    pub model_tier: String,
+    pub delivery: Delivery,
+    pub person_skills: Vec<PersonSkill>,
+    pub selected: Vec<SelectedSkill>,
+    pub instructions: Vec<(String, String, SourceFile)>,
+    pub sources: Vec<ManifestSource>,
+    pub trace: Trace,
+}
+
+/// How a provider was admitted.
+#[derive(Debug, Clone)]
+enum Admission {
+    Whole { cause: &'static str, reason: String },
+    Selector { patterns: Vec<Pattern>, roles_file: SourceFile, reason: String },
+    Excluded { cause: &'static str, reason: String, list_skills: bool },
+}
+
+#[derive(Debug, Clone)]
+struct Candidate {
+    id: String,
+    category: &'static str,
+    scope: String,
+    location: String,
+    path_key: String,
+    catalogue: Option<Catalogue>,
+    required: bool,
+    is_request_source: bool,
+    admission: Admission,
+    /// For a trusted root request source: its document, for composed selectors.
+    trusted: Option<(SourceFile, TrustedRoot)>,
+    /// The repository's `skill` selectors, also when it is excluded.
+    selectors: Vec<Pattern>,
+}
+
+fn bytes_summary(bytes: &[u8]) -> FileSummary {
+    let mut hasher = blake3::Hasher::new();
+    crate::skill::hash_folded(&mut hasher, bytes);
+    let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
+    FileSummary {
+        raw_length: bytes.len() as u64,
+        folded_length: bytes.len() as u64 - crlf,
+        digest: *hasher.finalize().as_bytes(),
+    }
+}
+
+struct Resolver<'db> {
+    db: &'db dyn salsa::Database,
+    decisions: Vec<Decision>,
+    providers: Vec<ProviderReport>,
+    diagnostics: Vec<Diagnostic>,
+    /// Selected skill name → (source, tree digest).
+    taken: BTreeMap<String, (String, String)>,
+}
+
+impl Resolver<'_> {
+    #[expect(clippy::too_many_arguments, reason = "a decision has this many fields; a builder would only add noise")]
+    fn decide(&mut self, subject: String, kind: &str, source: &str, outcome: Outcome, cause: &str, reason: String, selectors: Vec<String>) {
+        self.decisions.push(Decision {
+            subject,
+            kind: kind.to_owned(),
+            source: source.to_owned(),
+            outcome,
+            cause: cause.to_owned(),
+            reason,
+            selectors,
+            winner: None,
+        });
+    }
+
+    fn error(&mut self, code: &'static str, file: String, span: Option<Span>, message: String, hint: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::error(code, message).in_file(file).at(span).hint(hint));
+    }
+
+    /// Claims a skill name for `source`; returns the outcome for a later copy.
+    fn claim(&mut self, name: &str, source: &str, digest: &str, file: String) -> Result<(), Option<String>> {
+        match self.taken.get(name) {
+            None => {
+                self.taken.insert(name.to_owned(), (source.to_owned(), digest.to_owned()));
+                Ok(())
+            }
+            Some((winner, existing)) if existing == digest => Err(Some(winner.clone())),
+            Some((winner, _)) => {
+                let winner = winner.clone();
+                self.error(
+                    "skill-conflict",
+                    file,
+                    Some(Span::new(0, 0)),
+                    format!("skill `{name}` from `{source}` differs from the copy `{winner}` provides"),
+                    format!("the same skill name must have byte-identical content; rename one, or drop `{source}` or `{winner}`"),
+                );
+                Err(None)
+            }
+        }
+    }
+}
+
+fn skill_kind_name(kind: SkillKind) -> &'static str {
+    match kind {
+        SkillKind::Ordinary => "ordinary-skill",
+        SkillKind::Composed => "composed-skill",
+    }
+}
+
+/// Resolves one composition. With errors the value is `None` and nothing may be written.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Resolution>> {
+    let model_parsed = person_model(db, composition.person(db));
+    if model_parsed.has_errors() {
+        return Parsed::new(None, model_parsed.diagnostics.clone());
+    }
+    let model = &model_parsed.value;
+    let request_path = composition.request_path(db).clone();
+    let slug = composition.role(db).clone();
+    let tier = composition.model_tier(db).clone();
+    let mut resolver =
+        Resolver { db, decisions: Vec::new(), providers: Vec::new(), diagnostics: model_parsed.diagnostics.clone(), taken: BTreeMap::new() };
+
+    let Some(role) = model.role(&slug) else {
+        let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+        resolver.error(
+            "unknown-role",
+            request_path,
+            composition.role_span(db),
+            format!("role `{}` is not in `{}`", sanitize(&slug), model.source),
+            format!("valid roles: {}", known.join(", ")),
+        );
+        return Parsed::new(None, resolver.diagnostics);
+    };
+    if !crate::person::MODEL_TIERS.contains(&tier.as_str()) {
+        resolver.error(
+            "unknown-model-tier",
+            request_path.clone(),
+            composition.tier_span(db),
+            format!("`{}` is not a model tier", sanitize(&tier)),
+            "model tiers are `frontier`, `commodity` and `oss`",
+        );
+    } else if !role.model_tiers.contains(&tier) {
+        resolver.error(
+            "unsupported-tier",
+            request_path.clone(),
+            composition.tier_span(db),
+            format!("role `{slug}` does not support the `{tier}` model tier"),
+            format!("use one of {}", role.model_tiers.join(", ")),
+        );
+    }
+
+    // 1. Roles.
+    resolver.decide(format!("role:{slug}"), "role", PERSON_SOURCE_ID, Outcome::Delivered, "role-assigned", "the request assigns this role; it is fixed for the session".to_owned(), Vec::new());
+    for other in model.roles.iter().filter(|other| other.slug != slug) {
+        resolver.decide(format!("role:{}", other.slug), "role", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", format!("only the assigned role `{slug}` is active"), Vec::new());
+    }
+
+    // 2. The person package.
+    let mut person_skills = Vec::new();
+    let mut person_bytes = 0u64;
+    let mut deliver_person_skill = |resolver: &mut Resolver<'_>, id: &str, bytes: &[u8], kind: &str, cause: &str, reason: String| {
+        let summary = bytes_summary(bytes);
+        let digest = tree_digest(&[("SKILL.md".to_owned(), &summary)]);
+        let _ = resolver.claim(id, PERSON_SOURCE_ID, &digest, format!("{PERSON_SOURCE_ID}/{id}"));
+        resolver.decide(format!("skill:{id}"), kind, PERSON_SOURCE_ID, Outcome::Delivered, cause, reason, Vec::new());
+        person_bytes += bytes.len() as u64;
+        person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.to_vec() });
+    };
+    deliver_person_skill(&mut resolver, &role.skill.id, &role.skill.bytes, "role-skill", "role-assigned", format!("the role skill of `{slug}`"));
+    for method in &role.methods {
+        deliver_person_skill(&mut resolver, &method.id, &method.bytes, "method", "role-method", format!("a method of role `{slug}`, loaded when a task calls for it"));
+    }
+    for (position, personality_slug) in role.personalities.iter().enumerate() {
+        let Some(personality) = model.personality(personality_slug) else { continue };
+        resolver.decide(
+            format!("personality:{personality_slug}"),
+            "personality",
+            PERSON_SOURCE_ID,
+            Outcome::Delivered,
+            "meld-member",
+            format!("position {} of the meld of `{slug}`, colour {}", position + 1, personality.colour.hex),
+            Vec::new(),
+        );
+        deliver_person_skill(&mut resolver, &personality.skill.id, &personality.skill.bytes, "personality-skill", "meld-member", format!("the skill of personality `{personality_slug}`"));
+    }
+    for personality in model.personalities.iter().filter(|personality| !role.personalities.contains(&personality.slug)) {
+        let reason = format!("not in the meld of `{slug}`");
+        resolver.decide(format!("personality:{}", personality.slug), "personality", PERSON_SOURCE_ID, Outcome::Excluded, "personality-inactive", reason.clone(), Vec::new());
+        resolver.decide(format!("skill:{}", personality.skill.id), "personality-skill", PERSON_SOURCE_ID, Outcome::Excluded, "personality-inactive", reason, Vec::new());
+    }
+    for other in model.roles.iter().filter(|other| other.slug != slug) {
+        let reason = format!("belongs to inactive role `{}`", other.slug);
+        resolver.decide(format!("skill:{}", other.skill.id), "role-skill", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", reason.clone(), Vec::new());
+        for method in &other.methods {
+            resolver.decide(format!("skill:{}", method.id), "method", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", reason.clone(), Vec::new());
+        }
+    }
+    let person_count = person_skills.len();
+    resolver.providers.push(ProviderReport {
+        source: PERSON_SOURCE_ID.to_owned(),
+        category: "person-package".to_owned(),
+        scope: "role".to_owned(),
+        outcome: Outcome::Selected,
+        cause: "person-package".to_owned(),
+        reason: format!("the selected person source `{}` always comes first", model.source),
+        location: model.source.clone(),
+        skills: person_count,
+        context_bytes: person_bytes,
+        approximate_tokens: approximate_tokens(person_bytes),
+        selector: None,
+    });
+    let mut sources = vec![ManifestSource {
+        id: PERSON_SOURCE_ID.to_owned(),
+        category: "person-package".to_owned(),
+        scope: "role".to_owned(),
+        location: model.source.clone(),
+    }];
+
+    // 3. Providers in precedence order.
+    let candidates = gather_candidates(db, composition, &slug, &mut resolver);
+    let mut seen_paths: BTreeMap<String, String> = BTreeMap::new();
+    let mut selected = Vec::new();
+    let mut instructions = Vec::new();
+    for candidate in candidates {
+        let excluded_by_duplicate = match (&candidate.admission, seen_paths.get(&candidate.path_key)) {
+            (Admission::Excluded { .. }, _) => None,
+            (_, Some(first)) => Some(first.clone()),
+            (_, None) => {
+                seen_paths.insert(candidate.path_key.clone(), candidate.id.clone());
+                None
+            }
+        };
+        let admission = match excluded_by_duplicate {
+            Some(first) => Admission::Excluded {
+                cause: "duplicate-path",
+                reason: format!("the same folder as `{first}`, which comes first"),
+                list_skills: false,
+            },
+            None => candidate.admission.clone(),
+        };
+        if let Admission::Excluded { cause, reason, list_skills } = &admission {
+            exclude_provider(&mut resolver, &candidate, cause, reason, *list_skills);
+            continue;
+        }
+        let catalogue = match candidate.catalogue {
+            Some(catalogue) if catalogue.available(db) => catalogue,
+            _ => {
+                if candidate.is_request_source && !candidate.required {
+                    resolver.diagnostics.push(
+                        Diagnostic::warning("optional-source-missing", format!("optional source `{}` is unavailable and is excluded", candidate.id))
+                            .in_file(request_path.clone())
+                            .hint(format!("create `{}` or remove the source from the request", candidate.location)),
+                    );
+                    exclude_provider(&mut resolver, &candidate, "optional-missing", &format!("`{}` does not exist; the source is optional", candidate.location), false);
+                } else {
+                    let what = if candidate.is_request_source { "required source" } else { "selected provider" };
+                    resolver.error(
+                        "source-unavailable",
+                        request_path.clone(),
+                        None,
+                        format!("{what} `{}` is unavailable: `{}` does not exist", candidate.id, candidate.location),
+                        "create or check out the repository, or remove it from the request or roles.kdl",
+                    );
+                }
+                continue;
+            }
+        };
+        let listing = catalogue_listing(db, catalogue);
+        resolver.diagnostics.extend(listing.diagnostics.iter().cloned());
+        let listing = &listing.value;
+        let (context_bytes, count, selector) = select_from(&mut resolver, &candidate, &admission, listing, &slug, &mut selected);
+        let (cause, reason) = match &admission {
+            Admission::Whole { cause, reason } => (*cause, reason.clone()),
+            Admission::Selector { reason, .. } => ("selector-admitted", reason.clone()),
+            Admission::Excluded { .. } => unreachable_excluded(),
+        };
+        // Instructions of declared sources are delivered with the bundle.
+        for instruction in &listing.instructions {
+            resolver.decide(format!("instruction:{}", instruction.id), "instruction", &candidate.id, Outcome::Delivered, "declared-instruction", format!("declared by source `{}`", candidate.id), Vec::new());
+            instructions.push((candidate.id.clone(), instruction.id.clone(), instruction.file));
+        }
+        resolver.providers.push(ProviderReport {
+            source: candidate.id.clone(),
+            category: candidate.category.to_owned(),
+            scope: candidate.scope.clone(),
+            outcome: Outcome::Selected,
+            cause: cause.to_owned(),
+            reason,
+            location: candidate.location.clone(),
+            skills: count,
+            context_bytes,
+            approximate_tokens: approximate_tokens(context_bytes),
+            selector,
+        });
+        sources.push(ManifestSource {
+            id: candidate.id.clone(),
+            category: candidate.category.to_owned(),
+            scope: candidate.scope.clone(),
+            location: candidate.location.clone(),
+        });
+    }
+
+    if resolver.diagnostics.iter().any(Diagnostic::is_error) {
+        return Parsed::new(None, resolver.diagnostics);
+    }
+    let trace = Trace {
+        format: crate::trace::FORMAT.to_owned(),
+        format_version: crate::trace::FORMAT_VERSION,
+        role: slug.clone(),
+        decisions: resolver.decisions,
+        providers: resolver.providers,
+    };
+    let resolution = Resolution {
+        model: model.clone(),
+        role: slug,
+        model_tier: tier,
+        delivery: composition.delivery(db),
+        person_skills,
+        selected,
+        instructions,
+        sources,
+        trace,
+    };
+    Parsed::new(Some(resolution), resolver.diagnostics)
+}
+
+fn unreachable_excluded() -> (&'static str, String) {
+    // Excluded providers `continue` before selection; this arm exists for the type only.
+    ("excluded", String::new())
+}
+
+fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &str, reason: &str, list_skills: bool) {
+    resolver.decide(format!("source:{}", candidate.id), "source", &candidate.id, Outcome::Excluded, cause, reason.to_owned(), Vec::new());
+    let mut catalogue_size = 0;
+    if list_skills && let Some(catalogue) = candidate.catalogue.filter(|catalogue| catalogue.available(resolver.db)) {
+        let listing = &catalogue_listing(resolver.db, catalogue).value;
+        catalogue_size = listing.ordinary.len();
+        for skill in &listing.ordinary {
+            resolver.decide(skill.subject(), "ordinary-skill", &candidate.id, Outcome::Excluded, cause, format!("provider `{}` is excluded: {reason}", candidate.id), Vec::new());
+        }
+    }
+    let selector = (!candidate.selectors.is_empty()).then(|| SelectorReport {
+        patterns: candidate.selectors.iter().map(|pattern| pattern.text.clone()).collect(),
+        admitted: 0,
+        catalogue: catalogue_size,
+    });
+    resolver.providers.push(ProviderReport {
+        source: candidate.id.clone(),
+        category: candidate.category.to_owned(),
+        scope: candidate.scope.clone(),
+        outcome: Outcome::Excluded,
+        cause: cause.to_owned(),
+        reason: reason.to_owned(),
+        location: candidate.location.clone(),
+        skills: 0,
+        context_bytes: 0,
+        approximate_tokens: 0,
+        selector,
+    });
+}
+
+/// Selects a provider's skills; returns (bytes, count, selector report).
+fn select_from(
+    resolver: &mut Resolver<'_>,
+    candidate: &Candidate,
+    admission: &Admission,
+    listing: &CatalogueListing,
+    slug: &str,
+    selected: &mut Vec<SelectedSkill>,
+) -> (u64, usize, Option<SelectorReport>) {
+    let db = resolver.db;
+    let source_reason = match admission {
+        Admission::Whole { reason, .. } | Admission::Selector { reason, .. } => reason.clone(),
+        Admission::Excluded { reason, .. } => reason.clone(),
+    };
+    let cause = match admission {
+        Admission::Whole { cause, .. } => *cause,
+        _ => "selector-admitted",
+    };
+    resolver.decide(format!("source:{}", candidate.id), "source", &candidate.id, Outcome::Selected, cause, source_reason, Vec::new());
+
+    let mut bytes = 0u64;
+    let mut count = 0usize;
+    let mut take = |resolver: &mut Resolver<'_>, skill: &CatalogueSkill, cause: &str, reason: String, selectors: Vec<String>| {
+        let entry = skill.members.iter().find(|member| member.path == skill.kind.entry_file()).map(|member| member.file);
+        let file = entry.map_or_else(|| candidate.location.clone(), |file| file.display_path(db));
+        match resolver.claim(&skill.name, &candidate.id, &skill.digest, file) {
+            Ok(()) => {
+                resolver.decide(skill.subject(), skill_kind_name(skill.kind), &candidate.id, Outcome::Selected, cause, reason, selectors);
+                bytes += skill.bytes;
+                count += 1;
+                selected.push(SelectedSkill {
+                    source: candidate.id.clone(),
+                    name: skill.name.clone(),
+                    kind: skill.kind,
+                    members: skill
+                        .members
+                        .iter()
+                        .map(|member| {
+                            let path = if skill.kind == SkillKind::Composed && member.path == "COMPOSED.md" {
+                                "SKILL.md".to_owned()
+                            } else {
+                                member.path.clone()
+                            };
+                            (path, member.file)
+                        })
+                        .collect(),
+                    bytes: skill.bytes,
+                });
+            }
+            Err(Some(winner)) => {
+                resolver.decisions.push(Decision {
+                    subject: skill.subject(),
+                    kind: skill_kind_name(skill.kind).to_owned(),
+                    source: candidate.id.clone(),
+                    outcome: Outcome::Shadowed,
+                    cause: "identical-copy".to_owned(),
+                    reason: format!("a byte-identical copy from `{winner}` comes first"),
+                    selectors,
+                    winner: Some(winner),
+                });
+            }
+            Err(None) => {}
+        }
+    };
+
+    // Ordinary skills.
+    let mut selector_report = None;
+    match admission {
+        Admission::Selector { patterns, roles_file, .. } => {
+            let names: Vec<&str> = listing.ordinary.iter().map(|skill| skill.name.as_str()).collect();
+            for pattern in patterns {
+                if !names.iter().any(|name| !matches(std::slice::from_ref(pattern), name).is_empty()) {
+                    resolver.error(
+                        "selector-matches-nothing",
+                        roles_file.display_path(db),
+                        Some(pattern.span),
+                        format!("selector `{}` of repository `{}` matches no skill in its catalogue", pattern.text, candidate.id),
+                        format!("its catalogue holds: {}", if names.is_empty() { "nothing".to_owned() } else { names.join(", ") }),
+                    );
+                }
+            }
+            let mut admitted = 0;
+            for skill in &listing.ordinary {
+                let matched = matches(patterns, &skill.name);
+                let texts: Vec<String> = matched.iter().map(|index| patterns[*index].text.clone()).collect();
+                if matched.len() > 1 {
+                    resolver.error(
+                        "selector-overlap",
+                        roles_file.display_path(db),
+                        Some(patterns[matched[1]].span),
+                        format!("skill `{}` of repository `{}` is matched by several selectors: {}", skill.name, candidate.id, texts.join(", ")),
+                        "make the selectors of one repository disjoint",
+                    );
+                }
+                if matched.is_empty() {
+                    let patterns_text: Vec<&str> = patterns.iter().map(|pattern| pattern.text.as_str()).collect();
+                    resolver.decide(
+                        skill.subject(),
+                        "ordinary-skill",
+                        &candidate.id,
+                        Outcome::Excluded,
+                        "selector-excluded",
+                        format!("matched by no selector of `{}` ({})", candidate.id, patterns_text.join(", ")),
+                        Vec::new(),
+                    );
+                } else {
+                    admitted += 1;
+                    take(resolver, skill, "selector-admitted", format!("matched by selector `{}`", texts[0]), texts);
+                }
+            }
+            selector_report = Some(SelectorReport {
+                patterns: patterns.iter().map(|pattern| pattern.text.clone()).collect(),
+                admitted,
+                catalogue: listing.ordinary.len(),
+            });
+        }
+        Admission::Whole { cause, .. } => {
+            for skill in &listing.ordinary {
+                take(resolver, skill, cause, format!("the whole catalogue of `{}` is admitted", candidate.id), Vec::new());
+            }
+        }
+        Admission::Excluded { .. } => {}
+    }
+
+    // Composed skills: only a request root, by its own roles.kdl selectors for the role.
+    if !listing.composed.is_empty() {
+        let role_patterns: Vec<Pattern> = candidate
+            .trusted
+            .as_ref()
+            .and_then(|(_, root)| root.role(slug))
+            .map(|role| role.composed.clone())
+            .unwrap_or_default();
+        for skill in &listing.composed {
+            let matched = matches(&role_patterns, &skill.name);
+            let texts: Vec<String> = matched.iter().map(|index| role_patterns[*index].text.clone()).collect();
+            if !matched.is_empty() && candidate.is_request_source {
+                let (cause, reason) = if matched.len() > 1 {
+                    resolver.diagnostics.push(
+                        Diagnostic::warning("composed-selector-overlap", format!("composed skill `{}` is matched by {} selectors of role `{slug}`: {}", skill.name, matched.len(), texts.join(", ")))
+                            .in_file(candidate.trusted.as_ref().map_or_else(|| candidate.location.clone(), |(file, _)| file.display_path(db)))
+                            .at(Some(role_patterns[matched[1]].span))
+                            .hint("it is selected once; narrow the selectors to silence this warning"),
+                    );
+                    ("overlap", format!("matched by {} composed-skill selectors of `{slug}`; selected once", matched.len()))
+                } else {
+                    ("composed-selector", format!("matched by composed-skill selector `{}` of `{slug}`", texts[0]))
+                };
+                take(resolver, skill, cause, reason, texts);
+                continue;
+            }
+            let other_roles: Vec<String> = candidate
+                .trusted
+                .as_ref()
+                .map(|(_, root)| {
+                    root.roles
+                        .iter()
+                        .filter(|role| role.slug != slug && !matches(&role.composed, &skill.name).is_empty())
+                        .map(|role| role.slug.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if other_roles.is_empty() {
+                resolver.decide(skill.subject(), "composed-skill", &candidate.id, Outcome::Excluded, "selector-excluded", format!("matched by no composed-skill selector of `{slug}`"), Vec::new());
+            } else {
+                resolver.decide(skill.subject(), "composed-skill", &candidate.id, Outcome::Excluded, "role-excluded", format!("selected only for role(s) {}", other_roles.join(", ")), Vec::new());
+            }
+        }
+    }
+    (bytes, count, selector_report)
+}
+
+/// Lists every provider after the person package, in precedence order: request sources,
+/// then each trusted root's global repositories, then the repositories the role uses,
+/// then every other declared repository (excluded).
+fn gather_candidates(db: &dyn salsa::Database, composition: Composition, slug: &str, resolver: &mut Resolver<'_>) -> Vec<Candidate> {
+    let repositories = composition.repositories(db);
+    let repository_input = |path: &str| repositories.iter().find(|repository| repository.path == path);
+    let mut request_sources = Vec::new();
+    let mut trusted_roots: Vec<(String, SourceFile, TrustedRoot)> = Vec::new();
+    for source in composition.sources(db) {
+        let mut trusted = None;
+        if source.kind == SourceKind::Root && source.catalogue.available(db) {
+            let listing = catalogue_listing(db, source.catalogue);
+            if let Some(roles_file) = listing.value.roles {
+                let parsed = trusted_root(db, roles_file);
+                resolver.diagnostics.extend(parsed.diagnostics.iter().cloned());
+                trusted_roots.push((source.id.clone(), roles_file, parsed.value.clone()));
+                trusted = Some((roles_file, parsed.value.clone()));
+            }
+        }
+        request_sources.push(Candidate {
+            id: source.id.clone(),
+            category: "ordinary-catalogue",
+            scope: "explicit".to_owned(),
+            location: source.location.clone(),
+            path_key: source.path_key.clone(),
+            catalogue: Some(source.catalogue),
+            required: source.required,
+            is_request_source: true,
+            admission: Admission::Whole {
+                cause: "operating-context",
+                reason: "named by the request; explicit operating context".to_owned(),
+            },
+            trusted,
+            selectors: Vec::new(),
+        });
+    }
+    let mut candidates = request_sources;
+    let repository_candidate = |id: &str, path: &str, category: &'static str, scope: String, admission: Admission| {
+        let input = repository_input(path);
+        Candidate {
+            id: id.to_owned(),
+            category,
+            scope,
+            location: path.to_owned(),
+            path_key: input.map_or_else(|| format!("projects/{path}"), |input| input.path_key.clone()),
+            catalogue: input.map(|input| input.catalogue),
+            required: true,
+            is_request_source: false,
+            selectors: match &admission {
+                Admission::Selector { patterns, .. } => patterns.clone(),
+                _ => Vec::new(),
+            },
+            admission,
+            trusted: None,
+        }
+    };
+    let mut listed: Vec<(String, String)> = Vec::new();
+    for (root_id, _, root) in &trusted_roots {
+        for (id, _) in &root.globals {
+            let Some(repository) = root.repository(id) else { continue };
+            listed.push((root_id.clone(), id.clone()));
+            candidates.push(repository_candidate(
+                id,
+                &repository.path,
+                "ordinary-catalogue",
+                "global".to_owned(),
+                Admission::Whole { cause: "global", reason: format!("declared `global` in the trusted root `{root_id}`; every role receives it") },
+            ));
+        }
+    }
+    for (root_id, roles_file, root) in &trusted_roots {
+        let Some(role_use) = root.role(slug) else { continue };
+        for (id, _) in &role_use.repositories {
+            let Some(repository) = root.repository(id) else { continue };
+            if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == id) {
+                continue;
+            }
+            listed.push((root_id.clone(), id.clone()));
+            let admission = if repository.is_skill_provider() {
+                Admission::Selector {
+                    patterns: repository.selectors.clone(),
+                    roles_file: *roles_file,
+                    reason: format!("`use-repository {id}` in role `{slug}` of trusted root `{root_id}`, bounded by its `skill` selectors"),
+                }
+            } else {
+                Admission::Whole { cause: "direct", reason: format!("`use-repository {id}` in role `{slug}` of trusted root `{root_id}`; the whole catalogue") }
+            };
+            let category = if repository.is_skill_provider() { "skill-provider" } else { "ordinary-catalogue" };
+            candidates.push(repository_candidate(id, &repository.path, category, format!("role:{slug}"), admission));
+        }
+    }
+    for (root_id, _, root) in &trusted_roots {
+        for repository in &root.repositories {
+            if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == &repository.id) {
+                continue;
+            }
+            let users = root.users_of(&repository.id);
+            let (cause, reason, scope) = if users.is_empty() {
+                ("not-admitted", format!("declared in trusted root `{root_id}` but used by no role and not global"), "none".to_owned())
+            } else {
+                ("role-excluded", format!("admitted only for role(s) {}", users.join(", ")), format!("role:{}", users[0]))
+            };
+            let category = if repository.is_skill_provider() { "skill-provider" } else { "ordinary-catalogue" };
+            let mut candidate = repository_candidate(
+                &repository.id,
+                &repository.path,
+                category,
+                scope,
+                Admission::Excluded { cause, reason, list_skills: true },
+            );
+            // Keep the selector visible in the excluded provider's report.
+            candidate.selectors = repository.selectors.clone();
+            candidates.push(candidate);
+        }
+    }
+    // Source ids are unique across the request and every trusted root.
+    let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+    for candidate in &candidates {
+        *ids.entry(candidate.id.clone()).or_default() += 1;
+    }
+    for (id, count) in ids {
+        if count > 1 || id == PERSON_SOURCE_ID {
+            resolver.error(
+                "duplicate-source-id",
+                composition.request_path(db).clone(),
+                None,
+                format!("source id `{id}` names more than one provider"),
+                "source ids of the request and repository ids of trusted roots share one namespace; rename one",
+            );
+        }
+    }
+    candidates
+}

@@ -1,0 +1,211 @@
+//! Trusted roots: `.agents/roles.kdl` declares skill-provider repositories, global
+//! repositories and per-role use. Owns that grammar; resolution (who wins, what is
+//! selected) is in `compose`.
+
+use std::collections::BTreeMap;
+
+use crate::db::SourceFile;
+use crate::diagnostic::{Parsed, Span, sanitize};
+use crate::person::reader::{Reader, is_slug};
+use crate::selector::{Pattern, compile};
+use crate::syntax::{Node, kdl_document};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RepositoryDeclaration {
+    pub id: String,
+    /// `owner/repo`, relative to the projects root.
+    pub path: String,
+    /// `skill` selectors; empty for a direct repository (its whole catalogue).
+    pub selectors: Vec<Pattern>,
+    pub span: Span,
+}
+
+impl RepositoryDeclaration {
+    /// A repository with `skill` children provides a bounded slice to the roles that use
+    /// it.
+    pub fn is_skill_provider(&self) -> bool {
+        !self.selectors.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RoleUse {
+    pub slug: String,
+    pub span: Span,
+    pub repositories: Vec<(String, Span)>,
+    pub composed: Vec<Pattern>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TrustedRoot {
+    pub repositories: Vec<RepositoryDeclaration>,
+    pub globals: Vec<(String, Span)>,
+    pub roles: Vec<RoleUse>,
+}
+
+impl TrustedRoot {
+    pub fn repository(&self, id: &str) -> Option<&RepositoryDeclaration> {
+        self.repositories.iter().find(|repository| repository.id == id)
+    }
+
+    pub fn role(&self, slug: &str) -> Option<&RoleUse> {
+        self.roles.iter().find(|role| role.slug == slug)
+    }
+
+    /// The roles that use a repository, in declaration order.
+    pub fn users_of(&self, id: &str) -> Vec<&str> {
+        self.roles
+            .iter()
+            .filter(|role| role.repositories.iter().any(|(used, _)| used == id))
+            .map(|role| role.slug.as_str())
+            .collect()
+    }
+}
+
+fn read_patterns(reader: &mut Reader<'_>, node: &Node) -> Option<Pattern> {
+    reader.allowed_properties(node, &[]);
+    reader.no_children(node);
+    let (text, span) = reader.single_string(node)?;
+    if let Err(error) = compile(&text) {
+        reader.report(
+            "invalid-selector",
+            span,
+            format!("`{}` is not a valid glob: {}", sanitize(&text), error.kind()),
+            "use `*` and `?` wildcards over skill names",
+        );
+        return None;
+    }
+    Some(Pattern { text, span })
+}
+
+/// Parses one `.agents/roles.kdl`.
+#[salsa::tracked(returns(ref))]
+pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<TrustedRoot> {
+    let parsed = kdl_document(db, file);
+    let path = file.display_path(db);
+    let mut diagnostics = parsed.diagnostics.clone();
+    let mut root = TrustedRoot::default();
+    if !diagnostics.is_empty() {
+        return Parsed::new(root, diagnostics);
+    }
+    let mut reader = Reader::new(&path);
+    let mut seen = BTreeMap::new();
+    for node in &parsed.value.nodes {
+        match node.name.as_str() {
+            "repositories" => {
+                if !reader.singleton(&mut seen, node) {
+                    continue;
+                }
+                reader.argument_count(node, 0, Some(0));
+                for child in &node.children {
+                    match child.name.as_str() {
+                        "repository" => {
+                            reader.allowed_properties(child, &["path"]);
+                            let Some((id, span)) = reader.single_string(child) else { continue };
+                            if !reader.slug(&id, span, "repository id") {
+                                continue;
+                            }
+                            if root.repository(&id).is_some() {
+                                reader.report("duplicate-repository", span, format!("repository `{id}` is declared twice"), "keep one");
+                                continue;
+                            }
+                            let Some((repository_path, path_span)) = reader.string_property(child, "path", true) else {
+                                continue;
+                            };
+                            if !crate::converge::is_repository_path(&repository_path) {
+                                reader.report(
+                                    "repository-path",
+                                    path_span,
+                                    format!("`{}` is not an `owner/repo` path", sanitize(&repository_path)),
+                                    "repository paths are `owner/repo`, relative to the projects root",
+                                );
+                                continue;
+                            }
+                            let mut selectors = Vec::new();
+                            for selector in &child.children {
+                                if selector.name != "skill" {
+                                    reader.unknown_node(selector, "a `repository`", &["skill"]);
+                                    continue;
+                                }
+                                if let Some(pattern) = read_patterns(&mut reader, selector) {
+                                    selectors.push(pattern);
+                                }
+                            }
+                            root.repositories.push(RepositoryDeclaration { id, path: repository_path, selectors, span });
+                        }
+                        "global" => {
+                            reader.allowed_properties(child, &[]);
+                            reader.no_children(child);
+                            if let Some((id, span)) = reader.single_string(child) {
+                                root.globals.push((id, span));
+                            }
+                        }
+                        _ => reader.unknown_node(child, "`repositories`", &["repository", "global"]),
+                    }
+                }
+            }
+            "roles" => {
+                if !reader.singleton(&mut seen, node) {
+                    continue;
+                }
+                reader.argument_count(node, 0, Some(0));
+                for child in &node.children {
+                    if child.name != "role" {
+                        reader.unknown_node(child, "`roles`", &["role"]);
+                        continue;
+                    }
+                    reader.allowed_properties(child, &[]);
+                    let Some((slug, span)) = reader.single_string(child) else { continue };
+                    if !is_slug(&slug) {
+                        reader.slug(&slug, span, "role slug");
+                        continue;
+                    }
+                    if root.role(&slug).is_some() {
+                        reader.report("duplicate-role", span, format!("role `{slug}` is declared twice"), "merge the two");
+                        continue;
+                    }
+                    let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new() };
+                    for entry in &child.children {
+                        match entry.name.as_str() {
+                            "use-repository" => {
+                                reader.allowed_properties(entry, &[]);
+                                reader.no_children(entry);
+                                if let Some(reference) = reader.single_string(entry) {
+                                    role.repositories.push(reference);
+                                }
+                            }
+                            "composed-skill" => {
+                                if let Some(pattern) = read_patterns(&mut reader, entry) {
+                                    role.composed.push(pattern);
+                                }
+                            }
+                            _ => reader.unknown_node(entry, "a `role`", &["use-repository", "composed-skill"]),
+                        }
+                    }
+                    root.roles.push(role);
+                }
+            }
+            _ => reader.unknown_node(node, "`roles.kdl`", &["repositories", "roles"]),
+        }
+    }
+    // References resolve.
+    let references: Vec<(String, Span)> = root
+        .globals
+        .iter()
+        .cloned()
+        .chain(root.roles.iter().flat_map(|role| role.repositories.iter().cloned()))
+        .collect();
+    for (id, span) in references {
+        if root.repository(&id).is_none() {
+            let known: Vec<&str> = root.repositories.iter().map(|repository| repository.id.as_str()).collect();
+            reader.report(
+                "unknown-repository",
+                span,
+                format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
+                if known.is_empty() { "declare it first".to_owned() } else { format!("declared: {}", known.join(", ")) },
+            );
+        }
+    }
+    diagnostics.append(&mut reader.diagnostics);
+    Parsed::new(root, diagnostics)
+}

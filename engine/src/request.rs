@@ -1,0 +1,370 @@
+//! Compose requests (`request.kdl`) and source declaration files. Owns their grammar and
+//! path rules (relative, no `..`); it does not read the paths it names.
+
+use std::collections::BTreeMap;
+
+use crate::diagnostic::{Parsed, Span, sanitize};
+use crate::person::reader::Reader;
+use crate::syntax::{Node, Value, parse_text};
+
+/// How the bundle is delivered to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Delivery {
+    /// Skills are mounted as native skills; instructions are one file.
+    NativeSkills,
+    /// Everything is also compiled into one `delivery/compiled.md`.
+    Compiled,
+}
+
+impl Delivery {
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::NativeSkills => "native-skills",
+            Delivery::Compiled => "compiled",
+        }
+    }
+}
+
+/// Where a request source's skills come from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SourceLocation {
+    /// A repository root read by convention (`.agents/skills`, `.agents/composed`,
+    /// `.agents/roles.kdl`).
+    Root(String),
+    /// A declaration file listing instructions and skills explicitly.
+    Declaration(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RequestSource {
+    pub id: String,
+    pub location: SourceLocation,
+    pub required: bool,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Request {
+    /// A path relative to the request file, or `roster:core`; `None` is the default.
+    pub person_source: Option<String>,
+    pub personality_libraries: Vec<String>,
+    pub role: Option<(String, Span)>,
+    pub delivery: Option<Delivery>,
+    pub model_tier: Option<(String, Span)>,
+    pub sources: Vec<RequestSource>,
+}
+
+/// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
+pub fn check_relative_path(text: &str) -> Result<(), &'static str> {
+    if text.is_empty() {
+        return Err("the path is empty");
+    }
+    if text.starts_with('/') || text.starts_with('\\') || text.contains(':') && text.len() > 1 && text.as_bytes()[1] == b':' {
+        return Err("the path is absolute; paths are relative to the request file");
+    }
+    if text.split(['/', '\\']).any(|segment| segment == "..") {
+        return Err("the path escapes with `..`");
+    }
+    if text.contains('\0') {
+        return Err("the path holds a NUL byte");
+    }
+    Ok(())
+}
+
+/// Checks a path to a person package or library: relative (it may climb with `..`,
+/// as packages often sit beside the request's folder), or `roster:core`.
+fn package_path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span) -> Option<String> {
+    if value == "roster:core" {
+        return Some(value);
+    }
+    let absolute = value.starts_with('/') || value.starts_with('\\') || value.as_bytes().get(1) == Some(&b':');
+    if value.is_empty() || absolute || value.contains('\0') {
+        reader.report(
+            "request-path",
+            span,
+            format!("`{}` on `{}` is not a relative path", sanitize(&value), node.name),
+            "write a path relative to the request file's folder, or `roster:core`",
+        );
+        return None;
+    }
+    Some(value)
+}
+
+fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, allow_embedded: bool) -> Option<String> {
+    if allow_embedded {
+        return package_path_value(reader, node, value, span);
+    }
+    match check_relative_path(&value) {
+        Ok(()) => Some(value),
+        Err(problem) => {
+            reader.report(
+                "request-path",
+                span,
+                format!("`{}` on `{}`: {problem}", sanitize(&value), node.name),
+                "write a path relative to the request file's folder that stays inside it",
+            );
+            None
+        }
+    }
+}
+
+const REQUEST_CHILDREN: &[&str] =
+    &["person-source", "personality-library", "role", "delivery", "model-tier", "source"];
+
+/// Parses `request.kdl`.
+pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
+    let parsed = parse_text(text, path);
+    let mut diagnostics = parsed.diagnostics;
+    let mut request = Request {
+        person_source: None,
+        personality_libraries: Vec::new(),
+        role: None,
+        delivery: None,
+        model_tier: None,
+        sources: Vec::new(),
+    };
+    if !diagnostics.is_empty() {
+        return Parsed::new(request, diagnostics);
+    }
+    let mut reader = Reader::new(path);
+    let mut compose = None;
+    for node in &parsed.value.nodes {
+        if node.name != "compose" {
+            reader.unknown_node(node, "a request", &["compose"]);
+        } else if compose.is_some() {
+            reader.report("duplicate-node", node.name_span, "a request holds one `compose` block", "merge them");
+        } else {
+            compose = Some(node);
+        }
+    }
+    let Some(compose) = compose else {
+        if reader.diagnostics.is_empty() {
+            reader.report("missing-node", Span::new(0, 0), "the request has no `compose { … }` block", "add one");
+        }
+        diagnostics.append(&mut reader.diagnostics);
+        return Parsed::new(request, diagnostics);
+    };
+    reader.argument_count(compose, 0, Some(0));
+    reader.allowed_properties(compose, &[]);
+    let mut seen = BTreeMap::new();
+    let mut source_ids: BTreeMap<String, Span> = BTreeMap::new();
+    for child in &compose.children {
+        match child.name.as_str() {
+            "person-source" | "role" | "delivery" | "model-tier" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                let Some((value, span)) = reader.single_string(child) else { continue };
+                match child.name.as_str() {
+                    "person-source" => request.person_source = path_value(&mut reader, child, value, span, true),
+                    "role" => request.role = Some((value, span)),
+                    "model-tier" => request.model_tier = Some((value, span)),
+                    _ => match value.as_str() {
+                        "native-skills" => request.delivery = Some(Delivery::NativeSkills),
+                        "compiled" => request.delivery = Some(Delivery::Compiled),
+                        other => reader.report(
+                            "unknown-delivery",
+                            span,
+                            format!("`{}` is not a delivery", sanitize(other)),
+                            "use `native-skills` or `compiled`",
+                        ),
+                    },
+                }
+            }
+            "personality-library" => {
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                if let Some((value, span)) = reader.single_string(child)
+                    && let Some(path) = path_value(&mut reader, child, value, span, true)
+                {
+                    request.personality_libraries.push(path);
+                }
+            }
+            "source" => {
+                reader.allowed_properties(child, &["root", "declaration", "required"]);
+                reader.no_children(child);
+                let Some((id, span)) = reader.single_string(child) else { continue };
+                if !reader.slug(&id, span, "source id") {
+                    continue;
+                }
+                if id == "person" {
+                    reader.report(
+                        "reserved-source-id",
+                        span,
+                        "`person` is the id of the person package",
+                        "choose another source id",
+                    );
+                    continue;
+                }
+                if source_ids.insert(id.clone(), span).is_some() {
+                    reader.report("duplicate-source", span, format!("source `{id}` is declared twice"), "give each source a unique id");
+                    continue;
+                }
+                let required = match child.property("required").map(|property| (&property.value, property.span)) {
+                    None => false,
+                    Some((Value::Bool(flag), _)) => *flag,
+                    Some((other, span)) => {
+                        reader.report(
+                            "argument-type",
+                            span,
+                            format!("`required` expects `#true` or `#false`, found a {}", other.kind_name()),
+                            "write `required=#true`",
+                        );
+                        false
+                    }
+                };
+                let root = reader.string_property(child, "root", false);
+                let declaration = reader.string_property(child, "declaration", false);
+                let location = match (root, declaration) {
+                    (Some((path, path_span)), None) => {
+                        path_value(&mut reader, child, path, path_span, false).map(SourceLocation::Root)
+                    }
+                    (None, Some((path, path_span))) => {
+                        path_value(&mut reader, child, path, path_span, false).map(SourceLocation::Declaration)
+                    }
+                    _ => {
+                        reader.report(
+                            "source-location",
+                            span,
+                            format!("source `{id}` needs exactly one of `root=` and `declaration=`"),
+                            "write `source \"<id>\" root=\"<folder>\"` or `source \"<id>\" declaration=\"<file>.kdl\"`",
+                        );
+                        None
+                    }
+                };
+                if let Some(location) = location {
+                    request.sources.push(RequestSource { id, location, required, span });
+                }
+            }
+            _ => reader.unknown_node(child, "`compose`", REQUEST_CHILDREN),
+        }
+    }
+    if request.role.is_none() && !seen.contains_key("role") {
+        reader.report("missing-node", compose.name_span, "the request names no `role`", "add `role \"<slug>\"`");
+    }
+    if request.delivery.is_none() && !seen.contains_key("delivery") {
+        reader.report(
+            "missing-node",
+            compose.name_span,
+            "the request names no `delivery`",
+            "add `delivery \"native-skills\"` or `delivery \"compiled\"`",
+        );
+    }
+    diagnostics.append(&mut reader.diagnostics);
+    Parsed::new(request, diagnostics)
+}
+
+/// One entry of a declaration file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DeclaredEntry {
+    pub id: String,
+    pub path: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Declaration {
+    pub instructions: Vec<DeclaredEntry>,
+    pub skills: Vec<DeclaredEntry>,
+}
+
+/// Parses a source declaration file: `source "<id>" { instruction "<id>" path="…";
+/// skill "<id>" path="…" }`. Its id must equal the request's id.
+pub fn parse_declaration(text: &str, path: &str, expected_id: &str) -> Parsed<Declaration> {
+    let parsed = parse_text(text, path);
+    let mut diagnostics = parsed.diagnostics;
+    let mut declaration = Declaration::default();
+    if !diagnostics.is_empty() {
+        return Parsed::new(declaration, diagnostics);
+    }
+    let mut reader = Reader::new(path);
+    let mut found = false;
+    for node in &parsed.value.nodes {
+        if node.name != "source" {
+            reader.unknown_node(node, "a declaration", &["source"]);
+            continue;
+        }
+        if found {
+            reader.report("duplicate-node", node.name_span, "a declaration holds one `source`", "merge them");
+            continue;
+        }
+        found = true;
+        reader.allowed_properties(node, &[]);
+        if let Some((id, span)) = reader.single_string(node)
+            && id != expected_id
+        {
+            reader.report(
+                "declaration-id-mismatch",
+                span,
+                format!("the declaration is for source `{}`, the request names `{expected_id}`", sanitize(&id)),
+                format!("write `source \"{expected_id}\"`"),
+            );
+        }
+        let mut ids: BTreeMap<String, Span> = BTreeMap::new();
+        for child in &node.children {
+            if child.name != "instruction" && child.name != "skill" {
+                reader.unknown_node(child, "a declared `source`", &["instruction", "skill"]);
+                continue;
+            }
+            reader.allowed_properties(child, &["path"]);
+            reader.no_children(child);
+            let Some((id, span)) = reader.single_string(child) else { continue };
+            if !reader.slug(&id, span, &format!("{} id", child.name)) {
+                continue;
+            }
+            if ids.insert(format!("{}:{id}", child.name), span).is_some() {
+                reader.report("duplicate-node", span, format!("{} `{id}` is declared twice", child.name), "keep one");
+                continue;
+            }
+            let Some((entry_path, path_span)) = reader.string_property(child, "path", true) else { continue };
+            let Some(entry_path) = path_value(&mut reader, child, entry_path, path_span, false) else { continue };
+            let entry = DeclaredEntry { id, path: entry_path, span: path_span };
+            if child.name == "instruction" {
+                declaration.instructions.push(entry);
+            } else {
+                declaration.skills.push(entry);
+            }
+        }
+    }
+    if !found && reader.diagnostics.is_empty() {
+        reader.report("missing-node", Span::new(0, 0), "the declaration has no `source` block", "add one");
+    }
+    diagnostics.append(&mut reader.diagnostics);
+    Parsed::new(declaration, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_request() {
+        let parsed = parse_request(
+            "compose {\n  person-source \"person\"\n  personality-library \"lib\"\n  role \"platform\"\n  delivery \"compiled\"\n  model-tier \"commodity\"\n  source \"k\" root=\"knowledge\" required=#true\n  source \"p\" declaration=\"p.kdl\"\n}\n",
+            "request.kdl",
+        );
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let request = parsed.value;
+        assert_eq!(request.delivery, Some(Delivery::Compiled));
+        assert_eq!(request.sources.len(), 2);
+        assert!(request.sources[0].required);
+        assert_eq!(request.sources[1].location, SourceLocation::Declaration("p.kdl".to_owned()));
+    }
+
+    #[test]
+    fn refuses_escaping_and_absolute_paths() {
+        for bad in ["../outside", "a/../../b", "/etc", "C:\\x"] {
+            let text = format!("compose {{ role \"r\"; delivery \"compiled\"; source \"s\" root=\"{}\" }}", bad.replace('\\', "\\\\"));
+            let codes: Vec<_> = parse_request(&text, "r.kdl").diagnostics.iter().map(|d| d.code).collect();
+            assert_eq!(codes, ["request-path"], "{bad}");
+        }
+    }
+
+    #[test]
+    fn needs_role_and_delivery() {
+        let codes: Vec<_> = parse_request("compose {}", "r.kdl").diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["missing-node", "missing-node"]);
+    }
+}
