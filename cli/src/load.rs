@@ -56,6 +56,7 @@ const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agen
 pub fn label_of(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
     let trimmed = text.trim_end_matches('/');
+    let trimmed = trimmed.strip_prefix("./").filter(|rest| !rest.is_empty()).unwrap_or(trimmed);
     if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
 }
 

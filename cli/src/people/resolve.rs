@@ -83,7 +83,11 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
             } else {
                 print_stderr(&report::rejections_text(&rejections));
             }
-            Err(Stop::Invalid(format!("--assign was refused ({} problem(s)); nothing was resolved", rejections.len())))
+            let problems = match rejections.len() {
+                1 => "1 problem".to_owned(),
+                count => format!("{count} problems"),
+            };
+            Err(Stop::Invalid(format!("--assign was refused ({problems}); nothing was resolved")))
         }
     }
 }
