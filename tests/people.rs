@@ -124,11 +124,7 @@ impl Sandbox {
             .envs(environment.iter().copied())
             .output()
             .expect("run acompose");
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        }
+        Run { code: output.status.code().unwrap_or(-1), stdout: output.stdout, stderr: output.stderr }
     }
 
     /// Copies a fixture folder into the workspace.
@@ -229,7 +225,10 @@ fn malformed_json_is_reported_with_its_position() {
 #[test]
 fn a_duplicate_key_is_rejected_not_silently_resolved() {
     let sandbox = Sandbox::new();
-    sandbox.write("people/ada.json", person("ada", ",\n  \"definition_id\": \"PLANTED-first\",\n  \"definition_id\": \"PLANTED-second\""));
+    sandbox.write(
+        "people/ada.json",
+        person("ada", ",\n  \"definition_id\": \"PLANTED-first\",\n  \"definition_id\": \"PLANTED-second\""),
+    );
     let run = validate_rejects(&sandbox, "duplicate-key", &["PLANTED-first", "PLANTED-second", "definition_id"]);
     assert!(run.stderr().contains("people/ada.json:9:3"), "{}", run.stderr());
 }
@@ -265,7 +264,8 @@ fn nesting_100_levels_deep_is_rejected() {
 fn a_tampered_schema_is_reported_as_drift_before_anything_is_evaluated() {
     let sandbox = Sandbox::new();
     let schema = sandbox.read("schemas/person.schema.json");
-    let tampered = schema.replacen("\"type\": \"object\",", "\"type\": \"object\", \"description\": \"PLANTED-tamper\",", 1);
+    let tampered =
+        schema.replacen("\"type\": \"object\",", "\"type\": \"object\", \"description\": \"PLANTED-tamper\",", 1);
     assert_ne!(schema, tampered);
     sandbox.write("schemas/person.schema.json", tampered);
     // A broken Person file would be reported if anything were evaluated.
@@ -274,7 +274,8 @@ fn a_tampered_schema_is_reported_as_drift_before_anything_is_evaluated() {
     assert!(run.stderr().contains("schemas/person.schema.json"), "{}", run.stderr());
     assert!(!run.stderr().contains("people/ada.json"), "a file was evaluated after drift:\n{}", run.stderr());
     assert!(run.stderr().contains("nothing was evaluated"), "{}", run.stderr());
-    let json: serde_json::Value = serde_json::from_slice(&sandbox.people(&["validate", "--json"]).stdout).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_slice(&sandbox.people(&["validate", "--json"]).stdout).expect("json");
     assert_eq!(json["contract_verified"], false);
     // `init` restores the shipped mirror; only the broken Person remains.
     assert_eq!(sandbox.people(&["init"]).code, 0);
@@ -317,7 +318,11 @@ fn a_remote_looking_definition_id_is_valid_and_never_fetched() {
     sandbox.write("people/ada.json", person("ada", &format!(",\n  \"definition_id\": \"{remote}\"")));
     // Any attempt to reach the network would go to a closed local port.
     let proxy = "http://127.0.0.1:9";
-    let run = sandbox.run_with(&sandbox.workspace(), &["validate"], &[("HTTPS_PROXY", proxy), ("HTTP_PROXY", proxy), ("ALL_PROXY", proxy)]);
+    let run = sandbox.run_with(
+        &sandbox.workspace(),
+        &["validate"],
+        &[("HTTPS_PROXY", proxy), ("HTTP_PROXY", proxy), ("ALL_PROXY", proxy)],
+    );
     run.assert_clean(0, &["planted.invalid"]);
     assert!(run.stdout().contains("1 configured person"), "{}", run.stdout());
 }
@@ -349,11 +354,7 @@ fn a_symlinked_person_file_is_refused_and_not_read() {
     std::os::unix::fs::symlink(&outside, sandbox.workspace().join("people/ada.json")).expect("symlink");
     let run = validate_rejects(&sandbox, "symlink-refused", &["PLANTED-linked-file"]);
     assert!(run.stderr().contains("people/ada.json"), "{}", run.stderr());
-    for arguments in [
-        &["show", "ada"][..],
-        &["archive", "ada"],
-        &["edit", "ada", "--goal", "New goal."],
-    ] {
+    for arguments in [&["show", "ada"][..], &["archive", "ada"], &["edit", "ada", "--goal", "New goal."]] {
         sandbox.people(arguments).assert_clean(1, &["PLANTED-linked-file"]);
     }
     assert_eq!(fs::read_to_string(&outside).expect("read"), person("ada", ",\n  \"x\": \"PLANTED-linked-file\""));
@@ -420,7 +421,9 @@ fn a_binding_to_a_missing_person_is_reported() {
 #[test]
 fn a_yaml_alias_bomb_is_refused_at_its_first_anchor() {
     let sandbox = Sandbox::new();
-    let mut bomb = String::from("spec: agent-toolkit/people-bindings@1\nroles:\n  a: &a [\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\"]\n");
+    let mut bomb = String::from(
+        "spec: agent-toolkit/people-bindings@1\nroles:\n  a: &a [\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\",\"PLANTEDLOL\"]\n",
+    );
     let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
     for pair in names.windows(2) {
         let (previous, name) = (pair[0], pair[1]);
@@ -436,7 +439,10 @@ fn a_yaml_alias_bomb_is_refused_at_its_first_anchor() {
 fn yaml_duplicate_keys_and_non_finite_numbers_are_refused() {
     let sandbox = Sandbox::new();
     sandbox.write("people/ada.json", person("ada", ""));
-    sandbox.write("people/bindings.yaml", "spec: agent-toolkit/people-bindings@1\nroles:\n  qa: {person_id: ada}\n  qa: {person_id: PLANTED-dup}\n");
+    sandbox.write(
+        "people/bindings.yaml",
+        "spec: agent-toolkit/people-bindings@1\nroles:\n  qa: {person_id: ada}\n  qa: {person_id: PLANTED-dup}\n",
+    );
     validate_rejects(&sandbox, "duplicate-key", &["PLANTED-dup"]);
     sandbox.write("people/bindings.yaml", "spec: agent-toolkit/people-bindings@1\nroles:\n  qa: {person_id: .nan}\n");
     validate_rejects(&sandbox, "non-finite-number", &[".nan"]);
@@ -467,7 +473,12 @@ fn one_broken_file_does_not_hide_the_others() {
     let json = sandbox.people(&["validate", "--json"]);
     json.assert_clean(1, &["host"]);
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
-    let codes: Vec<&str> = document["findings"].as_array().expect("findings").iter().map(|finding| finding["code"].as_str().unwrap_or("")).collect();
+    let codes: Vec<&str> = document["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|finding| finding["code"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(codes, ["json-syntax", "value-not-allowed"]);
     assert_eq!(document["configured_people"], 1);
 }
@@ -479,7 +490,8 @@ fn one_broken_file_does_not_hide_the_others() {
 fn init_writes_the_scaffold_and_a_lock_of_the_mirrors() {
     let sandbox = Sandbox::new();
     assert!(sandbox.read("people/README.md").contains("no runtime activity is inferred"));
-    let lock: serde_json::Value = serde_json::from_str(&sandbox.read("schemas/people-contracts.lock.json")).expect("lock");
+    let lock: serde_json::Value =
+        serde_json::from_str(&sandbox.read("schemas/people-contracts.lock.json")).expect("lock");
     for (index, path) in ["schemas/person.schema.json", "schemas/people-bindings.schema.json"].iter().enumerate() {
         assert_eq!(lock["contracts"][index]["path"], *path);
         assert_eq!(lock["contracts"][index]["sha256"], sha256(sandbox.read(path).as_bytes()));
@@ -560,7 +572,8 @@ fn add_writes_a_canonical_file_that_validates() {
 #[test]
 fn add_refuses_an_existing_person_and_invalid_values() {
     let sandbox = Sandbox::new();
-    let add = |id: &str, goal: &str| sandbox.people(&["add", id, "--name", "Ada", "--role", "reviewer", "--goal", goal]);
+    let add =
+        |id: &str, goal: &str| sandbox.people(&["add", id, "--name", "Ada", "--role", "reviewer", "--goal", goal]);
     add("ada", "First.").assert_clean(0, &[]);
     let again = add("ada", "Second.");
     again.assert_clean(1, &[]);
@@ -582,10 +595,12 @@ fn add_refuses_an_existing_person_and_invalid_values() {
 fn non_finite_amounts_and_half_avatars_are_usage_errors() {
     let sandbox = Sandbox::new();
     for amount in ["NaN", "inf", "-inf"] {
-        let run = sandbox.people(&["add", "ada", "--name", "A", "--role", "r", "--goal", "g", "--max-cost-usd", amount]);
+        let run =
+            sandbox.people(&["add", "ada", "--name", "A", "--role", "r", "--goal", "g", "--max-cost-usd", amount]);
         assert_eq!(run.code, 2, "{amount}: {}", run.output());
     }
-    let half = sandbox.people(&["add", "ada", "--name", "A", "--role", "r", "--goal", "g", "--avatar-accent", "#000000"]);
+    let half =
+        sandbox.people(&["add", "ada", "--name", "A", "--role", "r", "--goal", "g", "--avatar-accent", "#000000"]);
     assert_eq!(half.code, 1, "{}", half.output());
     assert!(!sandbox.exists("people/ada.json"));
     let missing = sandbox.people(&["add", "ada", "--name", "A"]);
@@ -595,8 +610,38 @@ fn non_finite_amounts_and_half_avatars_are_usage_errors() {
 #[test]
 fn edit_changes_only_what_it_is_told() {
     let sandbox = Sandbox::new();
-    sandbox.people(&["add", "ada", "--name", "Ada", "--role", "reviewer", "--goal", "Review.", "--skill", "a", "--max-tokens", "10", "--max-seconds", "60"]).assert_clean(0, &[]);
-    sandbox.people(&["edit", "ada", "--goal", "Review carefully.", "--skill", "b", "--skill", "c", "--clear", "max-tokens"]).assert_clean(0, &[]);
+    sandbox
+        .people(&[
+            "add",
+            "ada",
+            "--name",
+            "Ada",
+            "--role",
+            "reviewer",
+            "--goal",
+            "Review.",
+            "--skill",
+            "a",
+            "--max-tokens",
+            "10",
+            "--max-seconds",
+            "60",
+        ])
+        .assert_clean(0, &[]);
+    sandbox
+        .people(&[
+            "edit",
+            "ada",
+            "--goal",
+            "Review carefully.",
+            "--skill",
+            "b",
+            "--skill",
+            "c",
+            "--clear",
+            "max-tokens",
+        ])
+        .assert_clean(0, &[]);
     let edited: serde_json::Value = serde_json::from_str(&sandbox.read("people/ada.json")).expect("json");
     assert_eq!(edited["goal"], "Review carefully.");
     assert_eq!(edited["skills"], serde_json::json!(["b", "c"]));
@@ -664,14 +709,20 @@ fn import_preview_lists_mapped_and_ignored_fields_and_writes_nothing() {
     let sandbox = Sandbox::new();
     let before = fs::read_dir(sandbox.workspace().join("people")).expect("list").count();
     let run = sandbox.people(&["import", &hire("dwight.json")]);
-    run.assert_clean(0, &["PLANTED-COMMAND-FLAG", "PLANTED-MCP-COMMAND", "PLANTED-MCP-TOKEN", "PLANTED-UNKNOWN-VALUE", "--dangerously"]);
+    run.assert_clean(
+        0,
+        &["PLANTED-COMMAND-FLAG", "PLANTED-MCP-COMMAND", "PLANTED-MCP-TOKEN", "PLANTED-UNKNOWN-VALUE", "--dangerously"],
+    );
     insta::assert_snapshot!(run.stdout());
     for ignored in ["commandFlags", "author", "homepage", "ringtone"] {
         assert!(run.stdout().contains(ignored), "{ignored} not listed");
     }
     assert_eq!(fs::read_dir(sandbox.workspace().join("people")).expect("list").count(), before);
     let json = sandbox.people(&["import", &hire("dwight.json"), "--json"]);
-    json.assert_clean(0, &["PLANTED-COMMAND-FLAG", "PLANTED-MCP-COMMAND", "PLANTED-MCP-TOKEN", "PLANTED-UNKNOWN-VALUE"]);
+    json.assert_clean(
+        0,
+        &["PLANTED-COMMAND-FLAG", "PLANTED-MCP-COMMAND", "PLANTED-MCP-TOKEN", "PLANTED-UNKNOWN-VALUE"],
+    );
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
     assert_eq!(document["ready_to_save"], false);
     assert_eq!(document["written"], serde_json::Value::Null);
@@ -684,7 +735,15 @@ fn import_save_needs_a_goal_then_writes_a_person_that_validates() {
     blocked.assert_clean(1, &["PLANTED-COMMAND-FLAG"]);
     assert!(blocked.output().contains("[blocks --save]"), "{}", blocked.output());
     assert!(!sandbox.exists("people/dwight-schrute.json"));
-    let saved = sandbox.people(&["import", &hire("dwight.json"), "--save", "--id", "dwight", "--goal", "Sell paper and keep the office safe."]);
+    let saved = sandbox.people(&[
+        "import",
+        &hire("dwight.json"),
+        "--save",
+        "--id",
+        "dwight",
+        "--goal",
+        "Sell paper and keep the office safe.",
+    ]);
     saved.assert_clean(0, &["PLANTED"]);
     let written = sandbox.read("people/dwight.json");
     insta::assert_snapshot!(written);
@@ -795,7 +854,10 @@ fn explicit_assignments_take_people_before_other_rules_do() {
 #[test]
 fn a_binding_to_a_missing_person_is_skipped_with_a_warning() {
     let sandbox = resolve_sandbox();
-    sandbox.write("people/bindings.yaml", "spec: agent-toolkit/people-bindings@1\nroles:\n  ops:\n    person_id: ghost\n    preferred_people: [gus]\n");
+    sandbox.write(
+        "people/bindings.yaml",
+        "spec: agent-toolkit/people-bindings@1\nroles:\n  ops:\n    person_id: ghost\n    preferred_people: [gus]\n",
+    );
     let run = resolve(&sandbox, "recipe.json", &[]);
     run.assert_clean(0, &[]);
     assert!(run.stderr().contains("warning[binding-to-missing-person]"), "{}", run.stderr());
@@ -850,7 +912,10 @@ fn resolution_rejects_hostile_assignment_values_without_echoing_them() {
 #[test]
 fn resolution_refuses_bad_recipes_and_broken_workspaces() {
     let sandbox = resolve_sandbox();
-    sandbox.write("dup.json", "{\"spec\": \"acompose/people-recipe@1\", \"roles\": [{\"role\": \"qa\"}, {\"role\": \"qa\"}]}");
+    sandbox.write(
+        "dup.json",
+        "{\"spec\": \"acompose/people-recipe@1\", \"roles\": [{\"role\": \"qa\"}, {\"role\": \"qa\"}]}",
+    );
     let duplicate = resolve(&sandbox, "dup.json", &[]);
     duplicate.assert_clean(1, &[]);
     assert!(duplicate.stderr().contains("error[duplicate-role]"), "{}", duplicate.stderr());
@@ -862,4 +927,28 @@ fn resolution_refuses_bad_recipes_and_broken_workspaces() {
     let broken = resolve(&sandbox, "recipe.json", &[]);
     broken.assert_clean(1, &["PLANTED-broken"]);
     assert!(broken.stderr().contains("error[unknown-field]"), "{}", broken.stderr());
+}
+
+#[test]
+fn list_json_is_one_document_even_with_broken_files() {
+    let sandbox = Sandbox::new();
+    sandbox.write("people/ada.json", person("ada", ""));
+    sandbox.write("people/bob.json", person("bob", ",\n  \"x\": \"PLANTED-list\""));
+    let run = sandbox.people(&["list", "--json"]);
+    run.assert_clean(1, &["PLANTED-list"]);
+    let document: serde_json::Value = serde_json::from_slice(&run.stdout).expect("one JSON document");
+    assert_eq!(document["configured_people"], 1);
+    assert_eq!(document["findings"][0]["code"], "unknown-field");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_bindings_file_is_refused_once() {
+    let sandbox = Sandbox::new();
+    sandbox.write("people/ada.json", person("ada", ""));
+    let outside = sandbox.root().join("bindings.yaml");
+    fs::write(&outside, "spec: agent-toolkit/people-bindings@1\nroles:\n  PLANTED-binding: {}\n").expect("write");
+    std::os::unix::fs::symlink(&outside, sandbox.workspace().join("people/bindings.yaml")).expect("symlink");
+    let run = validate_rejects(&sandbox, "symlink-refused", &["PLANTED-binding"]);
+    assert_eq!(run.stderr().matches("error[symlink-refused]").count(), 1, "{}", run.stderr());
 }

@@ -5,6 +5,7 @@ pub mod artifact;
 pub mod catalog;
 pub mod compose;
 pub mod converge;
+pub mod describe;
 pub mod exit;
 pub mod load;
 pub mod people;
@@ -70,6 +71,10 @@ pub enum Command {
     Compose(compose::ComposeArgs),
     /// Re-check every digest, budget and invariant of a bundle.
     Verify(verify::VerifyArgs),
+    /// Show the decisions behind a bundle, or explain one item with `--why`.
+    Describe(describe::DescribeArgs),
+    /// Show the semantic difference of two bundles: decisions and content.
+    Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
 }
@@ -90,6 +95,8 @@ pub fn main() -> ExitCode {
         Some(Command::Catalog(args)) => catalog::run(args, &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, &terminal),
+        Some(Command::Describe(args)) => describe::run(args, &terminal),
+        Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &terminal),
     };

@@ -22,8 +22,9 @@ use crate::{exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
 pub struct PeopleArgs {
+    /// Boxed so the top-level command enum stays small (the editing flags are many).
     #[command(subcommand)]
-    pub command: PeopleCommand,
+    pub command: Box<PeopleCommand>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -92,7 +93,7 @@ pub struct IdArgs {
 }
 
 pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
-    let (outcome, json) = match args.command {
+    let (outcome, json) = match *args.command {
         PeopleCommand::Init(init) => (run_init(&init, terminal), false),
         PeopleCommand::Validate(validate) => return run_validate(&validate, terminal),
         PeopleCommand::List(list) => {
@@ -134,6 +135,7 @@ pub fn report_stop(stop: Stop, json: bool) -> u8 {
             }
             exit::INVALID
         }
+        Stop::Reported => exit::INVALID,
         Stop::Invalid(message) => {
             print_stderr(&format!("error: {message}\n"));
             exit::INVALID
@@ -235,14 +237,15 @@ fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open(&args.workspace.workspace)?;
     let validation = workspace::load_roster(&workspace.collect(false)?);
     if args.json {
-        print_stdout(&String::from_utf8_lossy(&report::list_json(&validation.roster.people)));
-    } else {
-        print_stdout(&report::list_text(&validation.roster.people));
+        // One document: the findings travel inside it.
+        print_stdout(&String::from_utf8_lossy(&report::list_json(&validation.roster.people, &validation.findings)));
+        return if validation.has_errors() { Err(Stop::Reported) } else { Ok(()) };
     }
+    print_stdout(&report::list_text(&validation.roster.people));
     if validation.has_errors() {
         return Err(Stop::Findings(validation.findings));
     }
-    if !validation.findings.is_empty() && !terminal.quiet && !args.json {
+    if !validation.findings.is_empty() && !terminal.quiet {
         print_stderr(&report::findings_text(&validation.findings));
     }
     Ok(())

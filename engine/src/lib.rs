@@ -12,6 +12,7 @@ pub mod color;
 pub mod compose;
 pub mod converge;
 pub mod db;
+pub mod describe;
 pub mod diagnostic;
 pub mod people;
 pub mod person;

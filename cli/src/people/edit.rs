@@ -168,10 +168,7 @@ fn apply(person: &mut Person, fields: &OptionalFields) -> Result<(), Stop> {
             }
         }
         (None, Some(character), Some(accent)) => {
-            person.avatar = Some(Avatar {
-                character: character.clone(),
-                accent: accent.clone(),
-            });
+            person.avatar = Some(Avatar { character: character.clone(), accent: accent.clone() });
         }
         (None, _, _) => {
             return Err(Stop::Invalid("a new avatar needs both --avatar-character and --avatar-accent".to_owned()));

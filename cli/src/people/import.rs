@@ -11,8 +11,8 @@ use acompose_engine::people::report;
 use super::edit::create_person;
 use super::storage::{Stop, Workspace, input_label, read_input_file};
 use super::{WorkspaceArgs, checked_id};
+use crate::print_stdout;
 use crate::terminal::Terminal;
-use crate::{print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
@@ -70,10 +70,10 @@ pub fn run(args: &ImportArgs, terminal: &Terminal) -> Result<(), Stop> {
     }
     let Some(person) = &review.person else {
         print(None);
-        if !args.json {
-            print_stderr("error: the review has open items that block --save; nothing was written\n");
-        }
-        return Err(Stop::Invalid("resolve the items marked [blocks --save] with the flags they name".to_owned()));
+        return Err(Stop::Invalid(
+            "the review has items marked [blocks --save]; supply them with the flags they name (nothing was written)"
+                .to_owned(),
+        ));
     };
     let workspace = Workspace::open(&args.workspace.workspace)?;
     let path = create_person(&workspace, person)?;

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+use acompose_engine::Severity;
 use acompose_engine::people::recipe::{self, Syntax};
 use acompose_engine::people::resolve::{self as resolution, Assignment};
-use acompose_engine::Severity;
 use acompose_engine::people::{Finding, printable, report, workspace};
 
 use super::WorkspaceArgs;
@@ -30,10 +30,9 @@ pub struct ResolveArgs {
 
 fn parse_assignment(text: &str) -> Result<Assignment, String> {
     match text.split_once('=') {
-        Some((role, person_id)) if !role.is_empty() && !person_id.is_empty() => Ok(Assignment {
-            role: role.to_owned(),
-            person_id: person_id.to_owned(),
-        }),
+        Some((role, person_id)) if !role.is_empty() && !person_id.is_empty() => {
+            Ok(Assignment { role: role.to_owned(), person_id: person_id.to_owned() })
+        }
         _ => Err("expected ROLE=PERSON, e.g. `reviewer=ada`".to_owned()),
     }
 }
@@ -41,7 +40,10 @@ fn parse_assignment(text: &str) -> Result<Assignment, String> {
 pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     let label = input_label(&args.recipe);
     let Some(syntax) = Syntax::from_file_name(&label) else {
-        return Err(Stop::Invalid(format!("`{}` is not a recipe: use a `.json`, `.yaml` or `.yml` file", printable(&label))));
+        return Err(Stop::Invalid(format!(
+            "`{}` is not a recipe: use a `.json`, `.yaml` or `.yml` file",
+            printable(&label)
+        )));
     };
     let bytes = read_input_file(&args.recipe)?;
     let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
@@ -49,10 +51,8 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     let validation = workspace::load_roster(&workspace.collect(false)?);
     // A broken Person or bindings file stops the preview. A binding that names a Person
     // with no file does not: resolution skips that candidate as missing.
-    let blocking = validation
-        .findings
-        .iter()
-        .any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
+    let blocking =
+        validation.findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
     if blocking {
         return Err(Stop::Findings(validation.findings));
     }
@@ -60,10 +60,7 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
         let warnings: Vec<Finding> = validation
             .findings
             .iter()
-            .map(|finding| Finding {
-                severity: Severity::Warning,
-                ..finding.clone()
-            })
+            .map(|finding| Finding { severity: Severity::Warning, ..finding.clone() })
             .collect();
         print_stderr(&report::findings_text(&warnings));
     }

@@ -19,6 +19,8 @@ pub enum Stop {
     Findings(Vec<Finding>),
     /// Invalid input that is not a file problem (an unknown id, an existing file): exit 1.
     Invalid(String),
+    /// A failed check whose report was already printed: exit 1.
+    Reported,
     /// The environment failed (I/O): exit 3.
     Io(anyhow::Error),
 }
@@ -150,6 +152,10 @@ impl Workspace {
         if self.folder("templates", &mut refused)? && self.folder(TEMPLATES_DIRECTORY, &mut refused)? {
             files.templates = self.json_files(TEMPLATES_DIRECTORY, &mut refused)?;
         }
+        // A symlinked `people/bindings.yaml` is met both while listing `people/` and
+        // when the file itself is looked up; report it once.
+        refused.sort_by(|left, right| left.file.cmp(&right.file));
+        refused.dedup();
         files.refused = refused;
         Ok(files)
     }
@@ -211,9 +217,7 @@ pub fn read_limited(path: &Path, inspected: &Metadata) -> anyhow::Result<Vec<u8>
     }
     let mut bytes = Vec::new();
     let limit = u64::try_from(MAX_FILE_BYTES + 1).unwrap_or(u64::MAX);
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    file.take(limit).read_to_end(&mut bytes).with_context(|| format!("cannot read `{}`", path.display()))?;
     Ok(bytes)
 }
 
@@ -264,14 +268,19 @@ pub fn create_new(folder: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<boo
 /// permissions. A symlink at the target is refused by the caller before this runs.
 pub fn replace(folder: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
     let target = folder.join(name);
-    let permissions = fs::symlink_metadata(&target).ok().filter(Metadata::is_file).map(|metadata| metadata.permissions());
+    let permissions =
+        fs::symlink_metadata(&target).ok().filter(Metadata::is_file).map(|metadata| metadata.permissions());
     let temp = staged(folder, bytes, permissions)?;
     temp.persist(&target)
         .map_err(|error| anyhow!(error.error).context(format!("cannot write `{}`", target.display())))?;
     sync_folder(folder)
 }
 
-fn staged(folder: &Path, bytes: &[u8], permissions: Option<fs::Permissions>) -> anyhow::Result<tempfile::NamedTempFile> {
+fn staged(
+    folder: &Path,
+    bytes: &[u8],
+    permissions: Option<fs::Permissions>,
+) -> anyhow::Result<tempfile::NamedTempFile> {
     let mut temp = tempfile::Builder::new()
         .prefix(".acompose-")
         .suffix(".tmp")

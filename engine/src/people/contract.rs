@@ -35,16 +35,8 @@ struct Mirror {
 }
 
 const MIRRORS: [Mirror; 2] = [
-    Mirror {
-        path: PERSON_SCHEMA_PATH,
-        spec: PERSON_SPEC,
-        text: PERSON_SCHEMA,
-    },
-    Mirror {
-        path: BINDINGS_SCHEMA_PATH,
-        spec: BINDINGS_SPEC,
-        text: BINDINGS_SCHEMA,
-    },
+    Mirror { path: PERSON_SCHEMA_PATH, spec: PERSON_SPEC, text: PERSON_SCHEMA },
+    Mirror { path: BINDINGS_SCHEMA_PATH, spec: BINDINGS_SPEC, text: BINDINGS_SCHEMA },
 ];
 
 /// Lowercase hex SHA-256 of some bytes.
@@ -86,15 +78,9 @@ pub fn lock_bytes() -> Vec<u8> {
 pub fn mirror_files() -> Vec<OutputFile> {
     let mut files: Vec<OutputFile> = MIRRORS
         .iter()
-        .map(|mirror| OutputFile {
-            path: mirror.path.to_owned(),
-            bytes: mirror.text.as_bytes().to_vec(),
-        })
+        .map(|mirror| OutputFile { path: mirror.path.to_owned(), bytes: mirror.text.as_bytes().to_vec() })
         .collect();
-    files.push(OutputFile {
-        path: LOCK_PATH.to_owned(),
-        bytes: lock_bytes(),
-    });
+    files.push(OutputFile { path: LOCK_PATH.to_owned(), bytes: lock_bytes() });
     files
 }
 
@@ -115,7 +101,9 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
     };
     let [person_hash, bindings_hash] = &locked;
     let mut findings = Vec::new();
-    for (mirror, (bytes, locked_hash)) in MIRRORS.iter().zip([(&files.person_schema, person_hash), (&files.bindings_schema, bindings_hash)]) {
+    for (mirror, (bytes, locked_hash)) in
+        MIRRORS.iter().zip([(&files.person_schema, person_hash), (&files.bindings_schema, bindings_hash)])
+    {
         let Some(bytes) = bytes else {
             findings.push(
                 Finding::error("contract-mirror-missing", mirror.path, "a schema mirror is missing")
@@ -125,15 +113,23 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
         };
         if sha256_hex(bytes) != *locked_hash {
             findings.push(
-                Finding::error("contract-drift", mirror.path, "the schema mirror differs from its lock; it was not evaluated")
-                    .hint("review the change, then run `acompose people init` to restore the shipped schema"),
+                Finding::error(
+                    "contract-drift",
+                    mirror.path,
+                    "the schema mirror differs from its lock; it was not evaluated",
+                )
+                .hint("review the change, then run `acompose people init` to restore the shipped schema"),
             );
             continue;
         }
         if *locked_hash != sha256_hex(mirror.text.as_bytes()) {
             findings.push(
-                Finding::error("contract-mismatch", mirror.path, "the locked schema is not the contract this acompose ships; it was not evaluated")
-                    .hint("run `acompose people init` to restore the shipped schema and lock"),
+                Finding::error(
+                    "contract-mismatch",
+                    mirror.path,
+                    "the locked schema is not the contract this acompose ships; it was not evaluated",
+                )
+                .hint("run `acompose people init` to restore the shipped schema and lock"),
             );
         }
     }
@@ -159,7 +155,8 @@ fn locked_hashes(bytes: &[u8]) -> Option<[String; 2]> {
         if entry.len() != 3 {
             return None;
         }
-        let index = MIRRORS.iter().position(|mirror| Some(mirror.path) == text("path") && Some(mirror.spec) == text("spec"))?;
+        let index =
+            MIRRORS.iter().position(|mirror| Some(mirror.path) == text("path") && Some(mirror.spec) == text("spec"))?;
         let hash = text("sha256")?;
         let slot = hashes.get_mut(index)?;
         if slot.is_some() || hash.len() != 64 || !hash.bytes().all(|byte| byte.is_ascii_hexdigit()) {
@@ -209,7 +206,9 @@ mod tests {
     fn a_mirror_and_lock_changed_together_are_a_mismatch() {
         let mut files = shipped();
         let tampered = b"{\"type\": \"object\"}".to_vec();
-        let lock = String::from_utf8(lock_bytes()).unwrap_or_default().replace(&sha256_hex(BINDINGS_SCHEMA.as_bytes()), &sha256_hex(&tampered));
+        let lock = String::from_utf8(lock_bytes())
+            .unwrap_or_default()
+            .replace(&sha256_hex(BINDINGS_SCHEMA.as_bytes()), &sha256_hex(&tampered));
         files.bindings_schema = Some(tampered);
         files.lock = Some(lock.into_bytes());
         assert_eq!(codes(&files), [("contract-mismatch", BINDINGS_SCHEMA_PATH.to_owned())]);

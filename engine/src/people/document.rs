@@ -126,10 +126,7 @@ pub fn decode_person(value: &Value) -> Option<Person> {
         capabilities: file.capabilities,
         skills: file.skills,
         mcp_servers: file.mcp_servers,
-        avatar: file.avatar.map(|avatar| Avatar {
-            character: avatar.character,
-            accent: avatar.accent,
-        }),
+        avatar: file.avatar.map(|avatar| Avatar { character: avatar.character, accent: avatar.accent }),
         isolation: match file.isolation {
             Some(text) => Some(Isolation::parse(&text)?),
             None => None,
@@ -149,13 +146,9 @@ pub fn decode_bindings(value: &Value) -> Option<Bindings> {
     let mut bindings = Bindings::default();
     for (role, entry) in file.roles {
         let entry = RoleBindingFile::deserialize(&entry).ok()?;
-        bindings.roles.insert(
-            role,
-            RoleBinding {
-                person_id: entry.person_id,
-                preferred_people: entry.preferred_people,
-            },
-        );
+        bindings
+            .roles
+            .insert(role, RoleBinding { person_id: entry.person_id, preferred_people: entry.preferred_people });
     }
     Some(bindings)
 }
@@ -180,10 +173,10 @@ pub fn person_bytes(person: &Person) -> Vec<u8> {
         capabilities: person.capabilities.clone(),
         skills: person.skills.clone(),
         mcp_servers: person.mcp_servers.clone(),
-        avatar: person.avatar.as_ref().map(|avatar| AvatarFile {
-            character: avatar.character.clone(),
-            accent: avatar.accent.clone(),
-        }),
+        avatar: person
+            .avatar
+            .as_ref()
+            .map(|avatar| AvatarFile { character: avatar.character.clone(), accent: avatar.accent.clone() }),
         isolation: person.isolation.map(|isolation| isolation.as_str().to_owned()),
         budget,
         import_source: person.import_source.as_ref().map(|source| ImportSourceFile {
@@ -249,10 +242,7 @@ mod tests {
     #[test]
     fn decoding_what_was_written_gives_the_same_person() {
         let mut person = Person::new("pam", "Pam", "reception", "Goal.");
-        person.avatar = Some(Avatar {
-            character: "pam".to_owned(),
-            accent: "#aabbcc".to_owned(),
-        });
+        person.avatar = Some(Avatar { character: "pam".to_owned(), accent: "#aabbcc".to_owned() });
         person.isolation = Some(Isolation::Worktree);
         person.budget.max_cost_usd = Some(2.5);
         let value: Value = serde_json::from_slice(&person_bytes(&person)).unwrap_or_default();
@@ -269,7 +259,10 @@ mod tests {
     fn bindings_keep_pins_and_preferences() {
         let value = json!({"spec": "agent-toolkit/people-bindings@1", "roles": {"qa": {"preferred_people": ["b", "a"]}, "lead": {"person_id": "c"}}});
         let bindings = decode_bindings(&value).unwrap_or_default();
-        assert_eq!(bindings.roles.get("qa").map(|binding| binding.preferred_people.clone()), Some(vec!["b".to_owned(), "a".to_owned()]));
+        assert_eq!(
+            bindings.roles.get("qa").map(|binding| binding.preferred_people.clone()),
+            Some(vec!["b".to_owned(), "a".to_owned()])
+        );
         assert_eq!(bindings.roles.get("lead").and_then(|binding| binding.person_id.clone()), Some("c".to_owned()));
     }
 }

@@ -39,10 +39,7 @@ impl Finding {
     }
 
     pub fn warning(code: &'static str, file: &str, message: &'static str) -> Self {
-        Self {
-            severity: Severity::Warning,
-            ..Self::error(code, file, message)
-        }
+        Self { severity: Severity::Warning, ..Self::error(code, file, message) }
     }
 
     /// The finding for a file that could not be parsed.

@@ -69,7 +69,9 @@ impl Review {
 pub fn review(file: &str, bytes: &[u8], overrides: &Overrides) -> Result<Review, Vec<Finding>> {
     let tree = json::parse(bytes).map_err(|error| vec![Finding::syntax(file, error)])?;
     let Some(object) = tree.value.as_object() else {
-        return Err(vec![Finding::error("not-a-hire-file", file, "a hire file is a JSON object").at(tree.position(""))]);
+        return Err(vec![
+            Finding::error("not-a-hire-file", file, "a hire file is a JSON object").at(tree.position("")),
+        ]);
     };
     if let Some(spec) = object.get("spec")
         && spec.as_str() != Some(HIRE_SPEC)
@@ -118,14 +120,24 @@ impl Mapper {
                 "name" => self.draft.name = self.text("name", "name", value, 128),
                 "description" => match value.as_str().map(slugify).filter(|slug| !slug.is_empty()) {
                     Some(role) => {
-                        self.map("description", "role", &role, Some("slugified from the one-line description; review it"));
+                        self.map(
+                            "description",
+                            "role",
+                            &role,
+                            Some("slugified from the one-line description; review it"),
+                        );
                         self.draft.role = Some(role);
                     }
                     None => self.attend("description", "is not text a role can be made from; not mapped", false),
                 },
                 "goal" => self.draft.goal = self.text("goal", "goal", value, 2048),
-                "character" => self.draft.original_character = self.text("character", "import_source.original_character", value, 128),
-                "accent" => self.draft.original_accent = self.text("accent", "import_source.original_accent", value, 128),
+                "character" => {
+                    self.draft.original_character =
+                        self.text("character", "import_source.original_character", value, 128)
+                }
+                "accent" => {
+                    self.draft.original_accent = self.text("accent", "import_source.original_accent", value, 128)
+                }
                 "provider" => self.draft.preferred_provider = self.reference("provider", "preferred_provider", value),
                 "model" => self.draft.preferred_model = self.reference("model", "preferred_model", value),
                 "capabilities" => self.draft.capabilities = self.references("capabilities", "capabilities", value),
@@ -154,12 +166,7 @@ impl Mapper {
         }
         self.apply_overrides(overrides, token_cap_too_high);
         let person = self.person();
-        Review {
-            mapped: self.mapped,
-            ignored: self.ignored,
-            attention: self.attention,
-            person,
-        }
+        Review { mapped: self.mapped, ignored: self.ignored, attention: self.attention, person }
     }
 
     fn apply_overrides(&mut self, overrides: &Overrides, token_cap_too_high: bool) {
@@ -228,19 +235,11 @@ impl Mapper {
     }
 
     fn map(&mut self, source: &'static str, target: &'static str, value: &str, note: Option<&'static str>) {
-        self.mapped.push(Mapped {
-            source,
-            target,
-            value: value.to_owned(),
-            note,
-        });
+        self.mapped.push(Mapped { source, target, value: value.to_owned(), note });
     }
 
     fn ignore(&mut self, name: &str, reason: &'static str) {
-        self.ignored.push(Ignored {
-            name: name.to_owned(),
-            reason,
-        });
+        self.ignored.push(Ignored { name: name.to_owned(), reason });
     }
 
     fn attend(&mut self, field: &'static str, message: &'static str, blocking: bool) {
@@ -294,7 +293,11 @@ impl Mapper {
             Value::Object(servers) => {
                 let names: Vec<Option<&str>> = servers.keys().map(|name| Some(name.as_str())).collect();
                 if servers.values().any(|configuration| !configuration.is_null()) {
-                    self.attend("mcpServers", "server configurations (commands, arguments, environment) are not kept; only names", false);
+                    self.attend(
+                        "mcpServers",
+                        "server configurations (commands, arguments, environment) are not kept; only names",
+                        false,
+                    );
                 }
                 self.keep_references("mcpServers", "mcp_servers", &names)
             }
@@ -354,7 +357,8 @@ mod tests {
 
     #[test]
     fn maps_every_known_field_and_lists_the_ignored_ones() {
-        let review = review("hire.json", HIRE.as_bytes(), &Overrides::default()).unwrap_or_else(|findings| panic!("{findings:?}"));
+        let review = review("hire.json", HIRE.as_bytes(), &Overrides::default())
+            .unwrap_or_else(|findings| panic!("{findings:?}"));
         let targets: Vec<(&str, &str)> = review.mapped.iter().map(|mapped| (mapped.source, mapped.target)).collect();
         assert_eq!(
             targets,
@@ -381,10 +385,7 @@ mod tests {
 
     #[test]
     fn a_supplied_goal_makes_an_inert_person() {
-        let overrides = Overrides {
-            goal: Some("Sell paper.".to_owned()),
-            ..Overrides::default()
-        };
+        let overrides = Overrides { goal: Some("Sell paper.".to_owned()), ..Overrides::default() };
         let review = review("hire.json", HIRE.as_bytes(), &overrides).unwrap_or_else(|findings| panic!("{findings:?}"));
         let person = review.person.unwrap_or_else(|| panic!("not ready"));
         assert_eq!(person.id, "dwight-schrute");
@@ -402,19 +403,21 @@ mod tests {
     #[test]
     fn a_token_cap_above_the_ceiling_blocks_until_overridden() {
         let text = r#"{"name": "Kevin", "description": "accounting", "goal": "Count.", "tokenCap": 5000000000}"#;
-        let blocked = review("hire.json", text.as_bytes(), &Overrides::default()).unwrap_or_else(|findings| panic!("{findings:?}"));
+        let blocked = review("hire.json", text.as_bytes(), &Overrides::default())
+            .unwrap_or_else(|findings| panic!("{findings:?}"));
         assert!(blocked.attention.iter().any(|item| item.field == "tokenCap" && item.blocking));
-        let overrides = Overrides {
-            max_tokens: Some(1000),
-            ..Overrides::default()
-        };
+        let overrides = Overrides { max_tokens: Some(1000), ..Overrides::default() };
         let ready = review("hire.json", text.as_bytes(), &overrides).unwrap_or_else(|findings| panic!("{findings:?}"));
         assert_eq!(ready.person.map(|person| person.budget.max_tokens), Some(Some(1000)));
     }
 
     #[test]
     fn other_specs_and_non_objects_are_refused() {
-        let codes = |text: &str| review("hire.json", text.as_bytes(), &Overrides::default()).err().map(|findings| findings.iter().map(|finding| finding.code).collect::<Vec<_>>());
+        let codes = |text: &str| {
+            review("hire.json", text.as_bytes(), &Overrides::default())
+                .err()
+                .map(|findings| findings.iter().map(|finding| finding.code).collect::<Vec<_>>())
+        };
         assert_eq!(codes(r#"{"spec": "agent-toolkit/person@1"}"#), Some(vec!["not-a-hire-file"]));
         assert_eq!(codes("[]"), Some(vec!["not-a-hire-file"]));
         assert_eq!(codes(r#"{"a": 1, "a": 2}"#), Some(vec!["duplicate-key"]));

@@ -40,11 +40,9 @@ pub fn parse(bytes: &[u8]) -> Result<Tree, SyntaxError> {
             };
             Ok(Tree::new(value, locate(parser.offsets)).with_keys(locate(parser.key_offsets)))
         }
-        Err(failure) => Err(SyntaxError::new(
-            failure.kind.code(),
-            failure.kind.message(),
-            Some(lines.position(failure.offset)),
-        )),
+        Err(failure) => {
+            Err(SyntaxError::new(failure.kind.code(), failure.kind.message(), Some(lines.position(failure.offset))))
+        }
     }
 }
 
@@ -409,7 +407,10 @@ mod tests {
     #[test]
     fn duplicate_keys_are_rejected_where_the_second_key_starts() {
         let error = parse(b"{\n  \"a\": 1,\n  \"a\": 2\n}").err();
-        assert_eq!(error.map(|error| (error.code, error.position)), Some(("duplicate-key", Some(Position { line: 3, column: 3 }))));
+        assert_eq!(
+            error.map(|error| (error.code, error.position)),
+            Some(("duplicate-key", Some(Position { line: 3, column: 3 })))
+        );
         assert_eq!(code_of(r#"{"a": {"b": 1, "b": 1}}"#), "duplicate-key");
         assert_eq!(code_of(r#"[{"a": 1}, {"a": 1}]"#), "ok");
     }
@@ -469,6 +470,18 @@ mod tests {
         assert_eq!(code_of(&at_limit), "ok");
         let over = format!("[{}]", vec!["0"; 4096].join(","));
         assert_eq!(code_of(&over), "too-many-values");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn json_shaped_text_never_panics(text in "[\\[\\]{}\":,0-9eE.+\\-a-zA-Z\\\\ \n]{0,200}") {
+            let _ = parse(text.as_bytes());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse(&bytes);
+        }
     }
 
     #[test]

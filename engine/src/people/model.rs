@@ -27,7 +27,12 @@ pub struct Person {
 
 impl Person {
     /// A Person with only the required fields set, active.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, role: impl Into<String>, goal: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        role: impl Into<String>,
+        goal: impl Into<String>,
+    ) -> Self {
         Self {
             id: id.into(),
             name: name.into(),

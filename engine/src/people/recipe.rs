@@ -80,16 +80,7 @@ pub fn parse(file: &str, syntax: Syntax, bytes: &[u8]) -> Result<Recipe, Vec<Fin
     if !findings.is_empty() {
         return Err(findings);
     }
-    Ok(Recipe {
-        roles: recipe
-            .roles
-            .into_iter()
-            .map(|slot| Slot {
-                role: slot.role,
-                persona: slot.persona,
-            })
-            .collect(),
-    })
+    Ok(Recipe { roles: recipe.roles.into_iter().map(|slot| Slot { role: slot.role, persona: slot.persona }).collect() })
 }
 
 #[cfg(test)]
@@ -114,8 +105,15 @@ mod tests {
 
     #[test]
     fn repeated_roles_are_refused() {
-        let result = parse("r.json", Syntax::Json, br#"{"spec": "acompose/people-recipe@1", "roles": [{"role": "qa"}, {"role": "qa"}]}"#);
-        assert_eq!(result.err().map(|findings| findings.iter().map(|finding| finding.code).collect::<Vec<_>>()), Some(vec!["duplicate-role"]));
+        let result = parse(
+            "r.json",
+            Syntax::Json,
+            br#"{"spec": "acompose/people-recipe@1", "roles": [{"role": "qa"}, {"role": "qa"}]}"#,
+        );
+        assert_eq!(
+            result.err().map(|findings| findings.iter().map(|finding| finding.code).collect::<Vec<_>>()),
+            Some(vec!["duplicate-role"])
+        );
     }
 
     #[test]

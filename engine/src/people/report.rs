@@ -188,12 +188,14 @@ pub fn list_text(people: &[Person]) -> String {
     text
 }
 
-pub fn list_json(people: &[Person]) -> Vec<u8> {
+/// The roster as JSON, with the findings of files that could not be listed.
+pub fn list_json(people: &[Person], findings: &[Finding]) -> Vec<u8> {
     #[derive(Serialize)]
     struct Document<'a> {
         format: &'static str,
         configured_people: usize,
         people: Vec<Entry<'a>>,
+        findings: Vec<FindingJson<'a>>,
     }
     #[derive(Serialize)]
     struct Entry<'a> {
@@ -207,13 +209,9 @@ pub fn list_json(people: &[Person]) -> Vec<u8> {
         configured_people: people.len(),
         people: people
             .iter()
-            .map(|person| Entry {
-                id: &person.id,
-                name: &person.name,
-                role: &person.role,
-                archived: person.archived,
-            })
+            .map(|person| Entry { id: &person.id, name: &person.name, role: &person.role, archived: person.archived })
             .collect(),
+        findings: findings_json(findings),
     })
 }
 
@@ -244,7 +242,9 @@ pub fn person_text(person: &Person) -> String {
             line(label, one_line(value));
         }
     }
-    for (label, values) in [("capabilities:", &person.capabilities), ("skills:", &person.skills), ("mcp_servers:", &person.mcp_servers)] {
+    for (label, values) in
+        [("capabilities:", &person.capabilities), ("skills:", &person.skills), ("mcp_servers:", &person.mcp_servers)]
+    {
         if !values.is_empty() {
             line(label, one_line(&values.join(", ")));
         }
@@ -283,7 +283,10 @@ pub fn person_text(person: &Person) -> String {
         if let Some(accent) = &source.original_accent {
             provenance.push(format!("original accent {}", one_line(accent)));
         }
-        line("import_source:", format!("{}; inert provenance: reviewed, never spawned, installed or synced", provenance.join(", ")));
+        line(
+            "import_source:",
+            format!("{}; inert provenance: reviewed, never spawned, installed or synced", provenance.join(", ")),
+        );
     }
     text
 }
@@ -296,7 +299,8 @@ pub fn person_text(person: &Person) -> String {
 pub fn review_text(file: &str, review: &Review, saved_to: Option<&str>) -> String {
     let mut text = format!("review of `{}` ({HIRE_SPEC}), a one-way import\n\nmapped fields\n", printable(file));
     let source_width = review.mapped.iter().map(|mapped| mapped.source.len()).max().unwrap_or(0).max("(fixed)".len());
-    let target_width = review.mapped.iter().map(|mapped| mapped.target.len()).max().unwrap_or(0).max("import_source".len());
+    let target_width =
+        review.mapped.iter().map(|mapped| mapped.target.len()).max().unwrap_or(0).max("import_source".len());
     for mapped in &review.mapped {
         let note = mapped.note.map(|note| format!("  ({note})")).unwrap_or_default();
         text.push_str(&format!(
@@ -328,10 +332,9 @@ pub fn review_text(file: &str, review: &Review, saved_to: Option<&str>) -> Strin
     text.push('\n');
     match (saved_to, &review.person) {
         (Some(path), _) => text.push_str(&format!("saved `{path}`; nothing was started, installed or synced\n")),
-        (None, Some(person)) => text.push_str(&format!(
-            "nothing was written; run again with --save to write `people/{}.json`\n",
-            person.id
-        )),
+        (None, Some(person)) => {
+            text.push_str(&format!("nothing was written; run again with --save to write `people/{}.json`\n", person.id))
+        }
         (None, None) => text.push_str("nothing was written; resolve the items that block --save first\n"),
     }
     text
@@ -395,26 +398,14 @@ pub fn review_json(file: &str, review: &Review, saved_to: Option<&str>) -> Vec<u
         ignored: review
             .ignored
             .iter()
-            .map(|ignored| IgnoredJson {
-                name: printable(&ignored.name),
-                reason: ignored.reason,
-            })
+            .map(|ignored| IgnoredJson { name: printable(&ignored.name), reason: ignored.reason })
             .collect(),
         needs_review: review
             .attention
             .iter()
-            .map(|item| AttentionJson {
-                field: item.field,
-                message: item.message,
-                blocking: item.blocking,
-            })
+            .map(|item| AttentionJson { field: item.field, message: item.message, blocking: item.blocking })
             .collect(),
-        import_source: FixedFlags {
-            review_required: true,
-            auto_spawn: false,
-            auto_install: false,
-            live_sync: false,
-        },
+        import_source: FixedFlags { review_required: true, auto_spawn: false, auto_install: false, live_sync: false },
         ready_to_save: review.is_ready(),
         person_id: review.person.as_ref().map(|person| person.id.as_str()),
         written: saved_to,
@@ -524,20 +515,14 @@ pub fn resolution_json(recipe_file: &str, resolved: &[Resolved], rejections: &[R
             .collect(),
         rejections: rejections
             .iter()
-            .map(|rejection| RejectionJson {
-                code: rejection.code,
-                message: &rejection.message,
-            })
+            .map(|rejection| RejectionJson { code: rejection.code, message: &rejection.message })
             .collect(),
     })
 }
 
 /// Rejected assignments as text.
 pub fn rejections_text(rejections: &[Rejection]) -> String {
-    rejections
-        .iter()
-        .map(|rejection| format!("error[{}]: {}\n", rejection.code, rejection.message))
-        .collect()
+    rejections.iter().map(|rejection| format!("error[{}]: {}\n", rejection.code, rejection.message)).collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -111,7 +111,12 @@ pub struct Rejection {
 }
 
 /// Resolves every recipe role in recipe order, or refuses the assignments.
-pub fn resolve(recipe: &Recipe, people: &[Person], bindings: &Bindings, assignments: &[Assignment]) -> Result<Vec<Resolved>, Vec<Rejection>> {
+pub fn resolve(
+    recipe: &Recipe,
+    people: &[Person],
+    bindings: &Bindings,
+    assignments: &[Assignment],
+) -> Result<Vec<Resolved>, Vec<Rejection>> {
     let rejections = check_assignments(recipe, people, assignments);
     if !rejections.is_empty() {
         return Err(rejections);
@@ -127,7 +132,13 @@ pub fn resolve(recipe: &Recipe, people: &[Person], bindings: &Bindings, assignme
     Ok(resolved)
 }
 
-fn resolve_slot<'a>(slot: &Slot, people: &'a [Person], bindings: &'a Bindings, assignments: &[Assignment], used: &mut BTreeSet<&'a str>) -> Resolved {
+fn resolve_slot<'a>(
+    slot: &Slot,
+    people: &'a [Person],
+    bindings: &'a Bindings,
+    assignments: &[Assignment],
+    used: &mut BTreeSet<&'a str>,
+) -> Resolved {
     let mut outcome = Resolved {
         role: slot.role.clone(),
         persona: slot.persona.clone(),
@@ -142,7 +153,8 @@ fn resolve_slot<'a>(slot: &Slot, people: &'a [Person], bindings: &'a Bindings, a
     }
     if let Some(binding) = bindings.roles.get(&slot.role) {
         let pin = binding.person_id.iter().map(|id| (id, Rule::BindingsPin));
-        let preferences = binding.preferred_people.iter().enumerate().map(|(index, id)| (id, Rule::Preference(index + 1)));
+        let preferences =
+            binding.preferred_people.iter().enumerate().map(|(index, id)| (id, Rule::Preference(index + 1)));
         for (person_id, candidate) in pin.chain(preferences) {
             let reason = match people.iter().find(|person| &person.id == person_id) {
                 None => SkipReason::Missing,
@@ -156,11 +168,7 @@ fn resolve_slot<'a>(slot: &Slot, people: &'a [Person], bindings: &'a Bindings, a
                     return outcome;
                 }
             };
-            outcome.skipped.push(Skip {
-                person_id: person_id.clone(),
-                candidate,
-                reason,
-            });
+            outcome.skipped.push(Skip { person_id: person_id.clone(), candidate, reason });
         }
     }
     let matched = people.iter().find_map(|person| {
@@ -248,19 +256,13 @@ mod tests {
         Recipe {
             roles: slots
                 .iter()
-                .map(|(role, persona)| Slot {
-                    role: (*role).to_owned(),
-                    persona: persona.map(str::to_owned),
-                })
+                .map(|(role, persona)| Slot { role: (*role).to_owned(), persona: persona.map(str::to_owned) })
                 .collect(),
         }
     }
 
     fn assign(role: &str, person_id: &str) -> Assignment {
-        Assignment {
-            role: role.to_owned(),
-            person_id: person_id.to_owned(),
-        }
+        Assignment { role: role.to_owned(), person_id: person_id.to_owned() }
     }
 
     fn outcomes(resolved: &[Resolved]) -> Vec<(String, Option<String>, String)> {
@@ -273,14 +275,18 @@ mod tests {
         designer.definition_id = Some("agents/critic".to_owned());
         let mut archived = person("arch", "tester");
         archived.archived = true;
-        let people = vec![person("ann", "lead"), archived, person("bea", "tester"), person("cal", "tester"), designer, person("eve", "writer")];
+        let people = vec![
+            person("ann", "lead"),
+            archived,
+            person("bea", "tester"),
+            person("cal", "tester"),
+            designer,
+            person("eve", "writer"),
+        ];
         let mut bindings = Bindings::default();
         bindings.roles.insert(
             "reviewer".to_owned(),
-            RoleBinding {
-                person_id: Some("bea".to_owned()),
-                preferred_people: Vec::new(),
-            },
+            RoleBinding { person_id: Some("bea".to_owned()), preferred_people: Vec::new() },
         );
         bindings.roles.insert(
             "tester".to_owned(),
@@ -289,7 +295,14 @@ mod tests {
                 preferred_people: vec!["arch".to_owned(), "bea".to_owned(), "cal".to_owned()],
             },
         );
-        let recipe = recipe(&[("lead", None), ("reviewer", None), ("tester", None), ("critic", Some("agents/critic")), ("writer", None), ("ops", None)]);
+        let recipe = recipe(&[
+            ("lead", None),
+            ("reviewer", None),
+            ("tester", None),
+            ("critic", Some("agents/critic")),
+            ("writer", None),
+            ("ops", None),
+        ]);
         let resolved = resolve(&recipe, &people, &bindings, &[assign("writer", "ann")]).unwrap_or_default();
         assert_eq!(
             outcomes(&resolved),
@@ -302,8 +315,14 @@ mod tests {
                 ("ops".to_owned(), None, "ephemeral".to_owned()),
             ]
         );
-        let skipped: Vec<(&str, SkipReason)> = resolved.get(2).map(|role| role.skipped.iter().map(|skip| (skip.person_id.as_str(), skip.reason)).collect()).unwrap_or_default();
-        assert_eq!(skipped, [("ghost", SkipReason::Missing), ("arch", SkipReason::Archived), ("bea", SkipReason::AlreadyUsed)]);
+        let skipped: Vec<(&str, SkipReason)> = resolved
+            .get(2)
+            .map(|role| role.skipped.iter().map(|skip| (skip.person_id.as_str(), skip.reason)).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            skipped,
+            [("ghost", SkipReason::Missing), ("arch", SkipReason::Archived), ("bea", SkipReason::AlreadyUsed)]
+        );
     }
 
     #[test]
@@ -318,13 +337,9 @@ mod tests {
         let mut other = person("a", "qa");
         other.definition_id = Some("agents/other".to_owned());
         let mut bindings = Bindings::default();
-        bindings.roles.insert(
-            "qa".to_owned(),
-            RoleBinding {
-                person_id: Some("a".to_owned()),
-                preferred_people: Vec::new(),
-            },
-        );
+        bindings
+            .roles
+            .insert("qa".to_owned(), RoleBinding { person_id: Some("a".to_owned()), preferred_people: Vec::new() });
         let resolved = resolve(&recipe(&[("qa", Some("agents/tester"))]), &[other], &bindings, &[]).unwrap_or_default();
         assert_eq!(outcomes(&resolved), [("qa".to_owned(), None, "ephemeral".to_owned())]);
         assert_eq!(resolved.first().map(|role| role.skipped.len()), Some(1));
@@ -336,9 +351,22 @@ mod tests {
         gone.archived = true;
         let people = vec![person("a", "qa"), gone];
         let recipe = recipe(&[("qa", None), ("lead", None)]);
-        let assignments = [assign("ops", "a"), assign("qa", "nobody"), assign("lead", "gone"), assign("qa", "a"), assign("lead", "a")];
-        let codes: Vec<&str> = resolve(&recipe, &people, &Bindings::default(), &assignments).err().unwrap_or_default().iter().map(|rejection| rejection.code).collect();
-        assert_eq!(codes, [
+        let assignments = [
+            assign("ops", "a"),
+            assign("qa", "nobody"),
+            assign("lead", "gone"),
+            assign("qa", "a"),
+            assign("lead", "a"),
+        ];
+        let codes: Vec<&str> = resolve(&recipe, &people, &Bindings::default(), &assignments)
+            .err()
+            .unwrap_or_default()
+            .iter()
+            .map(|rejection| rejection.code)
+            .collect();
+        assert_eq!(
+            codes,
+            [
                 "unknown-role",
                 "missing-person",
                 "archived-person",
@@ -346,12 +374,15 @@ mod tests {
                 "person-assigned-twice",
                 "role-assigned-twice",
                 "person-assigned-twice"
-            ]);
+            ]
+        );
     }
 
     #[test]
     fn hostile_assignment_values_are_not_printed_raw() {
-        let rejections = resolve(&recipe(&[("qa", None)]), &[], &Bindings::default(), &[assign("\u{1b}[2J", "x")]).err().unwrap_or_default();
+        let rejections = resolve(&recipe(&[("qa", None)]), &[], &Bindings::default(), &[assign("\u{1b}[2J", "x")])
+            .err()
+            .unwrap_or_default();
         assert!(rejections.iter().all(|rejection| !rejection.message.contains('\u{1b}')));
     }
 }

@@ -51,12 +51,7 @@ impl Contract {
 /// the tests below rule out; callers turn it into a finding rather than a panic.
 fn compile(text: &str) -> Option<Validator> {
     let schema: Value = serde_json::from_str(text).ok()?;
-    jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .offline()
-        .should_validate_formats(false)
-        .build(&schema)
-        .ok()
+    jsonschema::options().with_draft(Draft::Draft202012).offline().should_validate_formats(false).build(&schema).ok()
 }
 
 /// Checks a parsed document against a shipped schema. Findings carry the schema rule's
@@ -105,7 +100,8 @@ pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Finding> {
             _ => findings.push(Finding::error(code, file, message).at(tree.position(instance)).rule(rule)),
         }
     }
-    findings.sort_by(|left, right| (left.position, &left.rule, left.code).cmp(&(right.position, &right.rule, right.code)));
+    findings
+        .sort_by(|left, right| (left.position, &left.rule, left.code).cmp(&(right.position, &right.rule, right.code)));
     findings.dedup();
     findings
 }
@@ -113,7 +109,9 @@ pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Finding> {
 /// The stable code and static message of a failed schema keyword.
 fn describe(keyword: &str) -> (&'static str, &'static str) {
     match keyword {
-        "additionalProperties" | "unevaluatedProperties" | "falseSchema" => ("unknown-field", "field is not allowed by the schema"),
+        "additionalProperties" | "unevaluatedProperties" | "falseSchema" => {
+            ("unknown-field", "field is not allowed by the schema")
+        }
         "required" => ("missing-field", "a required field is missing"),
         "type" => ("wrong-type", "value has the wrong type"),
         "const" | "enum" => ("value-not-allowed", "value is not one the schema allows"),
@@ -189,7 +187,8 @@ mod tests {
     #[test]
     fn missing_fields_are_named_from_the_schema() {
         let tree = Tree::new(json!({"spec": "agent-toolkit/person@1"}), Default::default());
-        let mut names: Vec<String> = check(Contract::Person, &tree, "people/x.json").into_iter().filter_map(|finding| finding.field).collect();
+        let mut names: Vec<String> =
+            check(Contract::Person, &tree, "people/x.json").into_iter().filter_map(|finding| finding.field).collect();
         names.sort();
         assert_eq!(names, ["archived", "goal", "id", "name", "role"]);
     }

@@ -26,11 +26,7 @@ pub struct Tree {
 
 impl Tree {
     pub fn new(value: Value, positions: BTreeMap<String, Position>) -> Self {
-        Self {
-            value,
-            positions,
-            keys: BTreeMap::new(),
-        }
+        Self { value, positions, keys: BTreeMap::new() }
     }
 
     pub fn with_keys(mut self, keys: BTreeMap<String, Position>) -> Self {
@@ -101,10 +97,7 @@ impl<'a> LineIndex<'a> {
         let line_index = self.line_starts.partition_point(|start| *start <= offset).saturating_sub(1);
         let line_start = self.line_starts.get(line_index).copied().unwrap_or(0);
         let column = self.text.get(line_start..offset).map_or(0, |before| before.chars().count()) + 1;
-        Position {
-            line: line_index + 1,
-            column,
-        }
+        Position { line: line_index + 1, column }
     }
 }
 

@@ -27,10 +27,7 @@ pub struct SourceFile {
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
-        Self {
-            name: name.into(),
-            bytes: bytes.into(),
-        }
+        Self { name: name.into(), bytes: bytes.into() }
     }
 }
 
@@ -95,17 +92,10 @@ pub fn validate_workspace(files: &WorkspaceFiles) -> Validation {
     let contract_findings = contract::verify(&files.contract);
     if has_errors(&contract_findings) {
         findings.extend(contract_findings);
-        return Validation {
-            roster: Roster::default(),
-            findings,
-            stopped_at_contract: true,
-        };
+        return Validation { roster: Roster::default(), findings, stopped_at_contract: true };
     }
     findings.extend(contract_findings);
-    let mut validation = load_roster(&WorkspaceFiles {
-        refused: Vec::new(),
-        ..files.clone()
-    });
+    let mut validation = load_roster(&WorkspaceFiles { refused: Vec::new(), ..files.clone() });
     findings.append(&mut validation.findings);
     validation.findings = findings;
     validation
@@ -147,16 +137,7 @@ pub fn load_roster(files: &WorkspaceFiles) -> Validation {
         }
         findings.append(&mut file_findings);
     }
-    Validation {
-        roster: Roster {
-            people,
-            bindings,
-            has_bindings,
-            templates,
-        },
-        findings,
-        stopped_at_contract: false,
-    }
+    Validation { roster: Roster { people, bindings, has_bindings, templates }, findings, stopped_at_contract: false }
 }
 
 /// The stem of `<slug>.json`, or `None` for any other name.
@@ -170,9 +151,13 @@ pub fn check_person(folder: &str, name: &str, bytes: &[u8]) -> Result<Person, Ve
     let path = format!("{folder}/{name}");
     let Some(stem) = slug_stem(name) else {
         return Err(vec![
-            Finding::error("invalid-file-name", &path, "a person file must be named `<id>.json` with a lowercase slug id")
-                .rule("/properties/id/pattern")
-                .hint("rename the file to its id, e.g. `people/ada.json`"),
+            Finding::error(
+                "invalid-file-name",
+                &path,
+                "a person file must be named `<id>.json` with a lowercase slug id",
+            )
+            .rule("/properties/id/pattern")
+            .hint("rename the file to its id, e.g. `people/ada.json`"),
         ]);
     };
     let tree = parse_json(&path, bytes)?;
@@ -189,7 +174,8 @@ pub fn check_person(folder: &str, name: &str, bytes: &[u8]) -> Result<Person, Ve
         );
         return Err(findings);
     }
-    decode_person(&tree.value).ok_or_else(|| vec![Finding::error("undecodable", &path, "the file passed the schema but could not be read")])
+    decode_person(&tree.value)
+        .ok_or_else(|| vec![Finding::error("undecodable", &path, "the file passed the schema but could not be read")])
 }
 
 fn parse_json(path: &str, bytes: &[u8]) -> Result<Tree, Vec<Finding>> {
@@ -209,7 +195,10 @@ pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindi
         return (None, findings);
     }
     let Some(bindings) = decode_bindings(&tree.value) else {
-        return (None, vec![Finding::error("undecodable", BINDINGS_PATH, "the file passed the schema but could not be read")]);
+        return (
+            None,
+            vec![Finding::error("undecodable", BINDINGS_PATH, "the file passed the schema but could not be read")],
+        );
     };
     let mut findings = Vec::new();
     for (role, binding) in &bindings.roles {
@@ -217,7 +206,11 @@ pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindi
         super::tree::push_token(&mut role_pointer, role);
         let mut references: Vec<(String, &str, &'static str)> = Vec::new();
         if let Some(person_id) = &binding.person_id {
-            references.push((format!("{role_pointer}/person_id"), person_id, "/properties/roles/additionalProperties/properties/person_id"));
+            references.push((
+                format!("{role_pointer}/person_id"),
+                person_id,
+                "/properties/roles/additionalProperties/properties/person_id",
+            ));
         }
         for (index, person_id) in binding.preferred_people.iter().enumerate() {
             references.push((
@@ -229,10 +222,14 @@ pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindi
         for (pointer, person_id, rule) in references {
             if !present.contains(person_id) {
                 findings.push(
-                    Finding::error(MISSING_BINDING_CODE, BINDINGS_PATH, "a binding names a Person with no file in `people/`")
-                        .at(tree.position(&pointer))
-                        .rule(rule)
-                        .hint("add the Person, or remove it from the binding"),
+                    Finding::error(
+                        MISSING_BINDING_CODE,
+                        BINDINGS_PATH,
+                        "a binding names a Person with no file in `people/`",
+                    )
+                    .at(tree.position(&pointer))
+                    .rule(rule)
+                    .hint("add the Person, or remove it from the binding"),
                 );
             }
         }
@@ -249,7 +246,9 @@ mod tests {
     use super::*;
 
     fn person_json(id: &str) -> String {
-        format!(r#"{{"spec": "agent-toolkit/person@1", "id": "{id}", "name": "N", "role": "reviewer", "goal": "G", "archived": false}}"#)
+        format!(
+            r#"{{"spec": "agent-toolkit/person@1", "id": "{id}", "name": "N", "role": "reviewer", "goal": "G", "archived": false}}"#
+        )
     }
 
     fn shipped_contract() -> ContractFiles {
@@ -270,9 +269,14 @@ mod tests {
     fn a_valid_workspace_counts_people_but_not_templates() {
         let files = WorkspaceFiles {
             contract: shipped_contract(),
-            people: vec![SourceFile::new("bob.json", person_json("bob")), SourceFile::new("ada.json", person_json("ada"))],
+            people: vec![
+                SourceFile::new("bob.json", person_json("bob")),
+                SourceFile::new("ada.json", person_json("ada")),
+            ],
             templates: vec![SourceFile::new("starter.json", person_json("starter"))],
-            bindings: Some(b"spec: agent-toolkit/people-bindings@1\nroles:\n  reviewer:\n    person_id: bob\n".to_vec()),
+            bindings: Some(
+                b"spec: agent-toolkit/people-bindings@1\nroles:\n  reviewer:\n    person_id: bob\n".to_vec(),
+            ),
             refused: Vec::new(),
         };
         let validation = validate_workspace(&files);
@@ -305,7 +309,10 @@ mod tests {
                 SourceFile::new("Ada.json", person_json("ada")),
                 SourceFile::new("big.json", vec![b' '; crate::people::MAX_FILE_BYTES + 1]),
             ],
-            bindings: Some(b"spec: agent-toolkit/people-bindings@1\nroles:\n  reviewer:\n    preferred_people: [ada, ghost]\n".to_vec()),
+            bindings: Some(
+                b"spec: agent-toolkit/people-bindings@1\nroles:\n  reviewer:\n    preferred_people: [ada, ghost]\n"
+                    .to_vec(),
+            ),
             ..WorkspaceFiles::default()
         };
         let validation = load_roster(&files);

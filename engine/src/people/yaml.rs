@@ -44,10 +44,7 @@ pub fn parse(bytes: &[u8]) -> Result<Tree, SyntaxError> {
 
 /// yaml-rust2 counts lines from 1 and columns from 0.
 fn position_of(marker: Marker) -> Position {
-    Position {
-        line: marker.line(),
-        column: marker.col() + 1,
-    }
+    Position { line: marker.line(), column: marker.col() + 1 }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,16 +89,8 @@ impl FailureKind {
 
 /// A container being built, with the pointer of the container itself.
 enum Frame {
-    Mapping {
-        map: Map<String, Value>,
-        keys: BTreeSet<String>,
-        pending_key: Option<String>,
-        pointer: String,
-    },
-    Sequence {
-        items: Vec<Value>,
-        pointer: String,
-    },
+    Mapping { map: Map<String, Value>, keys: BTreeSet<String>, pending_key: Option<String>, pointer: String },
+    Sequence { items: Vec<Value>, pointer: String },
 }
 
 #[derive(Default)]
@@ -160,12 +149,7 @@ impl Builder {
             Event::MappingStart(anchor, tag) => {
                 refuse_anchor_and_tag(anchor, tag.is_some())?;
                 let pointer = self.open(position)?;
-                self.stack.push(Frame::Mapping {
-                    map: Map::new(),
-                    keys: BTreeSet::new(),
-                    pending_key: None,
-                    pointer,
-                });
+                self.stack.push(Frame::Mapping { map: Map::new(), keys: BTreeSet::new(), pending_key: None, pointer });
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 let value = match self.stack.pop() {
@@ -255,10 +239,14 @@ fn plain_scalar(text: &str) -> Result<Value, FailureKind> {
         return Err(FailureKind::NonFinite);
     }
     if let Some(octal) = text.strip_prefix("0o").filter(|digits| is_digits(digits, 8)) {
-        return u64::from_str_radix(octal, 8).map(|value| Value::Number(Number::from(value))).map_err(|_| FailureKind::NonFinite);
+        return u64::from_str_radix(octal, 8)
+            .map(|value| Value::Number(Number::from(value)))
+            .map_err(|_| FailureKind::NonFinite);
     }
     if let Some(hex) = text.strip_prefix("0x").filter(|digits| is_digits(digits, 16)) {
-        return u64::from_str_radix(hex, 16).map(|value| Value::Number(Number::from(value))).map_err(|_| FailureKind::NonFinite);
+        return u64::from_str_radix(hex, 16)
+            .map(|value| Value::Number(Number::from(value)))
+            .map_err(|_| FailureKind::NonFinite);
     }
     if is_digits(unsigned, 10) {
         if let Ok(value) = text.parse::<i64>() {
@@ -276,11 +264,7 @@ fn plain_scalar(text: &str) -> Result<Value, FailureKind> {
 }
 
 fn finite(text: &str) -> Result<Value, FailureKind> {
-    text.parse::<f64>()
-        .ok()
-        .and_then(Number::from_f64)
-        .map(Value::Number)
-        .ok_or(FailureKind::NonFinite)
+    text.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number).ok_or(FailureKind::NonFinite)
 }
 
 fn is_digits(text: &str, radix: u32) -> bool {
@@ -298,7 +282,8 @@ fn is_core_float(text: &str) -> bool {
         Some((whole, fraction)) => is_digits(whole, 10) && (fraction.is_empty() || is_digits(fraction, 10)),
         None => is_digits(mantissa, 10),
     };
-    let exponent_ok = exponent.is_none_or(|exponent| is_digits(exponent.strip_prefix(['+', '-']).unwrap_or(exponent), 10));
+    let exponent_ok =
+        exponent.is_none_or(|exponent| is_digits(exponent.strip_prefix(['+', '-']).unwrap_or(exponent), 10));
     mantissa_ok && exponent_ok
 }
 
@@ -362,13 +347,29 @@ mod tests {
 
     #[test]
     fn an_alias_bomb_stops_at_its_first_anchor() {
-        let mut bomb = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        let mut bomb =
+            String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
         for (index, name) in ["b", "c", "d", "e", "f", "g", "h", "i"].iter().enumerate() {
             let previous = ["a", "b", "c", "d", "e", "f", "g", "h"].get(index).copied().unwrap_or("a");
             bomb.push_str(&format!("{name}: &{name} [*{previous},*{previous},*{previous},*{previous},*{previous},*{previous},*{previous},*{previous},*{previous}]\n"));
         }
         let error = parse(bomb.as_bytes()).err();
-        assert_eq!(error.map(|error| (error.code, error.position.map(|position| position.line))), Some(("yaml-anchor", Some(1))));
+        assert_eq!(
+            error.map(|error| (error.code, error.position.map(|position| position.line))),
+            Some(("yaml-anchor", Some(1)))
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn yaml_shaped_text_never_panics(text in "[-:\\[\\]{}&*!|>'\"#?,% \n\ta-z0-9.~]{0,200}") {
+            let _ = parse(text.as_bytes());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse(&bytes);
+        }
     }
 
     #[test]

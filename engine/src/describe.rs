@@ -1,0 +1,554 @@
+//! `describe`, `--why` and `diff`: provenance read back from `manifest.json` and
+//! `trace.json` only. Owns the reports' text and JSON shapes; never reads sources, so a
+//! bundle explains itself on any machine.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::bundle::Manifest;
+use crate::render::{Palette, bold, tint};
+use crate::trace::{Decision, Outcome, ProviderReport, Trace};
+
+pub const DESCRIBE_FORMAT: &str = "acompose.describe.v1";
+pub const WHY_FORMAT: &str = "acompose.why.v1";
+pub const DIFF_FORMAT: &str = "acompose.diff.v1";
+
+/// The symbol of an outcome: ✓ selected, ✗ excluded, ~ shadowed, → delivered.
+pub fn symbol(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Selected => "✓",
+        Outcome::Excluded => "✗",
+        Outcome::Shadowed => "~",
+        Outcome::Delivered => "→",
+    }
+}
+
+fn outcome_colour(outcome: Outcome) -> [u8; 3] {
+    match outcome {
+        Outcome::Selected => [0x4c, 0xb0, 0x5a],
+        Outcome::Excluded => [0xd0, 0x5a, 0x5a],
+        Outcome::Shadowed => [0xc8, 0xa0, 0x3c],
+        Outcome::Delivered => [0x5a, 0x9c, 0xd8],
+    }
+}
+
+fn marked(palette: Palette, outcome: Outcome) -> String {
+    tint(palette, outcome_colour(outcome), symbol(outcome))
+}
+
+/// How a provider category reads in reports.
+pub fn category_label(category: &str) -> &str {
+    match category {
+        "person-package" => "person package",
+        "ordinary-catalogue" => "ordinary catalogue",
+        "skill-provider" => "skill-provider repository",
+        other => other,
+    }
+}
+
+/// The rule behind a cause, in one sentence.
+pub fn rule(cause: &str) -> &'static str {
+    match cause {
+        "role-assigned" => "the request assigns one role; it is authoritative and fixed for the session",
+        "role-inactive" => "skills, personalities and methods of inactive roles never enter a bundle",
+        "role-method" => "the assigned role's methods travel with it and load when a task calls for them",
+        "meld-member" => "the assigned role's ordered personality meld is delivered whole",
+        "personality-inactive" => "only personalities in the assigned role's meld enter a bundle",
+        "person-package" => "the selected person package precedes every other provider",
+        "operating-context" => "a source the request names is explicit operating context: its whole catalogue is admitted",
+        "global" => "a repository declared `global` in a trusted root serves every role",
+        "direct" => "a repository the role uses without `skill` selectors contributes its whole catalogue",
+        "selector-admitted" => "a skill-provider repository contributes exactly the skills its `skill` selectors match",
+        "selector-excluded" => "a bounded provider contributes only what its selectors match; other skills are excluded",
+        "role-excluded" => "a provider or composed skill admitted for another role contributes nothing to this role",
+        "composed-selector" => "composed skills enter only through a `composed-skill` selector of the assigned role",
+        "overlap" => "composed-skill selectors of one role form a union: a skill two selectors match is selected once",
+        "identical-copy" => "a later byte-identical copy of a skill is shadowed by the first provider's copy",
+        "optional-missing" => "an optional source that is unavailable is excluded with a warning",
+        "duplicate-path" => "providers with the same folder collapse; the first in precedence order wins",
+        "not-admitted" => "a repository no role uses and that is not global is not admitted",
+        "declared-instruction" => "instructions a declaration lists are delivered with the bundle",
+        _ => "see the reason",
+    }
+}
+
+/// Provider rows of the context budget and their total.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetRow {
+    pub source: String,
+    pub outcome: Outcome,
+    pub skills: usize,
+    pub context_bytes: u64,
+    pub approximate_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Budget {
+    pub providers: Vec<BudgetRow>,
+    pub total_skills: usize,
+    pub total_bytes: u64,
+    pub total_tokens: u64,
+}
+
+pub fn budget(trace: &Trace) -> Budget {
+    let providers: Vec<BudgetRow> = trace
+        .providers
+        .iter()
+        .map(|provider| BudgetRow {
+            source: provider.source.clone(),
+            outcome: provider.outcome,
+            skills: provider.skills,
+            context_bytes: provider.context_bytes,
+            approximate_tokens: provider.approximate_tokens,
+            selector: provider.selector.as_ref().map(|selector| {
+                format!("{} admitted {} of {}", selector.patterns.join(", "), selector.admitted, selector.catalogue)
+            }),
+        })
+        .collect();
+    let total_bytes = providers.iter().map(|row| row.context_bytes).sum();
+    Budget {
+        total_skills: providers.iter().map(|row| row.skills).sum(),
+        total_bytes,
+        total_tokens: crate::trace::approximate_tokens(total_bytes),
+        providers,
+    }
+}
+
+#[derive(Serialize)]
+struct DescribeDocument<'a> {
+    format: &'static str,
+    bundle: &'a str,
+    role: &'a str,
+    display_name: &'a str,
+    meld: Vec<&'a str>,
+    favorite_color: &'a str,
+    model_tier: &'a str,
+    delivery: &'a str,
+    person_source: &'a str,
+    profile: &'a Manifest,
+    providers: &'a [ProviderReport],
+    budget: Budget,
+    selection: &'a [Decision],
+}
+
+/// `describe --json`.
+pub fn describe_json(id: &str, manifest: &Manifest, trace: &Trace) -> Vec<u8> {
+    crate::snapshot::to_json_bytes(&DescribeDocument {
+        format: DESCRIBE_FORMAT,
+        bundle: id,
+        role: &manifest.role.slug,
+        display_name: &manifest.role.display_name,
+        meld: manifest.personalities.iter().map(|personality| personality.slug.as_str()).collect(),
+        favorite_color: &manifest.favorite_color,
+        model_tier: &manifest.model_tier,
+        delivery: &manifest.delivery,
+        person_source: &manifest.person_source,
+        profile: manifest,
+        providers: &trace.providers,
+        budget: budget(trace),
+        selection: &trace.decisions,
+    })
+}
+
+/// Wraps text at `width` columns; continuation lines start with `indent` spaces.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split_whitespace() {
+        let limit = if lines.is_empty() { width } else { width.saturating_sub(indent) };
+        if !current.is_empty() && current.chars().count() + 1 + word.chars().count() > limit {
+            lines.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(word);
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    lines.join(&format!("\n{}", " ".repeat(indent)))
+}
+
+fn rgb(hex: &str) -> [u8; 3] {
+    crate::color::parse_hex(hex).unwrap_or([0x80, 0x80, 0x80])
+}
+
+/// `describe` as text: header, profile, providers, context budget, selection, delivery.
+/// Runs of three or more exclusions with the same cause collapse unless `all`.
+pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, palette: Palette) -> String {
+    let mut text = String::new();
+    let meld: Vec<&str> = manifest.personalities.iter().map(|personality| personality.slug.as_str()).collect();
+    let _ = writeln!(text, "{} {}", bold(palette, "bundle"), id);
+    let _ = writeln!(
+        text,
+        "role      {} — {}  [{}]  {} {}",
+        manifest.role.slug,
+        manifest.role.display_name,
+        meld.join(" + "),
+        tint(palette, rgb(&manifest.favorite_color), "●"),
+        manifest.favorite_color
+    );
+    let _ = writeln!(text, "delivery  {} · tier {} · source {}", manifest.delivery, manifest.model_tier, manifest.person_source);
+
+    let _ = writeln!(text, "\n{}", bold(palette, "profile"));
+    let _ = writeln!(text, "  purpose       {}", wrap(&manifest.role.purpose, 64, 16));
+    let _ = writeln!(text, "  identity      {} ({})", manifest.identity.name, manifest.identity.pronouns);
+    let seats: Vec<String> = manifest
+        .seats
+        .iter()
+        .map(|seat| {
+            let details: Vec<&str> = [seat.tier.as_deref(), seat.channel.as_deref()].into_iter().flatten().collect();
+            if details.is_empty() { seat.key.clone() } else { format!("{} ({})", seat.key, details.join(", ")) }
+        })
+        .collect();
+    if !seats.is_empty() {
+        let _ = writeln!(text, "  seats         {}", wrap(&seats.join(", "), 64, 16));
+    }
+    let _ = writeln!(text, "  role skill    {}", manifest.role_skill.id);
+    let _ = writeln!(text, "  from          {}", manifest.role_skill.source);
+    for (index, personality) in manifest.personalities.iter().enumerate() {
+        let label = if index == 0 { "personalities" } else { "" };
+        let _ = writeln!(
+            text,
+            "  {label:<13} {} {} {} {}",
+            tint(palette, rgb(&personality.color), "●"),
+            personality.slug,
+            personality.skill,
+            personality.color
+        );
+    }
+
+    let _ = writeln!(text, "\n{}", bold(palette, "providers"));
+    let id_width = trace.providers.iter().map(|provider| provider.source.chars().count()).max().unwrap_or(0).max(6);
+    for provider in &trace.providers {
+        let _ = writeln!(
+            text,
+            "  {} {:<id_width$}  {:<26} {:<16} {}",
+            marked(palette, provider.outcome),
+            provider.source,
+            category_label(&provider.category),
+            provider.scope,
+            provider.cause
+        );
+        let _ = writeln!(text, "      {}", wrap(&provider.reason, 74, 6));
+    }
+
+    let report = budget(trace);
+    let _ = writeln!(text, "\n{}", bold(palette, "context budget"));
+    let _ = writeln!(text, "  {:<id_width$}  {:>6} {:>9} {:>8}", "source", "skills", "bytes", "~tokens");
+    for row in &report.providers {
+        let _ = write!(text, "  {:<id_width$}  {:>6} {:>9} {:>8}", row.source, row.skills, row.context_bytes, row.approximate_tokens);
+        if let Some(selector) = &row.selector {
+            let marker = if row.outcome == Outcome::Selected { "→ selected slice" } else { "excluded" };
+            let _ = write!(text, "\n  {:<id_width$}  selector {selector} {marker}", "");
+        }
+        text.push('\n');
+    }
+    let _ = writeln!(
+        text,
+        "  {:<id_width$}  {:>6} {:>9} {:>8}",
+        "total", report.total_skills, report.total_bytes, report.total_tokens
+    );
+
+    let _ = writeln!(text, "\n{}", bold(palette, "selection"));
+    let subject_width = trace.decisions.iter().map(|decision| decision.subject.chars().count()).max().unwrap_or(0).min(44);
+    let source_width = trace.decisions.iter().map(|decision| decision.source.chars().count()).max().unwrap_or(0);
+    let mut index = 0;
+    let decisions = &trace.decisions;
+    while index < decisions.len() {
+        let decision = &decisions[index];
+        let run = decisions[index..]
+            .iter()
+            .take_while(|other| other.outcome == Outcome::Excluded && decision.outcome == Outcome::Excluded && other.cause == decision.cause)
+            .count();
+        if !all && run >= 3 {
+            let names: Vec<&str> = decisions[index..index + run].iter().map(|other| other.subject.as_str()).collect();
+            let shown = names.iter().take(2).copied().collect::<Vec<_>>().join(", ");
+            let _ = writeln!(
+                text,
+                "  {} {run} × {}: {shown}{}",
+                marked(palette, Outcome::Excluded),
+                decision.cause,
+                if run > 2 { ", … (--all)" } else { "" }
+            );
+            index += run;
+            continue;
+        }
+        let mut detail = decision.cause.clone();
+        if !decision.selectors.is_empty() {
+            detail.push_str(&format!(" [{}]", decision.selectors.join(", ")));
+        }
+        if let Some(winner) = &decision.winner {
+            detail.push_str(&format!(" (kept `{winner}`)"));
+        }
+        let _ = writeln!(
+            text,
+            "  {} {:<subject_width$}  {:<source_width$}  {:<9} {}",
+            marked(palette, decision.outcome),
+            decision.subject,
+            decision.source,
+            decision.outcome.name(),
+            detail
+        );
+        index += 1;
+    }
+
+    let _ = writeln!(text, "\n{}", bold(palette, "delivery"));
+    let _ = writeln!(text, "  mode          {}", manifest.delivery);
+    let _ = writeln!(text, "  instructions  content/instructions.md");
+    let _ = writeln!(text, "  skills        content/skills/<source>/<skill>/SKILL.md");
+    if manifest.delivery == "compiled" {
+        let _ = writeln!(text, "  compiled      delivery/compiled.md");
+    }
+    let _ = writeln!(text, "  files         {}", manifest.content.len() + 1);
+    text
+}
+
+/// One answer of `--why`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WhyEntry {
+    pub subject: String,
+    pub kind: String,
+    pub source: String,
+    pub outcome: Outcome,
+    pub cause: String,
+    pub reason: String,
+    pub rule: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub selectors: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub winner: Option<String>,
+    /// The provider this subject came from (or is), with its scope, selector and budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Why {
+    pub format: &'static str,
+    pub item: String,
+    pub entries: Vec<WhyEntry>,
+}
+
+/// Why an item failed to resolve: the kinds accepted, or the closest known names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhyError {
+    BadItem,
+    Unknown { item: String, suggestions: Vec<String> },
+}
+
+const WHY_KINDS: [&str; 5] = ["source", "skill", "role", "personality", "instruction"];
+
+/// Follows one item (`source:<id>`, `skill:<name>`, `role:<slug>`, `personality:<slug>`,
+/// `instruction:<id>`) to every decision about it.
+pub fn why(trace: &Trace, item: &str) -> Result<Why, WhyError> {
+    let Some((kind, name)) = item.split_once(':') else { return Err(WhyError::BadItem) };
+    if !WHY_KINDS.contains(&kind) || name.is_empty() {
+        return Err(WhyError::BadItem);
+    }
+    let provider_of = |source: &str| trace.providers.iter().find(|provider| provider.source == source).cloned();
+    let entries: Vec<WhyEntry> = trace
+        .decisions
+        .iter()
+        .filter(|decision| decision.subject == item)
+        .map(|decision| WhyEntry {
+            subject: decision.subject.clone(),
+            kind: decision.kind.clone(),
+            source: decision.source.clone(),
+            outcome: decision.outcome,
+            cause: decision.cause.clone(),
+            reason: decision.reason.clone(),
+            rule: rule(&decision.cause).to_owned(),
+            selectors: decision.selectors.clone(),
+            winner: decision.winner.clone(),
+            provider: provider_of(&decision.source),
+        })
+        .collect();
+    if entries.is_empty() {
+        let prefix = format!("{kind}:");
+        let mut known: Vec<&str> = trace
+            .decisions
+            .iter()
+            .filter(|decision| decision.subject.starts_with(&prefix))
+            .map(|decision| decision.name())
+            .collect();
+        known.sort_unstable();
+        known.dedup();
+        let mut scored: Vec<(usize, &str)> = known.iter().map(|known| (edit_distance(name, known), *known)).collect();
+        scored.sort();
+        let suggestions = scored.into_iter().take(3).map(|(_, known)| format!("{kind}:{known}")).collect();
+        return Err(WhyError::Unknown { item: crate::diagnostic::sanitize(item), suggestions });
+    }
+    Ok(Why { format: WHY_FORMAT, item: item.to_owned(), entries })
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, left) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, right) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(left != *right);
+            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// `--why` as text.
+pub fn why_text(why: &Why, palette: Palette) -> String {
+    let mut text = String::new();
+    for entry in &why.entries {
+        let _ = writeln!(text, "{} {} — {} ({})", marked(palette, entry.outcome), entry.subject, entry.outcome.name(), entry.cause);
+        let _ = writeln!(text, "  source    {} ({})", entry.source, entry.kind);
+        let _ = writeln!(text, "  reason    {}", wrap(&entry.reason, 68, 12));
+        let _ = writeln!(text, "  rule      {}", wrap(&entry.rule, 68, 12));
+        if !entry.selectors.is_empty() {
+            let _ = writeln!(text, "  matched   {}", entry.selectors.join(", "));
+        }
+        if let Some(winner) = &entry.winner {
+            let _ = writeln!(text, "  kept      the copy from `{winner}`");
+        }
+        if let Some(provider) = &entry.provider {
+            let _ = writeln!(
+                text,
+                "  provider  {} — {}, scope {}, {} ({})",
+                provider.source,
+                category_label(&provider.category),
+                provider.scope,
+                provider.outcome.name(),
+                provider.cause
+            );
+            if let Some(selector) = &provider.selector {
+                let _ = writeln!(
+                    text,
+                    "  selector  {} — admitted {} of {} catalogue skills",
+                    selector.patterns.join(", "),
+                    selector.admitted,
+                    selector.catalogue
+                );
+            }
+            let _ = writeln!(
+                text,
+                "  budget    {} skills, {} bytes, ~{} tokens",
+                provider.skills, provider.context_bytes, provider.approximate_tokens
+            );
+        }
+    }
+    text
+}
+
+/// One difference between two bundles.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Change {
+    /// `added`, `removed` or `changed`.
+    pub change: &'static str,
+    pub item: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Diff {
+    pub format: &'static str,
+    pub decisions: Vec<Change>,
+    pub content: Vec<Change>,
+}
+
+impl Diff {
+    pub fn is_empty(&self) -> bool {
+        self.decisions.is_empty() && self.content.is_empty()
+    }
+}
+
+fn decision_summary(decision: &Decision) -> String {
+    format!("{} {}: {}", decision.outcome.name(), decision.cause, decision.reason)
+}
+
+/// Decisions added, removed or changed (outcome, cause or reason), keyed by subject and
+/// source; content files added, removed or changed by digest.
+pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
+    let key = |decision: &Decision| format!("{} ({})", decision.subject, decision.source);
+    let old: BTreeMap<String, &Decision> = before.1.decisions.iter().map(|decision| (key(decision), decision)).collect();
+    let new: BTreeMap<String, &Decision> = after.1.decisions.iter().map(|decision| (key(decision), decision)).collect();
+    let mut decisions = Vec::new();
+    for (item, decision) in &old {
+        match new.get(item) {
+            None => decisions.push(Change { change: "removed", item: item.clone(), before: Some(decision_summary(decision)), after: None }),
+            Some(other) if decision_summary(decision) != decision_summary(other) => decisions.push(Change {
+                change: "changed",
+                item: item.clone(),
+                before: Some(decision_summary(decision)),
+                after: Some(decision_summary(other)),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (item, decision) in &new {
+        if !old.contains_key(item) {
+            decisions.push(Change { change: "added", item: item.clone(), before: None, after: Some(decision_summary(decision)) });
+        }
+    }
+    let old_content: BTreeMap<&str, &str> = before.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
+    let new_content: BTreeMap<&str, &str> = after.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
+    let mut content = Vec::new();
+    for (path, digest) in &old_content {
+        match new_content.get(path) {
+            None => content.push(Change { change: "removed", item: (*path).to_owned(), before: Some((*digest).to_owned()), after: None }),
+            Some(other) if other != digest => content.push(Change {
+                change: "changed",
+                item: (*path).to_owned(),
+                before: Some((*digest).to_owned()),
+                after: Some((*other).to_owned()),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (path, digest) in &new_content {
+        if !old_content.contains_key(path) {
+            content.push(Change { change: "added", item: (*path).to_owned(), before: None, after: Some((*digest).to_owned()) });
+        }
+    }
+    Diff { format: DIFF_FORMAT, decisions, content }
+}
+
+/// `diff` as text.
+pub fn diff_text(diff: &Diff, palette: Palette) -> String {
+    if diff.is_empty() {
+        return "no semantic differences\n".to_owned();
+    }
+    let mut text = String::new();
+    let sign = |change: &str| match change {
+        "added" => tint(palette, outcome_colour(Outcome::Selected), "+"),
+        "removed" => tint(palette, outcome_colour(Outcome::Excluded), "-"),
+        _ => tint(palette, outcome_colour(Outcome::Shadowed), "~"),
+    };
+    for (title, changes) in [("decisions", &diff.decisions), ("content", &diff.content)] {
+        if changes.is_empty() {
+            continue;
+        }
+        let _ = writeln!(text, "{} ({})", bold(palette, title), changes.len());
+        for change in changes {
+            let _ = writeln!(text, "  {} {}", sign(change.change), change.item);
+            match (&change.before, &change.after) {
+                (Some(before), Some(after)) => {
+                    let _ = writeln!(text, "      {before}\n    → {after}");
+                }
+                (Some(value), None) | (None, Some(value)) => {
+                    let _ = writeln!(text, "      {value}");
+                }
+                (None, None) => {}
+            }
+        }
+    }
+    text
+}
