@@ -28,7 +28,11 @@ fn compose_in(root: &Path) -> common::Output {
 }
 
 fn bundle_dir(root: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(root.join("out")).ok()?.filter_map(Result::ok).map(|entry| entry.path()).find(|path| path.is_dir())
+    std::fs::read_dir(root.join("out"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir())
 }
 
 #[test]
@@ -119,7 +123,8 @@ fn the_compat_request_composes_and_is_reused() {
     let directory = temporary.path().join("bundles").join(&id);
     assert!(directory.join("delivery/compiled.md").is_file(), "compiled delivery");
     let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(directory.join("manifest.json")).expect("manifest")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(directory.join("manifest.json")).expect("manifest"))
+            .expect("json");
     assert_eq!(manifest["model_tier"], "commodity");
     assert_eq!(manifest["person_source"], "person:example");
 }
@@ -191,13 +196,18 @@ fn two_identical_composes_at_once_end_with_one_bundle() {
 fn the_compat_trusted_root_admits_exactly_the_selected_slice() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path();
-    let roles = std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
+    let roles =
+        std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
     std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
     std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
     for name in ["compute-stack", "machine-gpu", "machine-storage", "network-fabric", "power-budget"] {
         let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
         std::fs::create_dir_all(&folder).expect("mkdir");
-        std::fs::write(folder.join("SKILL.md"), format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n")).expect("skill");
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n"),
+        )
+        .expect("skill");
     }
     std::fs::write(root.join("request.kdl"), "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"trusted\" root=\"trusted\"\n}\n").expect("request");
     let output = compose_in(root);
@@ -207,11 +217,20 @@ fn the_compat_trusted_root_admits_exactly_the_selected_slice() {
         .as_array()
         .expect("decisions")
         .iter()
-        .filter(|decision| decision["source"] == "hardware" && decision["outcome"] == "selected" && decision["kind"] == "ordinary-skill")
+        .filter(|decision| {
+            decision["source"] == "hardware"
+                && decision["outcome"] == "selected"
+                && decision["kind"] == "ordinary-skill"
+        })
         .filter_map(|decision| decision["subject"].as_str())
         .collect();
     assert_eq!(selected, ["skill:compute-stack", "skill:machine-gpu", "skill:machine-storage"]);
-    let provider = trace["providers"].as_array().expect("providers").iter().find(|provider| provider["source"] == "hardware").expect("hardware");
+    let provider = trace["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .find(|provider| provider["source"] == "hardware")
+        .expect("hardware");
     assert_eq!(provider["category"], "skill-provider");
     assert_eq!(provider["selector"]["admitted"], 3);
     assert_eq!(provider["selector"]["catalogue"], 5);
@@ -233,7 +252,11 @@ fn budgets_equal_the_bytes_on_disk() {
             while let Some(directory) = pending.pop() {
                 for entry in std::fs::read_dir(directory).expect("read") {
                     let path = entry.expect("entry").path();
-                    if path.is_dir() { pending.push(path) } else { bytes += std::fs::metadata(&path).expect("meta").len() }
+                    if path.is_dir() {
+                        pending.push(path)
+                    } else {
+                        bytes += std::fs::metadata(&path).expect("meta").len()
+                    }
                 }
             }
         }

@@ -59,10 +59,16 @@ fn why_follows_every_outcome_kind() {
     }
     let (_second, shadow) = composed("identical-duplicate");
     let (case, _) = in_case(&shadow);
-    insta::assert_snapshot!("why_shadowed", run(case, &["describe", &relative(&shadow), "--why", "skill:shared-glossary"]));
+    insta::assert_snapshot!(
+        "why_shadowed",
+        run(case, &["describe", &relative(&shadow), "--why", "skill:shared-glossary"])
+    );
     let (_third, composed_overlap) = composed("composed-overlap");
     let (case, _) = in_case(&composed_overlap);
-    insta::assert_snapshot!("why_overlap", run(case, &["describe", &relative(&composed_overlap), "--why", "skill:design-review"]));
+    insta::assert_snapshot!(
+        "why_overlap",
+        run(case, &["describe", &relative(&composed_overlap), "--why", "skill:design-review"])
+    );
 }
 
 #[test]
@@ -88,7 +94,21 @@ fn describe_and_why_as_json() {
     let keys: Vec<&str> = document.as_object().expect("object").keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["format", "bundle", "role", "display_name", "meld", "favorite_color", "model_tier", "delivery", "person_source", "profile", "providers", "budget", "selection"]
+        [
+            "format",
+            "bundle",
+            "role",
+            "display_name",
+            "meld",
+            "favorite_color",
+            "model_tier",
+            "delivery",
+            "person_source",
+            "profile",
+            "providers",
+            "budget",
+            "selection"
+        ]
     );
     let why = acompose(case, &["describe", &path, "--why", "skill:network-basics", "--json"]);
     insta::assert_snapshot!("why_json", why.stdout);
@@ -98,13 +118,18 @@ fn describe_and_why_as_json() {
 fn the_compat_selector_estate_names_the_selector_and_its_share() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path();
-    let roles = std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
+    let roles =
+        std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
     std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
     std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
     for name in ["compute-stack", "machine-gpu", "network-fabric", "power-budget"] {
         let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
         std::fs::create_dir_all(&folder).expect("mkdir");
-        std::fs::write(folder.join("SKILL.md"), format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n")).expect("skill");
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n"),
+        )
+        .expect("skill");
     }
     std::fs::write(root.join("request.kdl"), "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"trusted\" root=\"trusted\"\n}\n").expect("request");
     let output = acompose(root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
@@ -126,7 +151,8 @@ fn diff_reports_decisions_and_content_or_nothing() {
     let different = acompose(Path::new("/"), &["diff", slice.to_str().expect("utf-8"), star.to_str().expect("utf-8")]);
     assert_eq!(different.code, 0, "{}", different.stderr);
     insta::assert_snapshot!("diff", different.stdout);
-    let json = acompose(Path::new("/"), &["diff", slice.to_str().expect("utf-8"), star.to_str().expect("utf-8"), "--json"]);
+    let json =
+        acompose(Path::new("/"), &["diff", slice.to_str().expect("utf-8"), star.to_str().expect("utf-8"), "--json"]);
     let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
     assert_eq!(document["format"], "acompose.diff.v1");
     assert!(document["content"].as_array().is_some_and(|changes| !changes.is_empty()));
@@ -150,4 +176,32 @@ fn a_damaged_bundle_is_a_clear_error_not_a_panic() {
     assert_eq!(acompose(&case, &["describe", &path]).code, 1);
     assert_eq!(acompose(&case, &["describe", "does-not-exist"]).code, 1);
     assert_eq!(acompose(&case, &["diff", &path, "does-not-exist"]).code, 1);
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join(name)).expect("schema");
+    jsonschema::validator_for(&serde_json::from_str(&text).expect("schema json")).expect("valid schema")
+}
+
+#[test]
+fn json_documents_validate_against_their_published_schemas() {
+    let describe_schema = schema("describe.schema.json");
+    let why_schema = schema("why.schema.json");
+    for name in ["selector-slice", "composed-overlap", "identical-duplicate", "declared-source", "compiled-delivery"] {
+        let (_temporary, bundle) = composed(name);
+        let (case, _) = in_case(&bundle);
+        let path = relative(&bundle);
+        let describe: serde_json::Value =
+            serde_json::from_str(&acompose(case, &["describe", &path, "--json"]).stdout).expect("json");
+        let errors: Vec<String> = describe_schema.iter_errors(&describe).map(|error| error.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+        for decision in describe["selection"].as_array().expect("selection") {
+            let item = decision["subject"].as_str().expect("subject");
+            let why: serde_json::Value =
+                serde_json::from_str(&acompose(case, &["describe", &path, "--why", item, "--json"]).stdout)
+                    .expect("json");
+            let errors: Vec<String> = why_schema.iter_errors(&why).map(|error| error.to_string()).collect();
+            assert!(errors.is_empty(), "{name} {item}: {errors:#?}");
+        }
+    }
 }

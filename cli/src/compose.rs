@@ -67,13 +67,19 @@ fn read_declaration(
     let mut diagnostics = Vec::new();
     let text = match std::fs::symlink_metadata(file) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
-            diagnostics.push(Diagnostic::error("symlink-refused", format!("declaration `{label}` is a symbolic link")).in_file(label.clone()));
+            diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("declaration `{label}` is a symbolic link"))
+                    .in_file(label.clone()),
+            );
             None
         }
         Ok(_) => match std::fs::read(file).map(String::from_utf8) {
             Ok(Ok(text)) => Some(text),
             _ => {
-                diagnostics.push(Diagnostic::error("unreadable-file", "cannot read the declaration as UTF-8 text").in_file(label.clone()));
+                diagnostics.push(
+                    Diagnostic::error("unreadable-file", "cannot read the declaration as UTF-8 text")
+                        .in_file(label.clone()),
+                );
                 None
             }
         },
@@ -95,32 +101,43 @@ fn read_declaration(
         match std::fs::symlink_metadata(folder.join(&entry.path)) {
             Ok(metadata) if metadata.is_file() => match std::fs::read(folder.join(&entry.path)) {
                 Ok(bytes) => files.push((format!("instructions/{}.md", entry.id), bytes)),
-                Err(_) => load.push(Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id)).in_file(label.clone()).at(Some(entry.span))),
+                Err(_) => load.push(
+                    Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))
+                        .in_file(label.clone())
+                        .at(Some(entry.span)),
+                ),
             },
             _ => load.push(
-                Diagnostic::error("declared-path-missing", format!("instruction `{}` points at no regular file", entry.id))
-                    .in_file(label.clone())
-                    .at(Some(entry.span))
-                    .hint("paths are relative to the declaration file's folder; symbolic links are refused"),
+                Diagnostic::error(
+                    "declared-path-missing",
+                    format!("instruction `{}` points at no regular file", entry.id),
+                )
+                .in_file(label.clone())
+                .at(Some(entry.span))
+                .hint("paths are relative to the declaration file's folder; symbolic links are refused"),
             ),
         }
     }
     for entry in &parsed.value.skills {
         let skill_folder = folder.join(&entry.path);
-        let has_skill = std::fs::symlink_metadata(skill_folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file());
+        let has_skill =
+            std::fs::symlink_metadata(skill_folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file());
         let is_folder = std::fs::symlink_metadata(&skill_folder).is_ok_and(|metadata| metadata.is_dir());
         if !is_folder || !has_skill {
             load.push(
-                Diagnostic::error("declared-path-missing", format!("skill `{}` points at no folder with a `SKILL.md`", entry.id))
-                    .in_file(label.clone())
-                    .at(Some(entry.span))
-                    .hint("a declared skill path names a folder holding `SKILL.md`"),
+                Diagnostic::error(
+                    "declared-path-missing",
+                    format!("skill `{}` points at no folder with a `SKILL.md`", entry.id),
+                )
+                .in_file(label.clone())
+                .at(Some(entry.span))
+                .hint("a declared skill path names a folder holding `SKILL.md`"),
             );
             continue;
         }
-        let (_, skill_files, skill_diagnostics) = crate::load::read_folder(&skill_folder, &format!("{label}:{}", entry.id));
-        load.extend(skill_diagnostics);
-        for (relative, bytes) in skill_files {
+        let read = crate::load::read_folder(&skill_folder, &format!("{label}:{}", entry.id));
+        load.extend(read.diagnostics);
+        for (relative, bytes) in read.files {
             files.push((format!(".agents/skills/{}/{relative}", entry.id), bytes));
         }
     }
@@ -294,21 +311,30 @@ pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, String> 
     let target = out.join(&bundle.id);
     if std::fs::symlink_metadata(&target).is_ok() {
         return crate::verify::verify_directory(&target).map(|_| Materialized::Reused).map_err(|problems| {
-            format!("bundle `{}` exists but is damaged ({}); remove it to compose it again", target.display(), problems.join("; "))
+            format!(
+                "bundle `{}` exists but is damaged ({}); remove it to compose it again",
+                target.display(),
+                problems.join("; ")
+            )
         });
     }
-    std::fs::create_dir_all(out).map_err(|error| format!("cannot create `{}`: {}", out.display(), crate::load::error_kind(&error)))?;
+    std::fs::create_dir_all(out)
+        .map_err(|error| format!("cannot create `{}`: {}", out.display(), crate::load::error_kind(&error)))?;
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let written = (|| -> Result<(), String> {
         for file in &bundle.files {
             let path = staging.join(&file.path);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|error| format!("cannot create `{}`: {}", parent.display(), crate::load::error_kind(&error)))?;
+                std::fs::create_dir_all(parent).map_err(|error| {
+                    format!("cannot create `{}`: {}", parent.display(), crate::load::error_kind(&error))
+                })?;
             }
-            std::fs::write(&path, &file.bytes).map_err(|error| format!("cannot write `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
+            std::fs::write(&path, &file.bytes)
+                .map_err(|error| format!("cannot write `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
         }
-        crate::verify::verify_directory_named(&staging, &bundle.id).map_err(|problems| format!("the staged bundle failed verification: {}", problems.join("; ")))?;
+        crate::verify::verify_directory_named(&staging, &bundle.id)
+            .map_err(|problems| format!("the staged bundle failed verification: {}", problems.join("; ")))?;
         Ok(())
     })();
     if let Err(error) = written {
@@ -320,7 +346,9 @@ pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, String> 
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            crate::verify::verify_directory(&target).map(|_| Materialized::Reused).map_err(|problems| problems.join("; "))
+            crate::verify::verify_directory(&target)
+                .map(|_| Materialized::Reused)
+                .map_err(|problems| problems.join("; "))
         }
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -411,11 +439,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
 }
 
 fn bundle_trace(bundle: &Bundle) -> Option<acompose_engine::trace::Trace> {
-    bundle
-        .files
-        .iter()
-        .find(|file| file.path == "trace.json")
-        .and_then(|file| serde_json::from_slice(&file.bytes).ok())
+    bundle.files.iter().find(|file| file.path == "trace.json").and_then(|file| serde_json::from_slice(&file.bytes).ok())
 }
 
 fn bundle_role(bundle: &Bundle) -> String {

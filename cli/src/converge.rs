@@ -161,7 +161,10 @@ fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), String> 
                 return Err(format!("`{}` is a symbolic link; refusing to write through it", current.display()));
             }
             Ok(metadata) if !metadata.is_dir() => {
-                return Err(format!("`{}` is not a directory; move it away so the artifact can be written", current.display()));
+                return Err(format!(
+                    "`{}` is not a directory; move it away so the artifact can be written",
+                    current.display()
+                ));
             }
             _ => {}
         }

@@ -40,12 +40,21 @@ pub struct DiffArgs {
 fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Result<T, String> {
     let path = bundle.join(name);
     match std::fs::symlink_metadata(&path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => return Err(format!("`{}` is a symbolic link", path.display())),
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            return Err(format!("`{}` is a symbolic link", path.display()));
+        }
         Ok(metadata) if !metadata.is_file() => return Err(format!("`{}` is not a file", path.display())),
         Ok(_) => {}
-        Err(error) => return Err(format!("bundle `{}` has no readable `{name}`: {}", bundle.display(), crate::load::error_kind(&error))),
+        Err(error) => {
+            return Err(format!(
+                "bundle `{}` has no readable `{name}`: {}",
+                bundle.display(),
+                crate::load::error_kind(&error)
+            ));
+        }
     }
-    let bytes = std::fs::read(&path).map_err(|error| format!("cannot read `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
+    let bytes = std::fs::read(&path)
+        .map_err(|error| format!("cannot read `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
     serde_json::from_slice(&bytes).map_err(|error| {
         format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
     })
@@ -91,7 +100,9 @@ pub fn run(args: DescribeArgs, terminal: &Terminal) -> u8 {
                 exit::SUCCESS
             }
             Err(WhyError::BadItem) => {
-                print_stderr("error: `--why` takes KIND:NAME with KIND one of source, skill, role, personality, instruction\n");
+                print_stderr(
+                    "error: `--why` takes KIND:NAME with KIND one of source, skill, role, personality, instruction\n",
+                );
                 exit::USAGE
             }
             Err(WhyError::Unknown { item, suggestions }) => {

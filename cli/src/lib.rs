@@ -26,7 +26,8 @@ use crate::terminal::{ColorChoice, Terminal};
 #[command(
     name = "acompose",
     version,
-    about = "Compose the context AI coding agents load: roster, skills, bundles, People.")]
+    about = "Compose the context AI coding agents load: roster, skills, bundles, People."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

@@ -60,9 +60,10 @@ pub fn label_of(path: &Path) -> String {
     if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
 }
 
-struct Read {
-    files: Vec<(String, Vec<u8>)>,
-    diagnostics: Vec<Diagnostic>,
+/// Files read from disk: `(relative path, bytes)`, and the problems met.
+pub struct Read {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 fn read_directory(root: &Path, label: &str) -> Read {
@@ -150,17 +151,17 @@ fn read_directory(root: &Path, label: &str) -> Read {
     read
 }
 
-/// Reads the catalogue parts of a repository: (available, files, diagnostics).
-pub fn read_catalogue(root: &Path, label: &str) -> (bool, Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
+/// Reads the catalogue parts of a repository; `None` when the folder does not exist.
+pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
     match std::fs::symlink_metadata(root) {
-        Err(_) => return (false, Vec::new(), Vec::new()),
+        Err(_) => return None,
         Ok(metadata) if metadata.file_type().is_symlink() => {
             let diagnostic = Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
                 .in_file(label)
                 .hint("point the request at the real folder");
-            return (true, Vec::new(), vec![diagnostic]);
+            return Some(Read { files: Vec::new(), diagnostics: vec![diagnostic] });
         }
-        Ok(metadata) if !metadata.is_dir() => return (false, Vec::new(), Vec::new()),
+        Ok(metadata) if !metadata.is_dir() => return None,
         Ok(_) => {}
     }
     let mut files = Vec::new();
@@ -183,13 +184,12 @@ pub fn read_catalogue(root: &Path, label: &str) -> (bool, Vec<(String, Vec<u8>)>
         diagnostics.extend(read.diagnostics);
     }
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    (true, files, diagnostics)
+    Some(Read { files, diagnostics })
 }
 
-/// Reads every file of a folder (no symlinks followed): (available, files, diagnostics).
-pub fn read_folder(root: &Path, label: &str) -> (bool, Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
-    let read = read_directory_entries(root, root, label);
-    (true, read.files, read.diagnostics)
+/// Reads every file of a folder (no symlinks followed).
+pub fn read_folder(root: &Path, label: &str) -> Read {
+    read_directory_entries(root, root, label)
 }
 
 /// Reads a file or a folder under `root` (no symlinks followed), paths relative to root.
@@ -356,7 +356,14 @@ impl Loader {
     }
 
     /// Sets (or updates) one file input, keyed by its origin label and relative path.
-    fn file(&mut self, db: &mut Database, label: &str, relative: String, bytes: Vec<u8>, durability: Durability) -> SourceFile {
+    fn file(
+        &mut self,
+        db: &mut Database,
+        label: &str,
+        relative: String,
+        bytes: Vec<u8>,
+        durability: Durability,
+    ) -> SourceFile {
         let key = (label.to_owned(), relative.clone());
         match self.files.get(&key) {
             Some(&file) => {
@@ -410,8 +417,10 @@ impl Loader {
     /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
     /// `.agents/roles.kdl`) without walking the rest of the repository.
     pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
-        let (available, files, diagnostics) = read_catalogue(root, label);
-        self.catalogue_from(db, label, available, files, diagnostics)
+        match read_catalogue(root, label) {
+            Some(read) => self.catalogue_from(db, label, true, read.files, read.diagnostics),
+            None => self.catalogue_from(db, label, false, Vec::new(), Vec::new()),
+        }
     }
 
     /// The text of a loaded file by its display path, for rendering diagnostics.

@@ -73,7 +73,9 @@ pub enum TransactionError {
 impl std::fmt::Display for TransactionError {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TransactionError::Refused { path, reason } => write!(formatter, "refused to write `{}`: {reason}", path.display()),
+            TransactionError::Refused { path, reason } => {
+                write!(formatter, "refused to write `{}`: {reason}", path.display())
+            }
             TransactionError::Io { path, error } => write!(
                 formatter,
                 "cannot write `{}`: {}; the previous contents were restored",
@@ -195,10 +197,12 @@ fn read_ownership(root: &Path) -> Result<BTreeSet<String>, TransactionError> {
     }
     let record: Record = serde_json::from_slice(&bytes)
         .map_err(|_| refused(&path, "the ownership record is not valid; remove it to adopt the directory again"))?;
-    if record.format != OWNERSHIP_FORMAT
-        || record.files.iter().any(|file| !is_safe_relative(file) || is_reserved(file))
+    if record.format != OWNERSHIP_FORMAT || record.files.iter().any(|file| !is_safe_relative(file) || is_reserved(file))
     {
-        return Err(refused(&path, "the ownership record is not one this version wrote; remove it to adopt the directory again"));
+        return Err(refused(
+            &path,
+            "the ownership record is not one this version wrote; remove it to adopt the directory again",
+        ));
     }
     Ok(record.files.into_iter().collect())
 }
@@ -320,9 +324,10 @@ fn recover(root: &Path) -> Result<bool, TransactionError> {
     let text = fs::read_to_string(&journal).unwrap_or_default();
     let actions: Vec<Action> = text.lines().filter_map(Action::parse).collect();
     if actions.iter().any(|action| match action {
-        Action::Created(path) | Action::CreatedDirectory(path) | Action::Replaced(path, _) | Action::Removed(path, _) => {
-            !is_safe_relative(path)
-        }
+        Action::Created(path)
+        | Action::CreatedDirectory(path)
+        | Action::Replaced(path, _)
+        | Action::Removed(path, _) => !is_safe_relative(path),
         Action::Committed => false,
     }) {
         return Err(refused(&journal, "the journal names a path outside the directory"));
@@ -377,8 +382,7 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
     }
 
     // Execute, journaling each step first.
-    let mut journal =
-        Journal { root, directory: root.join(JOURNAL_DIR), file: None, actions: Vec::new(), backups: 0 };
+    let mut journal = Journal { root, directory: root.join(JOURNAL_DIR), file: None, actions: Vec::new(), backups: 0 };
     let mut created_root = false;
     let result = (|| -> Result<(), TransactionError> {
         if !root_exists {

@@ -23,7 +23,9 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
         }
         Ok(metadata) if metadata.is_dir() => {}
         Ok(_) => return Err(vec![format!("`{}` is not a directory", directory.display())]),
-        Err(error) => return Err(vec![format!("cannot open `{}`: {}", directory.display(), crate::load::error_kind(&error))]),
+        Err(error) => {
+            return Err(vec![format!("cannot open `{}`: {}", directory.display(), crate::load::error_kind(&error))]);
+        }
     }
     let mut files = BTreeMap::new();
     let mut problems = Vec::new();

@@ -157,10 +157,9 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
                 folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
             }
-            ["instructions", name] if name.ends_with(".md") => listing.instructions.push(Instruction {
-                id: name.trim_end_matches(".md").to_owned(),
-                file,
-            }),
+            ["instructions", name] if name.ends_with(".md") => {
+                listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
+            }
             _ => {}
         }
     }

@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::catalogue::{Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillKind, catalogue_listing, tree_digest};
+use crate::catalogue::{
+    Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillKind, catalogue_listing, tree_digest,
+};
 use crate::db::{PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::person::{PersonModel, validate::person_model};
@@ -165,7 +167,16 @@ struct Resolver<'db> {
 
 impl Resolver<'_> {
     #[expect(clippy::too_many_arguments, reason = "a decision has this many fields; a builder would only add noise")]
-    fn decide(&mut self, subject: String, kind: &str, source: &str, outcome: Outcome, cause: &str, reason: String, selectors: Vec<String>) {
+    fn decide(
+        &mut self,
+        subject: String,
+        kind: &str,
+        source: &str,
+        outcome: Outcome,
+        cause: &str,
+        reason: String,
+        selectors: Vec<String>,
+    ) {
         self.decisions.push(Decision {
             subject,
             kind: kind.to_owned(),
@@ -178,7 +189,14 @@ impl Resolver<'_> {
         });
     }
 
-    fn error(&mut self, code: &'static str, file: String, span: Option<Span>, message: String, hint: impl Into<String>) {
+    fn error(
+        &mut self,
+        code: &'static str,
+        file: String,
+        span: Option<Span>,
+        message: String,
+        hint: impl Into<String>,
+    ) {
         self.diagnostics.push(Diagnostic::error(code, message).in_file(file).at(span).hint(hint));
     }
 
@@ -223,8 +241,13 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     let request_path = composition.request_path(db).clone();
     let slug = composition.role(db).clone();
     let tier = composition.model_tier(db).clone();
-    let mut resolver =
-        Resolver { db, decisions: Vec::new(), providers: Vec::new(), diagnostics: model_parsed.diagnostics.clone(), taken: BTreeMap::new() };
+    let mut resolver = Resolver {
+        db,
+        decisions: Vec::new(),
+        providers: Vec::new(),
+        diagnostics: model_parsed.diagnostics.clone(),
+        taken: BTreeMap::new(),
+    };
 
     let Some(role) = model.role(&slug) else {
         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
@@ -256,15 +279,36 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     }
 
     // 1. Roles.
-    resolver.decide(format!("role:{slug}"), "role", PERSON_SOURCE_ID, Outcome::Delivered, "role-assigned", "the request assigns this role; it is fixed for the session".to_owned(), Vec::new());
+    resolver.decide(
+        format!("role:{slug}"),
+        "role",
+        PERSON_SOURCE_ID,
+        Outcome::Delivered,
+        "role-assigned",
+        "the request assigns this role; it is fixed for the session".to_owned(),
+        Vec::new(),
+    );
     for other in model.roles.iter().filter(|other| other.slug != slug) {
-        resolver.decide(format!("role:{}", other.slug), "role", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", format!("only the assigned role `{slug}` is active"), Vec::new());
+        resolver.decide(
+            format!("role:{}", other.slug),
+            "role",
+            PERSON_SOURCE_ID,
+            Outcome::Excluded,
+            "role-inactive",
+            format!("only the assigned role `{slug}` is active"),
+            Vec::new(),
+        );
     }
 
     // 2. The person package.
     let mut person_skills = Vec::new();
     let mut person_bytes = 0u64;
-    let mut deliver_person_skill = |resolver: &mut Resolver<'_>, id: &str, bytes: &[u8], kind: &str, cause: &str, reason: String| {
+    let mut deliver_person_skill = |resolver: &mut Resolver<'_>,
+                                    id: &str,
+                                    bytes: &[u8],
+                                    kind: &str,
+                                    cause: &str,
+                                    reason: String| {
         let summary = bytes_summary(bytes);
         let digest = tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         let _ = resolver.claim(id, PERSON_SOURCE_ID, &digest, format!("{PERSON_SOURCE_ID}/{id}"));
@@ -272,9 +316,23 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         person_bytes += bytes.len() as u64;
         person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.to_vec() });
     };
-    deliver_person_skill(&mut resolver, &role.skill.id, &role.skill.bytes, "role-skill", "role-assigned", format!("the role skill of `{slug}`"));
+    deliver_person_skill(
+        &mut resolver,
+        &role.skill.id,
+        &role.skill.bytes,
+        "role-skill",
+        "role-assigned",
+        format!("the role skill of `{slug}`"),
+    );
     for method in &role.methods {
-        deliver_person_skill(&mut resolver, &method.id, &method.bytes, "method", "role-method", format!("a method of role `{slug}`, loaded when a task calls for it"));
+        deliver_person_skill(
+            &mut resolver,
+            &method.id,
+            &method.bytes,
+            "method",
+            "role-method",
+            format!("a method of role `{slug}`, loaded when a task calls for it"),
+        );
     }
     for (position, personality_slug) in role.personalities.iter().enumerate() {
         let Some(personality) = model.personality(personality_slug) else { continue };
@@ -287,18 +345,58 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
             format!("position {} of the meld of `{slug}`, colour {}", position + 1, personality.colour.hex),
             Vec::new(),
         );
-        deliver_person_skill(&mut resolver, &personality.skill.id, &personality.skill.bytes, "personality-skill", "meld-member", format!("the skill of personality `{personality_slug}`"));
+        deliver_person_skill(
+            &mut resolver,
+            &personality.skill.id,
+            &personality.skill.bytes,
+            "personality-skill",
+            "meld-member",
+            format!("the skill of personality `{personality_slug}`"),
+        );
     }
-    for personality in model.personalities.iter().filter(|personality| !role.personalities.contains(&personality.slug)) {
+    for personality in model.personalities.iter().filter(|personality| !role.personalities.contains(&personality.slug))
+    {
         let reason = format!("not in the meld of `{slug}`");
-        resolver.decide(format!("personality:{}", personality.slug), "personality", PERSON_SOURCE_ID, Outcome::Excluded, "personality-inactive", reason.clone(), Vec::new());
-        resolver.decide(format!("skill:{}", personality.skill.id), "personality-skill", PERSON_SOURCE_ID, Outcome::Excluded, "personality-inactive", reason, Vec::new());
+        resolver.decide(
+            format!("personality:{}", personality.slug),
+            "personality",
+            PERSON_SOURCE_ID,
+            Outcome::Excluded,
+            "personality-inactive",
+            reason.clone(),
+            Vec::new(),
+        );
+        resolver.decide(
+            format!("skill:{}", personality.skill.id),
+            "personality-skill",
+            PERSON_SOURCE_ID,
+            Outcome::Excluded,
+            "personality-inactive",
+            reason,
+            Vec::new(),
+        );
     }
     for other in model.roles.iter().filter(|other| other.slug != slug) {
         let reason = format!("belongs to inactive role `{}`", other.slug);
-        resolver.decide(format!("skill:{}", other.skill.id), "role-skill", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", reason.clone(), Vec::new());
+        resolver.decide(
+            format!("skill:{}", other.skill.id),
+            "role-skill",
+            PERSON_SOURCE_ID,
+            Outcome::Excluded,
+            "role-inactive",
+            reason.clone(),
+            Vec::new(),
+        );
         for method in &other.methods {
-            resolver.decide(format!("skill:{}", method.id), "method", PERSON_SOURCE_ID, Outcome::Excluded, "role-inactive", reason.clone(), Vec::new());
+            resolver.decide(
+                format!("skill:{}", method.id),
+                "method",
+                PERSON_SOURCE_ID,
+                Outcome::Excluded,
+                "role-inactive",
+                reason.clone(),
+                Vec::new(),
+            );
         }
     }
     let person_count = person_skills.len();
@@ -353,11 +451,20 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
             _ => {
                 if candidate.is_request_source && !candidate.required {
                     resolver.diagnostics.push(
-                        Diagnostic::warning("optional-source-missing", format!("optional source `{}` is unavailable and is excluded", candidate.id))
-                            .in_file(request_path.clone())
-                            .hint(format!("create `{}` or remove the source from the request", candidate.location)),
+                        Diagnostic::warning(
+                            "optional-source-missing",
+                            format!("optional source `{}` is unavailable and is excluded", candidate.id),
+                        )
+                        .in_file(request_path.clone())
+                        .hint(format!("create `{}` or remove the source from the request", candidate.location)),
                     );
-                    exclude_provider(&mut resolver, &candidate, "optional-missing", &format!("`{}` does not exist; the source is optional", candidate.location), false);
+                    exclude_provider(
+                        &mut resolver,
+                        &candidate,
+                        "optional-missing",
+                        &format!("`{}` does not exist; the source is optional", candidate.location),
+                        false,
+                    );
                 } else {
                     let what = if candidate.is_request_source { "required source" } else { "selected provider" };
                     resolver.error(
@@ -374,7 +481,8 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         let listing = catalogue_listing(db, catalogue);
         resolver.diagnostics.extend(listing.diagnostics.iter().cloned());
         let listing = &listing.value;
-        let (context_bytes, count, selector) = select_from(&mut resolver, &candidate, &admission, listing, &slug, &mut selected);
+        let (context_bytes, count, selector) =
+            select_from(&mut resolver, &candidate, &admission, listing, &slug, &mut selected);
         let (cause, reason) = match &admission {
             Admission::Whole { cause, reason } => (*cause, reason.clone()),
             Admission::Selector { reason, .. } => ("selector-admitted", reason.clone()),
@@ -382,7 +490,15 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         };
         // Instructions of declared sources are delivered with the bundle.
         for instruction in &listing.instructions {
-            resolver.decide(format!("instruction:{}", instruction.id), "instruction", &candidate.id, Outcome::Delivered, "declared-instruction", format!("declared by source `{}`", candidate.id), Vec::new());
+            resolver.decide(
+                format!("instruction:{}", instruction.id),
+                "instruction",
+                &candidate.id,
+                Outcome::Delivered,
+                "declared-instruction",
+                format!("declared by source `{}`", candidate.id),
+                Vec::new(),
+            );
             instructions.push((candidate.id.clone(), instruction.id.clone(), instruction.file));
         }
         resolver.providers.push(ProviderReport {
@@ -436,13 +552,29 @@ fn unreachable_excluded() -> (&'static str, String) {
 }
 
 fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &str, reason: &str, list_skills: bool) {
-    resolver.decide(format!("source:{}", candidate.id), "source", &candidate.id, Outcome::Excluded, cause, reason.to_owned(), Vec::new());
+    resolver.decide(
+        format!("source:{}", candidate.id),
+        "source",
+        &candidate.id,
+        Outcome::Excluded,
+        cause,
+        reason.to_owned(),
+        Vec::new(),
+    );
     let mut catalogue_size = 0;
     if list_skills && let Some(catalogue) = candidate.catalogue.filter(|catalogue| catalogue.available(resolver.db)) {
         let listing = &catalogue_listing(resolver.db, catalogue).value;
         catalogue_size = listing.ordinary.len();
         for skill in &listing.ordinary {
-            resolver.decide(skill.subject(), "ordinary-skill", &candidate.id, Outcome::Excluded, cause, format!("provider `{}` is excluded: {reason}", candidate.id), Vec::new());
+            resolver.decide(
+                skill.subject(),
+                "ordinary-skill",
+                &candidate.id,
+                Outcome::Excluded,
+                cause,
+                format!("provider `{}` is excluded: {reason}", candidate.id),
+                Vec::new(),
+            );
         }
     }
     let selector = (!candidate.selectors.is_empty()).then(|| SelectorReport {
@@ -483,52 +615,70 @@ fn select_from(
         Admission::Whole { cause, .. } => *cause,
         _ => "selector-admitted",
     };
-    resolver.decide(format!("source:{}", candidate.id), "source", &candidate.id, Outcome::Selected, cause, source_reason, Vec::new());
+    resolver.decide(
+        format!("source:{}", candidate.id),
+        "source",
+        &candidate.id,
+        Outcome::Selected,
+        cause,
+        source_reason,
+        Vec::new(),
+    );
 
     let mut bytes = 0u64;
     let mut count = 0usize;
-    let mut take = |resolver: &mut Resolver<'_>, skill: &CatalogueSkill, cause: &str, reason: String, selectors: Vec<String>| {
-        let entry = skill.members.iter().find(|member| member.path == skill.kind.entry_file()).map(|member| member.file);
-        let file = entry.map_or_else(|| candidate.location.clone(), |file| file.display_path(db));
-        match resolver.claim(&skill.name, &candidate.id, &skill.digest, file) {
-            Ok(()) => {
-                resolver.decide(skill.subject(), skill_kind_name(skill.kind), &candidate.id, Outcome::Selected, cause, reason, selectors);
-                bytes += skill.bytes;
-                count += 1;
-                selected.push(SelectedSkill {
-                    source: candidate.id.clone(),
-                    name: skill.name.clone(),
-                    kind: skill.kind,
-                    members: skill
-                        .members
-                        .iter()
-                        .map(|member| {
-                            let path = if skill.kind == SkillKind::Composed && member.path == "COMPOSED.md" {
-                                "SKILL.md".to_owned()
-                            } else {
-                                member.path.clone()
-                            };
-                            (path, member.file)
-                        })
-                        .collect(),
-                    bytes: skill.bytes,
-                });
+    let mut take =
+        |resolver: &mut Resolver<'_>, skill: &CatalogueSkill, cause: &str, reason: String, selectors: Vec<String>| {
+            let entry =
+                skill.members.iter().find(|member| member.path == skill.kind.entry_file()).map(|member| member.file);
+            let file = entry.map_or_else(|| candidate.location.clone(), |file| file.display_path(db));
+            match resolver.claim(&skill.name, &candidate.id, &skill.digest, file) {
+                Ok(()) => {
+                    resolver.decide(
+                        skill.subject(),
+                        skill_kind_name(skill.kind),
+                        &candidate.id,
+                        Outcome::Selected,
+                        cause,
+                        reason,
+                        selectors,
+                    );
+                    bytes += skill.bytes;
+                    count += 1;
+                    selected.push(SelectedSkill {
+                        source: candidate.id.clone(),
+                        name: skill.name.clone(),
+                        kind: skill.kind,
+                        members: skill
+                            .members
+                            .iter()
+                            .map(|member| {
+                                let path = if skill.kind == SkillKind::Composed && member.path == "COMPOSED.md" {
+                                    "SKILL.md".to_owned()
+                                } else {
+                                    member.path.clone()
+                                };
+                                (path, member.file)
+                            })
+                            .collect(),
+                        bytes: skill.bytes,
+                    });
+                }
+                Err(Some(winner)) => {
+                    resolver.decisions.push(Decision {
+                        subject: skill.subject(),
+                        kind: skill_kind_name(skill.kind).to_owned(),
+                        source: candidate.id.clone(),
+                        outcome: Outcome::Shadowed,
+                        cause: "identical-copy".to_owned(),
+                        reason: format!("a byte-identical copy from `{winner}` comes first"),
+                        selectors,
+                        winner: Some(winner),
+                    });
+                }
+                Err(None) => {}
             }
-            Err(Some(winner)) => {
-                resolver.decisions.push(Decision {
-                    subject: skill.subject(),
-                    kind: skill_kind_name(skill.kind).to_owned(),
-                    source: candidate.id.clone(),
-                    outcome: Outcome::Shadowed,
-                    cause: "identical-copy".to_owned(),
-                    reason: format!("a byte-identical copy from `{winner}` comes first"),
-                    selectors,
-                    winner: Some(winner),
-                });
-            }
-            Err(None) => {}
-        }
-    };
+        };
 
     // Ordinary skills.
     let mut selector_report = None;
@@ -541,8 +691,14 @@ fn select_from(
                         "selector-matches-nothing",
                         roles_file.display_path(db),
                         Some(pattern.span),
-                        format!("selector `{}` of repository `{}` matches no skill in its catalogue", pattern.text, candidate.id),
-                        format!("its catalogue holds: {}", if names.is_empty() { "nothing".to_owned() } else { names.join(", ") }),
+                        format!(
+                            "selector `{}` of repository `{}` matches no skill in its catalogue",
+                            pattern.text, candidate.id
+                        ),
+                        format!(
+                            "its catalogue holds: {}",
+                            if names.is_empty() { "nothing".to_owned() } else { names.join(", ") }
+                        ),
                     );
                 }
             }
@@ -555,7 +711,12 @@ fn select_from(
                         "selector-overlap",
                         roles_file.display_path(db),
                         Some(patterns[matched[1]].span),
-                        format!("skill `{}` of repository `{}` is matched by several selectors: {}", skill.name, candidate.id, texts.join(", ")),
+                        format!(
+                            "skill `{}` of repository `{}` is matched by several selectors: {}",
+                            skill.name,
+                            candidate.id,
+                            texts.join(", ")
+                        ),
                         "make the selectors of one repository disjoint",
                     );
                 }
@@ -583,7 +744,13 @@ fn select_from(
         }
         Admission::Whole { cause, .. } => {
             for skill in &listing.ordinary {
-                take(resolver, skill, cause, format!("the whole catalogue of `{}` is admitted", candidate.id), Vec::new());
+                take(
+                    resolver,
+                    skill,
+                    cause,
+                    format!("the whole catalogue of `{}` is admitted", candidate.id),
+                    Vec::new(),
+                );
             }
         }
         Admission::Excluded { .. } => {}
@@ -603,12 +770,28 @@ fn select_from(
             if !matched.is_empty() && candidate.is_request_source {
                 let (cause, reason) = if matched.len() > 1 {
                     resolver.diagnostics.push(
-                        Diagnostic::warning("composed-selector-overlap", format!("composed skill `{}` is matched by {} selectors of role `{slug}`: {}", skill.name, matched.len(), texts.join(", ")))
-                            .in_file(candidate.trusted.as_ref().map_or_else(|| candidate.location.clone(), |(file, _)| file.display_path(db)))
-                            .at(Some(role_patterns[matched[1]].span))
-                            .hint("it is selected once; narrow the selectors to silence this warning"),
+                        Diagnostic::warning(
+                            "composed-selector-overlap",
+                            format!(
+                                "composed skill `{}` is matched by {} selectors of role `{slug}`: {}",
+                                skill.name,
+                                matched.len(),
+                                texts.join(", ")
+                            ),
+                        )
+                        .in_file(
+                            candidate
+                                .trusted
+                                .as_ref()
+                                .map_or_else(|| candidate.location.clone(), |(file, _)| file.display_path(db)),
+                        )
+                        .at(Some(role_patterns[matched[1]].span))
+                        .hint("it is selected once; narrow the selectors to silence this warning"),
                     );
-                    ("overlap", format!("matched by {} composed-skill selectors of `{slug}`; selected once", matched.len()))
+                    (
+                        "overlap",
+                        format!("matched by {} composed-skill selectors of `{slug}`; selected once", matched.len()),
+                    )
                 } else {
                     ("composed-selector", format!("matched by composed-skill selector `{}` of `{slug}`", texts[0]))
                 };
@@ -627,9 +810,25 @@ fn select_from(
                 })
                 .unwrap_or_default();
             if other_roles.is_empty() {
-                resolver.decide(skill.subject(), "composed-skill", &candidate.id, Outcome::Excluded, "selector-excluded", format!("matched by no composed-skill selector of `{slug}`"), Vec::new());
+                resolver.decide(
+                    skill.subject(),
+                    "composed-skill",
+                    &candidate.id,
+                    Outcome::Excluded,
+                    "selector-excluded",
+                    format!("matched by no composed-skill selector of `{slug}`"),
+                    Vec::new(),
+                );
             } else {
-                resolver.decide(skill.subject(), "composed-skill", &candidate.id, Outcome::Excluded, "role-excluded", format!("selected only for role(s) {}", other_roles.join(", ")), Vec::new());
+                resolver.decide(
+                    skill.subject(),
+                    "composed-skill",
+                    &candidate.id,
+                    Outcome::Excluded,
+                    "role-excluded",
+                    format!("selected only for role(s) {}", other_roles.join(", ")),
+                    Vec::new(),
+                );
             }
         }
     }
@@ -639,7 +838,12 @@ fn select_from(
 /// Lists every provider after the person package, in precedence order: request sources,
 /// then each trusted root's global repositories, then the repositories the role uses,
 /// then every other declared repository (excluded).
-fn gather_candidates(db: &dyn salsa::Database, composition: Composition, slug: &str, resolver: &mut Resolver<'_>) -> Vec<Candidate> {
+fn gather_candidates(
+    db: &dyn salsa::Database,
+    composition: Composition,
+    slug: &str,
+    resolver: &mut Resolver<'_>,
+) -> Vec<Candidate> {
     let repositories = composition.repositories(db);
     let repository_input = |path: &str| repositories.iter().find(|repository| repository.path == path);
     let mut request_sources = Vec::new();
@@ -702,7 +906,10 @@ fn gather_candidates(db: &dyn salsa::Database, composition: Composition, slug: &
                 &repository.path,
                 "ordinary-catalogue",
                 "global".to_owned(),
-                Admission::Whole { cause: "global", reason: format!("declared `global` in the trusted root `{root_id}`; every role receives it") },
+                Admission::Whole {
+                    cause: "global",
+                    reason: format!("declared `global` in the trusted root `{root_id}`; every role receives it"),
+                },
             ));
         }
     }
@@ -718,10 +925,17 @@ fn gather_candidates(db: &dyn salsa::Database, composition: Composition, slug: &
                 Admission::Selector {
                     patterns: repository.selectors.clone(),
                     roles_file: *roles_file,
-                    reason: format!("`use-repository {id}` in role `{slug}` of trusted root `{root_id}`, bounded by its `skill` selectors"),
+                    reason: format!(
+                        "`use-repository {id}` in role `{slug}` of trusted root `{root_id}`, bounded by its `skill` selectors"
+                    ),
                 }
             } else {
-                Admission::Whole { cause: "direct", reason: format!("`use-repository {id}` in role `{slug}` of trusted root `{root_id}`; the whole catalogue") }
+                Admission::Whole {
+                    cause: "direct",
+                    reason: format!(
+                        "`use-repository {id}` in role `{slug}` of trusted root `{root_id}`; the whole catalogue"
+                    ),
+                }
             };
             let category = if repository.is_skill_provider() { "skill-provider" } else { "ordinary-catalogue" };
             candidates.push(repository_candidate(id, &repository.path, category, format!("role:{slug}"), admission));
@@ -734,9 +948,17 @@ fn gather_candidates(db: &dyn salsa::Database, composition: Composition, slug: &
             }
             let users = root.users_of(&repository.id);
             let (cause, reason, scope) = if users.is_empty() {
-                ("not-admitted", format!("declared in trusted root `{root_id}` but used by no role and not global"), "none".to_owned())
+                (
+                    "not-admitted",
+                    format!("declared in trusted root `{root_id}` but used by no role and not global"),
+                    "none".to_owned(),
+                )
             } else {
-                ("role-excluded", format!("admitted only for role(s) {}", users.join(", ")), format!("role:{}", users[0]))
+                (
+                    "role-excluded",
+                    format!("admitted only for role(s) {}", users.join(", ")),
+                    format!("role:{}", users[0]),
+                )
             };
             let category = if repository.is_skill_provider() { "skill-provider" } else { "ordinary-catalogue" };
             let mut candidate = repository_candidate(

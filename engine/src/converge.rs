@@ -39,10 +39,13 @@ fn scalar(value: &Yaml, key: &str, path: &str, diagnostics: &mut Vec<Diagnostic>
         Yaml::Scalar { text, span, .. } if !text.trim().is_empty() => Some((text.clone(), *span)),
         other => {
             diagnostics.push(
-                Diagnostic::error("config-type", format!("`{key}` expects a non-empty string, found {}", other.kind_name()))
-                    .in_file(path)
-                    .at(Some(other.span()))
-                    .hint(format!("write `{key}: <value>`")),
+                Diagnostic::error(
+                    "config-type",
+                    format!("`{key}` expects a non-empty string, found {}", other.kind_name()),
+                )
+                .in_file(path)
+                .at(Some(other.span()))
+                .hint(format!("write `{key}: <value>`")),
             );
             None
         }
@@ -75,10 +78,13 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
         Yaml::Mapping { entries, .. } => entries,
         other => {
             diagnostics.push(
-                Diagnostic::error("config-type", format!("the configuration must be a mapping, found {}", other.kind_name()))
-                    .in_file(path)
-                    .at(Some(other.span()))
-                    .hint("write `key: value` lines"),
+                Diagnostic::error(
+                    "config-type",
+                    format!("the configuration must be a mapping, found {}", other.kind_name()),
+                )
+                .in_file(path)
+                .at(Some(other.span()))
+                .hint("write `key: value` lines"),
             );
             return Parsed::new(config, diagnostics);
         }
@@ -126,10 +132,13 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
         && config.person_source.as_ref().is_none_or(|(source, _)| source == "roster:core")
     {
         diagnostics.push(
-            Diagnostic::error("config-external-only", "`person_policy: external-only` needs an external `person_source`")
-                .in_file(path)
-                .at(Some(Span::new(0, 0)))
-                .hint("set `person_source` to a person package directory"),
+            Diagnostic::error(
+                "config-external-only",
+                "`person_policy: external-only` needs an external `person_source`",
+            )
+            .in_file(path)
+            .at(Some(Span::new(0, 0)))
+            .hint("set `person_source` to a person package directory"),
         );
     }
     Parsed::new(config, diagnostics)
@@ -156,7 +165,8 @@ pub fn roster_files(model: &PersonModel) -> Vec<OutputFile> {
         OutputFile { path: "ROSTER.md".to_owned(), bytes: render::roster_document(model).into_bytes() },
         OutputFile { path: "INVARIANT.md".to_owned(), bytes: model.invariant.clone().into_bytes() },
     ];
-    let skill = |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.to_vec() };
+    let skill =
+        |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.to_vec() };
     for role in &model.roles {
         files.push(skill(&role.skill.id, &role.skill.bytes));
         for method in &role.methods {

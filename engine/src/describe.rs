@@ -57,11 +57,15 @@ pub fn rule(cause: &str) -> &'static str {
         "meld-member" => "the assigned role's ordered personality meld is delivered whole",
         "personality-inactive" => "only personalities in the assigned role's meld enter a bundle",
         "person-package" => "the selected person package precedes every other provider",
-        "operating-context" => "a source the request names is explicit operating context: its whole catalogue is admitted",
+        "operating-context" => {
+            "a source the request names is explicit operating context: its whole catalogue is admitted"
+        }
         "global" => "a repository declared `global` in a trusted root serves every role",
         "direct" => "a repository the role uses without `skill` selectors contributes its whole catalogue",
         "selector-admitted" => "a skill-provider repository contributes exactly the skills its `skill` selectors match",
-        "selector-excluded" => "a bounded provider contributes only what its selectors match; other skills are excluded",
+        "selector-excluded" => {
+            "a bounded provider contributes only what its selectors match; other skills are excluded"
+        }
         "role-excluded" => "a provider or composed skill admitted for another role contributes nothing to this role",
         "composed-selector" => "composed skills enter only through a `composed-skill` selector of the assigned role",
         "overlap" => "composed-skill selectors of one role form a union: a skill two selectors match is selected once",
@@ -193,7 +197,11 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         tint(palette, rgb(&manifest.favorite_color), "●"),
         manifest.favorite_color
     );
-    let _ = writeln!(text, "delivery  {} · tier {} · source {}", manifest.delivery, manifest.model_tier, manifest.person_source);
+    let _ = writeln!(
+        text,
+        "delivery  {} · tier {} · source {}",
+        manifest.delivery, manifest.model_tier, manifest.person_source
+    );
 
     let _ = writeln!(text, "\n{}", bold(palette, "profile"));
     let _ = writeln!(text, "  purpose       {}", wrap(&manifest.role.purpose, 64, 16));
@@ -242,7 +250,11 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
     let _ = writeln!(text, "\n{}", bold(palette, "context budget"));
     let _ = writeln!(text, "  {:<id_width$}  {:>6} {:>9} {:>8}", "source", "skills", "bytes", "~tokens");
     for row in &report.providers {
-        let _ = write!(text, "  {:<id_width$}  {:>6} {:>9} {:>8}", row.source, row.skills, row.context_bytes, row.approximate_tokens);
+        let _ = write!(
+            text,
+            "  {:<id_width$}  {:>6} {:>9} {:>8}",
+            row.source, row.skills, row.context_bytes, row.approximate_tokens
+        );
         if let Some(selector) = &row.selector {
             let marker = if row.outcome == Outcome::Selected { "→ selected slice" } else { "excluded" };
             let _ = write!(text, "\n  {:<id_width$}  selector {selector} {marker}", "");
@@ -256,7 +268,8 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
     );
 
     let _ = writeln!(text, "\n{}", bold(palette, "selection"));
-    let subject_width = trace.decisions.iter().map(|decision| decision.subject.chars().count()).max().unwrap_or(0).min(44);
+    let subject_width =
+        trace.decisions.iter().map(|decision| decision.subject.chars().count()).max().unwrap_or(0).min(44);
     let source_width = trace.decisions.iter().map(|decision| decision.source.chars().count()).max().unwrap_or(0);
     let mut index = 0;
     let decisions = &trace.decisions;
@@ -264,7 +277,11 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         let decision = &decisions[index];
         let run = decisions[index..]
             .iter()
-            .take_while(|other| other.outcome == Outcome::Excluded && decision.outcome == Outcome::Excluded && other.cause == decision.cause)
+            .take_while(|other| {
+                other.outcome == Outcome::Excluded
+                    && decision.outcome == Outcome::Excluded
+                    && other.cause == decision.cause
+            })
             .count();
         if !all && run >= 3 {
             let names: Vec<&str> = decisions[index..index + run].iter().map(|other| other.subject.as_str()).collect();
@@ -406,7 +423,14 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 pub fn why_text(why: &Why, palette: Palette) -> String {
     let mut text = String::new();
     for entry in &why.entries {
-        let _ = writeln!(text, "{} {} — {} ({})", marked(palette, entry.outcome), entry.subject, entry.outcome.name(), entry.cause);
+        let _ = writeln!(
+            text,
+            "{} {} — {} ({})",
+            marked(palette, entry.outcome),
+            entry.subject,
+            entry.outcome.name(),
+            entry.cause
+        );
         let _ = writeln!(text, "  source    {} ({})", entry.source, entry.kind);
         let _ = writeln!(text, "  reason    {}", wrap(&entry.reason, 68, 12));
         let _ = writeln!(text, "  rule      {}", wrap(&entry.rule, 68, 12));
@@ -478,12 +502,18 @@ fn decision_summary(decision: &Decision) -> String {
 /// source; content files added, removed or changed by digest.
 pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
     let key = |decision: &Decision| format!("{} ({})", decision.subject, decision.source);
-    let old: BTreeMap<String, &Decision> = before.1.decisions.iter().map(|decision| (key(decision), decision)).collect();
+    let old: BTreeMap<String, &Decision> =
+        before.1.decisions.iter().map(|decision| (key(decision), decision)).collect();
     let new: BTreeMap<String, &Decision> = after.1.decisions.iter().map(|decision| (key(decision), decision)).collect();
     let mut decisions = Vec::new();
     for (item, decision) in &old {
         match new.get(item) {
-            None => decisions.push(Change { change: "removed", item: item.clone(), before: Some(decision_summary(decision)), after: None }),
+            None => decisions.push(Change {
+                change: "removed",
+                item: item.clone(),
+                before: Some(decision_summary(decision)),
+                after: None,
+            }),
             Some(other) if decision_summary(decision) != decision_summary(other) => decisions.push(Change {
                 change: "changed",
                 item: item.clone(),
@@ -495,15 +525,27 @@ pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
     }
     for (item, decision) in &new {
         if !old.contains_key(item) {
-            decisions.push(Change { change: "added", item: item.clone(), before: None, after: Some(decision_summary(decision)) });
+            decisions.push(Change {
+                change: "added",
+                item: item.clone(),
+                before: None,
+                after: Some(decision_summary(decision)),
+            });
         }
     }
-    let old_content: BTreeMap<&str, &str> = before.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
-    let new_content: BTreeMap<&str, &str> = after.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
+    let old_content: BTreeMap<&str, &str> =
+        before.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
+    let new_content: BTreeMap<&str, &str> =
+        after.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
     let mut content = Vec::new();
     for (path, digest) in &old_content {
         match new_content.get(path) {
-            None => content.push(Change { change: "removed", item: (*path).to_owned(), before: Some((*digest).to_owned()), after: None }),
+            None => content.push(Change {
+                change: "removed",
+                item: (*path).to_owned(),
+                before: Some((*digest).to_owned()),
+                after: None,
+            }),
             Some(other) if other != digest => content.push(Change {
                 change: "changed",
                 item: (*path).to_owned(),
@@ -515,7 +557,12 @@ pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
     }
     for (path, digest) in &new_content {
         if !old_content.contains_key(path) {
-            content.push(Change { change: "added", item: (*path).to_owned(), before: None, after: Some((*digest).to_owned()) });
+            content.push(Change {
+                change: "added",
+                item: (*path).to_owned(),
+                before: None,
+                after: Some((*digest).to_owned()),
+            });
         }
     }
     Diff { format: DIFF_FORMAT, decisions, content }

@@ -106,7 +106,12 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                                 continue;
                             }
                             if root.repository(&id).is_some() {
-                                reader.report("duplicate-repository", span, format!("repository `{id}` is declared twice"), "keep one");
+                                reader.report(
+                                    "duplicate-repository",
+                                    span,
+                                    format!("repository `{id}` is declared twice"),
+                                    "keep one",
+                                );
                                 continue;
                             }
                             let Some((repository_path, path_span)) = reader.string_property(child, "path", true) else {
@@ -131,7 +136,12 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                                     selectors.push(pattern);
                                 }
                             }
-                            root.repositories.push(RepositoryDeclaration { id, path: repository_path, selectors, span });
+                            root.repositories.push(RepositoryDeclaration {
+                                id,
+                                path: repository_path,
+                                selectors,
+                                span,
+                            });
                         }
                         "global" => {
                             reader.allowed_properties(child, &[]);
@@ -161,7 +171,12 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                         continue;
                     }
                     if root.role(&slug).is_some() {
-                        reader.report("duplicate-role", span, format!("role `{slug}` is declared twice"), "merge the two");
+                        reader.report(
+                            "duplicate-role",
+                            span,
+                            format!("role `{slug}` is declared twice"),
+                            "merge the two",
+                        );
                         continue;
                     }
                     let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new() };
@@ -202,7 +217,11 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                 "unknown-repository",
                 span,
                 format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
-                if known.is_empty() { "declare it first".to_owned() } else { format!("declared: {}", known.join(", ")) },
+                if known.is_empty() {
+                    "declare it first".to_owned()
+                } else {
+                    format!("declared: {}", known.join(", "))
+                },
             );
         }
     }

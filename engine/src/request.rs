@@ -59,7 +59,10 @@ pub fn check_relative_path(text: &str) -> Result<(), &'static str> {
     if text.is_empty() {
         return Err("the path is empty");
     }
-    if text.starts_with('/') || text.starts_with('\\') || text.contains(':') && text.len() > 1 && text.as_bytes()[1] == b':' {
+    if text.starts_with('/')
+        || text.starts_with('\\')
+        || text.contains(':') && text.len() > 1 && text.as_bytes()[1] == b':'
+    {
         return Err("the path is absolute; paths are relative to the request file");
     }
     if text.split(['/', '\\']).any(|segment| segment == "..") {
@@ -108,8 +111,7 @@ fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, a
     }
 }
 
-const REQUEST_CHILDREN: &[&str] =
-    &["person-source", "personality-library", "role", "delivery", "model-tier", "source"];
+const REQUEST_CHILDREN: &[&str] = &["person-source", "personality-library", "role", "delivery", "model-tier", "source"];
 
 /// Parses `request.kdl`.
 pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
@@ -199,7 +201,12 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
                     continue;
                 }
                 if source_ids.insert(id.clone(), span).is_some() {
-                    reader.report("duplicate-source", span, format!("source `{id}` is declared twice"), "give each source a unique id");
+                    reader.report(
+                        "duplicate-source",
+                        span,
+                        format!("source `{id}` is declared twice"),
+                        "give each source a unique id",
+                    );
                     continue;
                 }
                 let required = match child.property("required").map(|property| (&property.value, property.span)) {
@@ -356,7 +363,10 @@ mod tests {
     #[test]
     fn refuses_escaping_and_absolute_paths() {
         for bad in ["../outside", "a/../../b", "/etc", "C:\\x"] {
-            let text = format!("compose {{ role \"r\"; delivery \"compiled\"; source \"s\" root=\"{}\" }}", bad.replace('\\', "\\\\"));
+            let text = format!(
+                "compose {{ role \"r\"; delivery \"compiled\"; source \"s\" root=\"{}\" }}",
+                bad.replace('\\', "\\\\")
+            );
             let codes: Vec<_> = parse_request(&text, "r.kdl").diagnostics.iter().map(|d| d.code).collect();
             assert_eq!(codes, ["request-path"], "{bad}");
         }

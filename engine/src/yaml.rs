@@ -10,9 +10,19 @@ use crate::diagnostic::{Diagnostic, Parsed, Span};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Yaml {
     /// A scalar with its text and whether it was quoted.
-    Scalar { text: String, quoted: bool, span: Span },
-    Sequence { items: Vec<Yaml>, span: Span },
-    Mapping { entries: Vec<(String, Span, Yaml)>, span: Span },
+    Scalar {
+        text: String,
+        quoted: bool,
+        span: Span,
+    },
+    Sequence {
+        items: Vec<Yaml>,
+        span: Span,
+    },
+    Mapping {
+        entries: Vec<(String, Span, Yaml)>,
+        span: Span,
+    },
     /// An empty document.
     Empty,
 }
@@ -66,9 +76,8 @@ fn offset_of(text: &str, marker: &Marker) -> usize {
 impl Builder<'_> {
     fn report(&mut self, code: &'static str, marker: &Marker, message: &str, hint: &str) {
         let offset = offset_of(self.text, marker);
-        self.diagnostics.push(
-            Diagnostic::error(code, message).in_file(self.path).at(Some(Span::new(offset, 0))).hint(hint),
-        );
+        self.diagnostics
+            .push(Diagnostic::error(code, message).in_file(self.path).at(Some(Span::new(offset, 0))).hint(hint));
     }
 
     fn push_value(&mut self, value: Yaml) {
@@ -111,7 +120,12 @@ impl MarkedEventReceiver for Builder<'_> {
             Event::DocumentStart => {
                 self.documents += 1;
                 if self.documents > 1 {
-                    self.report("yaml-multiple-documents", &marker, "the file holds more than one YAML document", "keep one document");
+                    self.report(
+                        "yaml-multiple-documents",
+                        &marker,
+                        "the file holds more than one YAML document",
+                        "keep one document",
+                    );
                 }
             }
             Event::Alias(_) => {
@@ -128,7 +142,12 @@ impl MarkedEventReceiver for Builder<'_> {
                 if !quoted {
                     let lowered = text.to_ascii_lowercase();
                     if matches!(lowered.trim_start_matches(['+', '-']), ".nan" | ".inf") {
-                        self.report("yaml-non-finite", &marker, "`.nan` and `.inf` are not accepted", "write a finite number");
+                        self.report(
+                            "yaml-non-finite",
+                            &marker,
+                            "`.nan` and `.inf` are not accepted",
+                            "write a finite number",
+                        );
                     }
                 }
                 let length = text.len();
@@ -165,8 +184,7 @@ impl MarkedEventReceiver for Builder<'_> {
 
 /// Parses YAML text strictly. Never fails: problems become diagnostics.
 pub fn parse(text: &str, path: &str) -> Parsed<Yaml> {
-    let mut builder =
-        Builder { text, path, stack: Vec::new(), root: None, diagnostics: Vec::new(), documents: 0 };
+    let mut builder = Builder { text, path, stack: Vec::new(), root: None, diagnostics: Vec::new(), documents: 0 };
     let mut parser = Parser::new_from_str(text);
     if let Err(error) = parser.load(&mut builder, true) {
         let offset = offset_of(text, error.marker());
