@@ -6,16 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acompose_engine::Database;
 use acompose_engine::converge::{CONFIG_FILE, HostConfig, parse_host_config};
 
-use crate::load::{EMBEDDED, Loader, Location, Selection};
+use std::collections::BTreeMap;
+
+use crate::cache;
+use crate::estate::{ARTIFACT_DIR, Report, Session};
+use crate::load::{EMBEDDED, Location, Selection, Stat};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
-use crate::transaction::{self, Hooks, NoFaults, Outcome};
+use crate::transaction::{self, NoFaults};
 use crate::{exit, print_stderr, print_stdout};
 
-/// Where the roster artifact lives inside home.
-pub const ARTIFACT_DIR: &str = "sources/personality";
 /// How long a convergence waits for another one to finish.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -102,56 +103,8 @@ pub fn selection_for(config: &HostConfig, home: &Path) -> Selection {
     }
 }
 
-/// What one convergence did, for the summary.
-pub struct Report {
-    pub source: String,
-    pub roles: usize,
-    pub personalities: usize,
-    pub artifact: PathBuf,
-    pub outcome: Outcome,
-}
-
-/// Converges home once with the given hooks. Errors are printed; the exit code returned.
-pub fn converge(home: &Path, terminal: &Terminal, hooks: &mut dyn Hooks) -> Result<Report, u8> {
-    if let Err(message) = check_home(home) {
-        print_stderr(&format!("error: {message}\n"));
-        return Err(exit::INVALID);
-    }
-    let config = read_config(home, terminal)?;
-    let selection = selection_for(&config, home);
-    let mut db = Database::default();
-    let mut loader = Loader::default();
-    let model = crate::roster::load_model(&mut db, &mut loader, &selection, terminal)?;
-    let files = acompose_engine::converge::roster_files(&model);
-
-    if let Err(error) = std::fs::create_dir_all(home) {
-        print_stderr(&format!("error: cannot create home `{}`: {}\n", home.display(), crate::load::error_kind(&error)));
-        return Err(exit::ENVIRONMENT);
-    }
-    let _lock = transaction::lock(home, LOCK_TIMEOUT).map_err(|error| {
-        print_stderr(&format!("error: {error}\n"));
-        error.exit_code()
-    })?;
-    let artifact = home.join(ARTIFACT_DIR);
-    if let Err(error) = refuse_symlinked_parents(home, &artifact) {
-        print_stderr(&format!("error: {error}\n"));
-        return Err(exit::INVALID);
-    }
-    let outcome = transaction::apply(&artifact, &files, hooks).map_err(|error| {
-        print_stderr(&format!("error: {error}\n"));
-        error.exit_code()
-    })?;
-    Ok(Report {
-        source: model.source.clone(),
-        roles: model.roles.len(),
-        personalities: model.personalities.len(),
-        artifact,
-        outcome,
-    })
-}
-
 /// Refuses symbolic links between home and the artifact directory.
-fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), String> {
+pub fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), String> {
     let mut current = home.to_path_buf();
     let relative = artifact.strip_prefix(home).unwrap_or(artifact);
     for component in relative.components() {
@@ -172,9 +125,41 @@ fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), String> 
     Ok(())
 }
 
+/// Flags of bare `acompose`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConvergeArgs {
+    /// Print files stat'ed, read, hashed and written, and queries executed and reused.
+    #[arg(long)]
+    pub stats: bool,
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
+    /// `~/projects`).
+    #[arg(long, value_name = "DIR")]
+    pub projects_root: Option<PathBuf>,
+}
+
+/// Counts for `--stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    pub stated: usize,
+    pub read: usize,
+    pub hashed: usize,
+    pub written: usize,
+    pub queries_executed: usize,
+    pub queries_reused: usize,
+}
+
+impl Stats {
+    pub fn line(&self) -> String {
+        format!(
+            "stats     stat'ed {}, read {}, hashed {}, written {}; queries executed {}, reused {}\n",
+            self.stated, self.read, self.hashed, self.written, self.queries_executed, self.queries_reused
+        )
+    }
+}
+
 /// The one-screen summary of a convergence.
 pub fn summary(report: &Report, elapsed: Duration) -> String {
-    let outcome = &report.outcome;
+    let outcome = &report.roster;
     let mut text = format!(
         "source    {} ({} roles, {} personalities)\nartifact  {}\nfiles     {} written, {} unchanged, {} removed\n",
         report.source,
@@ -185,6 +170,12 @@ pub fn summary(report: &Report, elapsed: Duration) -> String {
         outcome.unchanged,
         outcome.removed.len()
     );
+    if report.bundles_new + report.bundles_reused + report.bundles_pruned > 0 {
+        text.push_str(&format!(
+            "bundles   {} new, {} reused, {} pruned\n",
+            report.bundles_new, report.bundles_reused, report.bundles_pruned
+        ));
+    }
     if outcome.recovered {
         text.push_str("recovered an interrupted convergence before this one\n");
     }
@@ -192,8 +183,65 @@ pub fn summary(report: &Report, elapsed: Duration) -> String {
     text
 }
 
+fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -> String {
+    let mut text = format!(
+        "source    {} ({} roles, {} personalities)\nartifact  {}\nfiles     0 written, {} unchanged, 0 removed\n",
+        summary.source,
+        summary.roles,
+        summary.personalities,
+        home.join(ARTIFACT_DIR).display(),
+        summary.artifact_files
+    );
+    if summary.bundles > 0 {
+        text.push_str(&format!("bundles   0 new, {} reused, 0 pruned\n", summary.bundles));
+    }
+    text.push_str(&format!("inputs    unchanged since the last convergence\ntime      {} ms\n", elapsed.as_millis()));
+    text
+}
+
+/// The fingerprints of a finished convergence: every input the session read and every
+/// output it owns.
+pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
+    let mut outputs = BTreeMap::new();
+    cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
+    for file in [crate::estate::PLAN_FILE, crate::transaction::OWNERSHIP_FILE] {
+        if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
+            outputs.insert(home.join(file), Stat::of(&metadata));
+        }
+    }
+    let bundles = home.join(crate::estate::BUNDLES_DIR);
+    for file in [crate::estate::INDEX_FILE, crate::transaction::OWNERSHIP_FILE] {
+        if let Ok(metadata) = std::fs::symlink_metadata(bundles.join(file)) {
+            outputs.insert(bundles.join(file), Stat::of(&metadata));
+        }
+    }
+    if let Some(index) = std::fs::read(bundles.join(crate::estate::INDEX_FILE))
+        .ok()
+        .and_then(|bytes| acompose_engine::estate::parse_index(&bytes))
+    {
+        for id in index.values() {
+            let manifest = bundles.join(id).join("manifest.json");
+            if let Ok(metadata) = std::fs::symlink_metadata(&manifest) {
+                outputs.insert(manifest, Stat::of(&metadata));
+            }
+        }
+    }
+    cache::Cache {
+        identity: cache::identity(projects),
+        summary: cache::Summary {
+            source: report.source.clone(),
+            roles: report.roles,
+            personalities: report.personalities,
+            artifact_files: report.roster.written.len() + report.roster.unchanged,
+            bundles: report.bundles_new + report.bundles_reused,
+        },
+        inputs: session.loader.observed().clone(),
+        outputs,
+    }
+}
+
 /// Runs bare `acompose`.
-pub fn run(home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 {
     let started = Instant::now();
     let home = match resolve_home(home) {
         Ok(home) => home,
@@ -202,16 +250,79 @@ pub fn run(home: Option<&Path>, terminal: &Terminal) -> u8 {
             return exit::ENVIRONMENT;
         }
     };
-    match converge(&home, terminal, &mut NoFaults) {
+    if let Err(message) = check_home(&home) {
+        print_stderr(&format!("error: {message}\n"));
+        return exit::INVALID;
+    }
+    let projects = crate::compose::projects_root(args.projects_root.as_deref());
+    let identity = cache::identity(&projects);
+
+    // The fast path: nothing changed since the last convergence.
+    let (previous, warning) = cache::load(&home, &identity);
+    if let Some(reason) = warning {
+        print_stderr(&format!("warning: discarding the fingerprint cache: {reason}\n"));
+    }
+    if let Some(mut previous) = previous {
+        let mut counters = cache::CheckCounters::default();
+        if let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) {
+            if !touched.is_empty() {
+                for (path, observed) in touched {
+                    previous.inputs.insert(path, observed);
+                }
+                cache::store(&home, &previous);
+            }
+            if !terminal.quiet {
+                print_stdout(&unchanged_summary(&home, &previous.summary, started.elapsed()));
+            }
+            if args.stats {
+                let stats =
+                    Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
+                print_stdout(&stats.line());
+            }
+            return exit::SUCCESS;
+        }
+    }
+
+    let config = match read_config(&home, terminal) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let mut session = Session::default();
+    session.loader.note(&home.join(CONFIG_FILE), crate::load::observe(&home.join(CONFIG_FILE)));
+    if let Err(error) = std::fs::create_dir_all(&home) {
+        print_stderr(&format!("error: cannot create home `{}`: {}\n", home.display(), crate::load::error_kind(&error)));
+        return exit::ENVIRONMENT;
+    }
+    let _lock = match transaction::lock(&home, LOCK_TIMEOUT) {
+        Ok(lock) => lock,
+        Err(error) => {
+            print_stderr(&format!("error: {error}\n"));
+            return error.exit_code();
+        }
+    };
+    match session.converge(&home, &projects, &config, terminal, &mut NoFaults, true) {
         Ok(report) => {
+            cache::store(&home, &fingerprints(&session, &home, &projects, &report));
             if !terminal.quiet {
                 print_stdout(&summary(&report, started.elapsed()));
             }
+            if args.stats {
+                let counters = session.loader.counters;
+                let stats = Stats {
+                    stated: session.loader.observed().len(),
+                    read: counters.files_read,
+                    hashed: counters.files_read,
+                    written: report.files_written,
+                    queries_executed: report.queries_executed,
+                    queries_reused: report.queries_reused,
+                };
+                print_stdout(&stats.line());
+            }
             if terminal.verbose > 0 {
-                for path in &report.outcome.written {
+                for path in &report.roster.written {
                     print_stderr(&format!("wrote {path}\n"));
                 }
-                for path in &report.outcome.removed {
+                for path in &report.roster.removed {
                     print_stderr(&format!("removed {path}\n"));
                 }
             }

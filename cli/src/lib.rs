@@ -2,17 +2,21 @@
 //! renders reports and writes outputs. All I/O of the program lives in this crate.
 
 pub mod artifact;
+pub mod cache;
 pub mod catalog;
 pub mod compose;
 pub mod converge;
 pub mod describe;
+pub mod estate;
 pub mod exit;
 pub mod load;
 pub mod people;
+pub mod progress;
 pub mod roster;
 pub mod terminal;
 pub mod transaction;
 pub mod verify;
+pub mod watch;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -33,6 +37,8 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
+    #[command(flatten)]
+    pub converge: converge::ConvergeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +70,8 @@ pub struct SourceArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Converge, then reconverge on every change of an input until Ctrl-C.
+    Watch(watch::WatchArgs),
     /// Validate, show or render a person source.
     Roster(roster::RosterArgs),
     /// List roles, personalities or seats of the loaded person source.
@@ -93,13 +101,14 @@ pub fn main() -> ExitCode {
     let terminal = Terminal::new(cli.global.color, cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
         Some(Command::Roster(args)) => roster::run(args, &terminal),
+        Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
         Some(Command::Catalog(args)) => catalog::run(args, &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, &terminal),
         Some(Command::Describe(args)) => describe::run(args, &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
-        None => converge::run(cli.global.home.as_deref(), &terminal),
+        None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)
 }

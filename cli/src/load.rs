@@ -1,6 +1,7 @@
-//! Reading person sources from disk (or from the embedded roster) into salsa inputs.
-//! Symlinks anywhere in a package are refused; every file's bytes are read here and
-//! nowhere else.
+//! Reading person sources and catalogues from disk (or from the embedded roster) into
+//! salsa inputs. Symlinks anywhere are refused; every file's bytes are read here and
+//! nowhere else. Inputs are set only when their bytes changed, and every path looked at
+//! is recorded so the fingerprint cache can tell later whether anything changed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,17 +41,84 @@ impl Selection {
     }
 }
 
-/// Keeps the salsa inputs of loaded packages so a reload only sets what changed.
+/// The metadata the fingerprint cache compares: size, modification time and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stat {
+    pub size: u64,
+    pub modified_nanos: i128,
+    pub inode: u64,
+}
+
+impl Stat {
+    pub fn of(metadata: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Stat {
+            size: metadata.len(),
+            modified_nanos: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+            inode: metadata.ino(),
+        }
+    }
+}
+
+/// What a path was when it was read, for the fingerprint cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Observed {
+    /// A folder that was listed (a new entry changes its mtime).
+    Directory(Stat),
+    /// A file whose bytes were read, with the blake3 of those bytes.
+    File(Stat, [u8; 32]),
+    /// A path that did not exist (creating it must be noticed).
+    Missing,
+}
+
+/// Observes a path as it is now (for files not read through the loader).
+pub fn observe(path: &Path) -> Observed {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.is_dir() => Observed::Directory(Stat::of(&metadata)),
+        Ok(metadata) if metadata.is_file() => match std::fs::read(path) {
+            Ok(bytes) => Observed::File(Stat::of(&metadata), *blake3::hash(&bytes).as_bytes()),
+            Err(_) => Observed::Missing,
+        },
+        _ => Observed::Missing,
+    }
+}
+
+/// Files read from disk: `(relative path, bytes)`, the problems met and every path
+/// looked at.
+#[derive(Default)]
+pub struct Read {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub observed: Vec<(PathBuf, Observed)>,
+}
+
+/// How much the loader read, for `--stats`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadCounters {
+    pub files_read: usize,
+    pub bytes_read: u64,
+}
+
+/// What a watched root is, so a change under it can be re-read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Root {
+    Package { label: String, kind: PackageKind },
+    Catalogue { label: String },
+}
+
+/// Keeps the salsa inputs of loaded packages and catalogues so a reload only sets what
+/// changed.
 #[derive(Default)]
 pub struct Loader {
     files: BTreeMap<(String, String), SourceFile>,
     packages: BTreeMap<(String, PackageKind), Package>,
     catalogues: BTreeMap<String, Catalogue>,
     source: Option<PersonSource>,
+    roots: BTreeMap<PathBuf, Root>,
+    observed: BTreeMap<PathBuf, Observed>,
+    last_selection: Option<Selection>,
+    pub counters: ReadCounters,
 }
-
-/// The parts of a repository a catalogue is made of.
-const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agents/roles.kdl"];
 
 /// Turns a path into a label: as the user wrote it, with `/` separators.
 pub fn label_of(path: &Path) -> String {
@@ -58,205 +126,6 @@ pub fn label_of(path: &Path) -> String {
     let trimmed = text.trim_end_matches('/');
     let trimmed = trimmed.strip_prefix("./").filter(|rest| !rest.is_empty()).unwrap_or(trimmed);
     if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
-}
-
-/// Files read from disk: `(relative path, bytes)`, and the problems met.
-pub struct Read {
-    pub files: Vec<(String, Vec<u8>)>,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-fn read_directory(root: &Path, label: &str) -> Read {
-    let mut read = Read { files: Vec::new(), diagnostics: Vec::new() };
-    match std::fs::symlink_metadata(root) {
-        Err(error) => {
-            read.diagnostics.push(
-                Diagnostic::error(
-                    "package-missing",
-                    format!("cannot open person source `{label}`: {}", error_kind(&error)),
-                )
-                .in_file(label)
-                .hint("pass an existing package directory, or `roster:core` for the embedded default"),
-            );
-            return read;
-        }
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            read.diagnostics.push(
-                Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
-                    .in_file(label)
-                    .hint("pass the real directory; packages may not contain or be symbolic links"),
-            );
-            return read;
-        }
-        Ok(metadata) if !metadata.is_dir() => {
-            read.diagnostics.push(
-                Diagnostic::error("package-not-directory", format!("`{label}` is not a directory"))
-                    .in_file(label)
-                    .hint("a person source is a package directory"),
-            );
-            return read;
-        }
-        Ok(_) => {}
-    }
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(error) => {
-                let path = error.path().map_or_else(|| label.to_owned(), |path| display_under(root, path, label));
-                read.diagnostics.push(
-                    Diagnostic::error("unreadable-file", "cannot read this entry of the package")
-                        .in_file(path)
-                        .hint("check its permissions"),
-                );
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        let relative = relative_path(root, entry.path());
-        if entry.path_is_symlink() {
-            read.diagnostics.push(
-                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a package")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("replace the link with the file or folder it points to"),
-            );
-            continue;
-        }
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        if !entry.file_type().is_file() {
-            read.diagnostics.push(
-                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("a package holds only folders and regular files"),
-            );
-            continue;
-        }
-        match std::fs::read(entry.path()) {
-            Ok(bytes) => read.files.push((relative, bytes)),
-            Err(error) => read.diagnostics.push(
-                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("check its permissions"),
-            ),
-        }
-    }
-    read
-}
-
-/// Reads the catalogue parts of a repository; `None` when the folder does not exist.
-pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
-    match std::fs::symlink_metadata(root) {
-        Err(_) => return None,
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            let diagnostic = Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
-                .in_file(label)
-                .hint("point the request at the real folder");
-            return Some(Read { files: Vec::new(), diagnostics: vec![diagnostic] });
-        }
-        Ok(metadata) if !metadata.is_dir() => return None,
-        Ok(_) => {}
-    }
-    let mut files = Vec::new();
-    let mut diagnostics = Vec::new();
-    for part in CATALOGUE_PARTS {
-        let path = root.join(part);
-        if std::fs::symlink_metadata(&path).is_err() {
-            continue;
-        }
-        if std::fs::symlink_metadata(root.join(".agents")).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-            diagnostics.push(
-                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
-                    .in_file(format!("{label}/.agents"))
-                    .hint("replace the link with the folder it points to"),
-            );
-            break;
-        }
-        let read = read_directory_entries(root, &path, label);
-        files.extend(read.files);
-        diagnostics.extend(read.diagnostics);
-    }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Some(Read { files, diagnostics })
-}
-
-/// Reads every file of a folder (no symlinks followed).
-pub fn read_folder(root: &Path, label: &str) -> Read {
-    read_directory_entries(root, root, label)
-}
-
-/// Reads a file or a folder under `root` (no symlinks followed), paths relative to root.
-fn read_directory_entries(root: &Path, start: &Path, label: &str) -> Read {
-    let mut read = Read { files: Vec::new(), diagnostics: Vec::new() };
-    let walker = walkdir::WalkDir::new(start)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(error) => {
-                let path = error.path().map_or_else(|| label.to_owned(), |path| display_under(root, path, label));
-                read.diagnostics.push(
-                    Diagnostic::error("unreadable-file", "cannot read this entry of the catalogue")
-                        .in_file(path)
-                        .hint("check its permissions"),
-                );
-                continue;
-            }
-        };
-        let relative = relative_path(root, entry.path());
-        if entry.path_is_symlink() {
-            read.diagnostics.push(
-                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("replace the link with the file or folder it points to"),
-            );
-            continue;
-        }
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        if !entry.file_type().is_file() {
-            read.diagnostics.push(
-                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("a catalogue holds only folders and regular files"),
-            );
-            continue;
-        }
-        match std::fs::read(entry.path()) {
-            Ok(bytes) => read.files.push((relative, bytes)),
-            Err(error) => read.diagnostics.push(
-                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("check its permissions"),
-            ),
-        }
-    }
-    read
-}
-
-fn display_under(root: &Path, path: &Path, label: &str) -> String {
-    let relative = relative_path(root, path);
-    if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") }
-}
-
-fn relative_path(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|component| component.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 /// A short, stable description of an I/O error (no OS-specific wording).
@@ -270,9 +139,201 @@ pub fn error_kind(error: &std::io::Error) -> String {
     }
 }
 
+fn relative_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|component| component.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Walks `start` (under `root`) without following links, reading every regular file.
+/// Names starting with `.` are skipped below `start`. `what` names the container in
+/// diagnostics ("package", "catalogue").
+fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
+    let walker = walkdir::WalkDir::new(start)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                let path = error.path().map_or_else(
+                    || label.to_owned(),
+                    |path| {
+                        let relative = relative_path(root, path);
+                        if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") }
+                    },
+                );
+                read.diagnostics.push(
+                    Diagnostic::error("unreadable-file", format!("cannot read this entry of the {what}"))
+                        .in_file(path)
+                        .hint("check its permissions"),
+                );
+                continue;
+            }
+        };
+        let relative = relative_path(root, entry.path());
+        if entry.path_is_symlink() {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("symbolic links are not allowed in a {what}"))
+                    .in_file(if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") })
+                    .hint("replace the link with the file or folder it points to"),
+            );
+            continue;
+        }
+        if entry.file_type().is_dir() {
+            if let Ok(metadata) = entry.metadata() {
+                read.observed.push((entry.path().to_path_buf(), Observed::Directory(Stat::of(&metadata))));
+            }
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint(format!("a {what} holds only folders and regular files")),
+            );
+            continue;
+        }
+        // The metadata is taken before the bytes, so a write racing the read makes the
+        // cache see a change next time rather than miss one.
+        let stat = entry.metadata().map(|metadata| Stat::of(&metadata));
+        match std::fs::read(entry.path()) {
+            Ok(bytes) => {
+                if let Ok(stat) = stat {
+                    read.observed
+                        .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
+                }
+                read.files.push((relative, bytes));
+            }
+            Err(error) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("check its permissions"),
+            ),
+        }
+    }
+}
+
+/// Reads a whole package directory.
+fn read_package(root: &Path, label: &str) -> Read {
+    let mut read = Read::default();
+    let problem = match std::fs::symlink_metadata(root) {
+        Err(error) => Some(
+            Diagnostic::error(
+                "package-missing",
+                format!("cannot open person source `{label}`: {}", error_kind(&error)),
+            )
+            .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+        ),
+        Ok(metadata) if metadata.file_type().is_symlink() => Some(
+            Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                .hint("pass the real directory; packages may not contain or be symbolic links"),
+        ),
+        Ok(metadata) if !metadata.is_dir() => Some(
+            Diagnostic::error("package-not-directory", format!("`{label}` is not a directory"))
+                .hint("a person source is a package directory"),
+        ),
+        Ok(_) => None,
+    };
+    if let Some(problem) = problem {
+        read.observed.push((root.to_path_buf(), Observed::Missing));
+        read.diagnostics.push(problem.in_file(label));
+        return read;
+    }
+    walk(root, root, label, "package", &mut read);
+    read
+}
+
+/// The parts of a repository a catalogue is made of.
+const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agents/roles.kdl"];
+
+/// Reads the catalogue parts of a repository; `None` when the folder does not exist.
+pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
+    let mut read = Read::default();
+    match std::fs::symlink_metadata(root) {
+        Err(_) => return None,
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                    .in_file(label)
+                    .hint("point at the real folder"),
+            );
+            return Some(read);
+        }
+        Ok(metadata) if !metadata.is_dir() => return None,
+        Ok(_) => {}
+    }
+    let agents = root.join(".agents");
+    match std::fs::symlink_metadata(&agents) {
+        Err(_) => {
+            read.observed.push((agents, Observed::Missing));
+            return Some(read);
+        }
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
+                    .in_file(format!("{label}/.agents"))
+                    .hint("replace the link with the folder it points to"),
+            );
+            return Some(read);
+        }
+        Ok(metadata) => read.observed.push((agents, Observed::Directory(Stat::of(&metadata)))),
+    }
+    for part in CATALOGUE_PARTS {
+        let path = root.join(part);
+        if std::fs::symlink_metadata(&path).is_err() {
+            read.observed.push((path, Observed::Missing));
+            continue;
+        }
+        walk(root, &path, label, "catalogue", &mut read);
+    }
+    read.files.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(read)
+}
+
+/// Reads every file of a folder (no symlinks followed).
+pub fn read_folder(root: &Path, label: &str) -> Read {
+    let mut read = Read::default();
+    walk(root, root, label, "folder", &mut read);
+    read
+}
+
 impl Loader {
-    /// Loads a selection, reusing inputs whose bytes did not change.
+    fn record(&mut self, read: &mut Read) {
+        self.counters.files_read += read.files.len();
+        self.counters.bytes_read += read.files.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+        for (path, observed) in read.observed.drain(..) {
+            self.observed.insert(path, observed);
+        }
+    }
+
+    /// Every path read or looked at so far, for the fingerprint cache.
+    pub fn observed(&self) -> &BTreeMap<PathBuf, Observed> {
+        &self.observed
+    }
+
+    /// Records a path read outside the loader (the host configuration).
+    pub fn note(&mut self, path: &Path, observed: Observed) {
+        self.observed.insert(path.to_path_buf(), observed);
+    }
+
+    /// The person source of `selection` as loaded before, reading it only when the
+    /// selection changed (watch mode re-reads changed packages with `refresh`).
+    pub fn load_cached(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
+        match self.source {
+            Some(source) if self.last_selection.as_ref() == Some(selection) => source,
+            _ => self.load(db, selection),
+        }
+    }
+
+    /// Loads a selection, reading packages from disk again and setting what changed.
     pub fn load(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
+        self.last_selection = Some(selection.clone());
         let package = self.package(db, &selection.person, PackageKind::Person);
         let libraries: Vec<Package> =
             selection.libraries.iter().map(|location| self.package(db, location, PackageKind::Library)).collect();
@@ -298,7 +359,7 @@ impl Loader {
     }
 
     fn package(&mut self, db: &mut Database, location: &Location, kind: PackageKind) -> Package {
-        let (label, embedded, read, durability) = match location {
+        let (label, embedded, mut read, durability) = match location {
             Location::Embedded => (
                 EMBEDDED.to_owned(),
                 true,
@@ -307,34 +368,24 @@ impl Loader {
                         .iter()
                         .map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec()))
                         .collect(),
-                    diagnostics: Vec::new(),
+                    ..Read::default()
                 },
                 Durability::HIGH,
             ),
             Location::Directory(path) => {
                 let label = label_of(path);
-                let read = read_directory(path, &label);
+                let read = read_package(path, &label);
+                self.roots.insert(path.clone(), Root::Package { label: label.clone(), kind });
                 (label, false, read, Durability::MEDIUM)
             }
         };
-        let mut files = Vec::with_capacity(read.files.len());
-        for (relative, bytes) in read.files {
-            let key = (label.clone(), relative.clone());
-            let file = match self.files.get(&key) {
-                Some(&file) => {
-                    if file.bytes(db) != &bytes {
-                        file.set_bytes(db).with_durability(durability).to(bytes);
-                    }
-                    file
-                }
-                None => {
-                    let file = SourceFile::builder(label.clone(), relative, bytes).durability(durability).new(db);
-                    self.files.insert(key, file);
-                    file
-                }
-            };
-            files.push(file);
+        if !embedded {
+            self.record(&mut read);
         }
+        let files: Vec<SourceFile> = std::mem::take(&mut read.files)
+            .into_iter()
+            .map(|(relative, bytes)| self.file(db, &label, relative, bytes, durability))
+            .collect();
         match self.packages.get(&(label.clone(), kind)) {
             Some(&package) => {
                 if package.files(db) != &files {
@@ -417,10 +468,48 @@ impl Loader {
     /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
     /// `.agents/roles.kdl`) without walking the rest of the repository.
     pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        self.roots.insert(root.to_path_buf(), Root::Catalogue { label: label.to_owned() });
         match read_catalogue(root, label) {
-            Some(read) => self.catalogue_from(db, label, true, read.files, read.diagnostics),
-            None => self.catalogue_from(db, label, false, Vec::new(), Vec::new()),
+            Some(mut read) => {
+                self.record(&mut read);
+                self.catalogue_from(db, label, true, read.files, read.diagnostics)
+            }
+            None => {
+                self.observed.insert(root.to_path_buf(), Observed::Missing);
+                self.catalogue_from(db, label, false, Vec::new(), Vec::new())
+            }
         }
+    }
+
+    /// The catalogue of `root`, read only the first time it is asked for.
+    pub fn cached_catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        match self.catalogues.get(label) {
+            Some(&catalogue) if self.roots.contains_key(root) => catalogue,
+            _ => self.catalogue(db, root, label),
+        }
+    }
+
+    /// Re-reads the package or catalogue that contains `path`. Returns whether `path`
+    /// belonged to one.
+    pub fn refresh(&mut self, db: &mut Database, path: &Path) -> bool {
+        let Some((root, kind)) = self
+            .roots
+            .iter()
+            .filter(|(root, _)| path.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())
+            .map(|(root, kind)| (root.clone(), kind.clone()))
+        else {
+            return false;
+        };
+        match kind {
+            Root::Catalogue { label } => {
+                self.catalogue(db, &root, &label);
+            }
+            Root::Package { kind, .. } => {
+                self.package(db, &Location::Directory(root), kind);
+            }
+        }
+        true
     }
 
     /// The text of a loaded file by its display path, for rendering diagnostics.
@@ -429,6 +518,11 @@ impl Loader {
             .values()
             .find(|file| file.display_path(db) == display_path)
             .map(|file| printable(&String::from_utf8_lossy(file.bytes(db))))
+    }
+
+    /// The folders being read, for watching.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.keys().cloned().collect()
     }
 }
 

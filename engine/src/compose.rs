@@ -870,7 +870,7 @@ fn gather_candidates(
             is_request_source: true,
             admission: Admission::Whole {
                 cause: "operating-context",
-                reason: "named by the request; explicit operating context".to_owned(),
+                reason: "named as explicit operating context (by the request or the host configuration)".to_owned(),
             },
             trusted,
             selectors: Vec::new(),

@@ -1,6 +1,7 @@
 //! The salsa database and the inputs the driver sets. Owns no file access: the driver
 //! reads bytes and sets them here.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::diagnostic::Diagnostic;
@@ -62,31 +63,69 @@ pub struct PersonSource {
     pub core_rules: bool,
 }
 
+/// Counts of queries executed and reused, for `--stats`.
+#[derive(Debug, Default)]
+pub struct QueryCounters {
+    executed: AtomicUsize,
+    reused: AtomicUsize,
+}
+
+impl QueryCounters {
+    /// (executed, reused) since the last call.
+    pub fn take(&self) -> (usize, usize) {
+        (self.executed.swap(0, Ordering::Relaxed), self.reused.swap(0, Ordering::Relaxed))
+    }
+}
+
 /// The database. Clones share storage; an optional event log records which queries ran,
-/// for tests that assert incrementality.
+/// for tests that assert incrementality, and counters feed `--stats`.
 #[salsa::db]
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Database {
     storage: salsa::Storage<Self>,
     executed: Option<Arc<Mutex<Vec<String>>>>,
+    counters: Arc<QueryCounters>,
+}
+
+impl Default for Database {
+    fn default() -> Self {
+        Self::build(None)
+    }
 }
 
 #[salsa::db]
 impl salsa::Database for Database {}
 
 impl Database {
+    fn build(log: Option<Arc<Mutex<Vec<String>>>>) -> Self {
+        let counters: Arc<QueryCounters> = Arc::default();
+        let sink = log.clone();
+        let counting = Arc::clone(&counters);
+        let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| match event.kind {
+            salsa::EventKind::WillExecute { database_key } => {
+                counting.executed.fetch_add(1, Ordering::Relaxed);
+                if let Some(sink) = &sink
+                    && let Ok(mut entries) = sink.lock()
+                {
+                    entries.push(format!("{database_key:?}"));
+                }
+            }
+            salsa::EventKind::DidValidateMemoizedValue { .. } => {
+                counting.reused.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        })));
+        Self { storage, executed: log, counters }
+    }
+
     /// A database that records the name of every query it executes.
     pub fn with_execution_log() -> Self {
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let sink = Arc::clone(&log);
-        let storage = salsa::Storage::new(Some(Box::new(move |event: salsa::Event| {
-            if let salsa::EventKind::WillExecute { database_key } = event.kind
-                && let Ok(mut entries) = sink.lock()
-            {
-                entries.push(format!("{database_key:?}"));
-            }
-        })));
-        Self { storage, executed: Some(log) }
+        Self::build(Some(Arc::default()))
+    }
+
+    /// Queries executed and reused since the last call.
+    pub fn take_query_counts(&self) -> (usize, usize) {
+        self.counters.take()
     }
 
     /// The queries executed since the last call, in execution order.

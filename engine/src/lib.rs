@@ -14,6 +14,7 @@ pub mod converge;
 pub mod db;
 pub mod describe;
 pub mod diagnostic;
+pub mod estate;
 pub mod people;
 pub mod person;
 pub mod provider;

@@ -1,0 +1,325 @@
+//! The persisted fingerprint cache (`<home>/cache/fingerprints`): what every input and
+//! output looked like after the last convergence. A repeated run stats them and, when
+//! nothing changed, finishes without reading a file body or writing anything. A file
+//! whose metadata changed but whose bytes hash the same counts as unchanged. A cache
+//! that is corrupt, foreign or from another build is discarded with a warning.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::load::{Observed, Stat};
+
+pub const CACHE_DIR: &str = "cache";
+pub const CACHE_FILE: &str = "fingerprints";
+const MAGIC: &str = "acompose-fingerprints 1";
+
+/// What the cache remembers of the last convergence's result, to print the summary again.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Summary {
+    pub source: String,
+    pub roles: usize,
+    pub personalities: usize,
+    pub artifact_files: usize,
+    pub bundles: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cache {
+    /// The build and settings the cache was made with (binary, embedded roster, projects root).
+    pub identity: String,
+    pub summary: Summary,
+    pub inputs: BTreeMap<PathBuf, Observed>,
+    pub outputs: BTreeMap<PathBuf, Stat>,
+}
+
+/// The identity of this build and its settings: a cache made by anything else is foreign.
+pub fn identity(projects: &Path) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (path, bytes) in acompose_roster::files() {
+        hasher.update(path.as_bytes());
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    format!(
+        "{} {} {}",
+        env!("CARGO_PKG_VERSION"),
+        &hasher.finalize().to_hex()[..16],
+        projects.display().to_string().replace(['\n', '\t'], " ")
+    )
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (index, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(bytes)
+}
+
+impl Cache {
+    /// Serializes the cache; `None` when a path cannot be written in its line format.
+    pub fn to_text(&self) -> Option<String> {
+        let mut text = String::new();
+        let _ = writeln!(text, "{MAGIC}");
+        let _ = writeln!(text, "identity\t{}", self.identity);
+        let summary = &self.summary;
+        let _ = writeln!(
+            text,
+            "summary\t{}\t{}\t{}\t{}\t{}",
+            summary.source, summary.roles, summary.personalities, summary.artifact_files, summary.bundles
+        );
+        let clean = |path: &Path| {
+            let text = path.to_str()?;
+            (!text.contains(['\n', '\t'])).then(|| text.to_owned())
+        };
+        for (path, observed) in &self.inputs {
+            let path = clean(path)?;
+            match observed {
+                Observed::Directory(stat) => {
+                    let _ = writeln!(text, "D\t{}\t{}\t{path}", stat.modified_nanos, stat.inode);
+                }
+                Observed::File(stat, digest) => {
+                    let _ = writeln!(
+                        text,
+                        "F\t{}\t{}\t{}\t{}\t{path}",
+                        stat.size,
+                        stat.modified_nanos,
+                        stat.inode,
+                        hex(digest)
+                    );
+                }
+                Observed::Missing => {
+                    let _ = writeln!(text, "M\t{path}");
+                }
+            }
+        }
+        for (path, stat) in &self.outputs {
+            let path = clean(path)?;
+            let _ = writeln!(text, "O\t{}\t{}\t{}\t{path}", stat.size, stat.modified_nanos, stat.inode);
+        }
+        text.push_str("end\n");
+        Some(text)
+    }
+
+    /// Parses a cache; `Err` with a short reason when it is not one this build wrote.
+    pub fn parse(text: &str) -> Result<Cache, &'static str> {
+        let mut lines = text.lines();
+        if lines.next() != Some(MAGIC) {
+            return Err("it is not a fingerprint cache of this format");
+        }
+        let mut cache = Cache::default();
+        let mut ended = false;
+        for line in lines {
+            if ended {
+                return Err("it has data after its end");
+            }
+            let fields: Vec<&str> = line.split('\t').collect();
+            let number = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok());
+            let nanos = |index: usize| fields.get(index).and_then(|field| field.parse::<i128>().ok());
+            match fields.as_slice() {
+                ["identity", identity] => cache.identity = (*identity).to_owned(),
+                ["summary", source, ..] if fields.len() == 6 => {
+                    cache.summary = Summary {
+                        source: (*source).to_owned(),
+                        roles: number(2).ok_or("its summary is damaged")? as usize,
+                        personalities: number(3).ok_or("its summary is damaged")? as usize,
+                        artifact_files: number(4).ok_or("its summary is damaged")? as usize,
+                        bundles: number(5).ok_or("its summary is damaged")? as usize,
+                    }
+                }
+                ["D", _, _, path] => {
+                    let stat = Stat {
+                        size: 0,
+                        modified_nanos: nanos(1).ok_or("a line is damaged")?,
+                        inode: number(2).ok_or("a line is damaged")?,
+                    };
+                    cache.inputs.insert(PathBuf::from(path), Observed::Directory(stat));
+                }
+                ["F", _, _, _, digest, path] => {
+                    let stat = Stat {
+                        size: number(1).ok_or("a line is damaged")?,
+                        modified_nanos: nanos(2).ok_or("a line is damaged")?,
+                        inode: number(3).ok_or("a line is damaged")?,
+                    };
+                    cache
+                        .inputs
+                        .insert(PathBuf::from(path), Observed::File(stat, unhex(digest).ok_or("a digest is damaged")?));
+                }
+                ["M", path] => {
+                    cache.inputs.insert(PathBuf::from(path), Observed::Missing);
+                }
+                ["O", _, _, _, path] => {
+                    let stat = Stat {
+                        size: number(1).ok_or("a line is damaged")?,
+                        modified_nanos: nanos(2).ok_or("a line is damaged")?,
+                        inode: number(3).ok_or("a line is damaged")?,
+                    };
+                    cache.outputs.insert(PathBuf::from(path), stat);
+                }
+                ["end"] => ended = true,
+                _ => return Err("a line is damaged"),
+            }
+        }
+        if !ended {
+            return Err("it is truncated");
+        }
+        Ok(cache)
+    }
+}
+
+/// The result of comparing the cache with the disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check {
+    /// Nothing changed; `touched` files changed metadata only (same hash).
+    Unchanged { touched: Vec<(PathBuf, Observed)> },
+    /// Something changed; converge.
+    Changed,
+}
+
+/// Counts for `--stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckCounters {
+    pub stated: usize,
+    pub read: usize,
+    pub hashed: usize,
+}
+
+/// Stats every recorded input and output (in parallel); hashes only files whose metadata
+/// moved.
+pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
+    counters.stated = cache.inputs.len() + cache.outputs.len();
+    let outputs_ok = cache.outputs.par_iter().all(|(path, recorded)| {
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file() && Stat::of(&metadata) == *recorded)
+    });
+    if !outputs_ok {
+        return Check::Changed;
+    }
+    enum Verdict {
+        Same,
+        Suspect(PathBuf, [u8; 32]),
+        Changed,
+    }
+    let verdicts: Vec<Verdict> = cache
+        .inputs
+        .par_iter()
+        .map(|(path, recorded)| match (recorded, std::fs::symlink_metadata(path)) {
+            (Observed::Missing, Err(_)) => Verdict::Same,
+            (Observed::Missing, Ok(_)) => Verdict::Changed,
+            (Observed::Directory(stat), Ok(metadata)) if metadata.is_dir() && !metadata.file_type().is_symlink() => {
+                let now = Stat::of(&metadata);
+                if now.modified_nanos == stat.modified_nanos && now.inode == stat.inode {
+                    Verdict::Same
+                } else {
+                    Verdict::Changed
+                }
+            }
+            (Observed::File(stat, digest), Ok(metadata)) if metadata.is_file() => {
+                if Stat::of(&metadata) == *stat {
+                    Verdict::Same
+                } else {
+                    Verdict::Suspect(path.clone(), *digest)
+                }
+            }
+            _ => Verdict::Changed,
+        })
+        .collect();
+    let mut touched = Vec::new();
+    for verdict in verdicts {
+        match verdict {
+            Verdict::Same => {}
+            Verdict::Changed => return Check::Changed,
+            Verdict::Suspect(path, digest) => {
+                counters.read += 1;
+                counters.hashed += 1;
+                let Ok(metadata) = std::fs::symlink_metadata(&path) else { return Check::Changed };
+                let Ok(bytes) = std::fs::read(&path) else { return Check::Changed };
+                let now = *blake3::hash(&bytes).as_bytes();
+                if now != digest {
+                    return Check::Changed;
+                }
+                touched.push((path, Observed::File(Stat::of(&metadata), now)));
+            }
+        }
+    }
+    Check::Unchanged { touched }
+}
+
+/// Loads `<home>/cache/fingerprints`; a missing cache is `None` silently, a bad one is
+/// `None` with the reason returned for a warning.
+pub fn load(home: &Path, identity: &str) -> (Option<Cache>, Option<String>) {
+    let path = home.join(CACHE_DIR).join(CACHE_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Err(_) => return (None, None),
+        Ok(metadata) if !metadata.is_file() => return (None, Some("it is not a regular file".to_owned())),
+        Ok(_) => {}
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return (None, Some("it cannot be read as text".to_owned()));
+    };
+    match Cache::parse(&text) {
+        Ok(cache) if cache.identity == identity => (Some(cache), None),
+        Ok(_) => (None, Some("another build or projects root wrote it".to_owned())),
+        Err(reason) => (None, Some(reason.to_owned())),
+    }
+}
+
+/// Writes the cache atomically (temporary sibling + rename). Failures are ignored: the
+/// cache only saves time.
+pub fn store(home: &Path, cache: &Cache) {
+    let Some(text) = cache.to_text() else { return };
+    let directory = home.join(CACHE_DIR);
+    if std::fs::symlink_metadata(&directory).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return;
+    }
+    if std::fs::create_dir_all(&directory).is_err() {
+        return;
+    }
+    let temporary = directory.join(".fingerprints.tmp");
+    if std::fs::write(&temporary, text).is_ok() {
+        let _ = std::fs::rename(&temporary, directory.join(CACHE_FILE));
+    }
+}
+
+/// Stats every file under `root` (recursively) as output fingerprints.
+pub fn output_stats(root: &Path, into: &mut BTreeMap<PathBuf, Stat>) {
+    for entry in walkdir::WalkDir::new(root).follow_links(false).into_iter().flatten() {
+        if entry.file_type().is_file()
+            && let Ok(metadata) = entry.metadata()
+        {
+            into.insert(entry.path().to_path_buf(), Stat::of(&metadata));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_damage() {
+        let mut cache = Cache { identity: "x 1 /p".to_owned(), ..Cache::default() };
+        cache.summary =
+            Summary { source: "roster:core".to_owned(), roles: 7, personalities: 10, artifact_files: 25, bundles: 0 };
+        cache
+            .inputs
+            .insert(PathBuf::from("/a/b"), Observed::File(Stat { size: 3, modified_nanos: -5, inode: 9 }, [7; 32]));
+        cache.inputs.insert(PathBuf::from("/a"), Observed::Directory(Stat { size: 0, modified_nanos: 1, inode: 2 }));
+        cache.inputs.insert(PathBuf::from("/gone"), Observed::Missing);
+        cache.outputs.insert(PathBuf::from("/o"), Stat { size: 1, modified_nanos: 2, inode: 3 });
+        let text = cache.to_text().expect("text");
+        assert_eq!(Cache::parse(&text), Ok(cache));
+        assert!(Cache::parse(&text.replace("end\n", "")).is_err());
+        assert!(Cache::parse("garbage").is_err());
+        assert!(Cache::parse(&text.replace("\tF\t", "\tX\t").replace("F\t3", "F\tthree")).is_err());
+    }
+}

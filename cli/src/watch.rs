@@ -1,0 +1,194 @@
+//! `acompose watch`: converge, then keep the database alive and reconverge on every
+//! change of an input (person package, libraries, catalogues, the host configuration),
+//! recomputing only what depends on it. One line per reconvergence. A broken edit prints
+//! its diagnostics and keeps the last good outputs. Ctrl-C stops after the current step.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify_debouncer_full::notify::event::ModifyKind;
+use notify_debouncer_full::notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, new_debouncer};
+
+use acompose_engine::converge::CONFIG_FILE;
+
+use crate::converge::{LOCK_TIMEOUT, fingerprints, read_config, resolve_home, summary};
+use crate::estate::{BUNDLES_DIR, Session};
+use crate::terminal::Terminal;
+use crate::transaction::{self, NoFaults};
+use crate::{cache, exit, print_stderr, print_stdout};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
+    /// `~/projects`).
+    #[arg(long, value_name = "DIR")]
+    pub projects_root: Option<PathBuf>,
+    /// How long changes settle before a reconvergence, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub debounce: u64,
+}
+
+/// Whether a changed path is one of our own outputs (never an input).
+fn is_output(home: &Path, path: &Path) -> bool {
+    [crate::estate::ARTIFACT_DIR, BUNDLES_DIR, cache::CACHE_DIR]
+        .iter()
+        .any(|folder| path.starts_with(home.join(folder)))
+        || path.parent() == Some(home) && path.file_name().is_some_and(|name| name != CONFIG_FILE)
+}
+
+/// Converges under the home lock.
+fn converge_locked(
+    session: &mut Session,
+    home: &Path,
+    projects: &Path,
+    config: &acompose_engine::converge::HostConfig,
+    terminal: &Terminal,
+    fresh: bool,
+) -> Result<crate::estate::Report, u8> {
+    let _lock = transaction::lock(home, LOCK_TIMEOUT).map_err(|error| {
+        print_stderr(&format!("error: {error}\n"));
+        error.exit_code()
+    })?;
+    let report = session.converge(home, projects, config, terminal, &mut NoFaults, fresh)?;
+    cache::store(home, &fingerprints(session, home, projects, &report));
+    Ok(report)
+}
+
+pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(message) => {
+            print_stderr(&format!("error: {message}\n"));
+            return exit::ENVIRONMENT;
+        }
+    };
+    // Watch events name absolute paths; so must everything they are compared with.
+    let home = std::path::absolute(&home).unwrap_or(home);
+    let projects = crate::compose::projects_root(args.projects_root.as_deref());
+    let projects = std::path::absolute(&projects).unwrap_or(projects);
+    let mut config = match read_config(&home, terminal) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    if let Err(error) = std::fs::create_dir_all(&home) {
+        print_stderr(&format!("error: cannot create home `{}`: {}\n", home.display(), crate::load::error_kind(&error)));
+        return exit::ENVIRONMENT;
+    }
+    let mut session = Session::default();
+    let started = Instant::now();
+    match converge_locked(&mut session, &home, &projects, &config, terminal, true) {
+        Ok(report) => print_stdout(&summary(&report, started.elapsed())),
+        Err(code) => return code,
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    if ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).is_err() {
+        print_stderr("warning: cannot install the Ctrl-C handler; stop with a signal\n");
+    }
+    let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
+    let mut debouncer = match new_debouncer(Duration::from_millis(args.debounce), None, sender) {
+        Ok(debouncer) => debouncer,
+        Err(error) => {
+            print_stderr(&format!("error: cannot watch files: {error}\n"));
+            return exit::ENVIRONMENT;
+        }
+    };
+    let mut watched: Vec<PathBuf> = Vec::new();
+    let mut watch_roots = |session: &Session, debouncer: &mut notify_debouncer_full::Debouncer<_, _>| {
+        let mut roots = session.loader.roots();
+        roots.push(home.clone());
+        for root in roots {
+            if watched.contains(&root) {
+                continue;
+            }
+            let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
+            // A root that does not exist yet cannot be watched; its parent change is
+            // picked up when the configuration or a trusted root changes.
+            if debouncer.watch(&root, mode).is_ok() {
+                watched.push(root);
+            }
+        }
+    };
+    watch_roots(&session, &mut debouncer);
+    print_stdout(&format!("watching {} folders; Ctrl-C stops\n", watched_count(&session) + 1));
+
+    while !stop.load(Ordering::SeqCst) {
+        let events = match receiver.recv_timeout(Duration::from_millis(200)) {
+            Ok(Ok(events)) => events,
+            Ok(Err(errors)) => {
+                for error in errors {
+                    print_stderr(&format!("warning: watching: {error}\n"));
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        // Reading a file reports access events; only content and name changes matter.
+        let mut changed: Vec<PathBuf> = events
+            .iter()
+            .filter(|event| {
+                matches!(
+                    event.kind,
+                    EventKind::Create(_)
+                        | EventKind::Remove(_)
+                        | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
+                        | EventKind::Any
+                )
+            })
+            .flat_map(|event| event.paths.iter().cloned())
+            .filter(|path| !is_output(&home, path))
+            .filter(|path| !path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(".acompose-tmp")))
+            .collect();
+        changed.sort();
+        changed.dedup();
+        if changed.is_empty() {
+            continue;
+        }
+        let started = Instant::now();
+        let config_changed = changed.iter().any(|path| path == &home.join(CONFIG_FILE));
+        if config_changed {
+            match read_config(&home, terminal) {
+                Ok(new_config) => config = new_config,
+                Err(_) => {
+                    print_stderr(
+                        "reconvergence skipped: the configuration is invalid; keeping the last good outputs\n",
+                    );
+                    continue;
+                }
+            }
+        } else {
+            for path in &changed {
+                session.loader.refresh(&mut session.db, path);
+            }
+        }
+        let first = changed[0].display().to_string();
+        let what = if changed.len() == 1 { first } else { format!("{first} and {} more", changed.len() - 1) };
+        match converge_locked(&mut session, &home, &projects, &config, terminal, config_changed) {
+            Ok(report) => {
+                print_stdout(&format!(
+                    "reconverged: {what} changed; queries {} executed, {} reused; {} files written; {} ms\n",
+                    report.queries_executed,
+                    report.queries_reused,
+                    report.files_written,
+                    started.elapsed().as_millis()
+                ));
+                watch_roots(&session, &mut debouncer);
+            }
+            Err(_) => {
+                print_stderr(&format!("reconvergence failed after {what} changed; keeping the last good outputs\n"))
+            }
+        }
+    }
+    print_stdout("stopped watching\n");
+    exit::SUCCESS
+}
+
+fn watched_count(session: &Session) -> usize {
+    session.loader.roots().len()
+}
