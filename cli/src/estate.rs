@@ -105,6 +105,11 @@ pub fn git_revision(repository: &Path) -> Option<String> {
 }
 
 impl Session {
+    /// A session over a given database (tests pass one that logs executed queries).
+    pub fn with_database(db: Database) -> Self {
+        Session { db, ..Session::default() }
+    }
+
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
     /// inputs already loaded (watch mode, after `refresh`).
     pub fn converge(
@@ -178,8 +183,9 @@ impl Session {
         }
         let mut repository_inputs: Vec<RepositoryInput> = Vec::new();
         for source in &sources {
-            let listing = acompose_engine::catalogue::catalogue_listing(&self.db, source.catalogue);
-            let Some(roles_file) = listing.value.roles else { continue };
+            let Some(roles_file) = acompose_engine::catalogue::catalogue_names(&self.db, source.catalogue).roles else {
+                continue;
+            };
             let root = trusted_root(&self.db, roles_file).value.clone();
             progress.inc_length(root.repositories.len() as u64);
             for repository in &root.repositories {

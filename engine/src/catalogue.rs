@@ -228,3 +228,30 @@ pub fn skill_folder(kind: SkillKind, name: &str) -> String {
         SkillKind::Composed => format!(".agents/composed/{name}"),
     }
 }
+
+/// The names in a catalogue, without digests: what other roles need of a provider they
+/// exclude. A firewall: editing a skill's body never changes it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct CatalogueNames {
+    pub ordinary: Vec<String>,
+    pub composed: Vec<String>,
+    pub roles: Option<SourceFile>,
+}
+
+#[salsa::tracked(returns(ref))]
+pub fn catalogue_names(db: &dyn salsa::Database, catalogue: Catalogue) -> CatalogueNames {
+    let mut names = CatalogueNames::default();
+    for &file in catalogue.files(db) {
+        let relative = file.relative_path(db);
+        let parts: Vec<&str> = relative.split('/').collect();
+        match parts.as_slice() {
+            [".agents", "roles.kdl"] => names.roles = Some(file),
+            [".agents", "skills", name, "SKILL.md"] => names.ordinary.push((*name).to_owned()),
+            [".agents", "composed", name, "COMPOSED.md"] => names.composed.push((*name).to_owned()),
+            _ => {}
+        }
+    }
+    names.ordinary.sort();
+    names.composed.sort();
+    names
+}

@@ -13,13 +13,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::catalogue::catalogue_names;
 use crate::catalogue::{
     Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillKind, catalogue_listing, tree_digest,
 };
 use crate::db::{PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::person::{PersonModel, validate::person_model};
-use crate::provider::{TrustedRoot, trusted_root};
+use crate::provider::{RoleView, role_view};
 use crate::request::Delivery;
 use crate::selector::{Pattern, matches};
 use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
@@ -139,8 +140,8 @@ struct Candidate {
     required: bool,
     is_request_source: bool,
     admission: Admission,
-    /// For a trusted root request source: its document, for composed selectors.
-    trusted: Option<(SourceFile, TrustedRoot)>,
+    /// For a trusted root request source: the role's view of it, for composed selectors.
+    view: Option<RoleView>,
     /// The repository's `skill` selectors, also when it is excluded.
     selectors: Vec<Pattern>,
 }
@@ -563,11 +564,11 @@ fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &
     );
     let mut catalogue_size = 0;
     if list_skills && let Some(catalogue) = candidate.catalogue.filter(|catalogue| catalogue.available(resolver.db)) {
-        let listing = &catalogue_listing(resolver.db, catalogue).value;
-        catalogue_size = listing.ordinary.len();
-        for skill in &listing.ordinary {
+        let names = catalogue_names(resolver.db, catalogue);
+        catalogue_size = names.ordinary.len();
+        for name in &names.ordinary {
             resolver.decide(
-                skill.subject(),
+                format!("skill:{name}"),
                 "ordinary-skill",
                 &candidate.id,
                 Outcome::Excluded,
@@ -758,12 +759,7 @@ fn select_from(
 
     // Composed skills: only a request root, by its own roles.kdl selectors for the role.
     if !listing.composed.is_empty() {
-        let role_patterns: Vec<Pattern> = candidate
-            .trusted
-            .as_ref()
-            .and_then(|(_, root)| root.role(slug))
-            .map(|role| role.composed.clone())
-            .unwrap_or_default();
+        let role_patterns: Vec<Pattern> = candidate.view.as_ref().map(|view| view.composed.clone()).unwrap_or_default();
         for skill in &listing.composed {
             let matched = matches(&role_patterns, &skill.name);
             let texts: Vec<String> = matched.iter().map(|index| role_patterns[*index].text.clone()).collect();
@@ -781,9 +777,10 @@ fn select_from(
                         )
                         .in_file(
                             candidate
-                                .trusted
+                                .view
                                 .as_ref()
-                                .map_or_else(|| candidate.location.clone(), |(file, _)| file.display_path(db)),
+                                .and_then(|view| view.roles_file)
+                                .map_or_else(|| candidate.location.clone(), |file| file.display_path(db)),
                         )
                         .at(Some(role_patterns[matched[1]].span))
                         .hint("it is selected once; narrow the selectors to silence this warning"),
@@ -799,15 +796,9 @@ fn select_from(
                 continue;
             }
             let other_roles: Vec<String> = candidate
-                .trusted
+                .view
                 .as_ref()
-                .map(|(_, root)| {
-                    root.roles
-                        .iter()
-                        .filter(|role| role.slug != slug && !matches(&role.composed, &skill.name).is_empty())
-                        .map(|role| role.slug.clone())
-                        .collect()
-                })
+                .and_then(|view| view.composed_elsewhere.get(&skill.name).cloned())
                 .unwrap_or_default();
             if other_roles.is_empty() {
                 resolver.decide(
@@ -847,16 +838,15 @@ fn gather_candidates(
     let repositories = composition.repositories(db);
     let repository_input = |path: &str| repositories.iter().find(|repository| repository.path == path);
     let mut request_sources = Vec::new();
-    let mut trusted_roots: Vec<(String, SourceFile, TrustedRoot)> = Vec::new();
+    let mut trusted_roots: Vec<(String, SourceFile, RoleView)> = Vec::new();
     for source in composition.sources(db) {
-        let mut trusted = None;
+        let mut view = None;
         if source.kind == SourceKind::Root && source.catalogue.available(db) {
-            let listing = catalogue_listing(db, source.catalogue);
-            if let Some(roles_file) = listing.value.roles {
-                let parsed = trusted_root(db, roles_file);
-                resolver.diagnostics.extend(parsed.diagnostics.iter().cloned());
+            let parsed = role_view(db, source.catalogue, slug.to_owned());
+            resolver.diagnostics.extend(parsed.diagnostics.iter().cloned());
+            if let Some(roles_file) = parsed.value.roles_file {
                 trusted_roots.push((source.id.clone(), roles_file, parsed.value.clone()));
-                trusted = Some((roles_file, parsed.value.clone()));
+                view = Some(parsed.value.clone());
             }
         }
         request_sources.push(Candidate {
@@ -872,7 +862,7 @@ fn gather_candidates(
                 cause: "operating-context",
                 reason: "named as explicit operating context (by the request or the host configuration)".to_owned(),
             },
-            trusted,
+            view,
             selectors: Vec::new(),
         });
     }
@@ -893,12 +883,12 @@ fn gather_candidates(
                 _ => Vec::new(),
             },
             admission,
-            trusted: None,
+            view: None,
         }
     };
     let mut listed: Vec<(String, String)> = Vec::new();
     for (root_id, _, root) in &trusted_roots {
-        for (id, _) in &root.globals {
+        for id in &root.globals {
             let Some(repository) = root.repository(id) else { continue };
             listed.push((root_id.clone(), id.clone()));
             candidates.push(repository_candidate(
@@ -914,8 +904,7 @@ fn gather_candidates(
         }
     }
     for (root_id, roles_file, root) in &trusted_roots {
-        let Some(role_use) = root.role(slug) else { continue };
-        for (id, _) in &role_use.repositories {
+        for id in &root.used {
             let Some(repository) = root.repository(id) else { continue };
             if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == id) {
                 continue;
@@ -946,7 +935,7 @@ fn gather_candidates(
             if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == &repository.id) {
                 continue;
             }
-            let users = root.users_of(&repository.id);
+            let users = root.users.get(&repository.id).cloned().unwrap_or_default();
             let (cause, reason, scope) = if users.is_empty() {
                 (
                     "not-admitted",

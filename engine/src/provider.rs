@@ -228,3 +228,64 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
     diagnostics.append(&mut reader.diagnostics);
     Parsed::new(root, diagnostics)
 }
+
+/// What one role sees of a trusted root: every repository, the globals, the
+/// repositories it uses, who uses each repository, its own composed-skill selectors and,
+/// per composed skill of the root, the other roles whose selectors match it. A firewall:
+/// editing another role's block re-plans this role only when this view changes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct RoleView {
+    pub roles_file: Option<SourceFile>,
+    pub repositories: Vec<RepositoryDeclaration>,
+    pub globals: Vec<String>,
+    pub used: Vec<String>,
+    pub users: BTreeMap<String, Vec<String>>,
+    pub composed: Vec<Pattern>,
+    pub composed_elsewhere: BTreeMap<String, Vec<String>>,
+}
+
+impl RoleView {
+    pub fn repository(&self, id: &str) -> Option<&RepositoryDeclaration> {
+        self.repositories.iter().find(|repository| repository.id == id)
+    }
+}
+
+/// The view of one role on the trusted root of `catalogue` (empty without `roles.kdl`).
+#[salsa::tracked(returns(ref))]
+pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogue, role: String) -> Parsed<RoleView> {
+    let names = crate::catalogue::catalogue_names(db, catalogue);
+    let Some(roles_file) = names.roles else { return Parsed::new(RoleView::default(), Vec::new()) };
+    let parsed = trusted_root(db, roles_file);
+    let root = &parsed.value;
+    let composed_elsewhere = names
+        .composed
+        .iter()
+        .map(|name| {
+            let others: Vec<String> = root
+                .roles
+                .iter()
+                .filter(|other| other.slug != role && !crate::selector::matches(&other.composed, name).is_empty())
+                .map(|other| other.slug.clone())
+                .collect();
+            (name.clone(), others)
+        })
+        .filter(|(_, others)| !others.is_empty())
+        .collect();
+    let own = root.role(&role);
+    let view = RoleView {
+        roles_file: Some(roles_file),
+        repositories: root.repositories.clone(),
+        globals: root.globals.iter().map(|(id, _)| id.clone()).collect(),
+        used: own.map(|own| own.repositories.iter().map(|(id, _)| id.clone()).collect()).unwrap_or_default(),
+        users: root
+            .repositories
+            .iter()
+            .map(|repository| {
+                (repository.id.clone(), root.users_of(&repository.id).into_iter().map(str::to_owned).collect())
+            })
+            .collect(),
+        composed: own.map(|own| own.composed.clone()).unwrap_or_default(),
+        composed_elsewhere,
+    };
+    Parsed::new(view, parsed.diagnostics.clone())
+}

@@ -1,0 +1,278 @@
+//! Estate convergence: per-role bundles, the repository plan, incrementality (checked
+//! against salsa's executed-query log), the fingerprint cache, `--stats` and watch mode.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use acompose_cli::estate::Session;
+use acompose_cli::terminal::{ColorChoice, Terminal};
+use acompose_cli::transaction::NoFaults;
+use acompose_engine::Database;
+use common::acompose;
+
+fn skill(name: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; composed-skill \"design-*\"; }\n    role eval { use-repository benchmarks; composed-skill \"metrics-*\"; }\n}\n";
+
+/// A small estate: a trusted root `acme/root` and two skill repositories.
+fn estate(root: &Path) -> (PathBuf, PathBuf) {
+    let projects = root.join("projects");
+    write(&projects.join("acme/root/.agents/roles.kdl"), ROLES);
+    write(&projects.join("acme/root/.agents/skills/estate-map/SKILL.md"), &skill("estate-map", "Where things are."));
+    write(
+        &projects.join("acme/root/.agents/composed/design-review/COMPOSED.md"),
+        &skill("design-review", "Review designs."),
+    );
+    write(
+        &projects.join("acme/root/.agents/composed/metrics-board/COMPOSED.md"),
+        &skill("metrics-board", "Read metrics."),
+    );
+    for name in ["machine-cpu", "machine-gpu", "compute-stack"] {
+        write(&projects.join(format!("example/hardware/.agents/skills/{name}/SKILL.md")), &skill(name, "Hardware."));
+    }
+    for name in ["bench-harness", "bench-report"] {
+        write(
+            &projects.join(format!("example/benchmarks/.agents/skills/{name}/SKILL.md")),
+            &skill(name, "Benchmarks."),
+        );
+    }
+    write(&projects.join("acme/root/.git/HEAD"), "ref: refs/heads/main\n");
+    write(&projects.join("acme/root/.git/refs/heads/main"), "4b825dc642cb6eb9a060e54bf8d69288fbee4904\n");
+    let home = root.join("home");
+    write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    (home, projects)
+}
+
+fn quiet() -> Terminal {
+    Terminal::new(ColorChoice::Never, true, 0)
+}
+
+fn config(home: &Path) -> acompose_engine::converge::HostConfig {
+    acompose_cli::converge::read_config(home, &quiet()).expect("config")
+}
+
+fn index(home: &Path) -> BTreeMap<String, String> {
+    acompose_engine::estate::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
+        .expect("parse")
+}
+
+fn count(executed: &[String], query: &str) -> usize {
+    executed.iter().filter(|entry| entry.starts_with(&format!("{query}("))).count()
+}
+
+#[test]
+fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut session = Session::with_database(Database::with_execution_log());
+    let config = config(&home);
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let before = index(&home);
+    assert_eq!(before.len(), 7, "one bundle per role");
+    session.db.take_executed();
+
+    let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+    write(&edited, &skill("machine-gpu", "Hardware, revised."));
+    assert!(session.loader.refresh(&mut session.db, &edited));
+    let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let executed = session.db.take_executed();
+    assert_eq!(count(&executed, "file_summary"), 1, "{executed:#?}");
+    assert_eq!(count(&executed, "skill_document"), 1, "{executed:#?}");
+    assert_eq!(count(&executed, "catalogue_listing"), 1, "only the hardware catalogue: {executed:#?}");
+    assert_eq!(count(&executed, "resolve"), 1, "only the platform role: {executed:#?}");
+    assert_eq!(count(&executed, "kdl_document"), 0, "{executed:#?}");
+    assert_eq!(report.bundles_new, 1);
+    let after = index(&home);
+    for (role, id) in &before {
+        assert_eq!(after[role] != *id, role == "platform", "{role}");
+    }
+}
+
+#[test]
+fn adding_a_skill_file_is_picked_up() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut session = Session::with_database(Database::with_execution_log());
+    let config = config(&home);
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let added = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
+    write(&added, &skill("machine-npu", "New hardware."));
+    assert!(session.loader.refresh(&mut session.db, &added));
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    assert!(platform.join("content/skills/hardware/machine-npu/SKILL.md").is_file());
+}
+
+#[test]
+fn editing_roles_kdl_replans_only_the_affected_role() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut session = Session::with_database(Database::with_execution_log());
+    let config = config(&home);
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let before = index(&home);
+    session.db.take_executed();
+    let roles = projects.join("acme/root/.agents/roles.kdl");
+    write(&roles, &ROLES.replace("composed-skill \"metrics-*\"", "composed-skill \"metrics-board\""));
+    assert!(session.loader.refresh(&mut session.db, &roles));
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let executed = session.db.take_executed();
+    assert_eq!(count(&executed, "trusted_root"), 1, "{executed:#?}");
+    assert_eq!(count(&executed, "resolve"), 1, "only eval re-plans: {executed:#?}");
+    let after = index(&home);
+    for (role, id) in &before {
+        assert_eq!(after[role] != *id, role == "eval", "{role}");
+    }
+}
+
+fn outputs(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in walkdir_files(home) {
+        let relative = entry.strip_prefix(home).expect("under home").to_path_buf();
+        let first = relative.components().next().map(|component| component.as_os_str().to_string_lossy().into_owned());
+        if matches!(first.as_deref(), Some("cache" | ".acompose.lock" | "agent-compose.yaml")) {
+            continue;
+        }
+        files.insert(relative, std::fs::read(&entry).expect("read"));
+    }
+    files
+}
+
+fn walkdir_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(directory) = pending.pop() {
+        for entry in std::fs::read_dir(&directory).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() { pending.push(path) } else { files.push(path) }
+        }
+    }
+    files
+}
+
+#[test]
+fn two_bare_runs_write_nothing_the_second_time_and_match_a_fresh_home() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _) = estate(temporary.path());
+    let first = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(first.stdout.contains("bundles   7 new"), "{}", first.stdout);
+    let plan = std::fs::read_to_string(home.join("repository-plan.json")).expect("plan");
+    assert!(plan.contains("\"revision\": \"4b825dc642cb6eb9a060e54bf8d69288fbee4904\""), "{plan}");
+    let second = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(second.stdout.contains("read 0, hashed 0, written 0"), "{}", second.stdout);
+    assert!(second.stdout.contains(" 0 written,"), "{}", second.stdout);
+
+    // A fresh home converges to the same bytes.
+    std::fs::create_dir_all(temporary.path().join("fresh")).expect("fresh");
+    std::fs::copy(home.join("agent-compose.yaml"), temporary.path().join("fresh/agent-compose.yaml")).expect("config");
+    assert_eq!(acompose(temporary.path(), &["--home", "fresh", "--projects-root", "projects"]).code, 0);
+    assert_eq!(outputs(&home), outputs(&temporary.path().join("fresh")));
+}
+
+#[test]
+fn the_cache_sees_touched_files_and_discards_a_corrupt_cache() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    // Same bytes, new mtime: recognised by the hash, nothing rewritten.
+    let skill_path = projects.join("example/hardware/.agents/skills/machine-cpu/SKILL.md");
+    let bytes = std::fs::read(&skill_path).expect("read");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&skill_path, &bytes).expect("rewrite");
+    let touched = acompose(temporary.path(), &arguments);
+    assert!(touched.stdout.contains("read 1, hashed 1, written 0"), "{}", touched.stdout);
+    // A changed body converges.
+    std::fs::write(&skill_path, skill("machine-cpu", "Changed.")).expect("change");
+    let changed = acompose(temporary.path(), &arguments);
+    assert!(changed.stdout.contains("bundles   1 new"), "{}", changed.stdout);
+    // A corrupt cache is discarded with a warning, never trusted.
+    std::fs::write(home.join("cache/fingerprints"), "acompose-fingerprints 1\nF\tgarbage\n").expect("corrupt");
+    let corrupt = acompose(temporary.path(), &arguments);
+    assert_eq!(corrupt.code, 0, "{}", corrupt.stderr);
+    assert!(corrupt.stderr.contains("discarding the fingerprint cache"), "{}", corrupt.stderr);
+    assert!(corrupt.stdout.contains(" 0 written,"), "{}", corrupt.stdout);
+    let again = acompose(temporary.path(), &arguments);
+    assert!(again.stdout.contains("read 0"), "the cache is rebuilt: {}", again.stdout);
+}
+
+#[test]
+fn compose_and_bare_report_stats() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let output = acompose(temporary.path(), &["--home", "home", "--stats"]);
+    assert!(output.stdout.contains("stats     stat'ed"), "{}", output.stdout);
+    assert!(output.stdout.contains("queries executed"), "{}", output.stdout);
+}
+
+#[test]
+fn watch_reconverges_on_an_edit_and_stops_cleanly() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
+        .current_dir(temporary.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, receiver) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |prefix: &str| -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100))
+                && line.starts_with(prefix)
+            {
+                return line;
+            }
+        }
+        panic!("no `{prefix}` line");
+    };
+    wait_for("watching");
+    let before = index(&home)["platform"].clone();
+    write(
+        &projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"),
+        &skill("machine-gpu", "Edited while watching."),
+    );
+    let line = wait_for("reconverged:");
+    assert!(line.contains("machine-gpu"), "{line}");
+    assert!(line.contains("queries") && line.contains("files written"), "{line}");
+    assert_ne!(index(&home)["platform"], before, "the platform bundle changed");
+    // A broken edit keeps the last good outputs.
+    let good = index(&home);
+    write(&projects.join("acme/root/.agents/roles.kdl"), "repositories {\n");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(index(&home), good);
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "watch did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+}
