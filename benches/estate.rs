@@ -1,1 +1,206 @@
-fn main() {}
+//! Benchmarks on the reference estate of SPEC 9: 200 repositories × 50 skills of about
+//! 1.5 KB, one trusted root whose `.agents/roles.kdl` gives each of the seven roles a
+//! selector-bounded slice of the repositories, and the embedded roster.
+//!
+//! Run with `cargo bench --bench estate`. The numbers and their ratios are recorded in
+//! `docs/performance.md`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use acompose_cli::estate::Session;
+use acompose_cli::terminal::{ColorChoice, Terminal};
+use acompose_cli::transaction::NoFaults;
+use divan::Bencher;
+use rayon::prelude::*;
+
+const REPOSITORIES: usize = 200;
+const SKILLS_PER_REPOSITORY: usize = 50;
+const ROLES: [&str; 7] = ["platform", "sysadmin", "eval", "frontend", "gamedev", "tpm", "devrel"];
+
+struct Estate {
+    _directory: tempfile::TempDir,
+    root: PathBuf,
+    projects: PathBuf,
+    /// Every input path (files and folders) the convergence reads.
+    inputs: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+}
+
+fn skill_text(repository: usize, skill: usize, salt: &str) -> String {
+    let mut body = String::new();
+    while body.len() < 1400 {
+        let _ = write!(
+            body,
+            "Skill {skill} of repository {repository} explains one practice in enough words to weigh about one and a half kilobytes. {salt}\n\n"
+        );
+    }
+    format!(
+        "---\nname: skill-{repository:03}-{skill:02}\ndescription: Reference skill {skill} of repository {repository}.\n---\n\n# Skill {repository}-{skill}\n\n{body}"
+    )
+}
+
+/// Writes the reference estate and returns its paths.
+fn generate() -> Estate {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let root = directory.path().to_path_buf();
+    let projects = root.join("projects");
+    let mut roles_kdl = String::from("repositories {\n");
+    for repository in 0..REPOSITORIES {
+        let _ = writeln!(
+            roles_kdl,
+            "    repository repo-{repository:03} path=\"estate/repo-{repository:03}\" {{ skill \"skill-{repository:03}-0*\"; skill \"skill-{repository:03}-1*\"; }}"
+        );
+    }
+    roles_kdl.push_str("}\nroles {\n");
+    for (index, role) in ROLES.iter().enumerate() {
+        let _ = write!(roles_kdl, "    role {role} {{");
+        for repository in (0..REPOSITORIES).filter(|repository| repository % ROLES.len() == index) {
+            let _ = write!(roles_kdl, " use-repository repo-{repository:03};");
+        }
+        roles_kdl.push_str(" }\n");
+    }
+    roles_kdl.push_str("}\n");
+    let trusted = projects.join("estate/root/.agents");
+    std::fs::create_dir_all(&trusted).expect("mkdir");
+    std::fs::write(trusted.join("roles.kdl"), roles_kdl).expect("roles.kdl");
+    (0..REPOSITORIES).into_par_iter().for_each(|repository| {
+        for skill in 0..SKILLS_PER_REPOSITORY {
+            let folder =
+                projects.join(format!("estate/repo-{repository:03}/.agents/skills/skill-{repository:03}-{skill:02}"));
+            std::fs::create_dir_all(&folder).expect("mkdir");
+            std::fs::write(folder.join("SKILL.md"), skill_text(repository, skill, "")).expect("skill");
+        }
+    });
+    let mut inputs = Vec::new();
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(&projects).into_iter().flatten() {
+        if entry.file_type().is_file() {
+            files.push(entry.path().to_path_buf());
+        }
+        inputs.push(entry.path().to_path_buf());
+    }
+    Estate { _directory: directory, root, projects, inputs, files }
+}
+
+fn estate() -> &'static Estate {
+    static ESTATE: OnceLock<Estate> = OnceLock::new();
+    ESTATE.get_or_init(generate)
+}
+
+fn new_home(estate: &Estate, name: &str) -> PathBuf {
+    let home = estate.root.join(name);
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(home.join("agent-compose.yaml"), "operating_context:\n  - estate/root\n").expect("config");
+    home
+}
+
+fn converge_process(estate: &Estate, home: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .args(["--quiet", "--home"])
+        .arg(home)
+        .arg("--projects-root")
+        .arg(&estate.projects)
+        .status()
+        .expect("run acompose");
+    assert!(status.success());
+}
+
+fn main() {
+    divan::main();
+}
+
+/// A new process converging into an empty home: reads and hashes every input, writes
+/// the roster artifact, seven bundles, the index and the plan.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn cold_convergence(bencher: Bencher) {
+    let estate = estate();
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            new_home(estate, &format!("cold-{round}"))
+        })
+        .bench_local_values(|home| converge_process(estate, &home));
+}
+
+/// A new process on a converged home with nothing changed: stats every input.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn noop_convergence(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "noop");
+    converge_process(estate, &home);
+    converge_process(estate, &home);
+    bencher.bench_local(|| converge_process(estate, &home));
+}
+
+/// The live database of watch mode: one skill body edited, its catalogue re-read, and
+/// the estate reconverged (the platform bundle is rebuilt and written).
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn edit_one_skill(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "watch");
+    let terminal = Terminal::new(ColorChoice::Never, true, 0);
+    let config = acompose_cli::converge::read_config(&home, &terminal).expect("config");
+    let mut session = Session::default();
+    session.prune_in_background = true;
+    session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, true).expect("converge");
+    // repo-000 is used by the first role; skill 05 is inside its selected slice.
+    let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            std::fs::write(&edited, skill_text(0, 5, &format!("Revision {round}."))).expect("edit");
+        })
+        .bench_local_values(|()| {
+            session.loader.refresh(&mut session.db, &edited);
+            session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, false).expect("reconverge");
+        });
+}
+
+/// The in-memory half of the same edit: the catalogue re-read and every role's bundle
+/// recomputed by the live database, without writing the new bundle to disk.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn edit_one_skill_recompute_only(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "recompute");
+    let terminal = Terminal::new(ColorChoice::Never, true, 0);
+    let config = acompose_cli::converge::read_config(&home, &terminal).expect("config");
+    let mut session = Session::default();
+    session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, true).expect("converge");
+    let edited = estate.projects.join("estate/repo-001/.agents/skills/skill-001-05/SKILL.md");
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            std::fs::write(&edited, skill_text(1, 5, &format!("Revision {round}."))).expect("edit");
+        })
+        .bench_local_values(|()| {
+            session.loader.refresh(&mut session.db, &edited);
+            assert_eq!(session.recompute_bundles(), ROLES.len());
+        });
+}
+
+/// The physical floor of a no-op: stat every input (in parallel, as the cache does).
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn floor_stat_every_input(bencher: Bencher) {
+    let estate = estate();
+    bencher.bench_local(|| estate.inputs.par_iter().filter(|path| std::fs::symlink_metadata(path).is_ok()).count());
+}
+
+/// The physical floor of a cold convergence: read and blake3 every input byte.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn floor_read_and_hash_every_input(bencher: Bencher) {
+    let estate = estate();
+    bencher.bench_local(|| {
+        estate
+            .files
+            .par_iter()
+            .map(|path| blake3::hash(&std::fs::read(path).expect("read")).as_bytes()[0] as u64)
+            .sum::<u64>()
+    });
+}

@@ -4,7 +4,6 @@
 //! whose metadata changed but whose bytes hash the same counts as unchanged. A cache
 //! that is corrupt, foreign or from another build is discarded with a warning.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -31,8 +30,9 @@ pub struct Cache {
     /// The build and settings the cache was made with (binary, embedded roster, projects root).
     pub identity: String,
     pub summary: Summary,
-    pub inputs: BTreeMap<PathBuf, Observed>,
-    pub outputs: BTreeMap<PathBuf, Stat>,
+    /// Inputs sorted by path; a list, not a map, because a no-op run only walks it.
+    pub inputs: Vec<(PathBuf, Observed)>,
+    pub outputs: Vec<(PathBuf, Stat)>,
 }
 
 /// The identity of this build and its settings: a cache made by anything else is foreign.
@@ -143,7 +143,7 @@ impl Cache {
                         modified_nanos: nanos(1).ok_or("a line is damaged")?,
                         inode: number(2).ok_or("a line is damaged")?,
                     };
-                    cache.inputs.insert(PathBuf::from(path), Observed::Directory(stat));
+                    cache.inputs.push((PathBuf::from(path), Observed::Directory(stat)));
                 }
                 ["F", _, _, _, digest, path] => {
                     let stat = Stat {
@@ -151,12 +151,11 @@ impl Cache {
                         modified_nanos: nanos(2).ok_or("a line is damaged")?,
                         inode: number(3).ok_or("a line is damaged")?,
                     };
-                    cache
-                        .inputs
-                        .insert(PathBuf::from(path), Observed::File(stat, unhex(digest).ok_or("a digest is damaged")?));
+                    let digest = unhex(digest).ok_or("a digest is damaged")?;
+                    cache.inputs.push((PathBuf::from(path), Observed::File(stat, digest)));
                 }
                 ["M", path] => {
-                    cache.inputs.insert(PathBuf::from(path), Observed::Missing);
+                    cache.inputs.push((PathBuf::from(path), Observed::Missing));
                 }
                 ["O", _, _, _, path] => {
                     let stat = Stat {
@@ -164,7 +163,7 @@ impl Cache {
                         modified_nanos: nanos(2).ok_or("a line is damaged")?,
                         inode: number(3).ok_or("a line is damaged")?,
                     };
-                    cache.outputs.insert(PathBuf::from(path), stat);
+                    cache.outputs.push((PathBuf::from(path), stat));
                 }
                 ["end"] => ended = true,
                 _ => return Err("a line is damaged"),
@@ -180,8 +179,8 @@ impl Cache {
 /// The result of comparing the cache with the disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {
-    /// Nothing changed; `touched` files changed metadata only (same hash).
-    Unchanged { touched: Vec<(PathBuf, Observed)> },
+    /// Nothing changed; `touched` inputs (by index) changed metadata only (same hash).
+    Unchanged { touched: Vec<(usize, Observed)> },
     /// Something changed; converge.
     Changed,
 }
@@ -206,13 +205,14 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
     }
     enum Verdict {
         Same,
-        Suspect(PathBuf, [u8; 32]),
+        Suspect(usize, [u8; 32]),
         Changed,
     }
     let verdicts: Vec<Verdict> = cache
         .inputs
         .par_iter()
-        .map(|(path, recorded)| match (recorded, std::fs::symlink_metadata(path)) {
+        .enumerate()
+        .map(|(index, (path, recorded))| match (recorded, std::fs::symlink_metadata(path)) {
             (Observed::Missing, Err(_)) => Verdict::Same,
             (Observed::Missing, Ok(_)) => Verdict::Changed,
             (Observed::Directory(stat), Ok(metadata)) if metadata.is_dir() && !metadata.file_type().is_symlink() => {
@@ -227,7 +227,7 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
                 if Stat::of(&metadata) == *stat {
                     Verdict::Same
                 } else {
-                    Verdict::Suspect(path.clone(), *digest)
+                    Verdict::Suspect(index, *digest)
                 }
             }
             _ => Verdict::Changed,
@@ -238,16 +238,17 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
         match verdict {
             Verdict::Same => {}
             Verdict::Changed => return Check::Changed,
-            Verdict::Suspect(path, digest) => {
+            Verdict::Suspect(index, digest) => {
                 counters.read += 1;
                 counters.hashed += 1;
-                let Ok(metadata) = std::fs::symlink_metadata(&path) else { return Check::Changed };
-                let Ok(bytes) = std::fs::read(&path) else { return Check::Changed };
+                let path = &cache.inputs[index].0;
+                let Ok(metadata) = std::fs::symlink_metadata(path) else { return Check::Changed };
+                let Ok(bytes) = std::fs::read(path) else { return Check::Changed };
                 let now = *blake3::hash(&bytes).as_bytes();
                 if now != digest {
                     return Check::Changed;
                 }
-                touched.push((path, Observed::File(Stat::of(&metadata), now)));
+                touched.push((index, Observed::File(Stat::of(&metadata), now)));
             }
         }
     }
@@ -291,12 +292,12 @@ pub fn store(home: &Path, cache: &Cache) {
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.
-pub fn output_stats(root: &Path, into: &mut BTreeMap<PathBuf, Stat>) {
+pub fn output_stats(root: &Path, into: &mut Vec<(PathBuf, Stat)>) {
     for entry in walkdir::WalkDir::new(root).follow_links(false).into_iter().flatten() {
         if entry.file_type().is_file()
             && let Ok(metadata) = entry.metadata()
         {
-            into.insert(entry.path().to_path_buf(), Stat::of(&metadata));
+            into.push((entry.path().to_path_buf(), Stat::of(&metadata)));
         }
     }
 }
@@ -310,12 +311,11 @@ mod tests {
         let mut cache = Cache { identity: "x 1 /p".to_owned(), ..Cache::default() };
         cache.summary =
             Summary { source: "roster:core".to_owned(), roles: 7, personalities: 10, artifact_files: 25, bundles: 0 };
-        cache
-            .inputs
-            .insert(PathBuf::from("/a/b"), Observed::File(Stat { size: 3, modified_nanos: -5, inode: 9 }, [7; 32]));
-        cache.inputs.insert(PathBuf::from("/a"), Observed::Directory(Stat { size: 0, modified_nanos: 1, inode: 2 }));
-        cache.inputs.insert(PathBuf::from("/gone"), Observed::Missing);
-        cache.outputs.insert(PathBuf::from("/o"), Stat { size: 1, modified_nanos: 2, inode: 3 });
+        cache.inputs.push((PathBuf::from("/a"), Observed::Directory(Stat { size: 0, modified_nanos: 1, inode: 2 })));
+        let file = Observed::File(Stat { size: 3, modified_nanos: -5, inode: 9 }, [7; 32]);
+        cache.inputs.push((PathBuf::from("/a/b"), file));
+        cache.inputs.push((PathBuf::from("/gone"), Observed::Missing));
+        cache.outputs.push((PathBuf::from("/o"), Stat { size: 1, modified_nanos: 2, inode: 3 }));
         let text = cache.to_text().expect("text");
         assert_eq!(Cache::parse(&text), Ok(cache));
         assert!(Cache::parse(&text.replace("end\n", "")).is_err());

@@ -2,6 +2,8 @@
 //! resolve, and materialize one immutable bundle (staging → verify → rename).
 
 use std::collections::BTreeMap;
+
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, composition_bundle};
@@ -305,17 +307,53 @@ impl Materialized {
     }
 }
 
+/// How an existing or staged bundle is checked before it is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Re-read and re-hash every file (what `verify` does).
+    Full,
+    /// Compare the manifest's bytes with the expected ones and every file's size; the id
+    /// is content-addressed, so this catches missing, truncated or foreign bundles
+    /// without reading every byte (estate convergence and watch mode).
+    Light,
+}
+
+/// Checks `directory` against the bundle we expect to find there.
+fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) -> Result<(), String> {
+    match verification {
+        Verification::Full => crate::verify::verify_directory_named(directory, &bundle.id)
+            .map(|_| ())
+            .map_err(|problems| problems.join("; ")),
+        Verification::Light => {
+            let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes);
+            match std::fs::read(directory.join("manifest.json")) {
+                Ok(bytes) if Some(&bytes) == manifest => {}
+                _ => return Err("manifest.json differs from the expected one".to_owned()),
+            }
+            let mismatch = bundle.files.par_iter().find_any(|file| {
+                std::fs::symlink_metadata(directory.join(&file.path))
+                    .map_or(true, |metadata| !metadata.is_file() || metadata.len() != file.bytes.len() as u64)
+            });
+            match mismatch {
+                Some(file) => Err(format!("{}: missing or of the wrong size", file.path)),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
 /// Writes a bundle into `out/<id>`: staging folder, verification, rename. An existing
-/// bundle is verified and reused; a damaged one is an error.
+/// bundle is verified and reused; a damaged one is an error. Files are written in
+/// parallel after their folders exist.
 pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, String> {
+    materialize_with(out, bundle, Verification::Full)
+}
+
+pub fn materialize_with(out: &Path, bundle: &Bundle, verification: Verification) -> Result<Materialized, String> {
     let target = out.join(&bundle.id);
     if std::fs::symlink_metadata(&target).is_ok() {
-        return crate::verify::verify_directory(&target).map(|_| Materialized::Reused).map_err(|problems| {
-            format!(
-                "bundle `{}` exists but is damaged ({}); remove it to compose it again",
-                target.display(),
-                problems.join("; ")
-            )
+        return check_against(&target, bundle, verification).map(|()| Materialized::Reused).map_err(|problem| {
+            format!("bundle `{}` exists but is damaged ({problem}); remove it to compose it again", target.display())
         });
     }
     std::fs::create_dir_all(out)
@@ -323,19 +361,22 @@ pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, String> 
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let written = (|| -> Result<(), String> {
-        for file in &bundle.files {
-            let path = staging.join(&file.path);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|error| {
-                    format!("cannot create `{}`: {}", parent.display(), crate::load::error_kind(&error))
-                })?;
-            }
-            std::fs::write(&path, &file.bytes)
-                .map_err(|error| format!("cannot write `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
+        let mut folders: Vec<PathBuf> =
+            bundle.files.iter().filter_map(|file| staging.join(&file.path).parent().map(Path::to_path_buf)).collect();
+        folders.sort();
+        folders.dedup();
+        for folder in &folders {
+            std::fs::create_dir_all(folder).map_err(|error| {
+                format!("cannot create `{}`: {}", folder.display(), crate::load::error_kind(&error))
+            })?;
         }
-        crate::verify::verify_directory_named(&staging, &bundle.id)
-            .map_err(|problems| format!("the staged bundle failed verification: {}", problems.join("; ")))?;
-        Ok(())
+        bundle.files.par_iter().try_for_each(|file| {
+            let path = staging.join(&file.path);
+            std::fs::write(&path, &file.bytes)
+                .map_err(|error| format!("cannot write `{}`: {}", path.display(), crate::load::error_kind(&error)))
+        })?;
+        check_against(&staging, bundle, verification)
+            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))
     })();
     if let Err(error) = written {
         let _ = std::fs::remove_dir_all(&staging);
@@ -346,9 +387,7 @@ pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, String> 
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            crate::verify::verify_directory(&target)
-                .map(|_| Materialized::Reused)
-                .map_err(|problems| problems.join("; "))
+            check_against(&target, bundle, verification).map(|()| Materialized::Reused)
         }
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);

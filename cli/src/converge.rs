@@ -8,11 +8,9 @@ use std::time::{Duration, Instant};
 
 use acompose_engine::converge::{CONFIG_FILE, HostConfig, parse_host_config};
 
-use std::collections::BTreeMap;
-
 use crate::cache;
 use crate::estate::{ARTIFACT_DIR, Report, Session};
-use crate::load::{EMBEDDED, Location, Selection, Stat};
+use crate::load::{EMBEDDED, Location, Observed, Selection, Stat};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
 use crate::transaction::{self, NoFaults};
 use crate::{exit, print_stderr, print_stdout};
@@ -202,17 +200,17 @@ fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -
 /// The fingerprints of a finished convergence: every input the session read and every
 /// output it owns.
 pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
-    let mut outputs = BTreeMap::new();
+    let mut outputs = Vec::new();
     cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
     for file in [crate::estate::PLAN_FILE, crate::transaction::OWNERSHIP_FILE] {
         if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
-            outputs.insert(home.join(file), Stat::of(&metadata));
+            outputs.push((home.join(file), Stat::of(&metadata)));
         }
     }
     let bundles = home.join(crate::estate::BUNDLES_DIR);
     for file in [crate::estate::INDEX_FILE, crate::transaction::OWNERSHIP_FILE] {
         if let Ok(metadata) = std::fs::symlink_metadata(bundles.join(file)) {
-            outputs.insert(bundles.join(file), Stat::of(&metadata));
+            outputs.push((bundles.join(file), Stat::of(&metadata)));
         }
     }
     if let Some(index) = std::fs::read(bundles.join(crate::estate::INDEX_FILE))
@@ -222,7 +220,7 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
         for id in index.values() {
             let manifest = bundles.join(id).join("manifest.json");
             if let Ok(metadata) = std::fs::symlink_metadata(&manifest) {
-                outputs.insert(manifest, Stat::of(&metadata));
+                outputs.push((manifest, Stat::of(&metadata)));
             }
         }
     }
@@ -235,7 +233,12 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             artifact_files: report.roster.written.len() + report.roster.unchanged,
             bundles: report.bundles_new + report.bundles_reused,
         },
-        inputs: session.loader.observed().clone(),
+        inputs: {
+            let mut inputs: Vec<(PathBuf, Observed)> =
+                session.loader.observed().iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+            inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+            inputs
+        },
         outputs,
     }
 }
@@ -266,8 +269,8 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         let mut counters = cache::CheckCounters::default();
         if let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) {
             if !touched.is_empty() {
-                for (path, observed) in touched {
-                    previous.inputs.insert(path, observed);
+                for (index, observed) in touched {
+                    previous.inputs[index].1 = observed;
                 }
                 cache::store(&home, &previous);
             }
@@ -326,6 +329,9 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
                     print_stderr(&format!("removed {path}\n"));
                 }
             }
+            // The process ends here: let the operating system reclaim the database
+            // instead of freeing every memo one by one.
+            std::mem::forget(session);
             exit::SUCCESS
         }
         Err(code) => code,

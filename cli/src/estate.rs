@@ -12,9 +12,10 @@ use acompose_engine::estate::{ContextEntry, RolePlan, index_json, parse_index, r
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
 use acompose_engine::{Database, Diagnostic};
+use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::compose::{Materialized, materialize};
+use crate::compose::{Materialized, Verification, materialize_with};
 use crate::load::{Loader, label_of};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
 use crate::transaction::{self, Hooks, Outcome};
@@ -51,6 +52,10 @@ pub struct Session {
     pub loader: Loader,
     compositions: BTreeMap<String, Composition>,
     config_key: Option<String>,
+    /// Bundle ids this session wrote or checked; watch mode does not check them again.
+    verified: std::collections::BTreeSet<String>,
+    /// Prune stale bundles on a background thread (watch mode).
+    pub prune_in_background: bool,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -75,6 +80,37 @@ fn context_ids(repositories: &[String]) -> Vec<String> {
             } else {
                 name.clone()
             }
+        })
+        .collect()
+}
+
+/// Phase timings for `-vv`: where a convergence spends its time.
+struct Phases {
+    enabled: bool,
+    last: std::time::Instant,
+}
+
+impl Phases {
+    fn new(enabled: bool) -> Self {
+        Phases { enabled, last: std::time::Instant::now() }
+    }
+
+    fn mark(&mut self, phase: &str) {
+        if self.enabled {
+            let now = std::time::Instant::now();
+            print_stderr(&format!("phase     {phase}: {} ms\n", (now - self.last).as_millis()));
+            self.last = now;
+        }
+    }
+}
+
+/// The revision and resolved identity of each root, looked up in parallel.
+fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
+    roots
+        .par_iter()
+        .map(|(path, _)| {
+            let key = path.canonicalize().unwrap_or_else(|_| path.clone()).to_string_lossy().into_owned();
+            (git_revision(path), key)
         })
         .collect()
 }
@@ -110,6 +146,16 @@ impl Session {
         Session { db, ..Session::default() }
     }
 
+    /// Recomputes every role's bundle in the live database without writing anything:
+    /// the in-memory half of a reconvergence (used by the benchmarks). Returns how many
+    /// bundles are ready.
+    pub fn recompute_bundles(&self) -> usize {
+        self.compositions
+            .values()
+            .filter(|composition| composition_bundle(&self.db, **composition).value.is_some())
+            .count()
+    }
+
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
     /// inputs already loaded (watch mode, after `refresh`).
     pub fn converge(
@@ -122,6 +168,7 @@ impl Session {
         fresh: bool,
     ) -> Result<Report, u8> {
         let _ = self.db.take_query_counts();
+        let mut phases = Phases::new(terminal.verbose >= 2);
         let selection = crate::converge::selection_for(config, home);
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
@@ -131,6 +178,7 @@ impl Session {
         } else {
             self.loader.load_cached(&mut self.db, &selection)
         };
+        phases.mark("load person source");
         let model_parsed = acompose_engine::person::person_model(&self.db, source);
         if !model_parsed.diagnostics.is_empty() {
             let text_of = |path: &str| self.loader.text_of(&self.db, path);
@@ -150,19 +198,25 @@ impl Session {
         // The estate: operating context, trusted roots, per-role compositions.
         let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
         let ids = context_ids(&repositories);
+        phases.mark("validate person source");
         let progress = crate::progress::bar(terminal, repositories.len(), "reading repositories");
+        let context_roots: Vec<(PathBuf, String)> = repositories
+            .iter()
+            .map(|repository| {
+                let path = projects.join(repository);
+                let label = label_of(&path);
+                (path, label)
+            })
+            .collect();
+        let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
+        progress.inc(context_roots.len() as u64);
+        let context_facts = facts(&context_roots);
         let mut sources = Vec::new();
         let mut context_entries = Vec::new();
         let mut revisions = BTreeMap::new();
-        for (repository, id) in repositories.iter().zip(&ids) {
-            let path = projects.join(repository);
-            let label = label_of(&path);
-            let catalogue = if reload {
-                self.loader.catalogue(&mut self.db, &path, &label)
-            } else {
-                self.loader.cached_catalogue(&mut self.db, &path, &label)
-            };
-            let revision = git_revision(&path);
+        for (((repository, id), catalogue), (revision, path_key)) in
+            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
+        {
             if let Some(revision) = &revision {
                 revisions.insert(repository.clone(), revision.clone());
             }
@@ -176,44 +230,46 @@ impl Session {
                 kind: SourceKind::Root,
                 required: true,
                 location: repository.clone(),
-                path_key: path.canonicalize().unwrap_or(path).to_string_lossy().into_owned(),
+                path_key,
                 catalogue,
             });
-            progress.inc(1);
         }
-        let mut repository_inputs: Vec<RepositoryInput> = Vec::new();
+        let mut repository_paths: Vec<String> = Vec::new();
         for source in &sources {
             let Some(roles_file) = acompose_engine::catalogue::catalogue_names(&self.db, source.catalogue).roles else {
                 continue;
             };
-            let root = trusted_root(&self.db, roles_file).value.clone();
-            progress.inc_length(root.repositories.len() as u64);
-            for repository in &root.repositories {
-                if repository_inputs.iter().any(|existing| existing.path == repository.path) {
-                    continue;
+            for repository in &trusted_root(&self.db, roles_file).value.repositories {
+                if !repository_paths.contains(&repository.path) {
+                    repository_paths.push(repository.path.clone());
                 }
-                let path = projects.join(&repository.path);
-                let label = label_of(&path);
-                let catalogue = if reload {
-                    self.loader.catalogue(&mut self.db, &path, &label)
-                } else {
-                    self.loader.cached_catalogue(&mut self.db, &path, &label)
-                };
-                if let Some(revision) = git_revision(&path) {
-                    revisions.insert(repository.path.clone(), revision);
-                }
-                repository_inputs.push(RepositoryInput {
-                    path: repository.path.clone(),
-                    path_key: path.canonicalize().unwrap_or(path).to_string_lossy().into_owned(),
-                    catalogue,
-                });
-                progress.inc(1);
             }
         }
+        progress.inc_length(repository_paths.len() as u64);
+        let repository_roots: Vec<(PathBuf, String)> = repository_paths
+            .iter()
+            .map(|repository| {
+                let path = projects.join(repository);
+                let label = label_of(&path);
+                (path, label)
+            })
+            .collect();
+        let repository_catalogues = self.loader.catalogues(&mut self.db, &repository_roots, reload);
+        progress.inc(repository_roots.len() as u64);
+        let mut repository_inputs: Vec<RepositoryInput> = Vec::new();
+        for ((path, catalogue), (revision, path_key)) in
+            repository_paths.iter().zip(repository_catalogues).zip(facts(&repository_roots))
+        {
+            if let Some(revision) = revision {
+                revisions.insert(path.clone(), revision);
+            }
+            repository_inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
+        }
         progress.finish_and_clear();
+        phases.mark("read catalogues");
 
-        let mut bundles: Vec<(String, String, Bundle)> = Vec::new();
-        let mut diagnostics: Vec<Diagnostic> = Vec::new();
+        // One composition per role; computed in parallel on clones of the database.
+        let mut roles: Vec<(String, String, Composition)> = Vec::new();
         if !sources.is_empty() {
             for role in &model.roles {
                 let tier = if role.model_tiers.iter().any(|tier| tier == "frontier") {
@@ -222,18 +278,29 @@ impl Session {
                     role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
                 };
                 let composition = self.composition(source, &role.slug, &tier, &sources, &repository_inputs);
-                let result = composition_bundle(&self.db, composition);
-                diagnostics.extend(result.diagnostics.iter().cloned());
-                if let Some(bundle) = &result.value {
-                    bundles.push((role.slug.clone(), tier, bundle.clone()));
-                }
+                roles.push((role.slug.clone(), tier, composition));
             }
             self.compositions.retain(|slug, _| model.role(slug).is_some());
+            roles.par_iter().for_each_with(self.db.clone(), |db, (_, _, composition)| {
+                let _ = composition_bundle(db, *composition);
+            });
+        }
+        phases.mark("resolve and build bundles");
+        let db = &self.db;
+        let mut diagnostics: Vec<Diagnostic> = Vec::new();
+        let mut bundles: Vec<(&str, &str, &Bundle, &acompose_engine::trace::Trace)> = Vec::new();
+        for (role, tier, composition) in &roles {
+            let result = composition_bundle(db, *composition);
+            diagnostics.extend(result.diagnostics.iter().cloned());
+            let resolution = acompose_engine::compose::resolve(db, *composition).value.as_ref();
+            if let (Some(bundle), Some(resolution)) = (&result.value, resolution) {
+                bundles.push((role, tier, bundle, &resolution.trace));
+            }
         }
         diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
         diagnostics.dedup();
         if !diagnostics.is_empty() && (diagnostics.iter().any(Diagnostic::is_error) || !terminal.quiet) {
-            let text_of = |path: &str| self.loader.text_of(&self.db, path);
+            let text_of = |path: &str| self.loader.text_of(db, path);
             print_stderr(&render_diagnostics(&diagnostics, terminal.stderr, &text_of));
         }
         if diagnostics.iter().any(Diagnostic::is_error) {
@@ -255,8 +322,20 @@ impl Session {
             ..Report::default()
         };
         let bundles_dir = home.join(BUNDLES_DIR);
-        for (_, _, bundle) in &bundles {
-            match materialize(&bundles_dir, bundle) {
+        let verified = &self.verified;
+        let outcomes: Vec<Result<Materialized, String>> = bundles
+            .par_iter()
+            .map(|(_, _, bundle, _)| {
+                if verified.contains(&bundle.id) && bundles_dir.join(&bundle.id).is_dir() {
+                    return Ok(Materialized::Reused);
+                }
+                materialize_with(&bundles_dir, bundle, Verification::Light)
+            })
+            .collect();
+        phases.mark("materialize bundles");
+        let mut newly_verified = Vec::new();
+        for ((_, _, bundle, _), outcome) in bundles.iter().zip(outcomes) {
+            match outcome {
                 Ok(Materialized::New) => {
                     report.bundles_new += 1;
                     report.files_written += bundle.files.len();
@@ -267,6 +346,7 @@ impl Session {
                     return Err(exit::ENVIRONMENT);
                 }
             }
+            newly_verified.push(bundle.id.clone());
         }
         let files = roster_files(&model);
         crate::converge::refuse_symlinked_parents(home, &report.artifact).map_err(|message| {
@@ -277,20 +357,13 @@ impl Session {
         report.files_written += report.roster.written.len();
 
         let index_entries: Vec<(&str, &str)> =
-            bundles.iter().map(|(role, _, bundle)| (role.as_str(), bundle.id.as_str())).collect();
+            bundles.iter().map(|(role, _, bundle, _)| (*role, bundle.id.as_str())).collect();
         let (index_files, plan_files) = if bundles.is_empty() {
             (Vec::new(), Vec::new())
         } else {
-            let traces: Vec<(String, String, String, acompose_engine::trace::Trace)> = bundles
+            let plans: Vec<RolePlan<'_>> = bundles
                 .iter()
-                .filter_map(|(role, tier, bundle)| {
-                    let trace = bundle.files.iter().find(|file| file.path == "trace.json")?;
-                    Some((role.clone(), tier.clone(), bundle.id.clone(), serde_json::from_slice(&trace.bytes).ok()?))
-                })
-                .collect();
-            let plans: Vec<RolePlan<'_>> = traces
-                .iter()
-                .map(|(role, tier, id, trace)| RolePlan { role, bundle: id, model_tier: tier, trace })
+                .map(|(role, tier, bundle, trace)| RolePlan { role, bundle: &bundle.id, model_tier: tier, trace })
                 .collect();
             (
                 vec![acompose_engine::OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
@@ -308,8 +381,17 @@ impl Session {
             let outcome = transaction::apply(home, &plan_files, hooks).map_err(fail)?;
             report.estate_files_written += outcome.written.len() + outcome.removed.len();
         }
+        self.verified.extend(newly_verified);
+        phases.mark("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
-        report.bundles_pruned = prune_bundles(&bundles_dir);
+        if self.prune_in_background {
+            // Watch mode: the index is written, so readers no longer need the stale
+            // bundles; removing hundreds of files need not delay the next line.
+            let folder = bundles_dir.clone();
+            std::thread::spawn(move || prune_bundles(&folder));
+        } else {
+            report.bundles_pruned = prune_bundles(&bundles_dir);
+        }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
         report.queries_reused = reused;

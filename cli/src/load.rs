@@ -3,7 +3,7 @@
 //! nowhere else. Inputs are set only when their bytes changed, and every path looked at
 //! is recorded so the fingerprint cache can tell later whether anything changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::catalogue::Catalogue;
@@ -110,12 +110,12 @@ enum Root {
 /// changed.
 #[derive(Default)]
 pub struct Loader {
-    files: BTreeMap<(String, String), SourceFile>,
+    files: HashMap<(String, String), SourceFile>,
     packages: BTreeMap<(String, PackageKind), Package>,
     catalogues: BTreeMap<String, Catalogue>,
     source: Option<PersonSource>,
     roots: BTreeMap<PathBuf, Root>,
-    observed: BTreeMap<PathBuf, Observed>,
+    observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
 }
@@ -313,7 +313,7 @@ impl Loader {
     }
 
     /// Every path read or looked at so far, for the fingerprint cache.
-    pub fn observed(&self) -> &BTreeMap<PathBuf, Observed> {
+    pub fn observed(&self) -> &HashMap<PathBuf, Observed> {
         &self.observed
     }
 
@@ -468,8 +468,15 @@ impl Loader {
     /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
     /// `.agents/roles.kdl`) without walking the rest of the repository.
     pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        let read = read_catalogue(root, label);
+        self.apply_catalogue(db, root, label, read)
+    }
+
+    /// Sets a catalogue input from a read done elsewhere (reads can run in parallel;
+    /// setting inputs cannot).
+    pub fn apply_catalogue(&mut self, db: &mut Database, root: &Path, label: &str, read: Option<Read>) -> Catalogue {
         self.roots.insert(root.to_path_buf(), Root::Catalogue { label: label.to_owned() });
-        match read_catalogue(root, label) {
+        match read {
             Some(mut read) => {
                 self.record(&mut read);
                 self.catalogue_from(db, label, true, read.files, read.diagnostics)
@@ -479,6 +486,30 @@ impl Loader {
                 self.catalogue_from(db, label, false, Vec::new(), Vec::new())
             }
         }
+    }
+
+    /// Whether `root` was read before (and is still the catalogue of `label`).
+    pub fn has_catalogue(&self, root: &Path, label: &str) -> bool {
+        self.catalogues.contains_key(label) && self.roots.contains_key(root)
+    }
+
+    /// The catalogues of `roots`, reading in parallel those not read yet (all of them
+    /// when `fresh`).
+    pub fn catalogues(&mut self, db: &mut Database, roots: &[(PathBuf, String)], fresh: bool) -> Vec<Catalogue> {
+        use rayon::prelude::*;
+        let pending: Vec<&(PathBuf, String)> =
+            roots.iter().filter(|(root, label)| fresh || !self.has_catalogue(root, label)).collect();
+        let reads: Vec<Option<Read>> = pending.par_iter().map(|(root, label)| read_catalogue(root, label)).collect();
+        for ((root, label), read) in pending.into_iter().zip(reads) {
+            self.apply_catalogue(db, root, label, read);
+        }
+        roots
+            .iter()
+            .map(|(root, label)| match self.catalogues.get(label) {
+                Some(&catalogue) => catalogue,
+                None => self.catalogue(db, root, label),
+            })
+            .collect()
     }
 
     /// The catalogue of `root`, read only the first time it is asked for.

@@ -53,9 +53,7 @@ fn converge_locked(
         print_stderr(&format!("error: {error}\n"));
         error.exit_code()
     })?;
-    let report = session.converge(home, projects, config, terminal, &mut NoFaults, fresh)?;
-    cache::store(home, &fingerprints(session, home, projects, &report));
-    Ok(report)
+    session.converge(home, projects, config, terminal, &mut NoFaults, fresh)
 }
 
 pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
@@ -79,11 +77,19 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         return exit::ENVIRONMENT;
     }
     let mut session = Session::default();
+    session.prune_in_background = true;
     let started = Instant::now();
-    match converge_locked(&mut session, &home, &projects, &config, terminal, true) {
-        Ok(report) => print_stdout(&summary(&report, started.elapsed())),
+    let mut last_report = match converge_locked(&mut session, &home, &projects, &config, terminal, true) {
+        Ok(report) => {
+            print_stdout(&summary(&report, started.elapsed()));
+            report
+        }
         Err(code) => return code,
-    }
+    };
+    // The fingerprint cache is written when the inputs settle and on exit, not after
+    // every reconvergence: it is only needed by the next bare run.
+    cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
+    let mut cache_stale = false;
 
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);
@@ -126,7 +132,13 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                 }
                 continue;
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if cache_stale {
+                    cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
+                    cache_stale = false;
+                }
+                continue;
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
         // Reading a file reports access events; only content and name changes matter.
@@ -179,11 +191,16 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                     started.elapsed().as_millis()
                 ));
                 watch_roots(&session, &mut debouncer);
+                last_report = report;
+                cache_stale = true;
             }
             Err(_) => {
                 print_stderr(&format!("reconvergence failed after {what} changed; keeping the last good outputs\n"))
             }
         }
+    }
+    if cache_stale {
+        cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
     }
     print_stdout("stopped watching\n");
     exit::SUCCESS

@@ -22,7 +22,7 @@ use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::person::{PersonModel, validate::person_model};
 use crate::provider::{RoleView, role_view};
 use crate::request::Delivery;
-use crate::selector::{Pattern, matches};
+use crate::selector::{Matcher, Pattern};
 use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
 
 /// The id of the person package among the providers.
@@ -573,7 +573,7 @@ fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &
                 &candidate.id,
                 Outcome::Excluded,
                 cause,
-                format!("provider `{}` is excluded: {reason}", candidate.id),
+                format!("its provider is excluded ({cause})"),
                 Vec::new(),
             );
         }
@@ -687,7 +687,8 @@ fn select_from(
         Admission::Selector { patterns, roles_file, .. } => {
             let names: Vec<&str> = listing.ordinary.iter().map(|skill| skill.name.as_str()).collect();
             for pattern in patterns {
-                if !names.iter().any(|name| !matches(std::slice::from_ref(pattern), name).is_empty()) {
+                let single = Matcher::new(std::slice::from_ref(pattern));
+                if !names.iter().any(|name| !single.matches(name).is_empty()) {
                     resolver.error(
                         "selector-matches-nothing",
                         roles_file.display_path(db),
@@ -704,8 +705,9 @@ fn select_from(
                 }
             }
             let mut admitted = 0;
+            let matcher = Matcher::new(patterns);
             for skill in &listing.ordinary {
-                let matched = matches(patterns, &skill.name);
+                let matched = matcher.matches(&skill.name);
                 let texts: Vec<String> = matched.iter().map(|index| patterns[*index].text.clone()).collect();
                 if matched.len() > 1 {
                     resolver.error(
@@ -760,8 +762,9 @@ fn select_from(
     // Composed skills: only a request root, by its own roles.kdl selectors for the role.
     if !listing.composed.is_empty() {
         let role_patterns: Vec<Pattern> = candidate.view.as_ref().map(|view| view.composed.clone()).unwrap_or_default();
+        let matcher = Matcher::new(&role_patterns);
         for skill in &listing.composed {
-            let matched = matches(&role_patterns, &skill.name);
+            let matched = matcher.matches(&skill.name);
             let texts: Vec<String> = matched.iter().map(|index| role_patterns[*index].text.clone()).collect();
             if !matched.is_empty() && candidate.is_request_source {
                 let (cause, reason) = if matched.len() > 1 {

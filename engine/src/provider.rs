@@ -257,15 +257,20 @@ pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogu
     let Some(roles_file) = names.roles else { return Parsed::new(RoleView::default(), Vec::new()) };
     let parsed = trusted_root(db, roles_file);
     let root = &parsed.value;
+    let matchers: Vec<(&str, crate::selector::Matcher)> = root
+        .roles
+        .iter()
+        .filter(|other| other.slug != role && !other.composed.is_empty())
+        .map(|other| (other.slug.as_str(), crate::selector::Matcher::new(&other.composed)))
+        .collect();
     let composed_elsewhere = names
         .composed
         .iter()
         .map(|name| {
-            let others: Vec<String> = root
-                .roles
+            let others: Vec<String> = matchers
                 .iter()
-                .filter(|other| other.slug != role && !crate::selector::matches(&other.composed, name).is_empty())
-                .map(|other| other.slug.clone())
+                .filter(|(_, matcher)| !matcher.matches(name).is_empty())
+                .map(|(slug, _)| (*slug).to_owned())
                 .collect();
             (name.clone(), others)
         })

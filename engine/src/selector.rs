@@ -17,14 +17,33 @@ pub fn compile(pattern: &str) -> Result<GlobMatcher, globset::Error> {
     GlobBuilder::new(pattern).literal_separator(true).build().map(|glob: Glob| glob.compile_matcher())
 }
 
-/// Which patterns match each name, in pattern order.
+/// Patterns compiled once, to match many names.
+pub struct Matcher {
+    compiled: Vec<Option<GlobMatcher>>,
+}
+
+impl Matcher {
+    /// Compiles every pattern; one that does not compile matches nothing (the grammar
+    /// reports it).
+    pub fn new(patterns: &[Pattern]) -> Self {
+        Matcher { compiled: patterns.iter().map(|pattern| compile(&pattern.text).ok()).collect() }
+    }
+
+    /// Which patterns match `name`, in pattern order.
+    pub fn matches(&self, name: &str) -> Vec<usize> {
+        self.compiled
+            .iter()
+            .enumerate()
+            .filter(|(_, matcher)| matcher.as_ref().is_some_and(|matcher| matcher.is_match(name)))
+            .map(|(index, _)| index)
+            .collect()
+    }
+}
+
+/// Which patterns match a name, in pattern order (compiles them; use [`Matcher`] for
+/// many names).
 pub fn matches(patterns: &[Pattern], name: &str) -> Vec<usize> {
-    patterns
-        .iter()
-        .enumerate()
-        .filter(|(_, pattern)| compile(&pattern.text).is_ok_and(|matcher| matcher.is_match(name)))
-        .map(|(index, _)| index)
-        .collect()
+    Matcher::new(patterns).matches(name)
 }
 
 #[cfg(test)]
