@@ -196,20 +196,10 @@ fn two_identical_composes_at_once_end_with_one_bundle() {
 fn the_compat_trusted_root_admits_exactly_the_selected_slice() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path();
-    let roles =
-        std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
-    std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
-    std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
-    for name in ["compute-stack", "machine-gpu", "machine-storage", "network-fabric", "power-budget"] {
-        let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
-        std::fs::create_dir_all(&folder).expect("mkdir");
-        std::fs::write(
-            folder.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n"),
-        )
-        .expect("skill");
-    }
-    std::fs::write(root.join("request.kdl"), "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"trusted\" root=\"trusted\"\n}\n").expect("request");
+    common::compat_selector_estate(
+        root,
+        &["compute-stack", "machine-gpu", "machine-storage", "network-fabric", "power-budget"],
+    );
     let output = compose_in(root);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let trace = trace_of(root);

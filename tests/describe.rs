@@ -118,20 +118,7 @@ fn describe_and_why_as_json() {
 fn the_compat_selector_estate_names_the_selector_and_its_share() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path();
-    let roles =
-        std::fs::read_to_string(common::compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
-    std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
-    std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
-    for name in ["compute-stack", "machine-gpu", "network-fabric", "power-budget"] {
-        let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
-        std::fs::create_dir_all(&folder).expect("mkdir");
-        std::fs::write(
-            folder.join("SKILL.md"),
-            format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n"),
-        )
-        .expect("skill");
-    }
-    std::fs::write(root.join("request.kdl"), "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"trusted\" root=\"trusted\"\n}\n").expect("request");
+    common::compat_selector_estate(root, &["compute-stack", "machine-gpu", "network-fabric", "power-budget"]);
     let output = acompose(root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let id = output.stdout.split_whitespace().nth(1).expect("id");

@@ -67,6 +67,15 @@ fn index(home: &Path) -> BTreeMap<String, String> {
         .expect("parse")
 }
 
+/// A live session over an estate, converged once, with the executed-query log cleared.
+fn live_session(home: &Path, projects: &Path) -> (Session, acompose_engine::converge::HostConfig) {
+    let mut session = Session::with_database(Database::with_execution_log());
+    let config = config(home);
+    session.converge(home, projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    session.db.take_executed();
+    (session, config)
+}
+
 fn count(executed: &[String], query: &str) -> usize {
     executed.iter().filter(|entry| entry.starts_with(&format!("{query}("))).count()
 }
@@ -75,12 +84,9 @@ fn count(executed: &[String], query: &str) -> usize {
 fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let mut session = Session::with_database(Database::with_execution_log());
-    let config = config(&home);
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let (mut session, config) = live_session(&home, &projects);
     let before = index(&home);
     assert_eq!(before.len(), 7, "one bundle per role");
-    session.db.take_executed();
 
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Hardware, revised."));
@@ -103,9 +109,7 @@ fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
 fn adding_a_skill_file_is_picked_up() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let mut session = Session::with_database(Database::with_execution_log());
-    let config = config(&home);
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let (mut session, config) = live_session(&home, &projects);
     let added = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
     write(&added, &skill("machine-npu", "New hardware."));
     assert!(session.loader.refresh(&mut session.db, &added));
@@ -118,11 +122,8 @@ fn adding_a_skill_file_is_picked_up() {
 fn editing_roles_kdl_replans_only_the_affected_role() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let mut session = Session::with_database(Database::with_execution_log());
-    let config = config(&home);
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let (mut session, config) = live_session(&home, &projects);
     let before = index(&home);
-    session.db.take_executed();
     let roles = projects.join("acme/root/.agents/roles.kdl");
     write(&roles, &ROLES.replace("composed-skill \"metrics-*\"", "composed-skill \"metrics-board\""));
     assert!(session.loader.refresh(&mut session.db, &roles));

@@ -16,21 +16,8 @@ fn embedded_roster_is_valid() {
 
 #[test]
 fn compat_person_profile_with_library_is_valid() {
-    let compat = common::compat_dir();
     let temporary = tempfile::tempdir().expect("tempdir");
-    let person = compat.join("person-profile");
-    let library = compat.join("shared-personality-library");
-    let output = acompose(
-        temporary.path(),
-        &[
-            "roster",
-            "validate",
-            "--person-source",
-            person.to_str().expect("utf-8 path"),
-            "--personality-library",
-            library.to_str().expect("utf-8 path"),
-        ],
-    );
+    let output = common::acompose_args(temporary.path(), &["roster", "validate"], &common::compat_source_arguments());
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(output.stdout.contains("person:example is valid: 2 roles, 3 personalities"), "{}", output.stdout);
 }
@@ -161,24 +148,10 @@ fn roster_show_json_lists_seven_roles_with_distinct_favourites() {
 
 #[test]
 fn catalog_personalities_query_matches_aliases() {
-    let compat = common::compat_dir();
     let temporary = tempfile::tempdir().expect("tempdir");
-    let person = compat.join("person-profile");
-    let library = compat.join("shared-personality-library");
-    let output = acompose(
-        temporary.path(),
-        &[
-            "catalog",
-            "personalities",
-            "--person-source",
-            person.to_str().expect("utf-8"),
-            "--personality-library",
-            library.to_str().expect("utf-8"),
-            "--query",
-            "supportive",
-            "--json",
-        ],
-    );
+    let mut tail = common::compat_source_arguments();
+    tail.extend(["--query".to_owned(), "supportive".to_owned(), "--json".to_owned()]);
+    let output = common::acompose_args(temporary.path(), &["catalog", "personalities"], &tail);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let listing: serde_json::Value = serde_json::from_str(&output.stdout).expect("json");
     let slugs: Vec<&str> =

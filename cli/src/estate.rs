@@ -104,6 +104,18 @@ impl Phases {
     }
 }
 
+/// `owner/repo` paths as folders under the projects root, with their labels.
+fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
+    repositories
+        .iter()
+        .map(|repository| {
+            let path = projects.join(repository);
+            let label = label_of(&path);
+            (path, label)
+        })
+        .collect()
+}
+
 /// The revision and resolved identity of each root, looked up in parallel.
 fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
     roots
@@ -200,14 +212,7 @@ impl Session {
         let ids = context_ids(&repositories);
         phases.mark("validate person source");
         let progress = crate::progress::bar(terminal, repositories.len(), "reading repositories");
-        let context_roots: Vec<(PathBuf, String)> = repositories
-            .iter()
-            .map(|repository| {
-                let path = projects.join(repository);
-                let label = label_of(&path);
-                (path, label)
-            })
-            .collect();
+        let context_roots = roots_under(projects, &repositories);
         let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
         progress.inc(context_roots.len() as u64);
         let context_facts = facts(&context_roots);
@@ -246,14 +251,7 @@ impl Session {
             }
         }
         progress.inc_length(repository_paths.len() as u64);
-        let repository_roots: Vec<(PathBuf, String)> = repository_paths
-            .iter()
-            .map(|repository| {
-                let path = projects.join(repository);
-                let label = label_of(&path);
-                (path, label)
-            })
-            .collect();
+        let repository_roots = roots_under(projects, &repository_paths);
         let repository_catalogues = self.loader.catalogues(&mut self.db, &repository_roots, reload);
         progress.inc(repository_roots.len() as u64);
         let mut repository_inputs: Vec<RepositoryInput> = Vec::new();

@@ -155,3 +155,43 @@ pub fn materialize_case(case: &Path, to: &Path) -> Vec<String> {
     }
     arguments
 }
+
+/// `--person-source <compat person-profile> --personality-library <compat library>`.
+pub fn compat_source_arguments() -> Vec<String> {
+    let compat = compat_dir();
+    vec![
+        "--person-source".to_owned(),
+        compat.join("person-profile").display().to_string(),
+        "--personality-library".to_owned(),
+        compat.join("shared-personality-library").display().to_string(),
+    ]
+}
+
+/// Runs the binary with a fixed head of arguments followed by owned ones.
+pub fn acompose_args(directory: &Path, head: &[&str], tail: &[String]) -> Output {
+    let mut arguments: Vec<&str> = head.to_vec();
+    arguments.extend(tail.iter().map(String::as_str));
+    acompose(directory, &arguments)
+}
+
+/// A trusted root built from the compat `role-provider-selector/roles.kdl`, a hardware
+/// repository holding `skills`, and a request composing `platform` from the root.
+pub fn compat_selector_estate(root: &Path, skills: &[&str]) {
+    let roles = std::fs::read_to_string(compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
+    std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
+    std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
+    for name in skills {
+        let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\n\n# {name}\n\nBody.\n"),
+        )
+        .expect("skill");
+    }
+    std::fs::write(
+        root.join("request.kdl"),
+        "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"trusted\" root=\"trusted\"\n}\n",
+    )
+    .expect("request");
+}
