@@ -261,10 +261,27 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     let identity = cache::identity(&projects);
 
     // The fast path: nothing changed since the last convergence.
-    let (previous, warning) = cache::load(&home, &identity);
-    if let Some(reason) = warning {
+    let text = cache::read(&home).unwrap_or_else(|reason| {
         print_stderr(&format!("warning: discarding the fingerprint cache: {reason}\n"));
+        None
+    });
+    if let Some(text) = &text {
+        let mut counters = cache::CheckCounters::default();
+        if let Some(summary) = cache::unchanged_at_a_glance(text, &identity, &mut counters) {
+            if !terminal.quiet {
+                print_stdout(&unchanged_summary(&home, &summary, started.elapsed()));
+            }
+            if args.stats {
+                print_stdout(&Stats { stated: counters.stated, ..Stats::default() }.line());
+            }
+            return exit::SUCCESS;
+        }
     }
+    let previous = text.and_then(|text| {
+        cache::parse_for(&text, &identity)
+            .map_err(|reason| print_stderr(&format!("warning: discarding the fingerprint cache: {reason}\n")))
+            .ok()
+    });
     if let Some(mut previous) = previous {
         let mut counters = cache::CheckCounters::default();
         if let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) {

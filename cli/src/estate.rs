@@ -162,10 +162,13 @@ impl Session {
     /// the in-memory half of a reconvergence (used by the benchmarks). Returns how many
     /// bundles are ready.
     pub fn recompute_bundles(&self) -> usize {
-        self.compositions
-            .values()
-            .filter(|composition| composition_bundle(&self.db, **composition).value.is_some())
-            .count()
+        let compositions: Vec<Composition> = self.compositions.values().copied().collect();
+        compositions
+            .par_iter()
+            .map_with(self.db.clone(), |db, composition| {
+                usize::from(composition_bundle(db, *composition).value.is_some())
+            })
+            .sum()
     }
 
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the

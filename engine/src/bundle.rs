@@ -143,18 +143,13 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("blake3:{}", blake3::hash(bytes).to_hex())
 }
 
-/// The bundle id: the first 16 hex digits of blake3 over every file's path, length and
-/// bytes, in path order.
-pub fn bundle_id(files: &[OutputFile]) -> String {
-    let mut sorted: Vec<&OutputFile> = files.iter().collect();
-    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+/// The bundle id: the first 16 hex digits of blake3 over `manifest.json`. The manifest
+/// names every other file with its size and blake3, and everything else that
+/// determines the bundle, so its digest covers the whole bundle.
+pub fn bundle_id(manifest: &[u8]) -> String {
     let mut hasher = blake3::Hasher::new();
-    for file in sorted {
-        hasher.update(file.path.as_bytes());
-        hasher.update(&[0]);
-        hasher.update(&(file.bytes.len() as u64).to_le_bytes());
-        hasher.update(&file.bytes);
-    }
+    hasher.update(b"acompose-bundle\0");
+    hasher.update(manifest);
     hasher.finalize().to_hex()[..16].to_owned()
 }
 
@@ -320,10 +315,11 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
             })
             .collect(),
     };
+    let manifest_bytes = to_json_bytes(&manifest);
+    let id = bundle_id(&manifest_bytes);
     let mut files = content;
-    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: to_json_bytes(&manifest) });
+    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes });
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    let id = bundle_id(&files);
     Bundle { id, files, summary: Summary::of(&resolution.trace) }
 }
 
@@ -437,10 +433,8 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             problems.push(problem(path, "is listed in the manifest but missing".to_owned()));
         }
     }
-    // The id is the digest of the files.
-    let outputs: Vec<OutputFile> =
-        files.iter().map(|(path, bytes)| OutputFile { path: path.clone(), bytes: bytes.clone() }).collect();
-    let id = bundle_id(&outputs);
+    // The id is the digest of the manifest, which was checked against every file above.
+    let id = files.get("manifest.json").map(|bytes| bundle_id(bytes)).unwrap_or_default();
     if directory_name != id {
         problems.push(problem(
             ".",
