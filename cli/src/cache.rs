@@ -313,7 +313,7 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
         }
     };
     counters.stated = entries.len().saturating_sub(2);
-    entries.par_iter().all(|line| same(line)).then_some(summary)
+    entries.par_iter().all(same).then_some(summary)
 }
 
 /// Writes the cache atomically (temporary sibling + rename). Failures are ignored: the
