@@ -216,6 +216,19 @@ fn compose_and_bare_report_stats() {
     let output = acompose(temporary.path(), &["--home", "home", "--stats"]);
     assert!(output.stdout.contains("stats     stat'ed"), "{}", output.stdout);
     assert!(output.stdout.contains("queries executed"), "{}", output.stdout);
+    estate(temporary.path());
+    std::fs::write(
+        temporary.path().join("request.kdl"),
+        "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"root\" root=\"projects/acme/root\"\n}\n",
+    )
+    .expect("request");
+    let arguments = ["compose", "request.kdl", "--out", "out", "--projects-root", "projects", "--stats"];
+    let first = acompose(temporary.path(), &arguments);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let line = first.stdout.lines().find(|line| line.starts_with("stats")).expect("a stats line").to_owned();
+    assert!(line.contains("read 9,") && !line.contains("written 0;"), "{line}");
+    let second = acompose(temporary.path(), &arguments);
+    assert!(second.stdout.contains("written 0;"), "{}", second.stdout);
 }
 
 #[test]

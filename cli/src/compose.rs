@@ -33,6 +33,9 @@ pub struct ComposeArgs {
     /// Print a JSON report instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print files stat'ed, read, hashed and written, and queries executed and reused.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// Resolves the projects root: flag, `$PROJECTS_ROOT`, `~/projects`.
@@ -422,6 +425,17 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         }
     };
     let bundle = &prepared.bundle;
+    let stats = {
+        let (executed, reused) = db.take_query_counts();
+        crate::converge::Stats {
+            stated: loader.observed().len(),
+            read: loader.counters.files_read,
+            hashed: loader.counters.files_read,
+            written: if materialized == Materialized::New { bundle.files.len() } else { 0 },
+            queries_executed: executed,
+            queries_reused: reused,
+        }
+    };
     if args.json {
         #[derive(serde::Serialize)]
         struct Report<'a> {
@@ -472,6 +486,9 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                 decision.reason
             ));
         }
+    }
+    if args.stats {
+        text.push_str(&stats.line());
     }
     print_stdout(&text);
     exit::SUCCESS
