@@ -146,7 +146,7 @@ fn edit_one_skill(bencher: Bencher) {
     let terminal = Terminal::new(ColorChoice::Never, true, 0);
     let config = acompose_cli::converge::read_config(&home, &terminal).expect("config");
     let mut session = Session::default();
-    session.prune_in_background = true;
+    session.defer_pruning = true;
     session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, true).expect("converge");
     // repo-000 is used by the first role; skill 05 is inside its selected slice.
     let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");

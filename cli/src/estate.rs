@@ -54,8 +54,9 @@ pub struct Session {
     config_key: Option<String>,
     /// Bundle ids this session wrote or checked; watch mode does not check them again.
     verified: std::collections::BTreeSet<String>,
-    /// Prune stale bundles on a background thread (watch mode).
-    pub prune_in_background: bool,
+    /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
+    pub defer_pruning: bool,
+    prune_pending: Option<PathBuf>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -169,6 +170,11 @@ impl Session {
                 usize::from(composition_bundle(db, *composition).value.is_some())
             })
             .sum()
+    }
+
+    /// Removes the stale bundles a deferred convergence left; returns how many.
+    pub fn prune(&mut self) -> usize {
+        self.prune_pending.take().map_or(0, |folder| prune_bundles(&folder))
     }
 
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
@@ -385,11 +391,11 @@ impl Session {
         self.verified.extend(newly_verified);
         phases.mark("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
-        if self.prune_in_background {
+        if self.defer_pruning {
             // Watch mode: the index is written, so readers no longer need the stale
-            // bundles; removing hundreds of files need not delay the next line.
-            let folder = bundles_dir.clone();
-            std::thread::spawn(move || prune_bundles(&folder));
+            // bundles; they are removed when the inputs settle (`prune`), not while
+            // edits keep coming.
+            self.prune_pending = Some(bundles_dir.clone());
         } else {
             report.bundles_pruned = prune_bundles(&bundles_dir);
         }

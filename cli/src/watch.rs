@@ -77,7 +77,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         return exit::ENVIRONMENT;
     }
     let mut session = Session::default();
-    session.prune_in_background = true;
+    session.defer_pruning = true;
     let started = Instant::now();
     let mut last_report = match converge_locked(&mut session, &home, &projects, &config, terminal, true) {
         Ok(report) => {
@@ -133,6 +133,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                session.prune();
                 if cache_stale {
                     cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
                     cache_stale = false;
@@ -199,6 +200,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             }
         }
     }
+    session.prune();
     if cache_stale {
         cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
     }
