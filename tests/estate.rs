@@ -290,3 +290,23 @@ fn watch_reconverges_on_an_edit_and_stops_cleanly() {
     };
     assert!(exit.success(), "{exit:?}");
 }
+
+#[test]
+fn pruning_removes_only_bundles_a_previous_index_named() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let before = index(&home);
+    // A bundle `compose` wrote into the same folder is not the estate's to remove.
+    std::fs::write(temporary.path().join("request.kdl"), "compose {\n    role \"tpm\"\n    delivery \"compiled\"\n}\n")
+        .expect("request");
+    let composed = acompose(temporary.path(), &["compose", "request.kdl", "--out", "home/bundles"]);
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let composed_id = composed.stdout.split_whitespace().nth(1).expect("id").to_owned();
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Changed."));
+    let output = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
+    assert!(output.stdout.contains("bundles   1 new, 6 reused, 1 pruned"), "{}", output.stdout);
+    assert!(!home.join("bundles").join(&before["platform"]).exists(), "the stale platform bundle is gone");
+    assert!(home.join("bundles").join(&composed_id).is_dir(), "the composed bundle stays");
+}

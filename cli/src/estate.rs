@@ -56,7 +56,7 @@ pub struct Session {
     verified: std::collections::BTreeSet<String>,
     /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
     pub defer_pruning: bool,
-    prune_pending: Option<PathBuf>,
+    prune_pending: Vec<(PathBuf, Vec<String>)>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -174,7 +174,21 @@ impl Session {
 
     /// Removes the stale bundles a deferred convergence left; returns how many.
     pub fn prune(&mut self) -> usize {
-        self.prune_pending.take().map_or(0, |folder| prune_bundles(&folder))
+        let pending = std::mem::take(&mut self.prune_pending);
+        // A bundle a later index names again (an edit undone) is kept.
+        let named: Vec<String> = pending
+            .last()
+            .and_then(|(folder, _)| std::fs::read(folder.join(INDEX_FILE)).ok())
+            .and_then(|bytes| parse_index(&bytes))
+            .map(|index| index.into_values().collect())
+            .unwrap_or_default();
+        pending
+            .into_iter()
+            .map(|(folder, stale)| {
+                let stale: Vec<String> = stale.into_iter().filter(|id| !named.contains(id)).collect();
+                prune_bundles(&folder, &stale)
+            })
+            .sum()
     }
 
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
@@ -380,6 +394,17 @@ impl Session {
                 }],
             )
         };
+        // The bundles the previous index named: the only ones this convergence may prune
+        // (a `compose --out` into the same folder is not ours to remove).
+        let previously_named: Vec<String> = std::fs::read(bundles_dir.join(INDEX_FILE))
+            .ok()
+            .and_then(|bytes| parse_index(&bytes))
+            .map(|index| index.into_values().collect())
+            .unwrap_or_default();
+        let stale: Vec<String> = previously_named
+            .into_iter()
+            .filter(|id| !bundles.iter().any(|(_, _, bundle, _)| &bundle.id == id))
+            .collect();
         if bundles_dir.exists() || !index_files.is_empty() {
             let outcome = transaction::apply(&bundles_dir, &index_files, hooks).map_err(fail)?;
             report.estate_files_written += outcome.written.len() + outcome.removed.len();
@@ -395,9 +420,9 @@ impl Session {
             // Watch mode: the index is written, so readers no longer need the stale
             // bundles; they are removed when the inputs settle (`prune`), not while
             // edits keep coming.
-            self.prune_pending = Some(bundles_dir.clone());
+            self.prune_pending.push((bundles_dir.clone(), stale));
         } else {
-            report.bundles_pruned = prune_bundles(&bundles_dir);
+            report.bundles_pruned = prune_bundles(&bundles_dir, &stale);
         }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
@@ -450,22 +475,12 @@ impl Session {
     }
 }
 
-/// Removes bundle folders (16 hex digits) the index does not name. Staging folders are
-/// left alone: a `compose --out` into the same folder may be writing one. Returns how
-/// many were removed.
-fn prune_bundles(bundles_dir: &Path) -> usize {
-    let named =
-        std::fs::read(bundles_dir.join(INDEX_FILE)).ok().and_then(|bytes| parse_index(&bytes)).unwrap_or_default();
-    let keep: Vec<&String> = named.values().collect();
-    let Ok(entries) = std::fs::read_dir(bundles_dir) else { return 0 };
-    let mut pruned = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_bundle = name.len() == 16 && name.bytes().all(|byte| byte.is_ascii_hexdigit());
-        let is_directory = entry.file_type().is_ok_and(|kind| kind.is_dir());
-        if is_directory && is_bundle && !keep.contains(&&name) && std::fs::remove_dir_all(entry.path()).is_ok() {
-            pruned += 1;
-        }
-    }
-    pruned
+/// Removes the stale bundles (ids a previous index named and the new one does not).
+/// Returns how many were removed.
+fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
+    stale
+        .iter()
+        .filter(|id| id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit()))
+        .filter(|id| std::fs::remove_dir_all(bundles_dir.join(id)).is_ok())
+        .count()
 }
