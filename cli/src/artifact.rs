@@ -22,6 +22,17 @@ pub fn render_roster_out(
         Err(code) => return code,
     };
     let files = acompose_engine::converge::roster_files(&model);
+    match std::fs::symlink_metadata(out) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            print_stderr(&format!("error: `{}` is a symbolic link; pass the real directory\n", out.display()));
+            return exit::INVALID;
+        }
+        Ok(metadata) if !metadata.is_dir() => {
+            print_stderr(&format!("error: `{}` is not a directory\n", out.display()));
+            return exit::INVALID;
+        }
+        _ => {}
+    }
     if let Err(error) = std::fs::create_dir_all(out) {
         print_stderr(&format!("error: cannot create `{}`: {}\n", out.display(), crate::load::error_kind(&error)));
         return exit::ENVIRONMENT;

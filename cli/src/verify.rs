@@ -27,6 +27,10 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             return Err(vec![format!("cannot open `{}`: {}", directory.display(), crate::load::error_kind(&error))]);
         }
     }
+    // A folder without a manifest is not a bundle; do not read the rest of it.
+    if !std::fs::symlink_metadata(directory.join("manifest.json")).is_ok_and(|metadata| metadata.is_file()) {
+        return Err(vec![format!("`{}` is not a bundle: it has no `manifest.json`", directory.display())]);
+    }
     let mut files = BTreeMap::new();
     let mut problems = Vec::new();
     for entry in walkdir::WalkDir::new(directory).follow_links(false).sort_by_file_name() {
@@ -94,8 +98,12 @@ pub fn run(args: VerifyArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         Err(problems) => {
-            for problem in &problems {
+            const SHOWN: usize = 20;
+            for problem in problems.iter().take(SHOWN) {
                 print_stderr(&format!("error: {problem}\n"));
+            }
+            if problems.len() > SHOWN {
+                print_stderr(&format!("error: … and {} more problems\n", problems.len() - SHOWN));
             }
             print_stderr(&format!("error: bundle `{}` failed verification\n", args.bundle.display()));
             exit::INVALID
