@@ -87,8 +87,39 @@ pub fn kdl_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Docume
     parse_text(text, &path)
 }
 
+/// The deepest `{` nesting a file may have. The KDL parser recurses per level, so a
+/// hostile file could otherwise exhaust the stack; no roster file comes close.
+pub const MAX_NESTING: usize = 128;
+
+/// The first offset where `{` nesting exceeds [`MAX_NESTING`]. Braces inside strings
+/// count too: this is a conservative bound, not a parse.
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (offset, byte) in text.bytes().enumerate() {
+        match byte {
+            b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(offset);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Parses KDL text; `path` is only used to label diagnostics.
 pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
+    if let Some(offset) = too_deep(text) {
+        let diagnostic =
+            Diagnostic::error("kdl-too-deep", format!("`{{` blocks nest more than {MAX_NESTING} levels deep"))
+                .in_file(path)
+                .at(Some(Span::new(offset, 1)))
+                .hint("flatten the document; roster files need only a few levels");
+        return Parsed::new(Document::default(), vec![diagnostic]);
+    }
     match kdl::KdlDocument::parse_v2(text) {
         Ok(document) => {
             Parsed::new(Document { nodes: document.nodes().iter().map(convert_node).collect() }, Vec::new())
@@ -170,5 +201,20 @@ fn convert_node(node: &kdl::KdlNode) -> Node {
             .children()
             .map(|children| children.nodes().iter().map(convert_node).collect())
             .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let text = format!("a {}{}", "{ b ".repeat(MAX_NESTING + 1), "}".repeat(MAX_NESTING + 1));
+        let parsed = parse_text(&text, "x.kdl");
+        assert_eq!(parsed.diagnostics.len(), 1);
+        assert_eq!(parsed.diagnostics[0].code, "kdl-too-deep");
+        let shallow = format!("a {}{}", "{ b ".repeat(10), "}".repeat(10));
+        assert!(parse_text(&shallow, "x.kdl").diagnostics.is_empty());
     }
 }
