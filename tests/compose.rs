@@ -256,3 +256,35 @@ fn budgets_equal_the_bytes_on_disk() {
     }
     assert!(total > 0);
 }
+
+#[test]
+fn catalogue_copies_of_inactive_skills_never_enter() {
+    let (_temporary, root) = case("inactive-names-in-a-catalogue");
+    let output = compose_in(&root);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bundle = bundle_dir(&root).expect("bundle");
+    for name in ["role-sysadmin", "personality-playful", "sysadmin-change-window"] {
+        assert!(!bundle.join("content/skills/knowledge").join(name).exists(), "{name} entered the bundle");
+    }
+    assert!(bundle.join("content/skills/knowledge/estate-map/SKILL.md").is_file());
+    let trace = trace_of(&root);
+    let copies: Vec<&serde_json::Value> = decision(&trace, "skill:role-sysadmin")
+        .into_iter()
+        .filter(|decision| decision["source"] == "knowledge")
+        .collect();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(copies[0]["outcome"], "excluded");
+    assert_eq!(copies[0]["cause"], "role-inactive");
+}
+
+#[test]
+fn a_global_repository_with_selectors_gives_every_role_only_its_slice() {
+    let (_temporary, root) = case("global-with-selectors");
+    let output = compose_in(&root);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bundle = bundle_dir(&root).expect("bundle");
+    assert!(bundle.join("content/skills/hardware/compute-stack/SKILL.md").is_file());
+    assert!(!bundle.join("content/skills/hardware/secret-keys").exists());
+    let trace = trace_of(&root);
+    assert_eq!(decision(&trace, "skill:secret-keys")[0]["cause"], "selector-excluded");
+}

@@ -398,3 +398,17 @@ fn an_interrupted_transaction_is_rolled_back_by_the_next_run() {
     assert!(outcome.recovered);
     assert_eq!(before, tree(&root));
 }
+
+#[test]
+fn a_planted_journal_symlink_is_refused_and_nothing_outside_is_touched() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    assert_eq!(acompose(temporary.path(), &["roster", "--out", "art"]).code, 0);
+    let victim = temporary.path().join("victim");
+    std::fs::create_dir(&victim).expect("victim");
+    std::os::unix::fs::symlink(&victim, temporary.path().join("art/.acompose-transaction")).expect("symlink");
+    std::fs::write(temporary.path().join("art/person.json"), "changed").expect("change");
+    let output = acompose(temporary.path(), &["roster", "--out", "art"]);
+    assert_ne!(output.code, 0, "{}", output.stdout);
+    assert_eq!(std::fs::read_dir(&victim).expect("victim").count(), 0, "nothing was written outside");
+    assert_eq!(std::fs::read(temporary.path().join("art/person.json")).expect("kept"), b"changed");
+}

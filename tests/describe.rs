@@ -192,3 +192,22 @@ fn json_documents_validate_against_their_published_schemas() {
         }
     }
 }
+
+#[test]
+fn hostile_numbers_in_a_trace_are_not_a_crash() {
+    let (_temporary, bundle) = composed("selector-slice");
+    let case = bundle.parent().and_then(Path::parent).expect("case").to_path_buf();
+    let path = relative(&bundle);
+    let text = std::fs::read_to_string(bundle.join("trace.json")).expect("trace");
+    let mut trace: serde_json::Value = serde_json::from_str(&text).expect("json");
+    for provider in trace["providers"].as_array_mut().expect("providers") {
+        provider["context_bytes"] = serde_json::json!(u64::MAX);
+        provider["skills"] = serde_json::json!(u64::MAX);
+    }
+    std::fs::write(bundle.join("trace.json"), serde_json::to_vec_pretty(&trace).expect("json")).expect("write");
+    let described = acompose(&case, &["describe", &path]);
+    assert_eq!(described.code, 0, "{}", described.stderr);
+    let verified = acompose(&case, &["verify", &path]);
+    assert_eq!(verified.code, 1, "{}", verified.stderr);
+    assert!(!verified.stderr.contains("panicked"), "{}", verified.stderr);
+}

@@ -18,9 +18,17 @@ fn skill(name: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
 }
 
+/// Writes a file and dates it an hour back, so the fingerprint cache does not treat it as
+/// racily fresh (a file changed within two seconds of a convergence is always re-hashed).
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
+    backdate(path);
+}
+
+fn backdate(path: &Path) {
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(path).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
 }
 
 const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; composed-skill \"design-*\"; }\n    role eval { use-repository benchmarks; composed-skill \"metrics-*\"; }\n}\n";
@@ -192,12 +200,17 @@ fn the_cache_sees_touched_files_and_discards_a_corrupt_cache() {
     // Same bytes, new mtime: recognised by the hash, nothing rewritten.
     let skill_path = projects.join("example/hardware/.agents/skills/machine-cpu/SKILL.md");
     let bytes = std::fs::read(&skill_path).expect("read");
-    std::thread::sleep(Duration::from_millis(20));
     std::fs::write(&skill_path, &bytes).expect("rewrite");
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&skill_path)
+        .and_then(|file| file.set_modified(two_hours_ago))
+        .expect("a different old time");
     let touched = acompose(temporary.path(), &arguments);
     assert!(touched.stdout.contains("read 1, hashed 1, written 0"), "{}", touched.stdout);
     // A changed body converges.
-    std::fs::write(&skill_path, skill("machine-cpu", "Changed.")).expect("change");
+    write(&skill_path, &skill("machine-cpu", "Changed."));
     let changed = acompose(temporary.path(), &arguments);
     assert!(changed.stdout.contains("bundles   1 new"), "{}", changed.stdout);
     // A corrupt cache is discarded with a warning, never trusted.
@@ -309,4 +322,32 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
     assert!(output.stdout.contains("bundles   1 new, 6 reused, 1 pruned"), "{}", output.stdout);
     assert!(!home.join("bundles").join(&before["platform"]).exists(), "the stale platform bundle is gone");
     assert!(home.join("bundles").join(&composed_id).is_dir(), "the composed bundle stays");
+}
+
+#[test]
+fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    // A commit moves the branch: the plan must follow.
+    write(&projects.join("acme/root/.git/refs/heads/main"), "1111111111111111111111111111111111111111\n");
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let plan = std::fs::read_to_string(home.join("repository-plan.json")).expect("plan");
+    assert!(plan.contains("1111111111111111111111111111111111111111"), "{plan}");
+    // A bundle missing a file is not passed off as reused.
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    std::fs::remove_file(platform.join("content/skills/hardware/machine-gpu/SKILL.md")).expect("damage");
+    let damaged = acompose(temporary.path(), &arguments);
+    assert_ne!(damaged.code, 0, "{}", damaged.stdout);
+    assert!(damaged.stderr.contains("damaged"), "{}", damaged.stderr);
+    std::fs::remove_dir_all(&platform).expect("remove the damaged bundle");
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    // A repository replaced by a symbolic link is noticed, not skipped.
+    let real = temporary.path().join("hardware-real");
+    std::fs::rename(projects.join("example/hardware"), &real).expect("move");
+    std::os::unix::fs::symlink(&real, projects.join("example/hardware")).expect("symlink");
+    let replaced = acompose(temporary.path(), &arguments);
+    assert_ne!(replaced.code, 0, "{}", replaced.stdout);
+    assert!(replaced.stderr.contains("symbolic link"), "{}", replaced.stderr);
 }

@@ -35,8 +35,31 @@ pub struct Cache {
     pub outputs: Vec<(PathBuf, Stat)>,
 }
 
+/// A file modified this recently may change again within the same timestamp tick; its
+/// recorded time is smudged so the next run compares its hash instead of trusting it.
+const RACY_NANOS: i128 = 2_000_000_000;
+
+/// Smudges the modification time of a file observed within [`RACY_NANOS`] of now.
+pub fn smudge_if_racy(observed: Observed) -> Observed {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX));
+    match observed {
+        Observed::File(stat, digest) if stat.modified_nanos > now - RACY_NANOS => {
+            Observed::File(Stat { modified_nanos: 0, ..stat }, digest)
+        }
+        other => other,
+    }
+}
+
 /// The identity of this build and its settings: a cache made by anything else is foreign.
+/// The running executable's size and time stand for the build (a rebuild with the same
+/// version may render differently).
 pub fn identity(projects: &Path) -> String {
+    let executable = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|metadata| Stat::of(&metadata))
+        .map_or_else(|_| "unknown".to_owned(), |stat| format!("{}-{}", stat.size, stat.modified_nanos));
     let mut hasher = blake3::Hasher::new();
     for (path, bytes) in acompose_roster::files() {
         hasher.update(path.as_bytes());
@@ -44,8 +67,9 @@ pub fn identity(projects: &Path) -> String {
         hasher.update(bytes);
     }
     format!(
-        "{} {} {}",
+        "{} {} {} {}",
         env!("CARGO_PKG_VERSION"),
+        executable,
         &hasher.finalize().to_hex()[..16],
         projects.display().to_string().replace(['\n', '\t'], " ")
     )

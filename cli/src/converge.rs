@@ -217,11 +217,10 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
         .ok()
         .and_then(|bytes| acompose_engine::estate::parse_index(&bytes))
     {
+        // Every file of every indexed bundle: a bundle missing a file must not pass as
+        // reused.
         for id in index.values() {
-            let manifest = bundles.join(id).join("manifest.json");
-            if let Ok(metadata) = std::fs::symlink_metadata(&manifest) {
-                outputs.push((manifest, Stat::of(&metadata)));
-            }
+            cache::output_stats(&bundles.join(id), &mut outputs);
         }
     }
     cache::Cache {
@@ -234,8 +233,12 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             bundles: report.bundles_new + report.bundles_reused,
         },
         inputs: {
-            let mut inputs: Vec<(PathBuf, Observed)> =
-                session.loader.observed().iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+            let mut inputs: Vec<(PathBuf, Observed)> = session
+                .loader
+                .observed()
+                .iter()
+                .map(|(path, observed)| (path.clone(), cache::smudge_if_racy(*observed)))
+                .collect();
             inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
             inputs
         },
@@ -287,7 +290,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         if let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) {
             if !touched.is_empty() {
                 for (index, observed) in touched {
-                    previous.inputs[index].1 = observed;
+                    previous.inputs[index].1 = cache::smudge_if_racy(observed);
                 }
                 cache::store(&home, &previous);
             }

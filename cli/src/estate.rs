@@ -128,6 +128,21 @@ fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
         .collect()
 }
 
+/// The files a revision is read from (`.git/HEAD`, the branch's ref, `packed-refs`), to
+/// fingerprint: a commit must make the next run converge again.
+pub fn revision_sources(repository: &Path) -> Vec<PathBuf> {
+    let git = repository.join(".git");
+    let mut paths = vec![git.join("HEAD")];
+    if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
+        && let Some(reference) = head.trim().strip_prefix("ref: ")
+        && !reference.contains("..")
+    {
+        paths.push(git.join(reference));
+        paths.push(git.join("packed-refs"));
+    }
+    paths
+}
+
 /// The revision `.git/HEAD` names, without running git: a detached hash, or the hash of
 /// the branch it points to (loose ref or packed-refs), or the branch name.
 pub fn git_revision(repository: &Path) -> Option<String> {
@@ -287,6 +302,11 @@ impl Session {
             repository_inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
         }
         progress.finish_and_clear();
+        for (root, _) in context_roots.iter().chain(&repository_roots) {
+            for path in revision_sources(root) {
+                self.loader.note(&path, crate::load::observe(&path));
+            }
+        }
         phases.mark("read catalogues");
 
         // One composition per role; computed in parallel on clones of the database.

@@ -266,7 +266,8 @@ pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
             return Some(read);
         }
         Ok(metadata) if !metadata.is_dir() => return None,
-        Ok(_) => {}
+        // The root itself is fingerprinted, so replacing it (by a symlink, say) is seen.
+        Ok(metadata) => read.observed.push((root.to_path_buf(), Observed::Directory(Stat::of(&metadata)))),
     }
     let agents = root.join(".agents");
     match std::fs::symlink_metadata(&agents) {

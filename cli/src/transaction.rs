@@ -1,6 +1,7 @@
 //! Transactional writing of an owned output directory.
 //!
-//! Every file is written to a temporary sibling, flushed and renamed into place. Files
+//! Every file is written to a temporary file in the directory's journal folder, flushed
+//! and renamed into place. Files
 //! whose bytes are unchanged are not touched (their mtime stays). Files the directory
 //! owned before and no longer produces are removed. What the directory owns is recorded
 //! in an ownership file; a file in the way that the record does not list is foreign and
@@ -244,17 +245,30 @@ struct Journal<'a> {
     file: Option<File>,
     actions: Vec<Action>,
     backups: usize,
+    temporaries: usize,
 }
 
 impl Journal<'_> {
-    fn record(&mut self, action: Action, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let path = self.directory.join("journal");
+    /// Creates the journal folder and file on first use.
+    fn open(&mut self, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
         if self.file.is_none() {
+            let path = self.directory.join("journal");
             hooks.before(Step::CreateDirectory(&self.directory)).map_err(io_error(&self.directory))?;
             fs::create_dir(&self.directory).map_err(io_error(&self.directory))?;
             let file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(io_error(&path))?;
             self.file = Some(file);
         }
+        Ok(())
+    }
+
+    fn next_temporary(&mut self) -> PathBuf {
+        self.temporaries += 1;
+        self.directory.join(format!("temporary-{}", self.temporaries))
+    }
+
+    fn record(&mut self, action: Action, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        let path = self.directory.join("journal");
+        self.open(hooks)?;
         hooks.before(Step::Journal).map_err(io_error(&path))?;
         if let Some(file) = self.file.as_mut() {
             file.write_all(action.line().as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
@@ -298,17 +312,6 @@ fn roll_back(root: &Path, journal_directory: &Path, actions: &[Action]) -> Resul
         }
     }
     Ok(())
-}
-
-fn remove_temporaries(root: &Path, written: &[String]) {
-    for path in written {
-        let _ = fs::remove_file(temporary_path(&root.join(path)));
-    }
-}
-
-fn temporary_path(target: &Path) -> PathBuf {
-    let name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-    target.with_file_name(format!(".{name}.acompose-tmp"))
 }
 
 /// Rolls back a transaction a previous run left behind (a crash mid-way).
@@ -382,7 +385,14 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
     }
 
     // Execute, journaling each step first.
-    let mut journal = Journal { root, directory: root.join(JOURNAL_DIR), file: None, actions: Vec::new(), backups: 0 };
+    let mut journal = Journal {
+        root,
+        directory: root.join(JOURNAL_DIR),
+        file: None,
+        actions: Vec::new(),
+        backups: 0,
+        temporaries: 0,
+    };
     let mut created_root = false;
     let result = (|| -> Result<(), TransactionError> {
         if !root_exists {
@@ -413,10 +423,15 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
                     fs::create_dir(&folder).map_err(io_error(&folder))?;
                 }
             }
-            let temporary = temporary_path(&target);
+            // Temporaries live in the journal folder, which this run created: nothing
+            // foreign can sit at their names, and a crash leaves them where recovery
+            // removes them.
+            journal.open(hooks)?;
+            let temporary = journal.next_temporary();
             hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
             {
-                let mut handle = File::create(&temporary).map_err(io_error(&temporary))?;
+                let mut handle =
+                    OpenOptions::new().write(true).create_new(true).open(&temporary).map_err(io_error(&temporary))?;
                 handle.write_all(&file.bytes).and_then(|()| handle.sync_all()).map_err(io_error(&temporary))?;
             }
             if exists {
@@ -454,9 +469,6 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
             Ok(outcome)
         }
         Err(error) => {
-            let written: Vec<String> = writes.iter().map(|(file, _)| file.path.clone()).collect();
-            remove_temporaries(root, &written);
-            let _ = fs::remove_file(temporary_path(&root.join(OWNERSHIP_FILE)));
             roll_back(journal.root, &journal.directory, &journal.actions)?;
             let _ = fs::remove_dir_all(&journal.directory);
             if created_root {

@@ -156,7 +156,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             })
             .flat_map(|event| event.paths.iter().cloned())
             .filter(|path| !is_output(&home, path))
-            .filter(|path| !path.file_name().is_some_and(|name| name.to_string_lossy().ends_with(".acompose-tmp")))
+            .filter(|path| !path.components().any(|part| part.as_os_str() == crate::transaction::JOURNAL_DIR))
             .collect();
         changed.sort();
         changed.dedup();

@@ -454,7 +454,8 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
         if let Some(rest) = path.strip_prefix("content/skills/") {
             let mut parts = rest.splitn(3, '/');
             if let (Some(source), Some(skill), Some(_)) = (parts.next(), parts.next(), parts.next()) {
-                *skill_folders.entry((source.to_owned(), skill.to_owned())).or_default() += bytes.len() as u64;
+                let entry = skill_folders.entry((source.to_owned(), skill.to_owned())).or_default();
+                *entry = entry.saturating_add(bytes.len() as u64);
             }
         }
     }
@@ -483,12 +484,15 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
         }
     }
     // Budgets: each provider's bytes are the bytes of its folders; tokens are ceil(/4).
-    let mut total = 0;
+    let mut total: u64 = 0;
     for provider in &trace.providers {
-        let bytes: u64 =
-            skill_folders.iter().filter(|((source, _), _)| *source == provider.source).map(|(_, bytes)| *bytes).sum();
+        let bytes: u64 = skill_folders
+            .iter()
+            .filter(|((source, _), _)| *source == provider.source)
+            .fold(0u64, |sum, (_, bytes)| sum.saturating_add(*bytes));
         let skills = skill_folders.keys().filter(|(source, _)| *source == provider.source).count();
-        total += provider.context_bytes;
+        // Numbers in a bundle are untrusted: add without overflowing.
+        total = total.saturating_add(provider.context_bytes);
         if provider.context_bytes != bytes || provider.skills != skills {
             problems.push(problem(
                 "trace.json",
@@ -508,7 +512,7 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             ));
         }
     }
-    let content_bytes: u64 = skill_folders.values().sum();
+    let content_bytes: u64 = skill_folders.values().fold(0u64, |sum, bytes| sum.saturating_add(*bytes));
     if total != content_bytes {
         problems.push(problem(
             "trace.json",

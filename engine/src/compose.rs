@@ -164,6 +164,9 @@ struct Resolver<'db> {
     diagnostics: Vec<Diagnostic>,
     /// Selected skill name → (source, tree digest).
     taken: BTreeMap<String, (String, String)>,
+    /// Names of inactive roles' skills and methods and of personalities outside the meld:
+    /// a catalogue skill with one of these names never enters (cause, reason).
+    reserved: BTreeMap<String, (&'static str, String)>,
 }
 
 impl Resolver<'_> {
@@ -248,6 +251,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         providers: Vec::new(),
         diagnostics: model_parsed.diagnostics.clone(),
         taken: BTreeMap::new(),
+        reserved: BTreeMap::new(),
     };
 
     let Some(role) = model.role(&slug) else {
@@ -373,12 +377,17 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
             PERSON_SOURCE_ID,
             Outcome::Excluded,
             "personality-inactive",
-            reason,
+            reason.clone(),
             Vec::new(),
         );
+        resolver.reserved.insert(personality.skill.id.clone(), ("personality-inactive", reason));
     }
     for other in model.roles.iter().filter(|other| other.slug != slug) {
         let reason = format!("belongs to inactive role `{}`", other.slug);
+        resolver.reserved.insert(other.skill.id.clone(), ("role-inactive", reason.clone()));
+        for method in &other.methods {
+            resolver.reserved.insert(method.id.clone(), ("role-inactive", reason.clone()));
+        }
         resolver.decide(
             format!("skill:{}", other.skill.id),
             "role-skill",
@@ -633,6 +642,19 @@ fn select_from(
             let entry =
                 skill.members.iter().find(|member| member.path == skill.kind.entry_file()).map(|member| member.file);
             let file = entry.map_or_else(|| candidate.location.clone(), |file| file.display_path(db));
+            // A catalogue copy of an inactive role's or personality's skill never enters.
+            if let Some((cause, reason)) = resolver.reserved.get(&skill.name).cloned() {
+                resolver.decide(
+                    skill.subject(),
+                    skill_kind_name(skill.kind),
+                    &candidate.id,
+                    Outcome::Excluded,
+                    cause,
+                    format!("the name is reserved: it {reason}"),
+                    selectors,
+                );
+                return;
+            }
             match resolver.claim(&skill.name, &candidate.id, &skill.digest, file) {
                 Ok(()) => {
                     resolver.decide(
@@ -890,20 +912,32 @@ fn gather_candidates(
         }
     };
     let mut listed: Vec<(String, String)> = Vec::new();
-    for (root_id, _, root) in &trusted_roots {
+    for (root_id, roles_file, root) in &trusted_roots {
         for id in &root.globals {
             let Some(repository) = root.repository(id) else { continue };
             listed.push((root_id.clone(), id.clone()));
-            candidates.push(repository_candidate(
-                id,
-                &repository.path,
-                "ordinary-catalogue",
-                "global".to_owned(),
-                Admission::Whole {
-                    cause: "global",
-                    reason: format!("declared `global` in the trusted root `{root_id}`; every role receives it"),
-                },
-            ));
+            // A global repository with `skill` selectors gives every role its bounded slice.
+            let (category, admission) = if repository.is_skill_provider() {
+                (
+                    "skill-provider",
+                    Admission::Selector {
+                        patterns: repository.selectors.clone(),
+                        roles_file: *roles_file,
+                        reason: format!(
+                            "declared `global` in the trusted root `{root_id}`, bounded by its `skill` selectors; every role receives the slice"
+                        ),
+                    },
+                )
+            } else {
+                (
+                    "ordinary-catalogue",
+                    Admission::Whole {
+                        cause: "global",
+                        reason: format!("declared `global` in the trusted root `{root_id}`; every role receives it"),
+                    },
+                )
+            };
+            candidates.push(repository_candidate(id, &repository.path, category, "global".to_owned(), admission));
         }
     }
     for (root_id, roles_file, root) in &trusted_roots {

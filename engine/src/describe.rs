@@ -113,9 +113,10 @@ pub fn budget(trace: &Trace) -> Budget {
             }),
         })
         .collect();
-    let total_bytes = providers.iter().map(|row| row.context_bytes).sum();
+    // The figures come from a bundle, which may be hostile: add without overflowing.
+    let total_bytes = providers.iter().fold(0u64, |sum, row| sum.saturating_add(row.context_bytes));
     Budget {
-        total_skills: providers.iter().map(|row| row.skills).sum(),
+        total_skills: providers.iter().fold(0usize, |sum, row| sum.saturating_add(row.skills)),
         total_bytes,
         total_tokens: crate::trace::approximate_tokens(total_bytes),
         providers,
