@@ -412,3 +412,32 @@ fn a_planted_journal_symlink_is_refused_and_nothing_outside_is_touched() {
     assert_eq!(std::fs::read_dir(&victim).expect("victim").count(), 0, "nothing was written outside");
     assert_eq!(std::fs::read(temporary.path().join("art/person.json")).expect("kept"), b"changed");
 }
+
+#[test]
+fn bare_and_verify_reports_are_json_on_request() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let first = acompose(temporary.path(), &["--home", "home", "--json", "--stats"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let report: serde_json::Value = serde_json::from_str(&first.stdout).expect("json");
+    assert_eq!(report["format"], "acompose.converge.v1");
+    assert_eq!(report["inputs_unchanged"], false);
+    assert!(report["files"]["written"].as_array().is_some_and(|written| written.len() > 20));
+    let second = acompose(temporary.path(), &["--home", "home", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&second.stdout).expect("json");
+    assert_eq!(report["inputs_unchanged"], true);
+    assert_eq!(report["files"]["written"], serde_json::json!([]));
+
+    let compat = common::compat_dir().join("person-profile/request.kdl");
+    let composed = acompose(temporary.path(), &["compose", compat.to_str().expect("utf-8"), "--out", "b"]);
+    let id = composed.stdout.split_whitespace().nth(1).expect("id");
+    let verified = acompose(temporary.path(), &["verify", &format!("b/{id}"), "--json"]);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+    let document: serde_json::Value = serde_json::from_str(&verified.stdout).expect("json");
+    assert_eq!(document["verified"], true);
+    std::fs::write(temporary.path().join(format!("b/{id}/content/instructions.md")), "tampered").expect("tamper");
+    let broken = acompose(temporary.path(), &["verify", &format!("b/{id}"), "--json"]);
+    assert_eq!(broken.code, 1);
+    let document: serde_json::Value = serde_json::from_str(&broken.stdout).expect("json");
+    assert_eq!(document["verified"], false);
+    assert!(document["problems"].as_array().is_some_and(|problems| !problems.is_empty()));
+}

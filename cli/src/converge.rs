@@ -133,6 +133,109 @@ pub struct ConvergeArgs {
     /// `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
+    /// Print the report as JSON (`acompose.converge.v1`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What one bare run found, for the report.
+enum Found<'a> {
+    Unchanged(&'a cache::Summary),
+    Converged(&'a Report),
+}
+
+/// Prints the report of a bare run: the summary (or JSON) and `--stats`.
+fn print_report(
+    home: &Path,
+    found: &Found<'_>,
+    stats: &Stats,
+    args: &ConvergeArgs,
+    terminal: &Terminal,
+    elapsed: Duration,
+) {
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Files<'a> {
+            written: Vec<&'a str>,
+            unchanged: usize,
+            removed: Vec<&'a str>,
+        }
+        #[derive(serde::Serialize)]
+        struct Bundles {
+            new: usize,
+            reused: usize,
+            pruned: usize,
+        }
+        #[derive(serde::Serialize)]
+        struct StatsJson {
+            stated: usize,
+            read: usize,
+            hashed: usize,
+            written: usize,
+            queries_executed: usize,
+            queries_reused: usize,
+        }
+        #[derive(serde::Serialize)]
+        struct Document<'a> {
+            format: &'static str,
+            source: &'a str,
+            roles: usize,
+            personalities: usize,
+            inputs_unchanged: bool,
+            files: Files<'a>,
+            bundles: Bundles,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stats: Option<StatsJson>,
+        }
+        let (source, roles, personalities, files, bundles) = match found {
+            Found::Unchanged(summary) => (
+                summary.source.as_str(),
+                summary.roles,
+                summary.personalities,
+                Files { written: Vec::new(), unchanged: summary.artifact_files, removed: Vec::new() },
+                Bundles { new: 0, reused: summary.bundles, pruned: 0 },
+            ),
+            Found::Converged(report) => (
+                report.source.as_str(),
+                report.roles,
+                report.personalities,
+                Files {
+                    written: report.roster.written.iter().map(String::as_str).collect(),
+                    unchanged: report.roster.unchanged,
+                    removed: report.roster.removed.iter().map(String::as_str).collect(),
+                },
+                Bundles { new: report.bundles_new, reused: report.bundles_reused, pruned: report.bundles_pruned },
+            ),
+        };
+        let document = Document {
+            format: "acompose.converge.v1",
+            source,
+            roles,
+            personalities,
+            inputs_unchanged: matches!(found, Found::Unchanged(_)),
+            files,
+            bundles,
+            stats: args.stats.then_some(StatsJson {
+                stated: stats.stated,
+                read: stats.read,
+                hashed: stats.hashed,
+                written: stats.written,
+                queries_executed: stats.queries_executed,
+                queries_reused: stats.queries_reused,
+            }),
+        };
+        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        return;
+    }
+    if !terminal.quiet {
+        match found {
+            Found::Unchanged(summary) => print_stdout(&unchanged_summary(home, summary, elapsed)),
+            Found::Converged(report) => print_stdout(&summary(report, elapsed)),
+        }
+    }
+    if args.stats {
+        print_stdout(&stats.line());
+    }
 }
 
 /// Counts for `--stats`.
@@ -271,12 +374,8 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     if let Some(text) = &text {
         let mut counters = cache::CheckCounters::default();
         if let Some(summary) = cache::unchanged_at_a_glance(text, &identity, &mut counters) {
-            if !terminal.quiet {
-                print_stdout(&unchanged_summary(&home, &summary, started.elapsed()));
-            }
-            if args.stats {
-                print_stdout(&Stats { stated: counters.stated, ..Stats::default() }.line());
-            }
+            let stats = Stats { stated: counters.stated, ..Stats::default() };
+            print_report(&home, &Found::Unchanged(&summary), &stats, args, terminal, started.elapsed());
             return exit::SUCCESS;
         }
     }
@@ -294,14 +393,9 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
                 }
                 cache::store(&home, &previous);
             }
-            if !terminal.quiet {
-                print_stdout(&unchanged_summary(&home, &previous.summary, started.elapsed()));
-            }
-            if args.stats {
-                let stats =
-                    Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
-                print_stdout(&stats.line());
-            }
+            let stats =
+                Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
+            print_report(&home, &Found::Unchanged(&previous.summary), &stats, args, terminal, started.elapsed());
             return exit::SUCCESS;
         }
     }
@@ -326,21 +420,16 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     match session.converge(&home, &projects, &config, terminal, &mut NoFaults, true) {
         Ok(report) => {
             cache::store(&home, &fingerprints(&session, &home, &projects, &report));
-            if !terminal.quiet {
-                print_stdout(&summary(&report, started.elapsed()));
-            }
-            if args.stats {
-                let counters = session.loader.counters;
-                let stats = Stats {
-                    stated: session.loader.observed().len(),
-                    read: counters.files_read,
-                    hashed: counters.files_read,
-                    written: report.files_written,
-                    queries_executed: report.queries_executed,
-                    queries_reused: report.queries_reused,
-                };
-                print_stdout(&stats.line());
-            }
+            let counters = session.loader.counters;
+            let stats = Stats {
+                stated: session.loader.observed().len(),
+                read: counters.files_read,
+                hashed: counters.files_read,
+                written: report.files_written,
+                queries_executed: report.queries_executed,
+                queries_reused: report.queries_reused,
+            };
+            print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
                     print_stderr(&format!("wrote {path}\n"));

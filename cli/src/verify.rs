@@ -13,6 +13,9 @@ use crate::{exit, print_stderr, print_stdout};
 pub struct VerifyArgs {
     /// The bundle directory (`<out>/<id>`).
     pub bundle: std::path::PathBuf,
+    /// Print the result as JSON (`acompose.verify.v1`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Reads every file of a bundle directory; symlinks and special files are problems.
@@ -90,6 +93,24 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
 }
 
 pub fn run(args: VerifyArgs, terminal: &Terminal) -> u8 {
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Document<'a> {
+            format: &'static str,
+            verified: bool,
+            skills: usize,
+            files: usize,
+            problems: &'a [String],
+        }
+        let result = verify_directory(&args.bundle);
+        let (verified, skills, files, problems) = match &result {
+            Ok(verified) => (true, verified.skills, verified.files, &[][..]),
+            Err(problems) => (false, 0, 0, problems.as_slice()),
+        };
+        let document = Document { format: "acompose.verify.v1", verified, skills, files, problems };
+        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        return if verified { exit::SUCCESS } else { exit::INVALID };
+    }
     match verify_directory(&args.bundle) {
         Ok(verified) => {
             if !terminal.quiet {
