@@ -3,10 +3,13 @@
 //! layer does), never decides where home is.
 
 use crate::OutputFile;
+// The strict YAML reader shared with People: size, depth and value limits, no duplicate
+// keys, anchors, aliases, tags or non-finite numbers.
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
+use crate::people::tree::{Position, Tree, push_token};
+use crate::people::yaml as strict_yaml;
 use crate::person::PersonModel;
 use crate::person::validate::person_model;
-use crate::yaml::{self, Yaml};
 use crate::{PersonSource, render, snapshot};
 
 /// The name of the host configuration file inside home.
@@ -34,35 +37,87 @@ pub struct HostConfig {
 
 const KNOWN_KEYS: [&str; 4] = ["person_source", "person_policy", "personality_libraries", "operating_context"];
 
-fn scalar(value: &Yaml, key: &str, path: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<(String, Span)> {
-    match value {
-        Yaml::Scalar { text, span, .. } if !text.trim().is_empty() => Some((text.clone(), *span)),
-        other => {
-            diagnostics.push(
-                Diagnostic::error(
-                    "config-type",
-                    format!("`{key}` expects a non-empty string, found {}", other.kind_name()),
-                )
-                .in_file(path)
-                .at(Some(other.span()))
-                .hint(format!("write `{key}: <value>`")),
-            );
-            None
+/// The byte offset of a 1-based line and column (columns count characters).
+fn offset_at(text: &str, position: Position) -> usize {
+    let mut offset = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        if index + 1 == position.line {
+            let column: usize = line.chars().take(position.column.saturating_sub(1)).map(char::len_utf8).sum();
+            return offset + column;
         }
+        offset += line.len();
+    }
+    text.len()
+}
+
+/// Reads values out of the parsed configuration with spans for diagnostics.
+struct Reader<'a> {
+    text: &'a str,
+    path: &'a str,
+    tree: &'a Tree,
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn kind_name(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "nothing",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
     }
 }
 
-fn list(value: &Yaml, key: &str, path: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<(String, Span)> {
-    match value {
-        Yaml::Sequence { items, .. } => items.iter().filter_map(|item| scalar(item, key, path, diagnostics)).collect(),
-        other => {
-            diagnostics.push(
-                Diagnostic::error("config-type", format!("`{key}` expects a list, found {}", other.kind_name()))
-                    .in_file(path)
-                    .at(Some(other.span()))
-                    .hint(format!("write `{key}:` followed by `  - <value>` lines")),
-            );
-            Vec::new()
+impl Reader<'_> {
+    fn span(&self, pointer: &str, length: usize) -> Span {
+        let offset = self.tree.position(pointer).map_or(0, |position| offset_at(self.text, position));
+        Span::new(offset, length.max(1))
+    }
+
+    fn key_span(&self, pointer: &str, key: &str) -> Span {
+        let offset = self.tree.key_position(pointer).map_or(0, |position| offset_at(self.text, position));
+        Span::new(offset, key.len().max(1))
+    }
+
+    fn scalar(&mut self, value: &serde_json::Value, pointer: &str, key: &str) -> Option<(String, Span)> {
+        match value {
+            serde_json::Value::String(text) if !text.trim().is_empty() => {
+                Some((text.clone(), self.span(pointer, text.len())))
+            }
+            other => {
+                let span = self.span(pointer, 1);
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "config-type",
+                        format!("`{key}` expects a non-empty string, found {}", kind_name(other)),
+                    )
+                    .in_file(self.path)
+                    .at(Some(span))
+                    .hint(format!("write `{key}: <value>`")),
+                );
+                None
+            }
+        }
+    }
+
+    fn list(&mut self, value: &serde_json::Value, pointer: &str, key: &str) -> Vec<(String, Span)> {
+        match value {
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(index, item)| self.scalar(item, &format!("{pointer}/{index}"), key))
+                .collect(),
+            other => {
+                let span = self.span(pointer, 1);
+                self.diagnostics.push(
+                    Diagnostic::error("config-type", format!("`{key}` expects a list, found {}", kind_name(other)))
+                        .in_file(self.path)
+                        .at(Some(span))
+                        .hint(format!("write `{key}:` followed by `  - <value>` lines")),
+                );
+                Vec::new()
+            }
         }
     }
 }
@@ -70,32 +125,46 @@ fn list(value: &Yaml, key: &str, path: &str, diagnostics: &mut Vec<Diagnostic>) 
 /// Parses the host configuration strictly: unknown keys, wrong types, duplicate keys and
 /// YAML features that hide values are errors with their line.
 pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
-    let parsed = yaml::parse(text, path);
-    let mut diagnostics = parsed.diagnostics;
     let mut config = HostConfig::default();
-    let entries = match parsed.value {
-        Yaml::Empty => return Parsed::new(config, diagnostics),
-        Yaml::Mapping { entries, .. } => entries,
-        other => {
-            diagnostics.push(
-                Diagnostic::error(
-                    "config-type",
-                    format!("the configuration must be a mapping, found {}", other.kind_name()),
-                )
+    let tree = match strict_yaml::parse(text.as_bytes()) {
+        Ok(tree) => tree,
+        Err(error) => {
+            let span = error.position.map_or(Span::new(0, 0), |position| Span::new(offset_at(text, position), 0));
+            let diagnostic = Diagnostic::error(error.code, format!("invalid YAML: {}", error.message))
                 .in_file(path)
-                .at(Some(other.span()))
-                .hint("write `key: value` lines"),
-            );
-            return Parsed::new(config, diagnostics);
+                .at(Some(span))
+                .hint("write plain `key: value` lines and `  - item` lists");
+            return Parsed::new(config, vec![diagnostic]);
         }
     };
-    for (key, key_span, value) in &entries {
+    let mut reader = Reader { text, path, tree: &tree, diagnostics: Vec::new() };
+    let entries = match &tree.value {
+        serde_json::Value::Null => return Parsed::new(config, Vec::new()),
+        serde_json::Value::Object(entries) => entries,
+        other => {
+            let span = reader.span("", 1);
+            reader.diagnostics.push(
+                Diagnostic::error(
+                    "config-type",
+                    format!("the configuration must be a mapping, found {}", kind_name(other)),
+                )
+                .in_file(path)
+                .at(Some(span))
+                .hint("write `key: value` lines"),
+            );
+            return Parsed::new(config, reader.diagnostics);
+        }
+    };
+    for (key, value) in entries {
+        let mut pointer = String::new();
+        push_token(&mut pointer, key);
+        let key_span = reader.key_span(&pointer, key);
         match key.as_str() {
-            "person_source" => config.person_source = scalar(value, key, path, &mut diagnostics),
-            "person_policy" => match scalar(value, key, path, &mut diagnostics) {
+            "person_source" => config.person_source = reader.scalar(value, &pointer, key),
+            "person_policy" => match reader.scalar(value, &pointer, key) {
                 Some((policy, _)) if policy == "external-only" => config.person_policy = PersonPolicy::ExternalOnly,
                 Some((policy, _)) if policy == "default" => config.person_policy = PersonPolicy::Default,
-                Some((policy, span)) => diagnostics.push(
+                Some((policy, span)) => reader.diagnostics.push(
                     Diagnostic::error("config-value", format!("unknown person policy `{}`", sanitize(&policy)))
                         .in_file(path)
                         .at(Some(span))
@@ -103,12 +172,12 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
                 ),
                 None => {}
             },
-            "personality_libraries" => config.personality_libraries = list(value, key, path, &mut diagnostics),
+            "personality_libraries" => config.personality_libraries = reader.list(value, &pointer, key),
             "operating_context" => {
-                config.operating_context = list(value, key, path, &mut diagnostics);
+                config.operating_context = reader.list(value, &pointer, key);
                 for (repository, span) in &config.operating_context {
                     if !is_repository_path(repository) {
-                        diagnostics.push(
+                        reader.diagnostics.push(
                             Diagnostic::error(
                                 "config-value",
                                 format!("`{}` is not an `owner/repo` path", sanitize(repository)),
@@ -120,14 +189,15 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
                     }
                 }
             }
-            _ => diagnostics.push(
+            _ => reader.diagnostics.push(
                 Diagnostic::error("config-unknown-key", format!("unknown key `{}`", sanitize(key)))
                     .in_file(path)
-                    .at(Some(*key_span))
+                    .at(Some(key_span))
                     .hint(format!("known keys: {}", KNOWN_KEYS.join(", "))),
             ),
         }
     }
+    let mut diagnostics = reader.diagnostics;
     if config.person_policy == PersonPolicy::ExternalOnly
         && config.person_source.as_ref().is_none_or(|(source, _)| source == "roster:core")
     {
@@ -189,4 +259,45 @@ pub fn roster_artifact(db: &dyn salsa::Database, source: PersonSource) -> Parsed
         return Parsed::new(None, model.diagnostics.clone());
     }
     Parsed::new(Some(roster_files(&model.value)), model.diagnostics.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::line_column;
+
+    fn codes(text: &str) -> Vec<&'static str> {
+        parse_host_config(text, "c.yaml").diagnostics.iter().map(|diagnostic| diagnostic.code).collect()
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let parsed = parse_host_config(
+            "person_source: ../me\nperson_policy: external-only\npersonality_libraries:\n  - ../lib\noperating_context:\n  - acme/root\n",
+            "c.yaml",
+        );
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.value.person_policy, PersonPolicy::ExternalOnly);
+        assert_eq!(parsed.value.operating_context[0].0, "acme/root");
+        assert!(parse_host_config("", "c.yaml").diagnostics.is_empty());
+    }
+
+    #[test]
+    fn problems_name_their_line() {
+        let text = "person_source: roster:core\nmodel: large\n";
+        let parsed = parse_host_config(text, "c.yaml");
+        assert_eq!(parsed.diagnostics[0].code, "config-unknown-key");
+        let span = parsed.diagnostics[0].span.expect("span");
+        assert_eq!(line_column(text, span.offset), (2, 1));
+        assert_eq!(codes("operating_context:\n  - not-a-repo\n"), ["config-value"]);
+        assert_eq!(codes("person_source: [a]\n"), ["config-type"]);
+    }
+
+    #[test]
+    fn hostile_yaml_is_refused() {
+        assert_eq!(codes("a: 1\na: 2\n"), ["duplicate-key"]);
+        assert_eq!(codes("a: &x [1]\nb: *x\n"), ["yaml-anchor"]);
+        assert_eq!(codes("person_source: .nan\n"), ["non-finite-number"]);
+        assert_eq!(codes("person_source: [\n"), ["yaml-syntax"]);
+    }
 }

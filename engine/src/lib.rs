@@ -27,7 +27,6 @@ pub mod skill;
 
 pub mod syntax;
 pub mod trace;
-pub mod yaml;
 
 pub use db::{Database, Package, PackageKind, PersonSource, SourceFile};
 pub use diagnostic::{Diagnostic, Parsed, Severity, Span};

@@ -1,4 +1,5 @@
-//! The hardened YAML reader for `people/bindings.yaml` (and YAML recipes). It walks
+//! The hardened YAML reader for `people/bindings.yaml`, YAML recipes and the host
+//! configuration (`agent-compose.yaml`). It walks
 //! yaml-rust2's event stream instead of loading a document, so it can refuse duplicate
 //! keys, anchors and aliases (no alias bomb is ever expanded), tags, `.nan` and `.inf`
 //! before building anything, under the same 64 KiB, depth and value limits as JSON.
