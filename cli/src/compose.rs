@@ -7,12 +7,11 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, composition_bundle};
-use acompose_engine::compose::{Composition, CompositionSource, RepositoryInput, SourceKind};
-use acompose_engine::provider::trusted_root;
+use acompose_engine::compose::{Composition, CompositionSource, SourceKind};
 use acompose_engine::request::{SourceLocation, parse_declaration, parse_request};
 use acompose_engine::{Database, Diagnostic, render};
 
-use crate::load::{Loader, Location, Selection, label_of, printable};
+use crate::load::{Loader, Location, Selection, label_of, path_key, printable};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
 use crate::{exit, print_stderr, print_stdout};
 
@@ -47,10 +46,6 @@ pub fn projects_root(flag: Option<&Path>) -> PathBuf {
         return PathBuf::from(value);
     }
     std::env::home_dir().map_or_else(|| PathBuf::from("projects"), |home| home.join("projects"))
-}
-
-fn path_key(path: &Path) -> String {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
 }
 
 /// Texts of files the request names, for rendering diagnostics outside packages.
@@ -208,7 +203,6 @@ pub fn prepare(
 
     let mut diagnostics = Vec::new();
     let mut sources = Vec::new();
-    let mut roots_with_roles = Vec::new();
     for request_source in &request.sources {
         let (kind, catalogue, key) = match &request_source.location {
             SourceLocation::Root(root) => {
@@ -223,9 +217,6 @@ pub fn prepare(
                 (SourceKind::Declaration, catalogue, path_key(&path))
             }
         };
-        if kind == SourceKind::Root {
-            roots_with_roles.push(catalogue);
-        }
         let location = match &request_source.location {
             SourceLocation::Root(path) | SourceLocation::Declaration(path) => path.clone(),
         };
@@ -239,23 +230,14 @@ pub fn prepare(
         });
     }
     // Repositories named by trusted roots, read under the projects root.
-    let mut repositories = Vec::new();
-    for catalogue in roots_with_roles {
-        let listing = acompose_engine::catalogue::catalogue_listing(db, catalogue);
-        let Some(roles_file) = listing.value.roles else { continue };
-        let root = trusted_root(db, roles_file).value.clone();
-        if let Some(text) = loader.text_of(db, &roles_file.display_path(db)) {
+    for source in &sources {
+        if let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles
+            && let Some(text) = loader.text_of(db, &roles_file.display_path(db))
+        {
             texts.by_path.insert(roles_file.display_path(db), text);
         }
-        for repository in &root.repositories {
-            if repositories.iter().any(|existing: &RepositoryInput| existing.path == repository.path) {
-                continue;
-            }
-            let path = projects.join(&repository.path);
-            let catalogue = loader.catalogue(db, &path, &label_of(&path));
-            repositories.push(RepositoryInput { path: repository.path.clone(), path_key: path_key(&path), catalogue });
-        }
     }
+    let repositories = crate::estate::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let composition = Composition::new(
         db,
         source,

@@ -119,13 +119,49 @@ fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String
 
 /// The revision and resolved identity of each root, looked up in parallel.
 fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
-    roots
-        .par_iter()
-        .map(|(path, _)| {
-            let key = path.canonicalize().unwrap_or_else(|_| path.clone()).to_string_lossy().into_owned();
-            (git_revision(path), key)
-        })
-        .collect()
+    roots.par_iter().map(|(path, _)| (git_revision(path), crate::load::path_key(path))).collect()
+}
+
+/// The repositories trusted roots declare, as read under the projects root.
+pub struct TrustedRepositories {
+    pub inputs: Vec<RepositoryInput>,
+    /// Their folders and labels, in the same order.
+    pub roots: Vec<(PathBuf, String)>,
+    /// `owner/repo` → the revision its `.git` names.
+    pub revisions: BTreeMap<String, String>,
+}
+
+/// Reads (in parallel; only those not read yet unless `fresh`) every repository the
+/// trusted roots among `sources` declare. Shared by `compose` and estate convergence.
+pub fn trusted_repositories(
+    db: &mut Database,
+    loader: &mut Loader,
+    sources: &[CompositionSource],
+    projects: &Path,
+    fresh: bool,
+) -> TrustedRepositories {
+    let mut paths: Vec<String> = Vec::new();
+    for source in sources.iter().filter(|source| source.kind == SourceKind::Root) {
+        let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles else {
+            continue;
+        };
+        for repository in &trusted_root(db, roles_file).value.repositories {
+            if !paths.contains(&repository.path) {
+                paths.push(repository.path.clone());
+            }
+        }
+    }
+    let roots = roots_under(projects, &paths);
+    let catalogues = loader.catalogues(db, &roots, fresh);
+    let mut revisions = BTreeMap::new();
+    let mut inputs = Vec::new();
+    for ((path, catalogue), (revision, path_key)) in paths.iter().zip(catalogues).zip(facts(&roots)) {
+        if let Some(revision) = revision {
+            revisions.insert(path.clone(), revision);
+        }
+        inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
+    }
+    TrustedRepositories { inputs, roots, revisions }
 }
 
 /// The files a revision is read from (`.git/HEAD`, the branch's ref, `packed-refs`), to
@@ -277,30 +313,12 @@ impl Session {
                 catalogue,
             });
         }
-        let mut repository_paths: Vec<String> = Vec::new();
-        for source in &sources {
-            let Some(roles_file) = acompose_engine::catalogue::catalogue_names(&self.db, source.catalogue).roles else {
-                continue;
-            };
-            for repository in &trusted_root(&self.db, roles_file).value.repositories {
-                if !repository_paths.contains(&repository.path) {
-                    repository_paths.push(repository.path.clone());
-                }
-            }
-        }
-        progress.inc_length(repository_paths.len() as u64);
-        let repository_roots = roots_under(projects, &repository_paths);
-        let repository_catalogues = self.loader.catalogues(&mut self.db, &repository_roots, reload);
-        progress.inc(repository_roots.len() as u64);
-        let mut repository_inputs: Vec<RepositoryInput> = Vec::new();
-        for ((path, catalogue), (revision, path_key)) in
-            repository_paths.iter().zip(repository_catalogues).zip(facts(&repository_roots))
-        {
-            if let Some(revision) = revision {
-                revisions.insert(path.clone(), revision);
-            }
-            repository_inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
-        }
+        let trusted = trusted_repositories(&mut self.db, &mut self.loader, &sources, projects, reload);
+        progress.inc_length(trusted.inputs.len() as u64);
+        progress.inc(trusted.inputs.len() as u64);
+        revisions.extend(trusted.revisions);
+        let repository_inputs = trusted.inputs;
+        let repository_roots = trusted.roots;
         progress.finish_and_clear();
         for (root, _) in context_roots.iter().chain(&repository_roots) {
             for path in revision_sources(root) {

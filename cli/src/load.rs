@@ -128,6 +128,11 @@ pub fn label_of(path: &Path) -> String {
     if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
 }
 
+/// The resolved identity of a folder, for collapsing providers with the same folder.
+pub fn path_key(path: &Path) -> String {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
+}
+
 /// A short, stable description of an I/O error (no OS-specific wording).
 pub fn error_kind(error: &std::io::Error) -> String {
     match error.kind() {
