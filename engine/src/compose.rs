@@ -205,7 +205,14 @@ impl Resolver<'_> {
     }
 
     /// Claims a skill name for `source`; returns the outcome for a later copy.
-    fn claim(&mut self, name: &str, source: &str, digest: &str, file: String) -> Result<(), Option<String>> {
+    /// `file` names where the conflicting copy lives; it is only built for a conflict.
+    fn claim(
+        &mut self,
+        name: &str,
+        source: &str,
+        digest: &str,
+        file: impl FnOnce() -> String,
+    ) -> Result<(), Option<String>> {
         match self.taken.get(name) {
             None => {
                 self.taken.insert(name.to_owned(), (source.to_owned(), digest.to_owned()));
@@ -216,7 +223,7 @@ impl Resolver<'_> {
                 let winner = winner.clone();
                 self.error(
                     "skill-conflict",
-                    file,
+                    file(),
                     Some(Span::new(0, 0)),
                     format!("skill `{name}` from `{source}` differs from the copy `{winner}` provides"),
                     format!("the same skill name must have byte-identical content; rename one, or drop `{source}` or `{winner}`"),
@@ -316,7 +323,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
                                     reason: String| {
         let summary = bytes_summary(bytes);
         let digest = tree_digest(&[("SKILL.md".to_owned(), &summary)]);
-        let _ = resolver.claim(id, PERSON_SOURCE_ID, &digest, format!("{PERSON_SOURCE_ID}/{id}"));
+        let _ = resolver.claim(id, PERSON_SOURCE_ID, &digest, || format!("{PERSON_SOURCE_ID}/{id}"));
         resolver.decide(format!("skill:{id}"), kind, PERSON_SOURCE_ID, Outcome::Delivered, cause, reason, Vec::new());
         person_bytes += bytes.len() as u64;
         person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.to_vec() });
@@ -639,9 +646,13 @@ fn select_from(
     let mut count = 0usize;
     let mut take =
         |resolver: &mut Resolver<'_>, skill: &CatalogueSkill, cause: &str, reason: String, selectors: Vec<String>| {
-            let entry =
-                skill.members.iter().find(|member| member.path == skill.kind.entry_file()).map(|member| member.file);
-            let file = entry.map_or_else(|| candidate.location.clone(), |file| file.display_path(db));
+            let file = || {
+                skill
+                    .members
+                    .iter()
+                    .find(|member| member.path == skill.kind.entry_file())
+                    .map_or_else(|| candidate.location.clone(), |member| member.file.display_path(db))
+            };
             // A catalogue copy of an inactive role's or personality's skill never enters.
             if let Some((cause, reason)) = resolver.reserved.get(&skill.name).cloned() {
                 resolver.decide(
