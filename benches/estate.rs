@@ -119,6 +119,37 @@ fn main() {
     divan::main();
 }
 
+/// The folders and files of the bundles a cold convergence writes, grouped per bundle.
+struct Outputs {
+    bundles: Vec<(Vec<PathBuf>, Vec<(PathBuf, Vec<u8>)>)>,
+}
+
+fn outputs(estate: &Estate) -> &'static Outputs {
+    static OUTPUTS: OnceLock<Outputs> = OnceLock::new();
+    OUTPUTS.get_or_init(|| {
+        let home = new_home(estate, "reference");
+        converge_process(estate, &home);
+        let bundles = home.join("bundles");
+        let mut found = Vec::new();
+        for bundle in std::fs::read_dir(&bundles).expect("bundles").flatten() {
+            if !bundle.file_type().expect("type").is_dir() {
+                continue;
+            }
+            let (mut folders, mut files) = (Vec::new(), Vec::new());
+            for entry in walkdir::WalkDir::new(bundle.path()).sort_by_file_name().into_iter().flatten() {
+                let relative = entry.path().strip_prefix(&bundles).expect("inside").to_path_buf();
+                if entry.file_type().is_dir() {
+                    folders.push(relative);
+                } else {
+                    files.push((relative, std::fs::read(entry.path()).expect("read")));
+                }
+            }
+            found.push((folders, files));
+        }
+        Outputs { bundles: found }
+    })
+}
+
 /// A new process converging into an empty home: reads and hashes every input, writes
 /// the roster artifact, seven bundles, the index and the plan.
 #[divan::bench(sample_count = 5, sample_size = 1)]
@@ -211,6 +242,78 @@ fn floor_read_and_hash_every_input(bencher: Bencher) {
             .files
             .par_iter()
             .map(|path| blake3::hash(&std::fs::read(path).expect("read")).as_bytes()[0] as u64)
+            .sum::<u64>()
+    });
+}
+
+/// The physical floor of a cold convergence's output: create the folders and write the
+/// files of the seven bundles it writes (same paths and bytes, one bundle per task).
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn floor_write_bundles(bencher: Bencher) {
+    let estate = estate();
+    let outputs = outputs(estate);
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            new_home(estate, &format!("write-floor-{round}"))
+        })
+        .bench_local_values(|target| {
+            outputs.bundles.par_iter().for_each(|(folders, files)| {
+                for folder in folders {
+                    std::fs::create_dir(target.join(folder)).expect("mkdir");
+                }
+                for (file, bytes) in files {
+                    std::fs::write(target.join(file), bytes).expect("write");
+                }
+            });
+        });
+}
+
+/// The physical floor of writing one role's new bundle after an edit.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn floor_write_one_bundle(bencher: Bencher) {
+    let estate = estate();
+    let outputs = outputs(estate);
+    let (folders, files) = &outputs.bundles[0];
+    let target = new_home(estate, "write-one-floor");
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            let place = target.join(round.to_string());
+            std::fs::create_dir(&place).expect("mkdir");
+            place
+        })
+        .bench_local_values(|place| {
+            for folder in folders {
+                std::fs::create_dir(place.join(folder)).expect("mkdir");
+            }
+            files.par_iter().for_each(|(file, bytes)| std::fs::write(place.join(file), bytes).expect("write"));
+        });
+}
+
+/// Reading every input byte also means listing every folder: the catalogue listings
+/// are inputs too. Walk the estate, list every folder, read and blake3 every file.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn floor_list_read_and_hash_every_input(bencher: Bencher) {
+    let estate = estate();
+    let repositories: Vec<PathBuf> = std::fs::read_dir(estate.projects.join("estate"))
+        .expect("estate")
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    bencher.bench_local(|| {
+        repositories
+            .par_iter()
+            .map(|repository| {
+                walkdir::WalkDir::new(repository)
+                    .into_iter()
+                    .flatten()
+                    .filter(|entry| entry.file_type().is_file())
+                    .map(|entry| blake3::hash(&std::fs::read(entry.path()).expect("read")).as_bytes()[0] as u64)
+                    .sum::<u64>()
+            })
             .sum::<u64>()
     });
 }

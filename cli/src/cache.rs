@@ -75,19 +75,12 @@ pub fn identity(projects: &Path) -> String {
     )
 }
 
-fn hex(bytes: &[u8; 32]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+fn hex(bytes: &[u8; 32]) -> impl std::fmt::Display {
+    blake3::Hash::from_bytes(*bytes).to_hex()
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {
-    if text.len() != 64 {
-        return None;
-    }
-    let mut bytes = [0u8; 32];
-    for (index, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(text.get(index * 2..index * 2 + 2)?, 16).ok()?;
-    }
-    Some(bytes)
+    blake3::Hash::from_hex(text).ok().map(|hash| *hash.as_bytes())
 }
 
 impl Cache {

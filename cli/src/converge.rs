@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_engine::converge::{CONFIG_FILE, HostConfig, parse_host_config};
+use rayon::prelude::*;
 
 use crate::cache;
 use crate::estate::{ARTIFACT_DIR, Report, Session};
@@ -322,9 +323,16 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
     {
         // Every file of every indexed bundle: a bundle missing a file must not pass as
         // reused.
-        for id in index.values() {
-            cache::output_stats(&bundles.join(id), &mut outputs);
-        }
+        let ids: Vec<&String> = index.values().collect();
+        let per_bundle: Vec<Vec<(PathBuf, Stat)>> = ids
+            .par_iter()
+            .map(|id| {
+                let mut stats = Vec::new();
+                cache::output_stats(&bundles.join(id), &mut stats);
+                stats
+            })
+            .collect();
+        outputs.extend(per_bundle.into_iter().flatten());
     }
     cache::Cache {
         identity: cache::identity(projects),

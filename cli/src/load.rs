@@ -204,15 +204,12 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
             );
             continue;
         }
-        // The metadata is taken before the bytes, so a write racing the read makes the
-        // cache see a change next time rather than miss one.
-        let stat = entry.metadata().map(|metadata| Stat::of(&metadata));
-        match std::fs::read(entry.path()) {
-            Ok(bytes) => {
-                if let Ok(stat) = stat {
-                    read.observed
-                        .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
-                }
+        // The metadata of the opened file is taken before its bytes, so a write racing
+        // the read makes the cache see a change next time rather than miss one.
+        match read_with_stat(entry.path()) {
+            Ok((stat, bytes)) => {
+                read.observed
+                    .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
                 read.files.push((relative, bytes));
             }
             Err(error) => read.diagnostics.push(
@@ -222,6 +219,20 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
             ),
         }
     }
+}
+
+/// Opens a file, stats the opened file and reads it whole: one path lookup, and the
+/// metadata belongs to the very bytes read.
+fn read_with_stat(path: &Path) -> std::io::Result<(Stat, Vec<u8>)> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok((Stat::of(&metadata), bytes))
 }
 
 /// Reads a whole package directory.
