@@ -119,9 +119,15 @@ fn main() {
     divan::main();
 }
 
-/// The folders and files of the bundles a cold convergence writes, grouped per bundle.
+/// One bundle as written: its folders (parents first) and its files with their bytes.
+struct WrittenBundle {
+    folders: Vec<PathBuf>,
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+/// The bundles a cold convergence writes.
 struct Outputs {
-    bundles: Vec<(Vec<PathBuf>, Vec<(PathBuf, Vec<u8>)>)>,
+    bundles: Vec<WrittenBundle>,
 }
 
 fn outputs(estate: &Estate) -> &'static Outputs {
@@ -144,7 +150,7 @@ fn outputs(estate: &Estate) -> &'static Outputs {
                     files.push((relative, std::fs::read(entry.path()).expect("read")));
                 }
             }
-            found.push((folders, files));
+            found.push(WrittenBundle { folders, files });
         }
         Outputs { bundles: found }
     })
@@ -259,7 +265,7 @@ fn floor_write_bundles(bencher: Bencher) {
             new_home(estate, &format!("write-floor-{round}"))
         })
         .bench_local_values(|target| {
-            outputs.bundles.par_iter().for_each(|(folders, files)| {
+            outputs.bundles.par_iter().for_each(|WrittenBundle { folders, files }| {
                 for folder in folders {
                     std::fs::create_dir(target.join(folder)).expect("mkdir");
                 }
@@ -275,7 +281,7 @@ fn floor_write_bundles(bencher: Bencher) {
 fn floor_write_one_bundle(bencher: Bencher) {
     let estate = estate();
     let outputs = outputs(estate);
-    let (folders, files) = &outputs.bundles[0];
+    let WrittenBundle { folders, files } = &outputs.bundles[0];
     let target = new_home(estate, "write-one-floor");
     let mut round = 0;
     bencher
