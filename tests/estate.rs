@@ -324,6 +324,61 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
     assert!(home.join("bundles").join(&composed_id).is_dir(), "the composed bundle stays");
 }
 
+/// Fails every transaction step: the convergence stops after its bundles are written.
+struct FailingWrites;
+
+impl acompose_cli::transaction::Hooks for FailingWrites {
+    fn before(&mut self, _step: acompose_cli::transaction::Step<'_>) -> std::io::Result<()> {
+        Err(std::io::Error::other("injected failure"))
+    }
+}
+
+#[test]
+fn a_bundle_left_by_a_failed_convergence_is_pruned_by_the_next_one() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let config = config(&home);
+    let mut session = Session::default();
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let first = index(&home);
+    let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+
+    // An edit, then a convergence whose writes fail after the new bundle is on disk.
+    write(&gpu, &skill("machine-gpu", "Second."));
+    let mut failing = Session::default();
+    assert!(failing.converge(&home, &projects, &config, &quiet(), &mut FailingWrites, true).is_err());
+    assert_eq!(index(&home), first, "the failed run changed nothing that is named");
+    let listed = |home: &Path| -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(home.join("bundles"))
+            .expect("bundles")
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let orphans: Vec<String> =
+        listed(&home).into_iter().filter(|id| !first.values().any(|named| named == id)).collect();
+    assert_eq!(orphans.len(), 1, "the failed run left its new platform bundle: {orphans:?}");
+
+    // Another edit, and a convergence that succeeds: the orphan goes with the stale one.
+    write(&gpu, &skill("machine-gpu", "Third."));
+    let report = Session::default().converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("ok");
+    assert_eq!(report.bundles_pruned, 2, "the previously named platform bundle and the orphan");
+    assert!(!home.join("bundles").join(&orphans[0]).exists());
+    let now = index(&home);
+    let mut named: Vec<String> = now.values().cloned().collect();
+    named.sort();
+    named.dedup();
+    assert_eq!(listed(&home), named, "only named bundles remain");
+    let record = std::fs::read_to_string(home.join("bundles/.acompose-written")).expect("record");
+    let mut recorded: Vec<String> = record.lines().map(str::to_owned).collect();
+    recorded.sort();
+    assert_eq!(recorded, named, "the record holds exactly the bundles on disk");
+}
+
 #[test]
 fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
     let temporary = tempfile::tempdir().expect("tempdir");

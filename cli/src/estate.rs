@@ -2,7 +2,7 @@
 //! `acompose watch`. Converges the roster artifact and, when trusted roots are
 //! configured, one bundle per role, the bundle index and the repository plan.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, composition_bundle};
@@ -26,6 +26,10 @@ pub const ARTIFACT_DIR: &str = "sources/personality";
 pub const BUNDLES_DIR: &str = "bundles";
 pub const PLAN_FILE: &str = "repository-plan.json";
 pub const INDEX_FILE: &str = "index.json";
+/// The bundles host convergence materialized and has not pruned yet, one id per line.
+/// Written before a new bundle folder appears, so a convergence that fails after
+/// materializing leaves no bundle that a later one would not prune.
+pub const WRITTEN_FILE: &str = ".acompose-written";
 
 /// What one convergence did.
 #[derive(Debug, Default, Clone)]
@@ -233,13 +237,18 @@ impl Session {
             .and_then(|bytes| parse_index(&bytes))
             .map(|index| index.into_values().collect())
             .unwrap_or_default();
-        pending
+        let folders: BTreeSet<PathBuf> = pending.iter().map(|(folder, _)| folder.clone()).collect();
+        let pruned = pending
             .into_iter()
             .map(|(folder, stale)| {
                 let stale: Vec<String> = stale.into_iter().filter(|id| !named.contains(id)).collect();
                 prune_bundles(&folder, &stale)
             })
-            .sum()
+            .sum();
+        for folder in &folders {
+            forget_pruned(folder);
+        }
+        pruned
     }
 
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
@@ -381,6 +390,16 @@ impl Session {
             ..Report::default()
         };
         let bundles_dir = home.join(BUNDLES_DIR);
+        let current: Vec<String> = bundles.iter().map(|(_, _, bundle, _)| bundle.id.clone()).collect();
+        let mut written = read_written(&bundles_dir);
+        let before = written.len();
+        written.extend(current.iter().cloned());
+        if written.len() != before {
+            write_written(&bundles_dir, &written).map_err(|message| {
+                print_stderr(&format!("error: {message}\n"));
+                exit::ENVIRONMENT
+            })?;
+        }
         let verified = &self.verified;
         let outcomes: Vec<Result<Materialized, String>> = bundles
             .par_iter()
@@ -439,9 +458,13 @@ impl Session {
             .and_then(|bytes| parse_index(&bytes))
             .map(|index| index.into_values().collect())
             .unwrap_or_default();
+        // And the bundles an earlier convergence materialized but never got to name.
         let stale: Vec<String> = previously_named
             .into_iter()
-            .filter(|id| !bundles.iter().any(|(_, _, bundle, _)| &bundle.id == id))
+            .chain(written.iter().cloned())
+            .filter(|id| !current.contains(id))
+            .collect::<BTreeSet<String>>()
+            .into_iter()
             .collect();
         if bundles_dir.exists() || !index_files.is_empty() {
             let outcome = transaction::apply(&bundles_dir, &index_files, hooks).map_err(fail)?;
@@ -461,6 +484,7 @@ impl Session {
             self.prune_pending.push((bundles_dir.clone(), stale));
         } else {
             report.bundles_pruned = prune_bundles(&bundles_dir, &stale);
+            forget_pruned(&bundles_dir);
         }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
@@ -515,10 +539,55 @@ impl Session {
 
 /// Removes the stale bundles (ids a previous index named and the new one does not).
 /// Returns how many were removed.
+fn is_bundle_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+/// The ids in `bundles/.acompose-written` (none when it is missing or unreadable).
+fn read_written(bundles_dir: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(bundles_dir.join(WRITTEN_FILE))
+        .map(|text| text.lines().filter(|id| is_bundle_id(id)).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Replaces `bundles/.acompose-written` (temporary sibling, flushed, renamed).
+fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), String> {
+    use std::io::Write as _;
+    let problem = |error: std::io::Error| {
+        format!("cannot record the bundles in `{}`: {}", bundles_dir.display(), crate::load::error_kind(&error))
+    };
+    if std::fs::symlink_metadata(bundles_dir).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return Err(format!("`{}` is a symbolic link", bundles_dir.display()));
+    }
+    std::fs::create_dir_all(bundles_dir).map_err(problem)?;
+    let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
+    let temporary = bundles_dir.join(format!("{WRITTEN_FILE}.{}", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, bundles_dir.join(WRITTEN_FILE))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.map_err(problem)
+}
+
+/// After pruning: the record keeps only the bundles still on disk (the named ones, and
+/// any a failed removal left behind, to be tried again).
+fn forget_pruned(bundles_dir: &Path) {
+    let ids = read_written(bundles_dir);
+    let kept: BTreeSet<String> = ids.iter().filter(|id| bundles_dir.join(id).is_dir()).cloned().collect();
+    if kept != ids {
+        let _ = write_written(bundles_dir, &kept);
+    }
+}
+
 fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
     stale
         .iter()
-        .filter(|id| id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit()))
+        .filter(|id| is_bundle_id(id))
         .filter(|id| std::fs::remove_dir_all(bundles_dir.join(id)).is_ok())
         .count()
 }
