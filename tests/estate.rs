@@ -305,6 +305,74 @@ fn watch_reconverges_on_an_edit_and_stops_cleanly() {
 }
 
 #[test]
+fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
+        .current_dir(temporary.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn watch");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, receiver) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |prefix: &str| -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100))
+                && line.starts_with(prefix)
+            {
+                return line;
+            }
+        }
+        panic!("no `{prefix}` line");
+    };
+    wait_for("watching");
+    let before = index(&home);
+    // roles.kdl names a repository that is not there yet: the reconvergence fails and
+    // the outputs stay.
+    let roles = ROLES.replace(
+        "    repository benchmarks path=\"example/benchmarks\"\n",
+        "    repository benchmarks path=\"example/benchmarks\"\n    repository tools path=\"vendor/tools\" { skill \"tool-*\"; }\n",
+    )
+    .replace("role eval { use-repository benchmarks;", "role eval { use-repository benchmarks; use-repository tools;");
+    assert_ne!(roles, ROLES);
+    write(&projects.join("acme/root/.agents/roles.kdl"), &roles);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(index(&home), before, "a failed reconvergence keeps the outputs");
+    // The repository is cloned (its parent folder did not exist either).
+    write(&projects.join("vendor/tools/.agents/skills/tool-lathe/SKILL.md"), &skill("tool-lathe", "Turn parts."));
+    let line = wait_for("reconverged:");
+    assert!(line.contains("vendor"), "{line}");
+    let eval = &index(&home)["eval"];
+    assert_ne!(eval, &before["eval"], "the eval bundle changed");
+    assert!(
+        home.join("bundles").join(eval).join("content/skills/tools/tool-lathe/SKILL.md").is_file(),
+        "the cloned repository's skill is in the eval bundle"
+    );
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "watch did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
 fn pruning_removes_only_bundles_a_previous_index_named() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());

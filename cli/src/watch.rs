@@ -104,23 +104,8 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             return exit::ENVIRONMENT;
         }
     };
-    let mut watched: Vec<PathBuf> = Vec::new();
-    let mut watch_roots = |session: &Session, debouncer: &mut notify_debouncer_full::Debouncer<_, _>| {
-        let mut roots = session.loader.roots();
-        roots.push(home.clone());
-        for root in roots {
-            if watched.contains(&root) {
-                continue;
-            }
-            let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
-            // A root that does not exist yet cannot be watched; its parent change is
-            // picked up when the configuration or a trusted root changes.
-            if debouncer.watch(&root, mode).is_ok() {
-                watched.push(root);
-            }
-        }
-    };
-    watch_roots(&session, &mut debouncer);
+    let mut watches = Watches::default();
+    watches.update(&session, &home, &mut debouncer);
     print_stdout(&format!("watching {} folders; Ctrl-C stops\n", watched_count(&session) + 1));
 
     while !stop.load(Ordering::SeqCst) {
@@ -157,6 +142,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             .flat_map(|event| event.paths.iter().cloned())
             .filter(|path| !is_output(&home, path))
             .filter(|path| !path.components().any(|part| part.as_os_str() == crate::transaction::JOURNAL_DIR))
+            .filter(|path| watches.is_relevant(&session, &home, path))
             .collect();
         changed.sort();
         changed.dedup();
@@ -164,6 +150,12 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             continue;
         }
         let started = Instant::now();
+        // A folder appeared on the way to a root that did not exist. Watch first, then
+        // read: whatever is written in between is read, whatever comes later is an event.
+        let appeared: Vec<PathBuf> = changed.iter().flat_map(|path| watches.missing_under(path)).collect();
+        if !appeared.is_empty() {
+            watches.update(&session, &home, &mut debouncer);
+        }
         let config_changed = changed.iter().any(|path| path == &home.join(CONFIG_FILE));
         if config_changed {
             match read_config(&home, terminal) {
@@ -179,6 +171,9 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             for path in &changed {
                 session.loader.refresh(&mut session.db, path);
             }
+            for root in &appeared {
+                session.loader.refresh(&mut session.db, root);
+            }
         }
         let first = changed[0].display().to_string();
         let what = if changed.len() == 1 { first } else { format!("{first} and {} more", changed.len() - 1) };
@@ -191,7 +186,6 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                     report.files_written,
                     started.elapsed().as_millis()
                 ));
-                watch_roots(&session, &mut debouncer);
                 last_report = report;
                 cache_stale = true;
             }
@@ -199,6 +193,8 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                 print_stderr(&format!("reconvergence failed after {what} changed; keeping the last good outputs\n"))
             }
         }
+        // New roots (a repository added to roles.kdl), roots that appeared or vanished.
+        watches.update(&session, &home, &mut debouncer);
     }
     session.prune();
     if cache_stale {
@@ -206,6 +202,76 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
     }
     print_stdout("stopped watching\n");
     exit::SUCCESS
+}
+
+/// What is being watched: every existing root recursively, the home folder, and for a
+/// root that does not exist (a repository named before it is cloned) its nearest existing
+/// ancestor, so the root's creation is seen.
+#[derive(Default)]
+struct Watches {
+    roots: Vec<PathBuf>,
+    missing: Vec<PathBuf>,
+    ancestors: Vec<PathBuf>,
+}
+
+impl Watches {
+    fn update<W: notify_debouncer_full::notify::Watcher, C: notify_debouncer_full::FileIdCache>(
+        &mut self,
+        session: &Session,
+        home: &Path,
+        debouncer: &mut notify_debouncer_full::Debouncer<W, C>,
+    ) {
+        // A watched root that was removed is watched again through its ancestor.
+        self.roots.retain(|root| {
+            let exists = root.is_dir();
+            if !exists {
+                let _ = debouncer.unwatch(root);
+            }
+            exists
+        });
+        let mut roots = session.loader.roots();
+        roots.push(home.to_path_buf());
+        self.missing.clear();
+        for root in roots {
+            if self.roots.contains(&root) {
+                continue;
+            }
+            let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
+            if root.is_dir() && debouncer.watch(&root, mode).is_ok() {
+                self.roots.push(root);
+                continue;
+            }
+            let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
+            if !self.ancestors.iter().any(|watched| watched == ancestor)
+                && debouncer.watch(ancestor, RecursiveMode::NonRecursive).is_ok()
+            {
+                self.ancestors.push(ancestor.to_path_buf());
+            }
+            self.missing.push(root);
+        }
+        // Ancestors no missing root needs any more.
+        let missing = &self.missing;
+        self.ancestors.retain(|ancestor| {
+            let needed = missing.iter().any(|root| root.starts_with(ancestor));
+            if !needed {
+                let _ = debouncer.unwatch(ancestor);
+            }
+            needed
+        });
+    }
+
+    /// Whether a changed path can matter: inside a root, the host configuration, or a
+    /// folder on the way to a missing root (not a sibling in a watched ancestor).
+    fn is_relevant(&self, session: &Session, home: &Path, path: &Path) -> bool {
+        path == home.join(CONFIG_FILE)
+            || session.loader.roots().iter().any(|root| path.starts_with(root))
+            || self.missing.iter().any(|root| root.starts_with(path))
+    }
+
+    /// The missing roots at or below a changed path.
+    fn missing_under(&self, path: &Path) -> Vec<PathBuf> {
+        self.missing.iter().filter(|root| root.starts_with(path)).cloned().collect()
+    }
 }
 
 fn watched_count(session: &Session) -> usize {
