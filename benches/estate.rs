@@ -85,8 +85,9 @@ fn generate() -> Estate {
     Estate { _directory: directory, root, projects, inputs, files }
 }
 
+static ESTATE: OnceLock<Estate> = OnceLock::new();
+
 fn estate() -> &'static Estate {
-    static ESTATE: OnceLock<Estate> = OnceLock::new();
     ESTATE.get_or_init(|| {
         let estate = generate();
         // Files changed within two seconds of a convergence are always re-hashed by the
@@ -117,6 +118,11 @@ fn converge_process(estate: &Estate, home: &Path) {
 
 fn main() {
     divan::main();
+    // A static is never dropped: remove the estate (and every home written into it) here,
+    // or each run would leave hundreds of thousands of files behind.
+    if let Some(estate) = ESTATE.get() {
+        let _ = std::fs::remove_dir_all(&estate.root);
+    }
 }
 
 /// One bundle as written: its folders (parents first) and its files with their bytes.
@@ -321,5 +327,22 @@ fn floor_list_read_and_hash_every_input(bencher: Bencher) {
                     .sum::<u64>()
             })
             .sum::<u64>()
+    });
+}
+
+/// The no-op's check alone, in this process: stat every input and output the cache
+/// records, comparing with the recorded metadata (no process start, no cache read).
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn noop_check_in_process(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "noop-in-process");
+    converge_process(estate, &home);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    converge_process(estate, &home);
+    let text = acompose_cli::cache::read(&home).expect("cache").expect("written");
+    let identity = text.lines().nth(1).and_then(|line| line.strip_prefix("identity\t")).expect("identity").to_owned();
+    bencher.bench_local(|| {
+        let mut counters = acompose_cli::cache::CheckCounters::default();
+        assert!(acompose_cli::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
     });
 }
