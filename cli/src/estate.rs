@@ -537,8 +537,6 @@ impl Session {
     }
 }
 
-/// Removes the stale bundles (ids a previous index named and the new one does not).
-/// Returns how many were removed.
 fn is_bundle_id(id: &str) -> bool {
     id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit())
 }
@@ -562,8 +560,10 @@ fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), Strin
     std::fs::create_dir_all(bundles_dir).map_err(problem)?;
     let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
     let temporary = bundles_dir.join(format!("{WRITTEN_FILE}.{}", std::process::id()));
+    // A leftover temporary (even a planted link) is removed, never written through.
+    let _ = std::fs::remove_file(&temporary);
     let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&temporary, bundles_dir.join(WRITTEN_FILE))
@@ -584,6 +584,8 @@ fn forget_pruned(bundles_dir: &Path) {
     }
 }
 
+/// Removes the stale bundles (ids a previous index named, or the record holds, and the
+/// new index does not). Returns how many were removed.
 fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
     stale
         .iter()

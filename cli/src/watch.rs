@@ -242,18 +242,22 @@ impl Watches {
                 continue;
             }
             let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
-            if !self.ancestors.iter().any(|watched| watched == ancestor)
+            // Already seen through the home watch or a recursive root watch.
+            let covered = ancestor == home
+                || self.roots.iter().any(|watched| watched.as_path() != home && ancestor.starts_with(watched));
+            if !covered
+                && !self.ancestors.iter().any(|watched| watched == ancestor)
                 && debouncer.watch(ancestor, RecursiveMode::NonRecursive).is_ok()
             {
                 self.ancestors.push(ancestor.to_path_buf());
             }
             self.missing.push(root);
         }
-        // Ancestors no missing root needs any more.
-        let missing = &self.missing;
+        // Ancestors no missing root needs any more (never a folder watched as a root).
+        let (missing, roots) = (&self.missing, &self.roots);
         self.ancestors.retain(|ancestor| {
             let needed = missing.iter().any(|root| root.starts_with(ancestor));
-            if !needed {
+            if !needed && !roots.contains(ancestor) {
                 let _ = debouncer.unwatch(ancestor);
             }
             needed
