@@ -244,63 +244,94 @@ fn compose_and_bare_report_stats() {
     assert!(second.stdout.contains("written 0;"), "{}", second.stdout);
 }
 
-#[test]
-fn watch_reconverges_on_an_edit_and_stops_cleanly() {
-    let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, projects) = estate(temporary.path());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
-        .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
-        .current_dir(temporary.path())
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn watch");
-    let stdout = child.stdout.take().expect("stdout");
-    let (sender, receiver) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
+/// A running `acompose watch` in `directory`: its stdout lines, and its stderr lines
+/// prefixed `stderr: `, in one channel.
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watching {
+    fn start(directory: &Path) -> Watching {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+            .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
+            .current_dir(directory)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn watch");
+        let (sender, lines) = std::sync::mpsc::channel::<String>();
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let to_stderr = sender.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
             }
-        }
-    });
-    let wait_for = |prefix: &str| -> String {
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if to_stderr.send(format!("stderr: {line}")).is_err() {
+                    break;
+                }
+            }
+        });
+        Watching { child, lines }
+    }
+
+    /// The next line starting with `prefix` (earlier lines are skipped).
+    fn wait_for(&self, prefix: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100))
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100))
                 && line.starts_with(prefix)
             {
                 return line;
             }
         }
         panic!("no `{prefix}` line");
-    };
-    wait_for("watching");
+    }
+
+    /// Ctrl-C, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let status =
+            std::process::Command::new("kill").args(["-INT", &self.child.id().to_string()]).status().expect("kill");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(exit) = self.child.try_wait().expect("wait") {
+                return exit;
+            }
+            assert!(Instant::now() < deadline, "watch did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn watch_reconverges_on_an_edit_and_stops_cleanly() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
     let before = index(&home)["platform"].clone();
     write(
         &projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"),
         &skill("machine-gpu", "Edited while watching."),
     );
-    let line = wait_for("reconverged:");
+    let line = watching.wait_for("reconverged:");
     assert!(line.contains("machine-gpu"), "{line}");
     assert!(line.contains("queries") && line.contains("files written"), "{line}");
     assert_ne!(index(&home)["platform"], before, "the platform bundle changed");
     // A broken edit keeps the last good outputs.
     let good = index(&home);
     write(&projects.join("acme/root/.agents/roles.kdl"), "repositories {\n");
-    std::thread::sleep(Duration::from_millis(600));
+    watching.wait_for("stderr: reconvergence failed");
     assert_eq!(index(&home), good);
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().expect("wait") {
-            break exit;
-        }
-        assert!(Instant::now() < deadline, "watch did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let exit = watching.stop();
     assert!(exit.success(), "{exit:?}");
 }
 
@@ -308,67 +339,45 @@ fn watch_reconverges_on_an_edit_and_stops_cleanly() {
 fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
-        .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
-        .current_dir(temporary.path())
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn watch");
-    let stdout = child.stdout.take().expect("stdout");
-    let (sender, receiver) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let wait_for = |prefix: &str| -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100))
-                && line.starts_with(prefix)
-            {
-                return line;
-            }
-        }
-        panic!("no `{prefix}` line");
-    };
-    wait_for("watching");
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
     let before = index(&home);
     // roles.kdl names a repository that is not there yet: the reconvergence fails and
     // the outputs stay.
-    let roles = ROLES.replace(
-        "    repository benchmarks path=\"example/benchmarks\"\n",
-        "    repository benchmarks path=\"example/benchmarks\"\n    repository tools path=\"vendor/tools\" { skill \"tool-*\"; }\n",
-    )
-    .replace("role eval { use-repository benchmarks;", "role eval { use-repository benchmarks; use-repository tools;");
+    let roles = ROLES
+        .replace(
+            "    repository benchmarks path=\"example/benchmarks\"\n",
+            "    repository benchmarks path=\"example/benchmarks\"\n    repository tools path=\"vendor/tools\" { skill \"tool-*\"; }\n",
+        )
+        .replace("role eval { use-repository benchmarks;", "role eval { use-repository benchmarks; use-repository tools;");
     assert_ne!(roles, ROLES);
     write(&projects.join("acme/root/.agents/roles.kdl"), &roles);
-    std::thread::sleep(Duration::from_millis(800));
+    watching.wait_for("stderr: reconvergence failed");
     assert_eq!(index(&home), before, "a failed reconvergence keeps the outputs");
     // The repository is cloned (its parent folder did not exist either).
     write(&projects.join("vendor/tools/.agents/skills/tool-lathe/SKILL.md"), &skill("tool-lathe", "Turn parts."));
-    let line = wait_for("reconverged:");
+    let line = watching.wait_for("reconverged:");
     assert!(line.contains("vendor"), "{line}");
-    let eval = &index(&home)["eval"];
-    assert_ne!(eval, &before["eval"], "the eval bundle changed");
+    let eval = index(&home)["eval"].clone();
+    assert_ne!(eval, before["eval"], "the eval bundle changed");
     assert!(
-        home.join("bundles").join(eval).join("content/skills/tools/tool-lathe/SKILL.md").is_file(),
+        home.join("bundles").join(&eval).join("content/skills/tools/tool-lathe/SKILL.md").is_file(),
         "the cloned repository's skill is in the eval bundle"
     );
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().expect("wait") {
-            break exit;
-        }
-        assert!(Instant::now() < deadline, "watch did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+
+    // Removed and cloned again: still watched, and its new skill is seen.
+    std::fs::remove_dir_all(projects.join("vendor")).expect("remove");
+    watching.wait_for("stderr: reconvergence failed");
+    write(&projects.join("vendor/tools/.agents/skills/tool-mill/SKILL.md"), &skill("tool-mill", "Mill parts."));
+    watching.wait_for("reconverged:");
+    let eval = index(&home)["eval"].clone();
+    assert!(home.join("bundles").join(&eval).join("content/skills/tools/tool-mill/SKILL.md").is_file());
+    // An edit inside the new clone reconverges too.
+    write(&projects.join("vendor/tools/.agents/skills/tool-mill/SKILL.md"), &skill("tool-mill", "Mill finer."));
+    let line = watching.wait_for("reconverged:");
+    assert!(line.contains("tool-mill"), "{line}");
+    assert_ne!(index(&home)["eval"], eval, "the edit in the clone changed the eval bundle");
+    let exit = watching.stop();
     assert!(exit.success(), "{exit:?}");
 }
 

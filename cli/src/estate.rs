@@ -227,7 +227,13 @@ impl Session {
             .sum()
     }
 
-    /// Removes the stale bundles a deferred convergence left; returns how many.
+    /// Whether a deferred convergence left stale bundles to prune.
+    pub fn has_pending_prune(&self) -> bool {
+        !self.prune_pending.is_empty()
+    }
+
+    /// Removes the stale bundles a deferred convergence left; returns how many. The
+    /// caller holds the home lock.
     pub fn prune(&mut self) -> usize {
         let pending = std::mem::take(&mut self.prune_pending);
         // A bundle a later index names again (an edit undone) is kept.
@@ -391,9 +397,11 @@ impl Session {
         };
         let bundles_dir = home.join(BUNDLES_DIR);
         let current: Vec<String> = bundles.iter().map(|(_, _, bundle, _)| bundle.id.clone()).collect();
+        // Only folders this run creates: a bundle already on disk is either named by the
+        // previous index, recorded already, or not the estate's (`compose --out`).
         let mut written = read_written(&bundles_dir);
         let before = written.len();
-        written.extend(current.iter().cloned());
+        written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
         if written.len() != before {
             write_written(&bundles_dir, &written).map_err(|message| {
                 print_stderr(&format!("error: {message}\n"));

@@ -207,7 +207,12 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
         // The metadata of the opened file is taken before its bytes, so a write racing
         // the read makes the cache see a change next time rather than miss one.
         match read_with_stat(entry.path()) {
-            Ok((stat, bytes)) => {
+            Ok(None) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint(format!("a {what} holds only folders and regular files")),
+            ),
+            Ok(Some((stat, bytes))) => {
                 read.observed
                     .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
                 read.files.push((relative, bytes));
@@ -222,17 +227,18 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
 }
 
 /// Opens a file, stats the opened file and reads it whole: one path lookup, and the
-/// metadata belongs to the very bytes read.
-fn read_with_stat(path: &Path) -> std::io::Result<(Stat, Vec<u8>)> {
+/// metadata belongs to the very bytes read. `None` when what was opened is not a
+/// regular file (it was swapped after the folder was listed).
+fn read_with_stat(path: &Path) -> std::io::Result<Option<(Stat, Vec<u8>)>> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+        return Ok(None);
     }
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0).saturating_add(1));
     file.read_to_end(&mut bytes)?;
-    Ok((Stat::of(&metadata), bytes))
+    Ok(Some((Stat::of(&metadata), bytes)))
 }
 
 /// Reads a whole package directory.

@@ -105,11 +105,21 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         }
     };
     let mut watches = Watches::default();
-    watches.update(&session, &home, &mut debouncer);
+    // Roots that appeared between a convergence's read and their watch: read them in the
+    // next round.
+    let missing_then_present = |session: &Session, started: Vec<PathBuf>| -> Vec<PathBuf> {
+        started
+            .into_iter()
+            .filter(|root| session.loader.observed().get(root) == Some(&crate::load::Observed::Missing))
+            .collect()
+    };
+    let mut carried = missing_then_present(&session, watches.update(&session, &home, &mut debouncer));
     print_stdout(&format!("watching {} folders; Ctrl-C stops\n", watched_count(&session) + 1));
 
     while !stop.load(Ordering::SeqCst) {
-        let events = match receiver.recv_timeout(Duration::from_millis(200)) {
+        let batch =
+            if carried.is_empty() { receiver.recv_timeout(Duration::from_millis(200)) } else { Ok(Ok(Vec::new())) };
+        let events = match batch {
             Ok(Ok(events)) => events,
             Ok(Err(errors)) => {
                 for error in errors {
@@ -118,7 +128,13 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                session.prune();
+                // A missing root that exists by now without an event having said so (it
+                // was made while its parent's watch was being set up).
+                carried = watches.missing.iter().filter(|root| root.is_dir()).cloned().collect();
+                if !carried.is_empty() {
+                    continue;
+                }
+                prune_locked(&mut session, &home, Duration::from_millis(50));
                 if cache_stale {
                     cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
                     cache_stale = false;
@@ -140,22 +156,25 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
                 )
             })
             .flat_map(|event| event.paths.iter().cloned())
-            .filter(|path| !is_output(&home, path))
             .filter(|path| !path.components().any(|part| part.as_os_str() == crate::transaction::JOURNAL_DIR))
-            .filter(|path| watches.is_relevant(&session, &home, path))
+            .filter(|path| {
+                watches.leads_to_missing(path)
+                    || (!is_output(&home, path) && watches.is_relevant(&session, &home, path))
+            })
             .collect();
+        let mut appeared = std::mem::take(&mut carried);
+        changed.extend(appeared.iter().cloned());
         changed.sort();
         changed.dedup();
         if changed.is_empty() {
             continue;
         }
         let started = Instant::now();
-        // A folder appeared on the way to a root that did not exist. Watch first, then
-        // read: whatever is written in between is read, whatever comes later is an event.
-        let appeared: Vec<PathBuf> = changed.iter().flat_map(|path| watches.missing_under(path)).collect();
-        if !appeared.is_empty() {
-            watches.update(&session, &home, &mut debouncer);
-        }
+        // Roots that appeared (a folder on the way to a missing root changed). Watch
+        // first, then read: whatever is written in between is read, whatever comes later
+        // is an event. The same holds for a root removed and made again.
+        appeared.extend(changed.iter().flat_map(|path| watches.missing_under(path)));
+        let _ = watches.update(&session, &home, &mut debouncer);
         let config_changed = changed.iter().any(|path| path == &home.join(CONFIG_FILE));
         if config_changed {
             match read_config(&home, terminal) {
@@ -194,9 +213,9 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             }
         }
         // New roots (a repository added to roles.kdl), roots that appeared or vanished.
-        watches.update(&session, &home, &mut debouncer);
+        carried = missing_then_present(&session, watches.update(&session, &home, &mut debouncer));
     }
-    session.prune();
+    prune_locked(&mut session, &home, Duration::from_secs(5));
     if cache_stale {
         cache::store(&home, &fingerprints(&session, &home, &projects, &last_report));
     }
@@ -204,28 +223,58 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
     exit::SUCCESS
 }
 
+/// Prunes the bundles deferred convergences left, under the home lock (a bare run may be
+/// recording and materializing bundles meanwhile). Without the lock it waits for the next
+/// quiet moment.
+fn prune_locked(session: &mut Session, home: &Path, timeout: Duration) {
+    if !session.has_pending_prune() {
+        return;
+    }
+    if let Ok(_lock) = transaction::lock(home, timeout) {
+        session.prune();
+    }
+}
+
 /// What is being watched: every existing root recursively, the home folder, and for a
 /// root that does not exist (a repository named before it is cloned) its nearest existing
 /// ancestor, so the root's creation is seen.
 #[derive(Default)]
 struct Watches {
-    roots: Vec<PathBuf>,
+    /// Watched roots with the inode they had: a root removed and made again between two
+    /// updates is a new folder that needs a new watch.
+    roots: Vec<(PathBuf, u64)>,
     missing: Vec<PathBuf>,
     ancestors: Vec<PathBuf>,
 }
 
+fn folder_inode(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path).ok().filter(std::fs::Metadata::is_dir).map(|metadata| metadata.ino())
+}
+
 impl Watches {
+    /// Brings the watches in line with the session's roots; returns the roots it started
+    /// watching.
     fn update<W: notify_debouncer_full::notify::Watcher, C: notify_debouncer_full::FileIdCache>(
         &mut self,
         session: &Session,
         home: &Path,
         debouncer: &mut notify_debouncer_full::Debouncer<W, C>,
-    ) {
-        // A watched root that was removed is watched again through its ancestor.
-        self.roots.retain(|root| {
-            let exists = root.is_dir();
-            if !exists {
+    ) -> Vec<PathBuf> {
+        let mut started = Vec::new();
+        // A watched root (or ancestor) that was removed, or removed and made again, drops
+        // its watch; the root is watched again below, directly or through an ancestor.
+        self.roots.retain(|(root, inode)| {
+            let same = folder_inode(root) == Some(*inode);
+            if !same {
                 let _ = debouncer.unwatch(root);
+            }
+            same
+        });
+        self.ancestors.retain(|ancestor| {
+            let exists = ancestor.is_dir();
+            if !exists {
+                let _ = debouncer.unwatch(ancestor);
             }
             exists
         });
@@ -233,18 +282,21 @@ impl Watches {
         roots.push(home.to_path_buf());
         self.missing.clear();
         for root in roots {
-            if self.roots.contains(&root) {
+            if self.roots.iter().any(|(watched, _)| watched == &root) {
                 continue;
             }
             let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
-            if root.is_dir() && debouncer.watch(&root, mode).is_ok() {
-                self.roots.push(root);
+            if let Some(inode) = folder_inode(&root)
+                && debouncer.watch(&root, mode).is_ok()
+            {
+                started.push(root.clone());
+                self.roots.push((root, inode));
                 continue;
             }
             let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
             // Already seen through the home watch or a recursive root watch.
             let covered = ancestor == home
-                || self.roots.iter().any(|watched| watched.as_path() != home && ancestor.starts_with(watched));
+                || self.roots.iter().any(|(watched, _)| watched.as_path() != home && ancestor.starts_with(watched));
             if !covered
                 && !self.ancestors.iter().any(|watched| watched == ancestor)
                 && debouncer.watch(ancestor, RecursiveMode::NonRecursive).is_ok()
@@ -257,19 +309,26 @@ impl Watches {
         let (missing, roots) = (&self.missing, &self.roots);
         self.ancestors.retain(|ancestor| {
             let needed = missing.iter().any(|root| root.starts_with(ancestor));
-            if !needed && !roots.contains(ancestor) {
+            if !needed && !roots.iter().any(|(root, _)| root == ancestor) {
                 let _ = debouncer.unwatch(ancestor);
             }
             needed
         });
+        started
     }
 
-    /// Whether a changed path can matter: inside a root, the host configuration, or a
-    /// folder on the way to a missing root (not a sibling in a watched ancestor).
+    /// Whether a changed path can matter: inside a root or the host configuration (not
+    /// a sibling in a watched ancestor).
     fn is_relevant(&self, session: &Session, home: &Path, path: &Path) -> bool {
-        path == home.join(CONFIG_FILE)
-            || session.loader.roots().iter().any(|root| path.starts_with(root))
-            || self.missing.iter().any(|root| root.starts_with(path))
+        path == home.join(CONFIG_FILE) || self.roots.iter().any(|(root, _)| root != home && path.starts_with(root)) || {
+            // A root not watched directly (it is being re-watched) still counts.
+            session.loader.roots().iter().any(|root| path.starts_with(root))
+        }
+    }
+
+    /// Whether a changed path is a folder on the way to a missing root, or the root.
+    fn leads_to_missing(&self, path: &Path) -> bool {
+        self.missing.iter().any(|root| root.starts_with(path))
     }
 
     /// The missing roots at or below a changed path.
