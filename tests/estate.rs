@@ -31,6 +31,15 @@ fn backdate(path: &Path) {
     std::fs::File::options().write(true).open(path).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
 }
 
+/// Dates every folder under `root` an hour back (folders listed within two seconds of a
+/// convergence are listed again by the next one, as racily fresh).
+fn backdate_folders(root: &Path) {
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten().filter(|entry| entry.file_type().is_dir()) {
+        std::fs::File::open(entry.path()).and_then(|folder| folder.set_modified(hour_ago)).expect("backdate folder");
+    }
+}
+
 const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; composed-skill \"design-*\"; }\n    role eval { use-repository benchmarks; composed-skill \"metrics-*\"; }\n}\n";
 
 /// A small estate: a trusted root `acme/root` and two skill repositories.
@@ -59,6 +68,7 @@ fn estate(root: &Path) -> (PathBuf, PathBuf) {
     write(&projects.join("acme/root/.git/refs/heads/main"), "4b825dc642cb6eb9a060e54bf8d69288fbee4904\n");
     let home = root.join("home");
     write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    backdate_folders(root);
     (home, projects)
 }
 

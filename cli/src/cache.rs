@@ -39,7 +39,8 @@ pub struct Cache {
 /// recorded time is smudged so the next run compares its hash instead of trusting it.
 const RACY_NANOS: i128 = 2_000_000_000;
 
-/// Smudges the modification time of a file observed within [`RACY_NANOS`] of now.
+/// Smudges the modification time of a file or folder observed within [`RACY_NANOS`] of
+/// now.
 pub fn smudge_if_racy(observed: Observed) -> Observed {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -47,6 +48,11 @@ pub fn smudge_if_racy(observed: Observed) -> Observed {
     match observed {
         Observed::File(stat, digest) if stat.modified_nanos > now - RACY_NANOS => {
             Observed::File(Stat { modified_nanos: 0, ..stat }, digest)
+        }
+        // A folder listed within the same timestamp tick as a later change to its entries
+        // would keep its time; smudged, the next run lists it again.
+        Observed::Directory(stat) if stat.modified_nanos > now - RACY_NANOS => {
+            Observed::Directory(Stat { modified_nanos: 0, ..stat })
         }
         other => other,
     }
@@ -99,7 +105,17 @@ impl Cache {
             let text = path.to_str()?;
             (!text.contains(['\n', '\t'])).then(|| text.to_owned())
         };
+        // A missing path whose parent folder is recorded is covered by that folder: making
+        // the path changes the folder's time. Such lines (`m`) are not stat'ed by the
+        // no-op check.
+        let folders: std::collections::HashSet<&Path> = self
+            .inputs
+            .iter()
+            .filter(|(_, observed)| matches!(observed, Observed::Directory(_)))
+            .map(|(path, _)| path.as_path())
+            .collect();
         for (path, observed) in &self.inputs {
+            let covered = path.parent().is_some_and(|parent| folders.contains(parent));
             let path = clean(path)?;
             match observed {
                 Observed::Directory(stat) => {
@@ -116,7 +132,7 @@ impl Cache {
                     );
                 }
                 Observed::Missing => {
-                    let _ = writeln!(text, "M\t{path}");
+                    let _ = writeln!(text, "{}\t{path}", if covered { "m" } else { "M" });
                 }
             }
         }
@@ -171,7 +187,7 @@ impl Cache {
                     let digest = unhex(digest).ok_or("a digest is damaged")?;
                     cache.inputs.push((PathBuf::from(path), Observed::File(stat, digest)));
                 }
-                ["M", path] => {
+                ["M" | "m", path] => {
                     cache.inputs.push((PathBuf::from(path), Observed::Missing));
                 }
                 ["O", _, _, _, path] => {
@@ -304,11 +320,15 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
     }
     let summary_line = lines.next()?;
     let summary = Cache::parse(&format!("{MAGIC}\nidentity\t{identity}\n{summary_line}\nend\n")).ok()?.summary;
-    let entries: Vec<&str> = lines.collect();
-    if entries.iter().rev().find(|line| !line.is_empty()) != Some(&"end") {
+    // The entries, up to the `end` line; cut into pieces at line ends so that splitting
+    // the lines happens in parallel too.
+    let header = MAGIC.len() + "identity\t".len() + identity.len() + summary_line.len() + 3;
+    let body = text.get(header..)?.strip_suffix("end\n")?;
+    if !(body.is_empty() || body.ends_with('\n')) {
         return None;
     }
-    let same = |line: &&str| -> bool {
+    let pieces = pieces_at_line_ends(body, 64);
+    let same = |line: &str| -> bool {
         // At most six fields; a fixed array keeps this hot loop free of allocation.
         let mut buffer = [""; 6];
         let mut count = 0;
@@ -332,12 +352,44 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
                 stat(path).is_some_and(|metadata| metadata.is_file() && equal(&metadata, Some(size), nanos, inode))
             }
             ["M", path] => stat(path).is_none(),
-            ["end"] | [""] => true,
+            // Covered by its recorded parent folder.
+            ["m", _] => true,
             _ => false,
         }
     };
-    counters.stated = entries.len().saturating_sub(2);
-    entries.par_iter().all(same).then_some(summary)
+    let checked: Option<Vec<usize>> = pieces
+        .par_iter()
+        .map(|piece| {
+            let mut lines = 0;
+            for line in piece.strip_suffix('\n').unwrap_or(piece).split('\n') {
+                if !same(line) {
+                    return None;
+                }
+                lines += usize::from(!line.starts_with("m\t"));
+            }
+            Some(lines)
+        })
+        .collect();
+    counters.stated = checked?.iter().sum();
+    Some(summary)
+}
+
+/// Cuts `text` (whole lines) into about `count` pieces, each ending at a line end.
+fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
+    let size = text.len().div_ceil(count.max(1)).max(1);
+    let mut pieces = Vec::with_capacity(count);
+    let mut rest = text;
+    while !rest.is_empty() {
+        // A newline byte is always a character boundary.
+        let cut = match rest.as_bytes().get(size..).and_then(|tail| tail.iter().position(|&byte| byte == b'\n')) {
+            Some(offset) => size + offset + 1,
+            None => rest.len(),
+        };
+        let (piece, tail) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
 }
 
 /// Writes the cache atomically (temporary sibling + rename). Failures are ignored: the
@@ -387,5 +439,63 @@ mod tests {
         assert!(Cache::parse(&text.replace("end\n", "")).is_err());
         assert!(Cache::parse("garbage").is_err());
         assert!(Cache::parse(&text.replace("\tF\t", "\tX\t").replace("F\t3", "F\tthree")).is_err());
+    }
+
+    #[test]
+    fn racily_fresh_files_and_folders_are_smudged() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX))
+            .expect("clock");
+        let fresh = Stat { size: 1, modified_nanos: now, inode: 4 };
+        let old = Stat { modified_nanos: now - 10 * RACY_NANOS, ..fresh };
+        let smudged = Stat { modified_nanos: 0, ..fresh };
+        assert_eq!(smudge_if_racy(Observed::Directory(fresh)), Observed::Directory(smudged));
+        assert_eq!(smudge_if_racy(Observed::File(fresh, [1; 32])), Observed::File(smudged, [1; 32]));
+        assert_eq!(smudge_if_racy(Observed::Directory(old)), Observed::Directory(old));
+        assert_eq!(smudge_if_racy(Observed::File(old, [1; 32])), Observed::File(old, [1; 32]));
+        assert_eq!(smudge_if_racy(Observed::Missing), Observed::Missing);
+    }
+
+    #[test]
+    fn pieces_end_at_line_ends_and_rejoin() {
+        let text: String = (0..500).map(|index| format!("F\t{index}\t/päth/ünïcode/{index}\n")).collect();
+        for count in [1, 7, 64, 10_000] {
+            let pieces = pieces_at_line_ends(&text, count);
+            assert_eq!(pieces.concat(), text);
+            assert!(pieces.iter().all(|piece| piece.ends_with('\n')), "{count}");
+        }
+        assert!(pieces_at_line_ends("", 64).is_empty());
+    }
+
+    #[test]
+    fn a_missing_path_is_covered_by_its_recorded_folder() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let folder = temporary.path().join("folder");
+        std::fs::create_dir(&folder).expect("mkdir");
+        let observe = |path: &Path| crate::load::observe(path);
+        let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
+        cache.inputs.push((folder.clone(), observe(&folder)));
+        cache.inputs.push((folder.join("later"), Observed::Missing));
+        cache.inputs.push((temporary.path().join("elsewhere/deep"), Observed::Missing));
+        let text = cache.to_text().expect("text");
+        assert!(text.contains(&format!("m\t{}", folder.join("later").display())), "{text}");
+        assert!(text.contains(&format!("M\t{}", temporary.path().join("elsewhere/deep").display())), "{text}");
+        let mut counters = CheckCounters::default();
+        assert!(unchanged_at_a_glance(&text, "test", &mut counters).is_some());
+        assert_eq!(counters.stated, 2, "the covered path is not stat'ed");
+        // Making the covered path changes its folder (past the timestamp tick).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::write(folder.join("later"), "now").expect("write");
+        assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_none());
+        assert!(matches!(check(&Cache::parse(&text).expect("parse"), &mut CheckCounters::default()), Check::Changed));
+        // A missing path without a recorded folder is stat'ed itself.
+        std::fs::remove_file(folder.join("later")).expect("remove");
+        let mut cache = Cache::parse(&text).expect("parse");
+        cache.inputs[0].1 = observe(&folder);
+        let text = cache.to_text().expect("text");
+        assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_some());
+        std::fs::create_dir_all(temporary.path().join("elsewhere/deep")).expect("mkdir");
+        assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_none());
     }
 }
