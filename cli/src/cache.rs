@@ -338,11 +338,14 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
         }
         let fields = &buffer[..count];
         let stat = |path: &str| std::fs::symlink_metadata(path).ok();
+        // The recorded numbers are compared as text: formatting what the disk says is
+        // several times cheaper than parsing what the cache says.
         let equal = |metadata: &std::fs::Metadata, size: Option<&str>, nanos: &str, inode: &str| {
             let now = Stat::of(metadata);
-            size.is_none_or(|size| size.parse() == Ok(now.size))
-                && nanos.parse() == Ok(now.modified_nanos)
-                && inode.parse() == Ok(now.inode)
+            let mut buffer = itoa::Buffer::new();
+            size.is_none_or(|size| buffer.format(now.size) == size)
+                && buffer.format(now.modified_nanos) == nanos
+                && buffer.format(now.inode) == inode
         };
         match fields {
             ["D", nanos, inode, path] => {
