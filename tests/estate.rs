@@ -124,6 +124,35 @@ fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
 }
 
 #[test]
+fn editing_the_same_skill_again_checks_only_what_depends_on_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    // Forty more skills in the benchmarks repository, which only the eval role admits.
+    for index in 0..40 {
+        let name = format!("bench-extra-{index:02}");
+        write(&projects.join(format!("example/benchmarks/.agents/skills/{name}/SKILL.md")), &skill(&name, "More."));
+    }
+    let (mut session, config) = live_session(&home, &projects);
+    let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+    let mut edit = |body: &str| {
+        write(&edited, &skill("machine-gpu", body));
+        assert!(session.loader.refresh(&mut session.db, &edited));
+        let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        let executed = session.db.take_executed();
+        assert_eq!(count(&executed, "file_summary"), 1, "{executed:#?}");
+        assert_eq!(count(&executed, "resolve"), 1, "only the platform role: {executed:#?}");
+        (report.queries_executed, report.queries_reused)
+    };
+    // The first edit checks every memo; the file is then of LOW durability, and the
+    // next edits leave the memos of the untouched benchmarks skills alone.
+    let (_, first) = edit("Revised once.");
+    let (_, second) = edit("Revised twice.");
+    let (_, third) = edit("Revised three times.");
+    assert!(second + 40 <= first, "second edit validated {second} memos, the first {first}");
+    assert_eq!(second, third);
+}
+
+#[test]
 fn adding_a_skill_file_is_picked_up() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());

@@ -407,7 +407,7 @@ impl Loader {
         }
         let files: Vec<SourceFile> = std::mem::take(&mut read.files)
             .into_iter()
-            .map(|(relative, bytes)| self.file(db, &label, relative, bytes, durability))
+            .map(|(relative, bytes)| self.file(db, &label, relative, bytes, durability, durability))
             .collect();
         match self.packages.get(&(label.clone(), kind)) {
             Some(&package) => {
@@ -429,7 +429,8 @@ impl Loader {
         }
     }
 
-    /// Sets (or updates) one file input, keyed by its origin label and relative path.
+    /// Sets (or updates) one file input, keyed by its origin label and relative path: new
+    /// with `durability`, and with `changed` once its bytes change.
     fn file(
         &mut self,
         db: &mut Database,
@@ -437,12 +438,13 @@ impl Loader {
         relative: String,
         bytes: Vec<u8>,
         durability: Durability,
+        changed: Durability,
     ) -> SourceFile {
         let key = (label.to_owned(), relative.clone());
         match self.files.get(&key) {
             Some(&file) => {
                 if file.bytes(db) != &bytes {
-                    file.set_bytes(db).with_durability(durability).to(bytes);
+                    file.set_bytes(db).with_durability(changed).to(bytes);
                 }
                 file
             }
@@ -455,6 +457,16 @@ impl Loader {
     }
 
     /// Sets (or updates) a catalogue input from files already read.
+    ///
+    /// Durability follows how likely an input is to change again. Catalogue files and
+    /// listings start MEDIUM; a skill file whose bytes change, and a listing that changes,
+    /// drop to LOW. Editing that skill again then makes salsa re-verify only the LOW memos
+    /// that depend on it (its summary, its catalogue's listing, the resolutions of the
+    /// roles that admit it), while the memos of the thousands of untouched files pass on
+    /// their durability without walking their dependencies. Skill names depend only on
+    /// paths, whose durability never drops, so roles that merely list a catalogue's
+    /// skills keep their memos. `roles.kdl` stays MEDIUM when it changes: a value whose
+    /// durability dropped cannot be backdated, and every role's view is derived from it.
     pub fn catalogue_from(
         &mut self,
         db: &mut Database,
@@ -465,23 +477,28 @@ impl Loader {
     ) -> Catalogue {
         let files: Vec<SourceFile> = read_files
             .into_iter()
-            .map(|(relative, bytes)| self.file(db, label, relative, bytes, Durability::LOW))
+            .map(|(relative, bytes)| {
+                let changed = if relative == ".agents/roles.kdl" { Durability::MEDIUM } else { Durability::LOW };
+                self.file(db, label, relative, bytes, Durability::MEDIUM, changed)
+            })
             .collect();
         match self.catalogues.get(label) {
             Some(&catalogue) => {
                 if catalogue.available(db) != available {
-                    catalogue.set_available(db).to(available);
+                    catalogue.set_available(db).with_durability(Durability::LOW).to(available);
                 }
                 if catalogue.files(db) != &files {
-                    catalogue.set_files(db).to(files);
+                    catalogue.set_files(db).with_durability(Durability::LOW).to(files);
                 }
                 if catalogue.load_diagnostics(db) != &diagnostics {
-                    catalogue.set_load_diagnostics(db).to(diagnostics);
+                    catalogue.set_load_diagnostics(db).with_durability(Durability::LOW).to(diagnostics);
                 }
                 catalogue
             }
             None => {
-                let catalogue = Catalogue::new(db, label.to_owned(), available, files, diagnostics);
+                let catalogue = Catalogue::builder(label.to_owned(), available, files, diagnostics)
+                    .durability(Durability::MEDIUM)
+                    .new(db);
                 self.catalogues.insert(label.to_owned(), catalogue);
                 catalogue
             }
