@@ -324,14 +324,30 @@ impl Watching {
     /// The next line starting with `prefix` (earlier lines are skipped).
     fn wait_for(&self, prefix: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
+        let mut skipped = Vec::new();
         while Instant::now() < deadline {
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100))
-                && line.starts_with(prefix)
-            {
-                return line;
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                if line.starts_with(prefix) {
+                    return line;
+                }
+                skipped.push(line);
             }
         }
-        panic!("no `{prefix}` line");
+        panic!("no `{prefix}` line; seen instead:\n{}", skipped.join("\n"));
+    }
+
+    /// Waits for reconvergences until `done` holds after one of them.
+    fn reconverged_until(&self, what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(100))
+                && line.starts_with("reconverged:")
+                && done()
+            {
+                return;
+            }
+        }
+        panic!("no reconvergence made {what}");
     }
 
     /// Ctrl-C, then the exit status.
@@ -394,28 +410,30 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
     watching.wait_for("stderr: reconvergence failed");
     assert_eq!(index(&home), before, "a failed reconvergence keeps the outputs");
     // The repository is cloned (its parent folder did not exist either).
+    let in_eval_bundle = |skill_name: &str, words: &str| {
+        let eval = index(&home)["eval"].clone();
+        std::fs::read_to_string(
+            home.join("bundles").join(eval).join(format!("content/skills/tools/{skill_name}/SKILL.md")),
+        )
+        .is_ok_and(|text| text.contains(words))
+    };
     write(&projects.join("vendor/tools/.agents/skills/tool-lathe/SKILL.md"), &skill("tool-lathe", "Turn parts."));
-    let line = watching.wait_for("reconverged:");
-    assert!(line.contains("vendor"), "{line}");
-    let eval = index(&home)["eval"].clone();
-    assert_ne!(eval, before["eval"], "the eval bundle changed");
-    assert!(
-        home.join("bundles").join(&eval).join("content/skills/tools/tool-lathe/SKILL.md").is_file(),
-        "the cloned repository's skill is in the eval bundle"
-    );
+    watching
+        .reconverged_until("the cloned skill part of the eval bundle", || in_eval_bundle("tool-lathe", "Turn parts."));
+    assert_ne!(index(&home)["eval"], before["eval"], "the eval bundle changed");
 
     // Removed and cloned again: still watched, and its new skill is seen.
     std::fs::remove_dir_all(projects.join("vendor")).expect("remove");
     watching.wait_for("stderr: reconvergence failed");
     write(&projects.join("vendor/tools/.agents/skills/tool-mill/SKILL.md"), &skill("tool-mill", "Mill parts."));
-    watching.wait_for("reconverged:");
-    let eval = index(&home)["eval"].clone();
-    assert!(home.join("bundles").join(&eval).join("content/skills/tools/tool-mill/SKILL.md").is_file());
+    watching.reconverged_until("the re-cloned skill part of the eval bundle", || {
+        in_eval_bundle("tool-mill", "Mill parts.")
+    });
     // An edit inside the new clone reconverges too.
     write(&projects.join("vendor/tools/.agents/skills/tool-mill/SKILL.md"), &skill("tool-mill", "Mill finer."));
-    let line = watching.wait_for("reconverged:");
-    assert!(line.contains("tool-mill"), "{line}");
-    assert_ne!(index(&home)["eval"], eval, "the edit in the clone changed the eval bundle");
+    watching.reconverged_until("the edit in the clone part of the eval bundle", || {
+        in_eval_bundle("tool-mill", "Mill finer.")
+    });
     let exit = watching.stop();
     assert!(exit.success(), "{exit:?}");
 }

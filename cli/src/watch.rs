@@ -174,7 +174,10 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         // first, then read: whatever is written in between is read, whatever comes later
         // is an event. The same holds for a root removed and made again.
         appeared.extend(changed.iter().flat_map(|path| watches.missing_under(path)));
-        let _ = watches.update(&session, &home, &mut debouncer);
+        let watched_now = watches.update(&session, &home, &mut debouncer);
+        appeared.extend(missing_then_present(&session, watched_now));
+        appeared.sort();
+        appeared.dedup();
         let config_changed = changed.iter().any(|path| path == &home.join(CONFIG_FILE));
         if config_changed {
             match read_config(&home, terminal) {
