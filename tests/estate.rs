@@ -166,6 +166,23 @@ fn adding_a_skill_file_is_picked_up() {
 }
 
 #[test]
+fn a_file_added_beside_a_skill_replans_only_the_role_that_admits_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut session, config) = live_session(&home, &projects);
+    // An editor's backup beside a skill: the catalogue's file list changes, its skill
+    // names do not.
+    for round in 0..2 {
+        let added = projects.join(format!("example/hardware/.agents/skills/machine-gpu/SKILL.md.~{round}~"));
+        write(&added, "backup");
+        assert!(session.loader.refresh(&mut session.db, &added));
+        session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        let executed = session.db.take_executed();
+        assert_eq!(count(&executed, "resolve"), 1, "round {round}: only the platform role: {executed:#?}");
+    }
+}
+
+#[test]
 fn editing_roles_kdl_replans_only_the_affected_role() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
@@ -350,6 +367,18 @@ impl Watching {
         panic!("no reconvergence made {what}");
     }
 
+    /// The lines that arrive within `period`.
+    fn lines_within(&self, period: Duration) -> Vec<String> {
+        let deadline = Instant::now() + period;
+        let mut lines = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            if let Ok(line) = self.lines.recv_timeout(left.min(Duration::from_millis(100))) {
+                lines.push(line);
+            }
+        }
+        lines
+    }
+
     /// Ctrl-C, then the exit status.
     fn stop(mut self) -> std::process::ExitStatus {
         let status =
@@ -434,6 +463,26 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
     watching.reconverged_until("the edit in the clone part of the eval bundle", || {
         in_eval_bundle("tool-mill", "Mill finer.")
     });
+    let exit = watching.stop();
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn watch_does_not_spin_on_a_repository_replaced_by_a_link() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
+    let before = index(&home);
+    // The benchmarks repository becomes a link to a copy of itself: refused, outputs kept.
+    let benchmarks = projects.join("example/benchmarks");
+    std::fs::rename(&benchmarks, projects.join("example/benchmarks-real")).expect("move");
+    std::os::unix::fs::symlink(projects.join("example/benchmarks-real"), &benchmarks).expect("link");
+    watching.wait_for("stderr: reconvergence failed");
+    let later = watching.lines_within(Duration::from_millis(1500));
+    let failures = later.iter().filter(|line| line.starts_with("stderr: reconvergence failed")).count();
+    assert!(failures <= 1, "watch keeps reconverging: {later:#?}");
+    assert_eq!(index(&home), before);
     let exit = watching.stop();
     assert!(exit.success(), "{exit:?}");
 }

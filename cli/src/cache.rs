@@ -134,6 +134,9 @@ impl Cache {
                 Observed::Missing => {
                     let _ = writeln!(text, "{}\t{path}", if covered { "m" } else { "M" });
                 }
+                Observed::Unreachable => {
+                    let _ = writeln!(text, "U\t{path}");
+                }
             }
         }
         for (path, stat) in &self.outputs {
@@ -189,6 +192,9 @@ impl Cache {
                 }
                 ["M" | "m", path] => {
                     cache.inputs.push((PathBuf::from(path), Observed::Missing));
+                }
+                ["U", path] => {
+                    cache.inputs.push((PathBuf::from(path), Observed::Unreachable));
                 }
                 ["O", _, _, _, path] => {
                     let stat = Stat {
@@ -246,8 +252,8 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
         .par_iter()
         .enumerate()
         .map(|(index, (path, recorded))| match (recorded, std::fs::symlink_metadata(path)) {
-            (Observed::Missing, Err(_)) => Verdict::Same,
-            (Observed::Missing, Ok(_)) => Verdict::Changed,
+            (Observed::Missing | Observed::Unreachable, Err(_)) => Verdict::Same,
+            (Observed::Missing | Observed::Unreachable, Ok(_)) => Verdict::Changed,
             (Observed::Directory(stat), Ok(metadata)) if metadata.is_dir() && !metadata.file_type().is_symlink() => {
                 let now = Stat::of(&metadata);
                 if now.modified_nanos == stat.modified_nanos && now.inode == stat.inode {
@@ -318,7 +324,7 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
     if lines.next() != Some(MAGIC) || lines.next() != Some(&format!("identity\t{identity}")) {
         return None;
     }
-    let summary_line = lines.next()?;
+    let summary_line = lines.next().filter(|line| line.starts_with("summary\t"))?;
     let summary = Cache::parse(&format!("{MAGIC}\nidentity\t{identity}\n{summary_line}\nend\n")).ok()?.summary;
     // The entries, up to the `end` line; cut into pieces at line ends so that splitting
     // the lines happens in parallel too.
@@ -354,7 +360,7 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
             ["F", size, nanos, inode, _, path] | ["O", size, nanos, inode, path] => {
                 stat(path).is_some_and(|metadata| metadata.is_file() && equal(&metadata, Some(size), nanos, inode))
             }
-            ["M", path] => stat(path).is_none(),
+            ["M" | "U", path] => stat(path).is_none(),
             // Covered by its recorded parent folder.
             ["m", _] => true,
             _ => false,
@@ -500,5 +506,20 @@ mod tests {
         assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_some());
         std::fs::create_dir_all(temporary.path().join("elsewhere/deep")).expect("mkdir");
         assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_none());
+        // A path that could not be looked at (a folder on the way not searchable) is never
+        // covered: making it reachable changes no folder's time.
+        let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
+        cache.inputs.push((folder.clone(), observe(&folder)));
+        cache.inputs.push((folder.join("hidden"), Observed::Unreachable));
+        let text = cache.to_text().expect("text");
+        assert!(text.contains(&format!("U\t{}", folder.join("hidden").display())), "{text}");
+        assert_eq!(Cache::parse(&text).expect("parse").inputs[1].1, Observed::Unreachable);
+        assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_some());
+        std::fs::write(folder.join("hidden"), "now reachable").expect("write");
+        let mut cache = Cache::parse(&text).expect("parse");
+        cache.inputs[0].1 = observe(&folder);
+        let text = cache.to_text().expect("text");
+        assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_none());
+        assert!(matches!(check(&cache, &mut CheckCounters::default()), Check::Changed));
     }
 }

@@ -69,6 +69,17 @@ pub enum Observed {
     File(Stat, [u8; 32]),
     /// A path that did not exist (creating it must be noticed).
     Missing,
+    /// A path that could not be looked at for another reason than its absence (a folder
+    /// on the way that may not be searched, say). Read as missing, but a change of
+    /// permissions leaves no trace in any folder's time, so it is always stat'ed again.
+    Unreachable,
+}
+
+impl Observed {
+    /// What a failed look at a path means.
+    pub fn absent(error: &std::io::Error) -> Observed {
+        if error.kind() == std::io::ErrorKind::NotFound { Observed::Missing } else { Observed::Unreachable }
+    }
 }
 
 /// Observes a path as it is now (for files not read through the loader).
@@ -77,9 +88,10 @@ pub fn observe(path: &Path) -> Observed {
         Ok(metadata) if metadata.is_dir() => Observed::Directory(Stat::of(&metadata)),
         Ok(metadata) if metadata.is_file() => match std::fs::read(path) {
             Ok(bytes) => Observed::File(Stat::of(&metadata), *blake3::hash(&bytes).as_bytes()),
-            Err(_) => Observed::Missing,
+            Err(_) => Observed::Unreachable,
         },
-        _ => Observed::Missing,
+        Ok(_) => Observed::Unreachable,
+        Err(error) => Observed::absent(&error),
     }
 }
 
@@ -293,8 +305,8 @@ pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
     }
     let agents = root.join(".agents");
     match std::fs::symlink_metadata(&agents) {
-        Err(_) => {
-            read.observed.push((agents, Observed::Missing));
+        Err(error) => {
+            read.observed.push((agents, Observed::absent(&error)));
             return Some(read);
         }
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -309,8 +321,8 @@ pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
     }
     for part in CATALOGUE_PARTS {
         let path = root.join(part);
-        if std::fs::symlink_metadata(&path).is_err() {
-            read.observed.push((path, Observed::Missing));
+        if let Err(error) = std::fs::symlink_metadata(&path) {
+            read.observed.push((path, Observed::absent(&error)));
             continue;
         }
         walk(root, &path, label, "catalogue", &mut read);
@@ -458,15 +470,15 @@ impl Loader {
 
     /// Sets (or updates) a catalogue input from files already read.
     ///
-    /// Durability follows how likely an input is to change again. Catalogue files and
-    /// listings start MEDIUM; a skill file whose bytes change, and a listing that changes,
-    /// drop to LOW. Editing that skill again then makes salsa re-verify only the LOW memos
-    /// that depend on it (its summary, its catalogue's listing, the resolutions of the
-    /// roles that admit it), while the memos of the thousands of untouched files pass on
-    /// their durability without walking their dependencies. Skill names depend only on
-    /// paths, whose durability never drops, so roles that merely list a catalogue's
-    /// skills keep their memos. `roles.kdl` stays MEDIUM when it changes: a value whose
-    /// durability dropped cannot be backdated, and every role's view is derived from it.
+    /// Durability follows how likely an input is to change again. Catalogue files start
+    /// MEDIUM, and a skill file whose bytes change drops to LOW. Editing that skill again
+    /// then makes salsa re-verify only the LOW memos that depend on it (its summary, its
+    /// catalogue's listing, the resolutions of the roles that admit it), while the memos
+    /// of the thousands of untouched files pass on their durability without walking their
+    /// dependencies. Everything that many roles read without needing the bytes stays
+    /// MEDIUM when it changes — the catalogue's file list (skill names come from it and
+    /// from paths), its availability and `roles.kdl` — because salsa cannot backdate a
+    /// value whose durability dropped, and every role would re-plan once.
     pub fn catalogue_from(
         &mut self,
         db: &mut Database,
@@ -485,13 +497,13 @@ impl Loader {
         match self.catalogues.get(label) {
             Some(&catalogue) => {
                 if catalogue.available(db) != available {
-                    catalogue.set_available(db).with_durability(Durability::LOW).to(available);
+                    catalogue.set_available(db).to(available);
                 }
                 if catalogue.files(db) != &files {
-                    catalogue.set_files(db).with_durability(Durability::LOW).to(files);
+                    catalogue.set_files(db).to(files);
                 }
                 if catalogue.load_diagnostics(db) != &diagnostics {
-                    catalogue.set_load_diagnostics(db).with_durability(Durability::LOW).to(diagnostics);
+                    catalogue.set_load_diagnostics(db).to(diagnostics);
                 }
                 catalogue
             }

@@ -130,7 +130,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // A missing root that exists by now without an event having said so (it
                 // was made while its parent's watch was being set up).
-                carried = watches.missing.iter().filter(|root| root.is_dir()).cloned().collect();
+                carried = watches.missing.iter().filter(|root| folder_inode(root).is_some()).cloned().collect();
                 if !carried.is_empty() {
                     continue;
                 }
@@ -248,6 +248,9 @@ struct Watches {
     roots: Vec<(PathBuf, u64)>,
     missing: Vec<PathBuf>,
     ancestors: Vec<PathBuf>,
+    /// Folders that exist but cannot be watched (no permission, too many watches), with
+    /// their inode: warned about once, tried again only when replaced.
+    failed: Vec<(PathBuf, u64)>,
 }
 
 fn folder_inode(path: &Path) -> Option<u64> {
@@ -289,11 +292,23 @@ impl Watches {
                 continue;
             }
             let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
-            if let Some(inode) = folder_inode(&root)
-                && debouncer.watch(&root, mode).is_ok()
-            {
-                started.push(root.clone());
-                self.roots.push((root, inode));
+            if let Some(inode) = folder_inode(&root) {
+                if self.failed.contains(&(root.clone(), inode)) {
+                    continue;
+                }
+                match debouncer.watch(&root, mode) {
+                    Ok(()) => {
+                        started.push(root.clone());
+                        self.roots.push((root, inode));
+                    }
+                    Err(error) => {
+                        print_stderr(&format!(
+                            "warning: cannot watch `{}`: {error}; its changes are not seen until it is replaced or watch restarts\n",
+                            root.display()
+                        ));
+                        self.failed.push((root, inode));
+                    }
+                }
                 continue;
             }
             let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
