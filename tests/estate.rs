@@ -280,6 +280,30 @@ fn the_cache_sees_touched_files_and_discards_a_corrupt_cache() {
 }
 
 #[test]
+fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    // Written just now (not dated back): racily fresh when the convergence reads it.
+    let fresh = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
+    std::fs::create_dir_all(fresh.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&fresh, skill("machine-npu", "Fresh.")).expect("write");
+    let mut session = Session::default();
+    let config = config(&home);
+    let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    // The cache is written later than two seconds after the read (a long convergence,
+    // or watch mode waiting for the inputs to settle).
+    std::thread::sleep(Duration::from_millis(2200));
+    let cache = acompose_cli::converge::fingerprints(&session, &home, &projects, &report);
+    let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
+    match recorded {
+        Some(acompose_cli::load::Observed::File(stat, _)) => {
+            assert_eq!(stat.modified_nanos, 0, "the fresh file's time is smudged")
+        }
+        other => panic!("the fresh file is not recorded as a file: {other:?}"),
+    }
+}
+
+#[test]
 fn compose_and_bare_report_stats() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let output = acompose(temporary.path(), &["--home", "home", "--stats"]);

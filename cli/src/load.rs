@@ -342,8 +342,11 @@ impl Loader {
     fn record(&mut self, read: &mut Read) {
         self.counters.files_read += read.files.len();
         self.counters.bytes_read += read.files.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+        // Racily fresh entries are smudged now, as they are observed: how fresh a file or
+        // folder was is measured against the moment it was read, not the moment the cache
+        // is written, which may be much later (a long convergence, or watch mode).
         for (path, observed) in read.observed.drain(..) {
-            self.observed.insert(path, observed);
+            self.observed.insert(path, crate::cache::smudge_if_racy(observed));
         }
     }
 
@@ -354,7 +357,7 @@ impl Loader {
 
     /// Records a path read outside the loader (the host configuration).
     pub fn note(&mut self, path: &Path, observed: Observed) {
-        self.observed.insert(path.to_path_buf(), observed);
+        self.observed.insert(path.to_path_buf(), crate::cache::smudge_if_racy(observed));
     }
 
     /// The person source of `selection` as loaded before, reading it only when the
