@@ -304,6 +304,34 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
 }
 
 #[test]
+fn abandoned_staging_folders_are_removed() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let bundles = home.join("bundles");
+    let abandoned = bundles.join(".staging-0123456789abcdef-4242");
+    let recent = bundles.join(".staging-fedcba9876543210-4343");
+    let foreign = bundles.join(".staging-notes");
+    for folder in [&abandoned, &recent, &foreign] {
+        write(&folder.join("manifest.json"), "{}");
+    }
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    for folder in [&abandoned, &foreign] {
+        std::fs::File::open(folder).and_then(|handle| handle.set_modified(two_hours_ago)).expect("date back");
+    }
+    // A change, so the run converges rather than stopping at the fingerprint check.
+    write(
+        &temporary.path().join("projects/example/hardware/.agents/skills/machine-cpu/SKILL.md"),
+        &skill("machine-cpu", "Again."),
+    );
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    assert!(!abandoned.exists(), "an hour-old staging folder is gone");
+    assert!(recent.is_dir(), "a recent one may belong to a running composition");
+    assert!(foreign.is_dir(), "a folder not named like a staging folder is not ours");
+}
+
+#[test]
 fn compose_and_bare_report_stats() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let output = acompose(temporary.path(), &["--home", "home", "--stats"]);

@@ -408,6 +408,7 @@ impl Session {
                 exit::ENVIRONMENT
             })?;
         }
+        remove_abandoned_staging(&bundles_dir);
         let verified = &self.verified;
         let outcomes: Vec<Result<Materialized, String>> = bundles
             .par_iter()
@@ -541,6 +542,35 @@ impl Session {
                 self.compositions.insert(role.to_owned(), composition);
                 composition
             }
+        }
+    }
+}
+
+/// How old a staging folder must be before it counts as abandoned: materializing a bundle
+/// takes well under a second, so an hour leaves any live composition alone.
+const ABANDONED_STAGING: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes `.staging-<id>-<pid>` folders a crashed materialization left in the bundles
+/// folder, once they are [`ABANDONED_STAGING`] old. Failures are ignored: a leftover only
+/// takes space.
+fn remove_abandoned_staging(bundles_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(bundles_dir) else { return };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(".staging-")) else { continue };
+        let shaped = rest.split_once('-').is_some_and(|(id, pid)| {
+            is_bundle_id(id) && !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit())
+        });
+        let abandoned = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|metadata| metadata.modified().ok())
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age >= ABANDONED_STAGING);
+        if shaped && abandoned {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
