@@ -173,7 +173,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         // Roots that appeared (a folder on the way to a missing root changed). Watch
         // first, then read: whatever is written in between is read, whatever comes later
         // is an event. The same holds for a root removed and made again.
-        appeared.extend(changed.iter().flat_map(|path| watches.missing_under(path)));
+        appeared.extend(changed.iter().flat_map(|path| watches.missing_under(path).cloned()));
         let watched_now = watches.update(&session, &home, &mut debouncer);
         appeared.extend(missing_then_present(&session, watched_now));
         appeared.sort();
@@ -346,12 +346,12 @@ impl Watches {
 
     /// Whether a changed path is a folder on the way to a missing root, or the root.
     fn leads_to_missing(&self, path: &Path) -> bool {
-        self.missing.iter().any(|root| root.starts_with(path))
+        self.missing_under(path).next().is_some()
     }
 
     /// The missing roots at or below a changed path.
-    fn missing_under(&self, path: &Path) -> Vec<PathBuf> {
-        self.missing.iter().filter(|root| root.starts_with(path)).cloned().collect()
+    fn missing_under<'a>(&'a self, path: &'a Path) -> impl Iterator<Item = &'a PathBuf> + 'a {
+        self.missing.iter().filter(move |root| root.starts_with(path))
     }
 }
 
