@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::finding::Finding;
 use super::tree::Tree;
+use super::workspace::SourceFile;
 use super::{is_reference, is_slug, json};
 
 /// The spec string of a session record. The contract names the fields but no spec
@@ -677,8 +678,8 @@ impl FieldReader<'_> {
         if record.status == Status::Launching && record.pid.is_some() {
             self.fail("pid", "inconsistent-record", "a launching session has no process yet");
         }
-        if record.status == Status::Completed && record.pid.is_none() {
-            self.fail("pid", "inconsistent-record", "a completed session must record its process id");
+        if matches!(record.status, Status::Completed | Status::TimedOut) && record.pid.is_none() {
+            self.fail("pid", "inconsistent-record", "a session that ran must record its process id");
         }
     }
 }
@@ -698,6 +699,40 @@ fn is_cwd(text: &str) -> bool {
 /// the order is total and the same on every machine.
 pub fn sort_newest_first(records: &mut [SessionRecord]) {
     records.sort_by(|left, right| right.started_at.cmp(&left.started_at).then_with(|| right.id.cmp(&left.id)));
+}
+
+/// The records of a sessions folder and what was wrong with the others.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecordListing {
+    /// Valid records, newest first.
+    pub records: Vec<SessionRecord>,
+    /// One or more findings per file that was refused; those files are left as they are.
+    pub findings: Vec<Finding>,
+}
+
+/// Checks every file of the sessions folder the driver read. Names starting with `.`
+/// are the driver's own (its lock and temporary files) and are skipped; every other
+/// file must be a valid record. `refused` holds what the driver would not read
+/// (symlinks, folders). More than 512 entries is refused as a whole, before any is
+/// checked, so a listing is bounded work.
+pub fn read_records(files: &[SourceFile], refused: Vec<Finding>) -> RecordListing {
+    let mut listing = RecordListing { records: Vec::new(), findings: refused };
+    let files: Vec<&SourceFile> = files.iter().filter(|file| !file.name.starts_with('.')).collect();
+    if files.len() > MAX_RECORDS {
+        listing.findings.push(
+            Finding::error("too-many-records", SESSIONS_DIRECTORY, "the sessions folder holds more than 512 records")
+                .hint("move old records out of the folder"),
+        );
+        return listing;
+    }
+    for file in files {
+        match check_record(&file.name, &file.bytes) {
+            Ok(record) => listing.records.push(record),
+            Err(findings) => listing.findings.extend(findings),
+        }
+    }
+    sort_newest_first(&mut listing.records);
+    listing
 }
 
 /// What the driver saw when it looked up the pid of an active record.
@@ -752,7 +787,7 @@ pub fn reconcile(
     let mut interruptions = Vec::new();
     for record in records.iter().filter(|record| record.status.is_active()) {
         let reason = match (record.pid_start, observations.get(&record.id)) {
-            (None, _) => Some(InterruptReason::LauncherGone),
+            (None, _) => (record.status == Status::Launching).then_some(InterruptReason::LauncherGone),
             (Some(_), None) => None,
             (Some(_), Some(Observation::Gone)) => Some(InterruptReason::ProcessGone),
             (Some(recorded), Some(Observation::Alive { pid_start })) => {
@@ -955,7 +990,10 @@ mod tests {
         assert_eq!(check_record("s-1.json", &record_bytes(&launching)), Ok(launching));
     }
 
-    fn codes(result: Result<SessionRecord, Vec<Finding>>) -> Vec<(&'static str, Option<String>)> {
+    /// The code and contract field of each finding.
+    type Codes = Vec<(&'static str, Option<String>)>;
+
+    fn codes(result: Result<SessionRecord, Vec<Finding>>) -> Codes {
         match result {
             Ok(_) => Vec::new(),
             Err(findings) => findings.into_iter().map(|finding| (finding.code, finding.field)).collect(),
@@ -978,7 +1016,7 @@ mod tests {
             object.insert("person".to_owned(), Value::from("x".repeat(MAX_RECORD_BYTES)));
         });
         assert_eq!(codes(check_record("s-1.json", &oversize)), vec![("record-too-large", None)]);
-        let cases: Vec<(Vec<u8>, Vec<(&'static str, Option<String>)>)> = vec![
+        let cases: Vec<(Vec<u8>, Codes)> = vec![
             (
                 edited(|object| {
                     object.insert("status".to_owned(), Value::from(secret));
@@ -1051,6 +1089,28 @@ mod tests {
         }
         assert_eq!(codes(check_record("../s-1.json", &edited(|_| {}))), vec![("invalid-record-name", None)]);
         assert_eq!(codes(check_record("S-1.json", &edited(|_| {}))), vec![("invalid-record-name", None)]);
+    }
+
+    #[test]
+    fn a_folder_listing_keeps_valid_records_and_reports_the_rest() {
+        let good = running("s-1", "2026-12-01T09:00:00Z", 42, 7);
+        let newer = running("s-2", "2026-12-01T10:00:00Z", 43, 8);
+        let files = vec![
+            SourceFile::new("s-1.json", record_bytes(&good)),
+            SourceFile::new("s-2.json", record_bytes(&newer)),
+            SourceFile::new("s-3.json", b"{".to_vec()),
+            SourceFile::new(".lock", Vec::new()),
+        ];
+        let listing = read_records(&files, vec![Finding::symlink_refused(".agent-toolkit/sessions/s-4.json")]);
+        assert_eq!(listing.records, vec![newer, good]);
+        let found: Vec<&str> = listing.findings.iter().map(|finding| finding.code).collect();
+        assert_eq!(found, ["symlink-refused", "json-syntax"]);
+        let many: Vec<SourceFile> =
+            (0..=MAX_RECORDS).map(|index| SourceFile::new(format!("s-{index}.json"), Vec::new())).collect();
+        let listing = read_records(&many, Vec::new());
+        assert!(listing.records.is_empty());
+        let found: Vec<&str> = listing.findings.iter().map(|finding| finding.code).collect();
+        assert_eq!(found, ["too-many-records"]);
     }
 
     #[test]
