@@ -24,6 +24,7 @@ pub mod resolve;
 pub mod runner;
 pub mod schema;
 pub mod session;
+pub mod session_report;
 pub mod start;
 pub mod tree;
 pub mod workspace;
