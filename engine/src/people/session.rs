@@ -328,6 +328,7 @@ pub struct Launch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
     /// The runner exited on its own with this status: 0 is `completed`, else `failed`.
+    /// A runner ended by a signal nobody here sent is `128 + signal`, as shells report it.
     Exited { exit_code: i32 },
     /// The runner could not be spawned: `failed` with no exit code.
     SpawnFailed,
@@ -744,6 +745,16 @@ pub enum Observation {
     Gone,
 }
 
+/// The session id and pid of every active record with a process to look up: what the
+/// driver must observe before calling [`reconcile`].
+pub fn processes_to_observe(records: &[SessionRecord]) -> Vec<(&str, u32)> {
+    records
+        .iter()
+        .filter(|record| record.status.is_active())
+        .filter_map(|record| record.pid.map(|pid| (record.id.as_str(), pid)))
+        .collect()
+}
+
 /// Why reconciliation ended a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InterruptReason {
@@ -1143,6 +1154,8 @@ mod tests {
             ("reused".to_owned(), Observation::Alive { pid_start: 999 }),
             ("done".to_owned(), Observation::Gone),
         ]);
+        let observed: Vec<&str> = processes_to_observe(&records).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(observed, ["alive", "gone", "reused", "unobserved"]);
         let now = time("2026-12-01T11:00:00Z");
         let interruptions = reconcile(&records, &observations, &now);
         let summary: Vec<(&str, Status, InterruptReason)> = interruptions

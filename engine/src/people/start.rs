@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn the_task_reaches_argv_but_not_the_record() {
-        let review = review_start(&roster(), &request("pam", "gemini")).unwrap_or_else(|_| unreachable_review());
+        let review = review_start(&roster(), &request("pam", "gemini")).expect("the request is valid");
         assert!(review.argv.iter().any(|argument| argument.contains("Order more paper.")));
         let launch = review.launch("20261201-090000-pam-00000001", Timestamp::from_unix_seconds(0));
         let bytes = record_bytes(&SessionRecord::launching(launch));
@@ -289,26 +289,9 @@ mod tests {
         );
     }
 
-    fn unreachable_review() -> StartReview {
-        StartReview {
-            person_id: String::new(),
-            person_name: String::new(),
-            role: String::new(),
-            project_id: String::new(),
-            cwd: String::new(),
-            runner: &super::super::runner::RUNNERS[0],
-            model: None,
-            prompt: String::new(),
-            argv: Vec::new(),
-            prompt_in_argv: false,
-            unsupported: Vec::new(),
-            max_seconds: None,
-        }
-    }
-
     #[test]
     fn unsupported_limits_need_acknowledgement() {
-        let review = review_start(&roster(), &request("dwight", "codex")).unwrap_or_else(|_| unreachable_review());
+        let review = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
         let limits = vec![
             UnsupportedLimit::MaxTokens,
             UnsupportedLimit::MaxCostUsd,
@@ -317,7 +300,7 @@ mod tests {
         assert_eq!(review.unsupported, limits);
         assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
         assert_eq!(review.confirm(true), Ok(()));
-        let kelly = review_start(&roster(), &request("kelly", "codex")).unwrap_or_else(|_| unreachable_review());
+        let kelly = review_start(&roster(), &request("kelly", "codex")).expect("the request is valid");
         assert_eq!(kelly.unsupported, Vec::new());
         assert_eq!(kelly.confirm(false), Ok(()));
     }
@@ -350,7 +333,7 @@ mod tests {
 
     #[test]
     fn copy_only_runners_keep_the_prompt_out_of_argv() {
-        let review = review_start(&roster(), &request("pam", "cursor")).unwrap_or_else(|_| unreachable_review());
+        let review = review_start(&roster(), &request("pam", "cursor")).expect("the request is valid");
         assert_eq!(review.argv, vec!["cursor-agent".to_owned()]);
         assert!(!review.prompt_in_argv);
         assert!(review.prompt.contains("Order more paper."));
