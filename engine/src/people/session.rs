@@ -471,6 +471,15 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
     })
 }
 
+/// The bytes of a record, checked as a reader will check them, so nothing is written
+/// that a later listing would refuse (a `cwd` over 4096 bytes, a bad id, …). The driver
+/// writes only what this returns.
+pub fn checked_record_bytes(record: &SessionRecord) -> Result<Vec<u8>, Vec<Finding>> {
+    let bytes = record_bytes(record);
+    check_record(&record.file_name(), &bytes)?;
+    Ok(bytes)
+}
+
 /// Checks one record file named `name` in the sessions folder: size, file name, hardened
 /// parse, every field, then the rules across fields. Findings name the field from the
 /// contract and the position, never the value.
@@ -997,7 +1006,12 @@ mod tests {
 "#
         );
         assert_eq!(check_record(&record.file_name(), &bytes), Ok(record));
+        let mut far = SessionRecord::launching(launch("s-1", "2026-12-01T09:00:00Z"));
+        far.cwd = format!("/{}", "a".repeat(MAX_CWD_BYTES));
+        let refused = checked_record_bytes(&far).err().unwrap_or_default();
+        assert_eq!(refused.iter().map(|finding| finding.code).collect::<Vec<_>>(), ["invalid-field"]);
         let launching = SessionRecord::launching(launch("s-1", "2026-12-01T09:00:00Z"));
+        assert_eq!(checked_record_bytes(&launching), Ok(record_bytes(&launching)));
         assert_eq!(check_record("s-1.json", &record_bytes(&launching)), Ok(launching));
     }
 
