@@ -22,6 +22,7 @@ pub mod recipe;
 pub mod report;
 pub mod resolve;
 pub mod schema;
+pub mod toolkit_lock;
 pub mod tree;
 pub mod workspace;
 pub mod yaml;
