@@ -187,7 +187,8 @@ pub fn prepare(
         print_stderr(&format!("error: request `{label}` is invalid ({})\n", count_summary(&parsed.diagnostics)));
         return Err(exit::INVALID);
     }
-    let request = parsed.value;
+    // Warnings about request nodes that are read but ignored are shown with the rest.
+    let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let folder = request_path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
     let locate = |text: &str| {
@@ -201,7 +202,7 @@ pub fn prepare(
     };
     let source = loader.load(db, &selection);
 
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = request_warnings;
     let mut sources = Vec::new();
     for request_source in &request.sources {
         let (kind, catalogue, key) = match &request_source.location {

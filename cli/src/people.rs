@@ -181,7 +181,8 @@ pub fn save_person(workspace: &Workspace, person: &Person) -> Result<String, Sto
 fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::create(&args.workspace.workspace)?;
     let readme = format!("{PEOPLE_DIRECTORY}/README.md");
-    let mirrors = contract::mirror_files();
+    // A workspace the Agent Toolkit made keeps its own mirrors and lock.
+    let mirrors = contract::init_files(workspace.existing_lock()?.as_deref());
     let mut destinations = vec![PEOPLE_DIRECTORY, readme.as_str(), "schemas"];
     destinations.extend(mirrors.iter().map(|file| file.path.as_str()));
     // Every destination is checked before the first byte is written.
@@ -199,8 +200,12 @@ fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
         written.push(file.path.clone());
     }
     if !terminal.quiet {
-        let kept = if readme_written { String::new() } else { format!("; kept the existing `{readme}`") };
-        print_stdout(&format!("initialised the people workspace: wrote {}{kept}\n", written.join(", ")));
+        let mut kept = if readme_written { String::new() } else { format!("; kept the existing `{readme}`") };
+        if mirrors.is_empty() {
+            kept.push_str("; kept the Agent Toolkit's schema mirrors and lock");
+        }
+        let wrote = if written.is_empty() { "nothing".to_owned() } else { written.join(", ") };
+        print_stdout(&format!("initialised the people workspace: wrote {wrote}{kept}\n"));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use crate::{PersonSource, render, snapshot};
 pub const CONFIG_FILE: &str = "agent-compose.yaml";
 
 /// Whether an embedded fallback is allowed when no person source is configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PersonPolicy {
     /// Use `person_source` when set, else the embedded `roster:core`.
     #[default]

@@ -139,10 +139,17 @@ impl Workspace {
         let mut files = WorkspaceFiles::default();
         let mut refused = Vec::new();
         if with_contract && self.folder("schemas", &mut refused)? {
+            let lock = self.file(contract::LOCK_PATH, &mut refused)?;
+            let mut listed = std::collections::BTreeMap::new();
+            for relative in lock.as_deref().map(contract::listed_paths).unwrap_or_default() {
+                let bytes = self.listed_file(&relative, &mut refused)?;
+                listed.insert(relative, bytes);
+            }
             files.contract = ContractFiles {
                 person_schema: self.file(contract::PERSON_SCHEMA_PATH, &mut refused)?,
                 bindings_schema: self.file(contract::BINDINGS_SCHEMA_PATH, &mut refused)?,
-                lock: self.file(contract::LOCK_PATH, &mut refused)?,
+                lock,
+                listed,
             };
         }
         if self.folder(PEOPLE_DIRECTORY, &mut refused)? {
@@ -158,6 +165,33 @@ impl Workspace {
         refused.dedup();
         files.refused = refused;
         Ok(files)
+    }
+
+    /// A file an Agent Toolkit lock lists (the engine has checked the path is relative
+    /// and stays inside). Every folder on the way is refused when it is a symlink.
+    fn listed_file(&self, relative: &str, refused: &mut Vec<Finding>) -> anyhow::Result<Option<Vec<u8>>> {
+        let mut folder = String::new();
+        for segment in relative.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
+            if !folder.is_empty() {
+                folder.push('/');
+            }
+            folder.push_str(segment);
+            if !self.folder(&folder, refused)? {
+                return Ok(None);
+            }
+        }
+        self.file(relative, refused)
+    }
+
+    /// Reads the schema lock for `people init`: `Ok(None)` when it does not exist.
+    pub fn existing_lock(&self) -> Result<Option<Vec<u8>>, Stop> {
+        let mut refused = Vec::new();
+        let present = self.folder("schemas", &mut refused)?;
+        let bytes = if present { self.file(contract::LOCK_PATH, &mut refused)? } else { None };
+        if !refused.is_empty() {
+            return Err(Stop::Findings(refused));
+        }
+        Ok(bytes)
     }
 
     /// Reads one Person file: `Ok(None)` when it does not exist.

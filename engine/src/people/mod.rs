@@ -26,6 +26,7 @@ pub mod schema;
 pub mod session;
 pub mod session_report;
 pub mod start;
+pub mod toolkit_lock;
 pub mod tree;
 pub mod workspace;
 pub mod yaml;
