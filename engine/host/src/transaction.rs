@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use acompose_engine::OutputFile;
 
+use crate::error::Blame;
+
 /// The record of what an output directory owns.
 pub const OWNERSHIP_FILE: &str = ".acompose-owned.json";
 /// The journal folder of a transaction in progress.
@@ -58,55 +60,35 @@ pub struct Outcome {
     pub recovered: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum TransactionError {
     /// The directory or a path in it is not ours to write (symlink, foreign file, a
     /// file where a folder belongs). Nothing was changed.
+    #[error("refused to write `{}`: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
     /// An I/O failure; the previous contents were restored.
+    #[error("cannot write `{}`: {}; the previous contents were restored", path.display(), crate::load::error_kind(error))]
     Io { path: PathBuf, error: io::Error },
     /// An I/O failure while restoring; the journal folder was kept for the next run.
+    #[error(
+        "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
+        path.display(),
+        crate::load::error_kind(error)
+    )]
     RollbackFailed { path: PathBuf, error: io::Error },
     /// Another writer held the lock for longer than the timeout.
+    #[error("another convergence holds `{}`; gave up after {} s", path.display(), waited.as_secs())]
     LockTimeout { path: PathBuf, waited: Duration },
 }
 
-impl std::fmt::Display for TransactionError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TransactionError::Refused { path, reason } => {
-                write!(formatter, "refused to write `{}`: {reason}", path.display())
-            }
-            TransactionError::Io { path, error } => write!(
-                formatter,
-                "cannot write `{}`: {}; the previous contents were restored",
-                path.display(),
-                crate::load::error_kind(error)
-            ),
-            TransactionError::RollbackFailed { path, error } => write!(
-                formatter,
-                "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
-                path.display(),
-                crate::load::error_kind(error)
-            ),
-            TransactionError::LockTimeout { path, waited } => write!(
-                formatter,
-                "another convergence holds `{}`; gave up after {} s",
-                path.display(),
-                waited.as_secs()
-            ),
-        }
-    }
-}
-
 impl TransactionError {
-    /// The exit code: refusals are invalid input, I/O failures are environment failures.
-    pub fn exit_code(&self) -> u8 {
+    /// Whose fault it is: refusals are the input's, I/O failures the environment's.
+    pub fn blame(&self) -> Blame {
         match self {
-            TransactionError::Refused { .. } => crate::exit::INVALID,
+            TransactionError::Refused { .. } => Blame::Input,
             TransactionError::Io { .. }
             | TransactionError::RollbackFailed { .. }
-            | TransactionError::LockTimeout { .. } => crate::exit::ENVIRONMENT,
+            | TransactionError::LockTimeout { .. } => Blame::Environment,
         }
     }
 }
@@ -429,11 +411,7 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
             journal.open(hooks)?;
             let temporary = journal.next_temporary();
             hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
-            {
-                let mut handle =
-                    OpenOptions::new().write(true).create_new(true).open(&temporary).map_err(io_error(&temporary))?;
-                handle.write_all(&file.bytes).and_then(|()| handle.sync_all()).map_err(io_error(&temporary))?;
-            }
+            crate::atomic::write_new_synced(&temporary, &file.bytes).map_err(io_error(&temporary))?;
             if exists {
                 let backup = journal.next_backup();
                 journal.record(Action::Replaced(file.path.clone(), backup.clone()), hooks)?;
