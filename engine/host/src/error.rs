@@ -7,16 +7,8 @@ use std::path::PathBuf;
 
 use acompose_engine::Diagnostic;
 
+pub use crate::blame::Blame;
 use crate::transaction::TransactionError;
-
-/// Whose fault a failure is: the cli turns this into an exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Blame {
-    /// The user's input is invalid or refused.
-    Input,
-    /// The environment failed: I/O, a lock held too long.
-    Environment,
-}
 
 /// Diagnostics and the printable text of the files they name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

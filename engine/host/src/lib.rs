@@ -9,6 +9,7 @@
 
 pub mod artifact;
 pub mod atomic;
+pub mod blame;
 pub mod bundle;
 pub mod cache;
 pub mod convergence;

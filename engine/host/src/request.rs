@@ -60,15 +60,28 @@ fn read_declaration(
     let parsed = parse_declaration(&text, &label, id);
     diagnostics.extend(parsed.diagnostics.iter().cloned());
     let folder = file.parent().unwrap_or(Path::new("."));
+    let (mut files, load) = declared_files(folder, &parsed.value, &label);
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let catalogue = loader.catalogue_from(db, &label, true, files, load);
+    (catalogue, diagnostics)
+}
+
+/// The files a declaration names (instructions, skill folders), as catalogue paths, with
+/// a diagnostic for each one that is missing or unreadable.
+fn declared_files(
+    folder: &Path,
+    declaration: &acompose_engine::request::Declaration,
+    label: &str,
+) -> (Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut load = Vec::new();
-    for entry in &parsed.value.instructions {
+    for entry in &declaration.instructions {
         match std::fs::symlink_metadata(folder.join(&entry.path)) {
             Ok(metadata) if metadata.is_file() => match std::fs::read(folder.join(&entry.path)) {
                 Ok(bytes) => files.push((format!("instructions/{}.md", entry.id), bytes)),
                 Err(_) => load.push(
                     Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))
-                        .in_file(label.clone())
+                        .in_file(label.to_owned())
                         .at(Some(entry.span)),
                 ),
             },
@@ -77,13 +90,13 @@ fn read_declaration(
                     "declared-path-missing",
                     format!("instruction `{}` points at no regular file", entry.id),
                 )
-                .in_file(label.clone())
+                .in_file(label.to_owned())
                 .at(Some(entry.span))
                 .hint("paths are relative to the declaration file's folder; symbolic links are refused"),
             ),
         }
     }
-    for entry in &parsed.value.skills {
+    for entry in &declaration.skills {
         let skill_folder = folder.join(&entry.path);
         let has_skill =
             std::fs::symlink_metadata(skill_folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file());
@@ -94,7 +107,7 @@ fn read_declaration(
                     "declared-path-missing",
                     format!("skill `{}` points at no folder with a `SKILL.md`", entry.id),
                 )
-                .in_file(label.clone())
+                .in_file(label.to_owned())
                 .at(Some(entry.span))
                 .hint("a declared skill path names a folder holding `SKILL.md`"),
             );
@@ -106,9 +119,7 @@ fn read_declaration(
             files.push((format!(".agents/skills/{}/{relative}", entry.id), bytes));
         }
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let catalogue = loader.catalogue_from(db, &label, true, files, load);
-    (catalogue, diagnostics)
+    (files, load)
 }
 
 /// Everything `compose` resolved, ready to materialize.
@@ -119,6 +130,57 @@ pub struct Prepared {
     pub model: acompose_engine::person::PersonModel,
 }
 
+/// The request's text; an unreadable or non-UTF-8 request is invalid input.
+fn read_request_text(request_path: &Path, label: &str) -> Result<String, HostError> {
+    match std::fs::read(request_path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| HostError::invalid(request_path, format!("request `{label}` is not valid UTF-8"))),
+        Err(error) => {
+            Err(HostError::invalid(request_path, format!("cannot read request `{label}`: {}", error_kind(&error))))
+        }
+    }
+}
+
+/// Reads every source the request names (roots and declarations, relative to its
+/// folder) into catalogue inputs; returns them with the declarations' diagnostics.
+fn request_sources(
+    db: &mut Database,
+    loader: &mut Loader,
+    request: &acompose_engine::request::Request,
+    folder: &Path,
+    texts: &mut Texts,
+) -> (Vec<CompositionSource>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut sources = Vec::new();
+    for request_source in &request.sources {
+        let (kind, catalogue, key) = match &request_source.location {
+            SourceLocation::Root(root) => {
+                let path = folder.join(root);
+                let catalogue = loader.catalogue(db, &path, &label_of(&path));
+                (SourceKind::Root, catalogue, path_key(&path))
+            }
+            SourceLocation::Declaration(file) => {
+                let path = folder.join(file);
+                let (catalogue, problems) = read_declaration(db, loader, &request_source.id, &path, texts);
+                diagnostics.extend(problems);
+                (SourceKind::Declaration, catalogue, path_key(&path))
+            }
+        };
+        let location = match &request_source.location {
+            SourceLocation::Root(path) | SourceLocation::Declaration(path) => path.clone(),
+        };
+        sources.push(CompositionSource {
+            id: request_source.id.clone(),
+            kind,
+            required: request_source.required,
+            location,
+            path_key: key,
+            catalogue,
+        });
+    }
+    (sources, diagnostics)
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it.
 pub fn prepare(
     db: &mut Database,
@@ -127,20 +189,7 @@ pub fn prepare(
     projects: &Path,
 ) -> Result<Prepared, HostError> {
     let label = label_of(request_path);
-    let text = match std::fs::read(request_path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(_) => {
-                return Err(HostError::invalid(request_path, format!("request `{label}` is not valid UTF-8")));
-            }
-        },
-        Err(error) => {
-            return Err(HostError::invalid(
-                request_path,
-                format!("cannot read request `{label}`: {}", error_kind(&error)),
-            ));
-        }
-    };
+    let text = read_request_text(request_path, &label)?;
     let mut texts = Texts::default();
     texts.by_path.insert(label.clone(), printable(&text));
     let findings = |diagnostics: &[Diagnostic], texts: &Texts, loader: &Loader, db: &Database| {
@@ -169,34 +218,7 @@ pub fn prepare(
     };
     let source = loader.load(db, &selection);
 
-    let mut diagnostics = Vec::new();
-    let mut sources = Vec::new();
-    for request_source in &request.sources {
-        let (kind, catalogue, key) = match &request_source.location {
-            SourceLocation::Root(root) => {
-                let path = folder.join(root);
-                let catalogue = loader.catalogue(db, &path, &label_of(&path));
-                (SourceKind::Root, catalogue, path_key(&path))
-            }
-            SourceLocation::Declaration(file) => {
-                let path = folder.join(file);
-                let (catalogue, problems) = read_declaration(db, loader, &request_source.id, &path, &mut texts);
-                diagnostics.extend(problems);
-                (SourceKind::Declaration, catalogue, path_key(&path))
-            }
-        };
-        let location = match &request_source.location {
-            SourceLocation::Root(path) | SourceLocation::Declaration(path) => path.clone(),
-        };
-        sources.push(CompositionSource {
-            id: request_source.id.clone(),
-            kind,
-            required: request_source.required,
-            location,
-            path_key: key,
-            catalogue,
-        });
-    }
+    let (sources, mut diagnostics) = request_sources(db, loader, &request, &folder, &mut texts);
     // Repositories named by trusted roots, read under the projects root.
     for source in &sources {
         if let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles
