@@ -9,9 +9,10 @@ use acompose_engine::render::tint;
 use acompose_engine::snapshot::to_json_bytes;
 use serde::Serialize;
 
-use crate::load::Loader;
-use crate::roster::{load_model, selection};
-use crate::terminal::Terminal;
+use acompose_host::artifact::load_model;
+use acompose_host::load::Loader;
+
+use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -99,9 +100,12 @@ pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
     }
     let mut db = Database::default();
     let mut loader = Loader::default();
-    let model = match load_model(&mut db, &mut loader, &selection(&args.source, false), terminal) {
-        Ok(model) => model,
-        Err(code) => return code,
+    let model = match load_model(&mut db, &mut loader, &args.source.selection(false)) {
+        Ok(valid) => {
+            report_warnings(&valid.warnings, terminal);
+            valid.model
+        }
+        Err(error) => return report_error(&error, terminal),
     };
     match args.kind {
         CatalogKind::Roles => roles(&model, args.json, terminal),

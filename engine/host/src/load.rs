@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub use crate::observe::{Observed, Stat, observe};
 use acompose_engine::catalogue::Catalogue;
 use acompose_engine::{Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
 use salsa::Durability;
@@ -38,60 +39,6 @@ pub struct Selection {
 impl Selection {
     pub fn embedded() -> Self {
         Selection { person: Location::Embedded, libraries: Vec::new(), core_rules: true }
-    }
-}
-
-/// The metadata the fingerprint cache compares: size, modification time and inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stat {
-    pub size: u64,
-    pub modified_nanos: i128,
-    pub inode: u64,
-}
-
-impl Stat {
-    pub fn of(metadata: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt as _;
-        Stat {
-            size: metadata.len(),
-            modified_nanos: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
-            inode: metadata.ino(),
-        }
-    }
-}
-
-/// What a path was when it was read, for the fingerprint cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Observed {
-    /// A folder that was listed (a new entry changes its mtime).
-    Directory(Stat),
-    /// A file whose bytes were read, with the blake3 of those bytes.
-    File(Stat, [u8; 32]),
-    /// A path that did not exist (creating it must be noticed).
-    Missing,
-    /// A path that could not be looked at for another reason than its absence (a folder
-    /// on the way that may not be searched, say). Read as missing, but a change of
-    /// permissions leaves no trace in any folder's time, so it is always stat'ed again.
-    Unreachable,
-}
-
-impl Observed {
-    /// What a failed look at a path means.
-    pub fn absent(error: &std::io::Error) -> Observed {
-        if error.kind() == std::io::ErrorKind::NotFound { Observed::Missing } else { Observed::Unreachable }
-    }
-}
-
-/// Observes a path as it is now (for files not read through the loader).
-pub fn observe(path: &Path) -> Observed {
-    match std::fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.is_dir() => Observed::Directory(Stat::of(&metadata)),
-        Ok(metadata) if metadata.is_file() => match std::fs::read(path) {
-            Ok(bytes) => Observed::File(Stat::of(&metadata), *blake3::hash(&bytes).as_bytes()),
-            Err(_) => Observed::Unreachable,
-        },
-        Ok(_) => Observed::Unreachable,
-        Err(error) => Observed::absent(&error),
     }
 }
 
@@ -346,7 +293,7 @@ impl Loader {
         // folder was is measured against the moment it was read, not the moment the cache
         // is written, which may be much later (a long convergence, or watch mode).
         for (path, observed) in read.observed.drain(..) {
-            self.observed.insert(path, crate::cache::smudge_if_racy(observed));
+            self.observed.insert(path, crate::observe::smudge_if_racy(observed));
         }
     }
 
@@ -357,7 +304,7 @@ impl Loader {
 
     /// Records a path read outside the loader (the host configuration).
     pub fn note(&mut self, path: &Path, observed: Observed) {
-        self.observed.insert(path.to_path_buf(), crate::cache::smudge_if_racy(observed));
+        self.observed.insert(path.to_path_buf(), crate::observe::smudge_if_racy(observed));
     }
 
     /// The person source of `selection` as loaded before, reading it only when the

@@ -4,13 +4,15 @@
 //! Nothing here validates content; that is the engine's job.
 
 use std::fs::{self, File, Metadata};
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::people::contract::{self, ContractFiles};
 use acompose_engine::people::workspace::{PEOPLE_DIRECTORY, TEMPLATES_DIRECTORY};
 use acompose_engine::people::{Finding, MAX_FILE_BYTES, SourceFile, WorkspaceFiles};
-use anyhow::{Context as _, anyhow};
+
+use crate::atomic::{At as _, FileError, Result};
+pub use crate::atomic::{create_new, replace};
 
 /// Why a command stopped before finishing.
 #[derive(Debug)]
@@ -22,11 +24,11 @@ pub enum Stop {
     /// A failed check whose report was already printed: exit 1.
     Reported,
     /// The environment failed (I/O): exit 3.
-    Io(anyhow::Error),
+    Io(FileError),
 }
 
-impl From<anyhow::Error> for Stop {
-    fn from(error: anyhow::Error) -> Self {
+impl From<FileError> for Stop {
+    fn from(error: FileError) -> Self {
         Stop::Io(error)
     }
 }
@@ -46,14 +48,14 @@ enum Entry {
     Other,
 }
 
-fn entry(path: &Path) -> anyhow::Result<Entry> {
+fn entry(path: &Path) -> Result<Entry> {
     match fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => Ok(Entry::Symlink),
         Ok(metadata) if metadata.is_dir() => Ok(Entry::Directory),
         Ok(metadata) if metadata.is_file() => Ok(Entry::File(metadata)),
         Ok(_) => Ok(Entry::Other),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Entry::Missing),
-        Err(error) => Err(anyhow!(error).context(format!("cannot inspect `{}`", path.display()))),
+        Err(error) => Err(FileError::caused(path, format!("cannot inspect `{}`", path.display()), error)),
     }
 }
 
@@ -64,15 +66,19 @@ impl Workspace {
         match entry(root)? {
             Entry::Directory => Ok(Self { root: root.to_path_buf() }),
             Entry::Symlink => Err(Stop::Findings(vec![Finding::symlink_refused(&workspace_label(root))])),
-            Entry::Missing => Err(Stop::Io(anyhow!("workspace `{}` does not exist", root.display()))),
-            Entry::File(_) | Entry::Other => Err(Stop::Io(anyhow!("workspace `{}` is not a folder", root.display()))),
+            Entry::Missing => {
+                Err(Stop::Io(FileError::new(root, format!("workspace `{}` does not exist", root.display()))))
+            }
+            Entry::File(_) | Entry::Other => {
+                Err(Stop::Io(FileError::new(root, format!("workspace `{}` is not a folder", root.display()))))
+            }
         }
     }
 
     /// Opens a workspace folder, creating it (and its parents) when missing.
     pub fn create(root: &Path) -> Result<Self, Stop> {
         if let Entry::Missing = entry(root)? {
-            fs::create_dir_all(root).with_context(|| format!("cannot create workspace `{}`", root.display()))?;
+            fs::create_dir_all(root).at(root, || format!("cannot create workspace `{}`", root.display()))?;
         }
         Self::open(root)
     }
@@ -82,7 +88,7 @@ impl Workspace {
     }
 
     /// A folder of the workspace: `Ok(false)` when missing, refused when a symlink.
-    fn folder(&self, relative: &str, refused: &mut Vec<Finding>) -> anyhow::Result<bool> {
+    fn folder(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<bool> {
         match entry(&self.path(relative))? {
             Entry::Directory => Ok(true),
             Entry::Missing => Ok(false),
@@ -90,12 +96,15 @@ impl Workspace {
                 refused.push(Finding::symlink_refused(relative));
                 Ok(false)
             }
-            Entry::File(_) | Entry::Other => Err(anyhow!("`{}` is not a folder", self.path(relative).display())),
+            Entry::File(_) | Entry::Other => Err(FileError::new(
+                &self.path(relative),
+                format!("`{}` is not a folder", self.path(relative).display()),
+            )),
         }
     }
 
     /// One file of the workspace: `None` when missing or refused.
-    fn file(&self, relative: &str, refused: &mut Vec<Finding>) -> anyhow::Result<Option<Vec<u8>>> {
+    fn file(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Option<Vec<u8>>> {
         let path = self.path(relative);
         match entry(&path)? {
             Entry::File(metadata) => read_limited(&path, &metadata).map(Some),
@@ -104,18 +113,20 @@ impl Workspace {
                 refused.push(Finding::symlink_refused(relative));
                 Ok(None)
             }
-            Entry::Directory | Entry::Other => Err(anyhow!("`{}` is not a regular file", path.display())),
+            Entry::Directory | Entry::Other => {
+                Err(FileError::new(&path, format!("`{}` is not a regular file", path.display())))
+            }
         }
     }
 
     /// The `*.json` files of a folder. Symlinked entries of any name are refused.
-    fn json_files(&self, relative: &str, refused: &mut Vec<Finding>) -> anyhow::Result<Vec<SourceFile>> {
+    fn json_files(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Vec<SourceFile>> {
         let folder = self.path(relative);
         let mut files = Vec::new();
-        let listing = fs::read_dir(&folder).with_context(|| format!("cannot list `{}`", folder.display()))?;
+        let listing = fs::read_dir(&folder).at(&folder, || format!("cannot list `{}`", folder.display()))?;
         let mut entries = Vec::new();
         for item in listing {
-            let item = item.with_context(|| format!("cannot list `{}`", folder.display()))?;
+            let item = item.at(&folder, || format!("cannot list `{}`", folder.display()))?;
             entries.push(item.file_name().to_string_lossy().into_owned());
         }
         entries.sort();
@@ -135,7 +146,7 @@ impl Workspace {
 
     /// Reads everything a command needs. `with_contract` adds the schema mirrors and lock
     /// (only `validate` looks at them).
-    pub fn collect(&self, with_contract: bool) -> anyhow::Result<WorkspaceFiles> {
+    pub fn collect(&self, with_contract: bool) -> Result<WorkspaceFiles> {
         let mut files = WorkspaceFiles::default();
         let mut refused = Vec::new();
         if with_contract && self.folder("schemas", &mut refused)? {
@@ -169,7 +180,7 @@ impl Workspace {
 
     /// A file an Agent Toolkit lock lists (the engine has checked the path is relative
     /// and stays inside). Every folder on the way is refused when it is a symlink.
-    fn listed_file(&self, relative: &str, refused: &mut Vec<Finding>) -> anyhow::Result<Option<Vec<u8>>> {
+    fn listed_file(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Option<Vec<u8>>> {
         let mut folder = String::new();
         for segment in relative.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
             if !folder.is_empty() {
@@ -218,7 +229,7 @@ impl Workspace {
             if !refused.is_empty() {
                 return Err(Stop::Findings(refused));
             }
-            fs::create_dir(&path).with_context(|| format!("cannot create `{}`", path.display()))?;
+            fs::create_dir(&path).at(&path, || format!("cannot create `{}`", path.display()))?;
         }
         Ok(path)
     }
@@ -243,15 +254,15 @@ fn workspace_label(root: &Path) -> String {
 /// Reads a file the caller found to be a regular file, at most `MAX_FILE_BYTES + 1`
 /// bytes (enough for the engine to see it is too large). The opened file must be the
 /// one inspected, so a swap for a symlink in between is caught.
-pub fn read_limited(path: &Path, inspected: &Metadata) -> anyhow::Result<Vec<u8>> {
-    let file = File::open(path).with_context(|| format!("cannot open `{}`", path.display()))?;
-    let opened = file.metadata().with_context(|| format!("cannot inspect `{}`", path.display()))?;
+pub fn read_limited(path: &Path, inspected: &Metadata) -> Result<Vec<u8>> {
+    let file = File::open(path).at(path, || format!("cannot open `{}`", path.display()))?;
+    let opened = file.metadata().at(path, || format!("cannot inspect `{}`", path.display()))?;
     if !same_file(inspected, &opened) {
-        return Err(anyhow!("`{}` changed while it was being read", path.display()));
+        return Err(FileError::new(path, format!("`{}` changed while it was being read", path.display())));
     }
     let mut bytes = Vec::new();
     let limit = u64::try_from(MAX_FILE_BYTES + 1).unwrap_or(u64::MAX);
-    file.take(limit).read_to_end(&mut bytes).with_context(|| format!("cannot read `{}`", path.display()))?;
+    file.take(limit).read_to_end(&mut bytes).at(path, || format!("cannot read `{}`", path.display()))?;
     Ok(bytes)
 }
 
@@ -271,8 +282,10 @@ pub fn read_input_file(path: &Path) -> Result<Vec<u8>, Stop> {
     match entry(path)? {
         Entry::File(metadata) => Ok(read_limited(path, &metadata)?),
         Entry::Symlink => Err(Stop::Findings(vec![Finding::symlink_refused(&input_label(path))])),
-        Entry::Missing => Err(Stop::Io(anyhow!("`{}` does not exist", path.display()))),
-        Entry::Directory | Entry::Other => Err(Stop::Io(anyhow!("`{}` is not a regular file", path.display()))),
+        Entry::Missing => Err(Stop::Io(FileError::new(path, format!("`{}` does not exist", path.display())))),
+        Entry::Directory | Entry::Other => {
+            Err(Stop::Io(FileError::new(path, format!("`{}` is not a regular file", path.display()))))
+        }
     }
 }
 
@@ -280,79 +293,4 @@ pub fn read_input_file(path: &Path) -> Result<Vec<u8>, Stop> {
 /// absolute path reaches the output.
 pub fn input_label(path: &Path) -> String {
     path.file_name().map_or_else(|| path.to_string_lossy().into_owned(), |name| name.to_string_lossy().into_owned())
-}
-
-/// Writes a new file atomically; fails with `Ok(false)` when the name already exists.
-/// The temp file is flushed to disk before it is linked into place without replacing
-/// anything.
-pub fn create_new(folder: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<bool> {
-    let temp = staged(folder, bytes, None)?;
-    let target = folder.join(name);
-    match temp.persist_noclobber(&target) {
-        Ok(_) => {
-            sync_folder(folder)?;
-            Ok(true)
-        }
-        Err(error) if error.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(error) => Err(anyhow!(error.error).context(format!("cannot write `{}`", target.display()))),
-    }
-}
-
-/// Replaces a file atomically (temp file in the same folder, fsync, rename), keeping its
-/// permissions. A symlink at the target is refused by the caller before this runs.
-pub fn replace(folder: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    let target = folder.join(name);
-    let permissions =
-        fs::symlink_metadata(&target).ok().filter(Metadata::is_file).map(|metadata| metadata.permissions());
-    let temp = staged(folder, bytes, permissions)?;
-    temp.persist(&target)
-        .map_err(|error| anyhow!(error.error).context(format!("cannot write `{}`", target.display())))?;
-    sync_folder(folder)
-}
-
-fn staged(
-    folder: &Path,
-    bytes: &[u8],
-    permissions: Option<fs::Permissions>,
-) -> anyhow::Result<tempfile::NamedTempFile> {
-    let mut temp = tempfile::Builder::new()
-        .prefix(".acompose-")
-        .suffix(".tmp")
-        .tempfile_in(folder)
-        .with_context(|| format!("cannot create a temporary file in `{}`", folder.display()))?;
-    temp.write_all(bytes).with_context(|| format!("cannot write into `{}`", folder.display()))?;
-    if let Some(permissions) = permissions.or_else(default_permissions) {
-        temp.as_file()
-            .set_permissions(permissions)
-            .with_context(|| format!("cannot set permissions in `{}`", folder.display()))?;
-    }
-    temp.as_file().sync_all().with_context(|| format!("cannot flush a file in `{}`", folder.display()))?;
-    Ok(temp)
-}
-
-/// New files are readable by everyone and writable by the owner, like files an editor
-/// creates (temp files start private).
-#[cfg(unix)]
-fn default_permissions() -> Option<fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt as _;
-    Some(fs::Permissions::from_mode(0o644))
-}
-
-/// Elsewhere a temp file is already an ordinary writable file.
-#[cfg(not(unix))]
-fn default_permissions() -> Option<fs::Permissions> {
-    None
-}
-
-/// Makes a rename durable by flushing the folder that holds it.
-#[cfg(unix)]
-fn sync_folder(folder: &Path) -> anyhow::Result<()> {
-    File::open(folder)
-        .and_then(|handle| handle.sync_all())
-        .with_context(|| format!("cannot flush `{}`", folder.display()))
-}
-
-#[cfg(not(unix))]
-fn sync_folder(_folder: &Path) -> anyhow::Result<()> {
-    Ok(())
 }

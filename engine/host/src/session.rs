@@ -9,27 +9,23 @@ use acompose_engine::bundle::{Bundle, composition_bundle};
 use acompose_engine::compose::{Composition, CompositionSource, RepositoryInput, SourceKind};
 use acompose_engine::converge::{HostConfig, roster_files};
 use acompose_engine::estate::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
-use acompose_engine::{Database, Diagnostic};
+use acompose_engine::trace::Trace;
+use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::compose::{Materialized, Verification, materialize_with};
-use crate::load::{Loader, label_of};
-use crate::terminal::{Terminal, count_summary, render_diagnostics};
+use crate::bundle::{Materialized, Verification, materialize_with};
+use crate::error::{Findings, HostError};
+use crate::home::{refuse_symlinked_parents, selection_for};
+use crate::load::{Loader, label_of, path_key};
+use crate::observe::observe;
+use crate::progress::Progress;
 use crate::transaction::{self, Hooks, Outcome};
-use crate::{exit, print_stderr};
 
-/// Where things live inside home.
-pub const ARTIFACT_DIR: &str = "sources/personality";
-pub const BUNDLES_DIR: &str = "bundles";
-pub const PLAN_FILE: &str = "repository-plan.json";
-pub const INDEX_FILE: &str = "index.json";
-/// The bundles host convergence materialized and has not pruned yet, one id per line.
-/// Written before a new bundle folder appears, so a convergence that fails after
-/// materializing leaves no bundle that a later one would not prune.
-pub const WRITTEN_FILE: &str = ".acompose-written";
+pub use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, PLAN_FILE, WRITTEN_FILE};
 
 /// What one convergence did.
 #[derive(Debug, Default, Clone)]
@@ -57,7 +53,7 @@ pub struct Session {
     compositions: BTreeMap<String, Composition>,
     config_key: Option<String>,
     /// Bundle ids this session wrote or checked; watch mode does not check them again.
-    verified: std::collections::BTreeSet<String>,
+    verified: BTreeSet<String>,
     /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
     pub defer_pruning: bool,
     prune_pending: Vec<(PathBuf, Vec<String>)>,
@@ -89,26 +85,6 @@ fn context_ids(repositories: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Phase timings for `-vv`: where a convergence spends its time.
-struct Phases {
-    enabled: bool,
-    last: std::time::Instant,
-}
-
-impl Phases {
-    fn new(enabled: bool) -> Self {
-        Phases { enabled, last: std::time::Instant::now() }
-    }
-
-    fn mark(&mut self, phase: &str) {
-        if self.enabled {
-            let now = std::time::Instant::now();
-            print_stderr(&format!("phase     {phase}: {} ms\n", (now - self.last).as_millis()));
-            self.last = now;
-        }
-    }
-}
-
 /// `owner/repo` paths as folders under the projects root, with their labels.
 fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
     repositories
@@ -123,7 +99,7 @@ fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String
 
 /// The revision and resolved identity of each root, looked up in parallel.
 fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
-    roots.par_iter().map(|(path, _)| (git_revision(path), crate::load::path_key(path))).collect()
+    roots.par_iter().map(|(path, _)| (git_revision(path), path_key(path))).collect()
 }
 
 /// The repositories trusted roots declare, as read under the projects root.
@@ -258,136 +234,27 @@ impl Session {
     }
 
     /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
-    /// inputs already loaded (watch mode, after `refresh`).
+    /// inputs already loaded (watch mode, after `refresh`). Nothing is written until every
+    /// role resolved without errors.
     pub fn converge(
         &mut self,
         home: &Path,
         projects: &Path,
         config: &HostConfig,
-        terminal: &Terminal,
+        progress: &dyn Progress,
         hooks: &mut dyn Hooks,
         fresh: bool,
-    ) -> Result<Report, u8> {
+    ) -> Result<Report, HostError> {
         let _ = self.db.take_query_counts();
-        let mut phases = Phases::new(terminal.verbose >= 2);
-        let selection = crate::converge::selection_for(config, home);
+        progress.phase_clock_reset();
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
-        let source = if reload || self.loader.observed().is_empty() {
-            self.loader.load(&mut self.db, &selection)
-        } else {
-            self.loader.load_cached(&mut self.db, &selection)
-        };
-        phases.mark("load person source");
-        let model_parsed = acompose_engine::person::person_model(&self.db, source);
-        if !model_parsed.diagnostics.is_empty() {
-            let text_of = |path: &str| self.loader.text_of(&self.db, path);
-            if model_parsed.has_errors() || !terminal.quiet {
-                print_stderr(&render_diagnostics(&model_parsed.diagnostics, terminal.stderr, &text_of));
-            }
-        }
-        if model_parsed.has_errors() {
-            print_stderr(&format!(
-                "error: the person source is invalid ({})\n",
-                count_summary(&model_parsed.diagnostics)
-            ));
-            return Err(exit::INVALID);
-        }
-        let model = model_parsed.value.clone();
-
-        // The estate: operating context, trusted roots, per-role compositions.
-        let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
-        let ids = context_ids(&repositories);
-        phases.mark("validate person source");
-        let progress = crate::progress::bar(terminal, repositories.len(), "reading repositories");
-        let context_roots = roots_under(projects, &repositories);
-        let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
-        progress.inc(context_roots.len() as u64);
-        let context_facts = facts(&context_roots);
-        let mut sources = Vec::new();
-        let mut context_entries = Vec::new();
-        let mut revisions = BTreeMap::new();
-        for (((repository, id), catalogue), (revision, path_key)) in
-            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
-        {
-            if let Some(revision) = &revision {
-                revisions.insert(repository.clone(), revision.clone());
-            }
-            context_entries.push(ContextEntry {
-                repository: repository.clone(),
-                revision,
-                available: catalogue.available(&self.db),
-            });
-            sources.push(CompositionSource {
-                id: id.clone(),
-                kind: SourceKind::Root,
-                required: true,
-                location: repository.clone(),
-                path_key,
-                catalogue,
-            });
-        }
-        let trusted = trusted_repositories(&mut self.db, &mut self.loader, &sources, projects, reload);
-        progress.inc_length(trusted.inputs.len() as u64);
-        progress.inc(trusted.inputs.len() as u64);
-        revisions.extend(trusted.revisions);
-        let repository_inputs = trusted.inputs;
-        let repository_roots = trusted.roots;
-        progress.finish_and_clear();
-        for (root, _) in context_roots.iter().chain(&repository_roots) {
-            for path in revision_sources(root) {
-                self.loader.note(&path, crate::load::observe(&path));
-            }
-        }
-        phases.mark("read catalogues");
-
-        // One composition per role; computed in parallel on clones of the database.
-        let mut roles: Vec<(String, String, Composition)> = Vec::new();
-        if !sources.is_empty() {
-            for role in &model.roles {
-                let tier = if role.model_tiers.iter().any(|tier| tier == "frontier") {
-                    "frontier".to_owned()
-                } else {
-                    role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
-                };
-                let composition = self.composition(source, &role.slug, &tier, &sources, &repository_inputs);
-                roles.push((role.slug.clone(), tier, composition));
-            }
-            self.compositions.retain(|slug, _| model.role(slug).is_some());
-            roles.par_iter().for_each_with(self.db.clone(), |db, (_, _, composition)| {
-                let _ = composition_bundle(db, *composition);
-            });
-        }
-        phases.mark("resolve and build bundles");
-        let db = &self.db;
-        let mut diagnostics: Vec<Diagnostic> = Vec::new();
-        let mut bundles: Vec<(&str, &str, &Bundle, &acompose_engine::trace::Trace)> = Vec::new();
-        for (role, tier, composition) in &roles {
-            let result = composition_bundle(db, *composition);
-            diagnostics.extend(result.diagnostics.iter().cloned());
-            let resolution = acompose_engine::compose::resolve(db, *composition).value.as_ref();
-            if let (Some(bundle), Some(resolution)) = (&result.value, resolution) {
-                bundles.push((role, tier, bundle, &resolution.trace));
-            }
-        }
-        diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
-        diagnostics.dedup();
-        if !diagnostics.is_empty() && (diagnostics.iter().any(Diagnostic::is_error) || !terminal.quiet) {
-            let text_of = |path: &str| self.loader.text_of(db, path);
-            print_stderr(&render_diagnostics(&diagnostics, terminal.stderr, &text_of));
-        }
-        if diagnostics.iter().any(Diagnostic::is_error) {
-            print_stderr(&format!("error: the estate cannot be converged ({})\n", count_summary(&diagnostics)));
-            return Err(exit::INVALID);
-        }
-
-        // Write: bundles (immutable, new folders only), then the roster artifact, then
-        // the index and plan, then prune bundles the index no longer names.
-        let fail = |error: transaction::TransactionError| {
-            print_stderr(&format!("error: {error}\n"));
-            error.exit_code()
-        };
+        let (source, model) = self.read_person_source(home, config, reload, progress)?;
+        let estate = self.read_estate(projects, config, reload, progress);
+        let roles = self.resolve_roles(source, &model, &estate);
+        progress.phase("resolve and build bundles");
+        let bundles = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
         let mut report = Report {
             source: model.source.clone(),
             roles: model.roles.len(),
@@ -396,109 +263,137 @@ impl Session {
             ..Report::default()
         };
         let bundles_dir = home.join(BUNDLES_DIR);
-        let current: Vec<String> = bundles.iter().map(|(_, _, bundle, _)| bundle.id.clone()).collect();
-        // Only folders this run creates: a bundle already on disk is either named by the
-        // previous index, recorded already, or not the estate's (`compose --out`).
-        let mut written = read_written(&bundles_dir);
-        let before = written.len();
-        written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
-        if written.len() != before {
-            write_written(&bundles_dir, &written).map_err(|message| {
-                print_stderr(&format!("error: {message}\n"));
-                exit::ENVIRONMENT
-            })?;
-        }
-        remove_abandoned_staging(&bundles_dir);
-        let verified = &self.verified;
-        let outcomes: Vec<Result<Materialized, String>> = bundles
-            .par_iter()
-            .map(|(_, _, bundle, _)| {
-                if verified.contains(&bundle.id) && bundles_dir.join(&bundle.id).is_dir() {
-                    return Ok(Materialized::Reused);
-                }
-                materialize_with(&bundles_dir, bundle, Verification::Light)
-            })
-            .collect();
-        phases.mark("materialize bundles");
-        let mut newly_verified = Vec::new();
-        for ((_, _, bundle, _), outcome) in bundles.iter().zip(outcomes) {
-            match outcome {
-                Ok(Materialized::New) => {
-                    report.bundles_new += 1;
-                    report.files_written += bundle.files.len();
-                }
-                Ok(Materialized::Reused) => report.bundles_reused += 1,
-                Err(message) => {
-                    print_stderr(&format!("error: {message}\n"));
-                    return Err(exit::ENVIRONMENT);
-                }
-            }
-            newly_verified.push(bundle.id.clone());
-        }
-        let files = roster_files(&model);
-        crate::converge::refuse_symlinked_parents(home, &report.artifact).map_err(|message| {
-            print_stderr(&format!("error: {message}\n"));
-            exit::INVALID
-        })?;
-        report.roster = transaction::apply(&report.artifact, &files, hooks).map_err(fail)?;
-        report.files_written += report.roster.written.len();
-
-        let index_entries: Vec<(&str, &str)> =
-            bundles.iter().map(|(role, _, bundle, _)| (*role, bundle.id.as_str())).collect();
-        let (index_files, plan_files) = if bundles.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            let plans: Vec<RolePlan<'_>> = bundles
-                .iter()
-                .map(|(role, tier, bundle, trace)| RolePlan { role, bundle: &bundle.id, model_tier: tier, trace })
-                .collect();
-            (
-                vec![acompose_engine::OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
-                vec![acompose_engine::OutputFile {
-                    path: PLAN_FILE.to_owned(),
-                    bytes: repository_plan_json(&model.source, &context_entries, &plans, &revisions),
-                }],
-            )
-        };
-        // The bundles the previous index named: the only ones this convergence may prune
-        // (a `compose --out` into the same folder is not ours to remove).
-        let previously_named: Vec<String> = std::fs::read(bundles_dir.join(INDEX_FILE))
-            .ok()
-            .and_then(|bytes| parse_index(&bytes))
-            .map(|index| index.into_values().collect())
-            .unwrap_or_default();
-        // And the bundles an earlier convergence materialized but never got to name.
-        let stale: Vec<String> = previously_named
-            .into_iter()
-            .chain(written.iter().cloned())
-            .filter(|id| !current.contains(id))
-            .collect::<BTreeSet<String>>()
-            .into_iter()
-            .collect();
-        if bundles_dir.exists() || !index_files.is_empty() {
-            let outcome = transaction::apply(&bundles_dir, &index_files, hooks).map_err(fail)?;
-            report.estate_files_written += outcome.written.len() + outcome.removed.len();
-        }
-        if home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists() {
-            let outcome = transaction::apply(home, &plan_files, hooks).map_err(fail)?;
-            report.estate_files_written += outcome.written.len() + outcome.removed.len();
-        }
+        let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
+        let written = record_new_bundles(&bundles_dir, &current)?;
+        let newly_verified = materialize_bundles(&bundles_dir, &bundles, &self.verified, &mut report)?;
+        progress.phase("materialize bundles");
+        write_artifact(home, &model, hooks, &mut report)?;
+        let stale = stale_bundles(&bundles_dir, &written, &current);
+        write_index_and_plan(home, &bundles_dir, &model.source, &bundles, &estate, hooks, &mut report)?;
         self.verified.extend(newly_verified);
-        phases.mark("write artifact, index and plan; prune");
+        progress.phase("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
-        if self.defer_pruning {
-            // Watch mode: the index is written, so readers no longer need the stale
-            // bundles; they are removed when the inputs settle (`prune`), not while
-            // edits keep coming.
-            self.prune_pending.push((bundles_dir.clone(), stale));
-        } else {
-            report.bundles_pruned = prune_bundles(&bundles_dir, &stale);
-            forget_pruned(&bundles_dir);
-        }
+        self.prune_or_defer(&bundles_dir, stale, &mut report);
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
         report.queries_reused = reused;
         Ok(report)
+    }
+
+    /// Read: loads the person source (again when `reload`) and validates it. Errors stop
+    /// the convergence; warnings go to `progress`.
+    fn read_person_source(
+        &mut self,
+        home: &Path,
+        config: &HostConfig,
+        reload: bool,
+        progress: &dyn Progress,
+    ) -> Result<(PersonSource, PersonModel), HostError> {
+        let selection = selection_for(config, home);
+        let source = if reload || self.loader.observed().is_empty() {
+            self.loader.load(&mut self.db, &selection)
+        } else {
+            self.loader.load_cached(&mut self.db, &selection)
+        };
+        progress.phase("load person source");
+        let parsed = acompose_engine::person::person_model(&self.db, source);
+        let findings = Findings::collect(parsed.diagnostics.clone(), |path| self.loader.text_of(&self.db, path));
+        if parsed.has_errors() {
+            return Err(HostError::Diagnostics { subject: "the person source is invalid".to_owned(), findings });
+        }
+        if !findings.is_empty() {
+            progress.diagnostics(&findings);
+        }
+        let model = parsed.value.clone();
+        progress.phase("validate person source");
+        Ok((source, model))
+    }
+
+    /// Read: the operating-context repositories and the repositories their trusted roots
+    /// declare, with their revisions (fingerprinted so a commit is noticed).
+    fn read_estate(&mut self, projects: &Path, config: &HostConfig, reload: bool, progress: &dyn Progress) -> Estate {
+        let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
+        let ids = context_ids(&repositories);
+        progress.begin("reading repositories", repositories.len());
+        let context_roots = roots_under(projects, &repositories);
+        let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
+        progress.advance(context_roots.len());
+        let context_facts = facts(&context_roots);
+        let mut estate = Estate::default();
+        for (((repository, id), catalogue), (revision, path_key)) in
+            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
+        {
+            if let Some(revision) = &revision {
+                estate.revisions.insert(repository.clone(), revision.clone());
+            }
+            estate.context_entries.push(ContextEntry {
+                repository: repository.clone(),
+                revision,
+                available: catalogue.available(&self.db),
+            });
+            estate.sources.push(CompositionSource {
+                id: id.clone(),
+                kind: SourceKind::Root,
+                required: true,
+                location: repository.clone(),
+                path_key,
+                catalogue,
+            });
+        }
+        let trusted = trusted_repositories(&mut self.db, &mut self.loader, &estate.sources, projects, reload);
+        progress.extend(trusted.inputs.len());
+        progress.advance(trusted.inputs.len());
+        estate.revisions.extend(trusted.revisions);
+        estate.repositories = trusted.inputs;
+        progress.finish();
+        for (root, _) in context_roots.iter().chain(&trusted.roots) {
+            for path in revision_sources(root) {
+                self.loader.note(&path, observe(&path));
+            }
+        }
+        progress.phase("read catalogues");
+        estate
+    }
+
+    /// Resolve: one composition per role, whose bundles are computed in parallel on
+    /// clones of the database (the results stay memoized in the live one).
+    fn resolve_roles(
+        &mut self,
+        source: PersonSource,
+        model: &PersonModel,
+        estate: &Estate,
+    ) -> Vec<(String, String, Composition)> {
+        let mut roles: Vec<(String, String, Composition)> = Vec::new();
+        if estate.sources.is_empty() {
+            return roles;
+        }
+        for role in &model.roles {
+            let tier = if role.model_tiers.iter().any(|tier| tier == "frontier") {
+                "frontier".to_owned()
+            } else {
+                role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
+            };
+            let composition = self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories);
+            roles.push((role.slug.clone(), tier, composition));
+        }
+        self.compositions.retain(|slug, _| model.role(slug).is_some());
+        roles.par_iter().for_each_with(self.db.clone(), |db, (_, _, composition)| {
+            let _ = composition_bundle(db, *composition);
+        });
+        roles
+    }
+
+    /// Record: stale bundles are removed now, or left for [`Session::prune`] in watch mode.
+    fn prune_or_defer(&mut self, bundles_dir: &Path, stale: Vec<String>, report: &mut Report) {
+        if self.defer_pruning {
+            // Watch mode: the index is written, so readers no longer need the stale
+            // bundles; they are removed when the inputs settle (`prune`), not while
+            // edits keep coming.
+            self.prune_pending.push((bundles_dir.to_path_buf(), stale));
+        } else {
+            report.bundles_pruned = prune_bundles(bundles_dir, &stale);
+            forget_pruned(bundles_dir);
+        }
     }
 
     fn composition(
@@ -535,7 +430,7 @@ impl Session {
                     tier.to_owned(),
                     sources.to_vec(),
                     repositories.to_vec(),
-                    crate::estate::PLAN_FILE.to_owned(),
+                    PLAN_FILE.to_owned(),
                     None,
                     None,
                 );
@@ -544,6 +439,175 @@ impl Session {
             }
         }
     }
+}
+
+/// What the estate's repositories contribute to every role's composition.
+#[derive(Default)]
+struct Estate {
+    sources: Vec<CompositionSource>,
+    repositories: Vec<RepositoryInput>,
+    context_entries: Vec<ContextEntry>,
+    /// `owner/repo` → the revision its `.git` names.
+    revisions: BTreeMap<String, String>,
+}
+
+/// One role's bundle and the trace of its resolution, borrowed from the database.
+struct Resolved<'db> {
+    role: &'db str,
+    tier: &'db str,
+    bundle: &'db Bundle,
+    trace: &'db Trace,
+}
+
+/// Resolve: every role's bundle, or every diagnostic when any role has an error.
+fn resolved_bundles<'db>(
+    db: &'db Database,
+    loader: &Loader,
+    roles: &'db [(String, String, Composition)],
+    progress: &dyn Progress,
+) -> Result<Vec<Resolved<'db>>, HostError> {
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut bundles = Vec::new();
+    for (role, tier, composition) in roles {
+        let result = composition_bundle(db, *composition);
+        diagnostics.extend(result.diagnostics.iter().cloned());
+        let resolution = acompose_engine::compose::resolve(db, *composition).value.as_ref();
+        if let (Some(bundle), Some(resolution)) = (&result.value, resolution) {
+            bundles.push(Resolved { role, tier, bundle, trace: &resolution.trace });
+        }
+    }
+    diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
+    diagnostics.dedup();
+    let findings = Findings::collect(diagnostics, |path| loader.text_of(db, path));
+    if findings.has_errors() {
+        return Err(HostError::Diagnostics { subject: "the estate cannot be converged".to_owned(), findings });
+    }
+    if !findings.is_empty() {
+        progress.diagnostics(&findings);
+    }
+    Ok(bundles)
+}
+
+/// Materialize, first step: records the bundles this run will create before any folder
+/// appears (a bundle already on disk is either named by the previous index, recorded
+/// already, or not the estate's: `compose --out`). Returns the whole record.
+fn record_new_bundles(bundles_dir: &Path, current: &[String]) -> Result<BTreeSet<String>, HostError> {
+    let mut written = read_written(bundles_dir);
+    let before = written.len();
+    written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
+    if written.len() != before {
+        write_written(bundles_dir, &written).map_err(|message| HostError::environment(bundles_dir, message))?;
+    }
+    remove_abandoned_staging(bundles_dir);
+    Ok(written)
+}
+
+/// Materialize: every bundle, in parallel (bundles this session already checked are
+/// reused at a glance). Returns the ids now known to be in place.
+fn materialize_bundles(
+    bundles_dir: &Path,
+    bundles: &[Resolved<'_>],
+    verified: &BTreeSet<String>,
+    report: &mut Report,
+) -> Result<Vec<String>, HostError> {
+    let outcomes: Vec<Result<Materialized, HostError>> = bundles
+        .par_iter()
+        .map(|resolved| {
+            if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
+                return Ok(Materialized::Reused);
+            }
+            materialize_with(bundles_dir, resolved.bundle, Verification::Light)
+        })
+        .collect();
+    let mut newly_verified = Vec::new();
+    for (resolved, outcome) in bundles.iter().zip(outcomes) {
+        match outcome? {
+            Materialized::New => {
+                report.bundles_new += 1;
+                report.files_written += resolved.bundle.files.len();
+            }
+            Materialized::Reused => report.bundles_reused += 1,
+        }
+        newly_verified.push(resolved.bundle.id.clone());
+    }
+    Ok(newly_verified)
+}
+
+/// Write the artifact: the roster artifact in one transaction.
+fn write_artifact(
+    home: &Path,
+    model: &PersonModel,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(), HostError> {
+    let files = roster_files(model);
+    refuse_symlinked_parents(home, &report.artifact)?;
+    report.roster = transaction::apply(&report.artifact, &files, hooks)?;
+    report.files_written += report.roster.written.len();
+    Ok(())
+}
+
+/// The bundles this convergence may prune: those the previous index named (a `compose
+/// --out` into the same folder is not ours to remove) and those an earlier convergence
+/// materialized but never got to name, less the current ones. Read before the new index
+/// is written.
+fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[String]) -> Vec<String> {
+    let previously_named: Vec<String> = std::fs::read(bundles_dir.join(INDEX_FILE))
+        .ok()
+        .and_then(|bytes| parse_index(&bytes))
+        .map(|index| index.into_values().collect())
+        .unwrap_or_default();
+    previously_named
+        .into_iter()
+        .chain(written.iter().cloned())
+        .filter(|id| !current.contains(id))
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect()
+}
+
+/// Index and plan: `bundles/index.json` and `repository-plan.json`, each in its own
+/// transaction (removed when the estate has no bundles any more).
+fn write_index_and_plan(
+    home: &Path,
+    bundles_dir: &Path,
+    source: &str,
+    bundles: &[Resolved<'_>],
+    estate: &Estate,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(), HostError> {
+    let (index_files, plan_files) = if bundles.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let index_entries: Vec<(&str, &str)> =
+            bundles.iter().map(|resolved| (resolved.role, resolved.bundle.id.as_str())).collect();
+        let plans: Vec<RolePlan<'_>> = bundles
+            .iter()
+            .map(|resolved| RolePlan {
+                role: resolved.role,
+                bundle: &resolved.bundle.id,
+                model_tier: resolved.tier,
+                trace: resolved.trace,
+            })
+            .collect();
+        (
+            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
+            vec![OutputFile {
+                path: PLAN_FILE.to_owned(),
+                bytes: repository_plan_json(source, &estate.context_entries, &plans, &estate.revisions),
+            }],
+        )
+    };
+    if bundles_dir.exists() || !index_files.is_empty() {
+        let outcome = transaction::apply(bundles_dir, &index_files, hooks)?;
+        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    }
+    if home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists() {
+        let outcome = transaction::apply(home, &plan_files, hooks)?;
+        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    }
+    Ok(())
 }
 
 /// How old a staging folder must be before it counts as abandoned: materializing a bundle
@@ -586,9 +650,8 @@ fn read_written(bundles_dir: &Path) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Replaces `bundles/.acompose-written` (temporary sibling, flushed, renamed).
+/// Replaces `bundles/.acompose-written` atomically.
 fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), String> {
-    use std::io::Write as _;
     let problem = |error: std::io::Error| {
         format!("cannot record the bundles in `{}`: {}", bundles_dir.display(), crate::load::error_kind(&error))
     };
@@ -597,19 +660,10 @@ fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), Strin
     }
     std::fs::create_dir_all(bundles_dir).map_err(problem)?;
     let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
-    let temporary = bundles_dir.join(format!("{WRITTEN_FILE}.{}", std::process::id()));
-    // A leftover temporary (even a planted link) is removed, never written through.
-    let _ = std::fs::remove_file(&temporary);
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, bundles_dir.join(WRITTEN_FILE))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written.map_err(problem)
+    crate::atomic::replace(bundles_dir, WRITTEN_FILE, text.as_bytes()).map_err(|error| match error.cause {
+        Some(cause) => problem(cause),
+        None => error.message,
+    })
 }
 
 /// After pruning: the record keeps only the bundles still on disk (the named ones, and

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use acompose_engine::OutputFile;
 
+use crate::blame::Blame;
+
 /// The record of what an output directory owns.
 pub const OWNERSHIP_FILE: &str = ".acompose-owned.json";
 /// The journal folder of a transaction in progress.
@@ -58,55 +60,35 @@ pub struct Outcome {
     pub recovered: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum TransactionError {
     /// The directory or a path in it is not ours to write (symlink, foreign file, a
     /// file where a folder belongs). Nothing was changed.
+    #[error("refused to write `{}`: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
     /// An I/O failure; the previous contents were restored.
+    #[error("cannot write `{}`: {}; the previous contents were restored", path.display(), crate::load::error_kind(error))]
     Io { path: PathBuf, error: io::Error },
     /// An I/O failure while restoring; the journal folder was kept for the next run.
+    #[error(
+        "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
+        path.display(),
+        crate::load::error_kind(error)
+    )]
     RollbackFailed { path: PathBuf, error: io::Error },
     /// Another writer held the lock for longer than the timeout.
+    #[error("another convergence holds `{}`; gave up after {} s", path.display(), waited.as_secs())]
     LockTimeout { path: PathBuf, waited: Duration },
 }
 
-impl std::fmt::Display for TransactionError {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TransactionError::Refused { path, reason } => {
-                write!(formatter, "refused to write `{}`: {reason}", path.display())
-            }
-            TransactionError::Io { path, error } => write!(
-                formatter,
-                "cannot write `{}`: {}; the previous contents were restored",
-                path.display(),
-                crate::load::error_kind(error)
-            ),
-            TransactionError::RollbackFailed { path, error } => write!(
-                formatter,
-                "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
-                path.display(),
-                crate::load::error_kind(error)
-            ),
-            TransactionError::LockTimeout { path, waited } => write!(
-                formatter,
-                "another convergence holds `{}`; gave up after {} s",
-                path.display(),
-                waited.as_secs()
-            ),
-        }
-    }
-}
-
 impl TransactionError {
-    /// The exit code: refusals are invalid input, I/O failures are environment failures.
-    pub fn exit_code(&self) -> u8 {
+    /// Whose fault it is: refusals are the input's, I/O failures the environment's.
+    pub fn blame(&self) -> Blame {
         match self {
-            TransactionError::Refused { .. } => crate::exit::INVALID,
+            TransactionError::Refused { .. } => Blame::Input,
             TransactionError::Io { .. }
             | TransactionError::RollbackFailed { .. }
-            | TransactionError::LockTimeout { .. } => crate::exit::ENVIRONMENT,
+            | TransactionError::LockTimeout { .. } => Blame::Environment,
         }
     }
 }
@@ -340,20 +322,22 @@ fn recover(root: &Path) -> Result<bool, TransactionError> {
     Ok(true)
 }
 
-/// Makes `root` hold exactly `files` (plus foreign files that are not in the way).
-pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result<Outcome, TransactionError> {
-    match fs::symlink_metadata(root) {
-        Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
-        Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
-        Ok(_) | Err(_) => {}
-    }
-    let root_exists = root.is_dir();
-    let recovered = if root_exists { recover(root)? } else { false };
-    let owned = if root_exists { read_ownership(root)? } else { BTreeSet::new() };
+/// What a transaction will do, decided before anything is touched.
+struct Plan<'a> {
+    /// Files to write, with whether one is there already (and owned).
+    writes: Vec<(&'a OutputFile, bool)>,
+    removals: Vec<String>,
+    unchanged: usize,
+    /// The new ownership record, and whether it differs from the one on disk.
+    record: Vec<u8>,
+    record_changed: bool,
+}
 
-    // Plan: what to write, what is unchanged, what to remove.
-    let mut outcome = Outcome { recovered, ..Outcome::default() };
+/// Plans a transaction: refuses unsafe paths and foreign files in the way.
+fn plan<'a>(root: &Path, files: &'a [OutputFile], root_exists: bool) -> Result<Plan<'a>, TransactionError> {
+    let owned = if root_exists { read_ownership(root)? } else { BTreeSet::new() };
     let mut writes: Vec<(&OutputFile, bool)> = Vec::new();
+    let mut unchanged = 0;
     let mut planned = BTreeSet::new();
     for file in files {
         if !is_safe_relative(&file.path) || is_reserved(&file.path) {
@@ -361,7 +345,7 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
         }
         planned.insert(file.path.clone());
         match if root_exists { inspect(root, &file.path)? } else { Existing::Missing } {
-            Existing::File(bytes) if bytes == file.bytes => outcome.unchanged += 1,
+            Existing::File(bytes) if bytes == file.bytes => unchanged += 1,
             Existing::File(_) if owned.contains(&file.path) => writes.push((file, true)),
             Existing::File(_) => {
                 return Err(refused(&root.join(&file.path), "a file this directory does not own is in the way"));
@@ -380,7 +364,69 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
         Existing::File(bytes) => bytes != record,
         Existing::Missing => true,
     };
-    if writes.is_empty() && removals.is_empty() && !record_changed {
+    Ok(Plan { writes, removals, unchanged, record, record_changed })
+}
+
+impl Journal<'_> {
+    /// Writes one file: missing folders (one level at a time, journaled), a temporary in
+    /// the journal folder, the old file moved aside, the temporary renamed into place.
+    fn write_file(&mut self, file: &OutputFile, exists: bool, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        let target = self.root.join(&file.path);
+        let mut prefix = String::new();
+        let segments: Vec<&str> = file.path.split('/').collect();
+        for segment in &segments[..segments.len() - 1] {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(segment);
+            let folder = self.root.join(&prefix);
+            if !folder.is_dir() {
+                self.record(Action::CreatedDirectory(prefix.clone()), hooks)?;
+                hooks.before(Step::CreateDirectory(&folder)).map_err(io_error(&folder))?;
+                fs::create_dir(&folder).map_err(io_error(&folder))?;
+            }
+        }
+        // Temporaries live in the journal folder, which this run created: nothing
+        // foreign can sit at their names, and a crash leaves them where recovery
+        // removes them.
+        self.open(hooks)?;
+        let temporary = self.next_temporary();
+        hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
+        crate::atomic::write_new_synced(&temporary, &file.bytes).map_err(io_error(&temporary))?;
+        if exists {
+            let backup = self.next_backup();
+            self.record(Action::Replaced(file.path.clone(), backup.clone()), hooks)?;
+            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+            fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))?;
+        } else {
+            self.record(Action::Created(file.path.clone()), hooks)?;
+        }
+        hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
+        fs::rename(&temporary, &target).map_err(io_error(&target))
+    }
+
+    /// Removes one file by moving it into the journal folder.
+    fn remove_file(&mut self, path: &str, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        let target = self.root.join(path);
+        let backup = self.next_backup();
+        self.record(Action::Removed(path.to_owned(), backup.clone()), hooks)?;
+        hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+        fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))
+    }
+}
+
+/// Makes `root` hold exactly `files` (plus foreign files that are not in the way).
+pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result<Outcome, TransactionError> {
+    match fs::symlink_metadata(root) {
+        Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
+        Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
+        Ok(_) | Err(_) => {}
+    }
+    let root_exists = root.is_dir();
+    let recovered = if root_exists { recover(root)? } else { false };
+    let plan = plan(root, files, root_exists)?;
+    let mut outcome = Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() };
+    if plan.writes.is_empty() && plan.removals.is_empty() && !plan.record_changed {
         return Ok(outcome);
     }
 
@@ -400,60 +446,20 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
             fs::create_dir_all(root).map_err(io_error(root))?;
             created_root = true;
         }
-        let ownership = OutputFile { path: OWNERSHIP_FILE.to_owned(), bytes: record.clone() };
+        let ownership = OutputFile { path: OWNERSHIP_FILE.to_owned(), bytes: plan.record.clone() };
         let record_existed = root.join(OWNERSHIP_FILE).is_file();
-        let mut all_writes = writes.clone();
-        if record_changed {
+        let mut all_writes = plan.writes.clone();
+        if plan.record_changed {
             all_writes.push((&ownership, record_existed));
         }
         for (file, exists) in all_writes {
-            let target = root.join(&file.path);
-            // Create missing folders one level at a time, journaling each.
-            let mut prefix = String::new();
-            let segments: Vec<&str> = file.path.split('/').collect();
-            for segment in &segments[..segments.len() - 1] {
-                if !prefix.is_empty() {
-                    prefix.push('/');
-                }
-                prefix.push_str(segment);
-                let folder = root.join(&prefix);
-                if !folder.is_dir() {
-                    journal.record(Action::CreatedDirectory(prefix.clone()), hooks)?;
-                    hooks.before(Step::CreateDirectory(&folder)).map_err(io_error(&folder))?;
-                    fs::create_dir(&folder).map_err(io_error(&folder))?;
-                }
-            }
-            // Temporaries live in the journal folder, which this run created: nothing
-            // foreign can sit at their names, and a crash leaves them where recovery
-            // removes them.
-            journal.open(hooks)?;
-            let temporary = journal.next_temporary();
-            hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
-            {
-                let mut handle =
-                    OpenOptions::new().write(true).create_new(true).open(&temporary).map_err(io_error(&temporary))?;
-                handle.write_all(&file.bytes).and_then(|()| handle.sync_all()).map_err(io_error(&temporary))?;
-            }
-            if exists {
-                let backup = journal.next_backup();
-                journal.record(Action::Replaced(file.path.clone(), backup.clone()), hooks)?;
-                hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-                fs::rename(&target, journal.directory.join(&backup)).map_err(io_error(&target))?;
-            } else {
-                journal.record(Action::Created(file.path.clone()), hooks)?;
-            }
-            hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
-            fs::rename(&temporary, &target).map_err(io_error(&target))?;
+            journal.write_file(file, exists, hooks)?;
             if file.path != OWNERSHIP_FILE {
                 outcome.written.push(file.path.clone());
             }
         }
-        for path in &removals {
-            let target = root.join(path);
-            let backup = journal.next_backup();
-            journal.record(Action::Removed(path.clone(), backup.clone()), hooks)?;
-            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-            fs::rename(&target, journal.directory.join(&backup)).map_err(io_error(&target))?;
+        for path in &plan.removals {
+            journal.remove_file(path, hooks)?;
             outcome.removed.push(path.clone());
         }
         journal.record(Action::Committed, hooks)?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::load::{Observed, Stat};
+use crate::observe::{Observed, Stat};
 
 pub const CACHE_DIR: &str = "cache";
 pub const CACHE_FILE: &str = "fingerprints";
@@ -33,29 +33,6 @@ pub struct Cache {
     /// Inputs sorted by path; a list, not a map, because a no-op run only walks it.
     pub inputs: Vec<(PathBuf, Observed)>,
     pub outputs: Vec<(PathBuf, Stat)>,
-}
-
-/// A file modified this recently may change again within the same timestamp tick; its
-/// recorded time is smudged so the next run compares its hash instead of trusting it.
-const RACY_NANOS: i128 = 2_000_000_000;
-
-/// Smudges the modification time of a file or folder observed within [`RACY_NANOS`] of
-/// now.
-pub fn smudge_if_racy(observed: Observed) -> Observed {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX));
-    match observed {
-        Observed::File(stat, digest) if stat.modified_nanos > now - RACY_NANOS => {
-            Observed::File(Stat { modified_nanos: 0, ..stat }, digest)
-        }
-        // A folder listed within the same timestamp tick as a later change to its entries
-        // would keep its time; smudged, the next run lists it again.
-        Observed::Directory(stat) if stat.modified_nanos > now - RACY_NANOS => {
-            Observed::Directory(Stat { modified_nanos: 0, ..stat })
-        }
-        other => other,
-    }
 }
 
 /// The identity of this build and its settings: a cache made by anything else is foreign.
@@ -401,7 +378,7 @@ fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
     pieces
 }
 
-/// Writes the cache atomically (temporary sibling + rename). Failures are ignored: the
+/// Writes the cache atomically (`atomic::replace`). Failures are ignored: the
 /// cache only saves time.
 pub fn store(home: &Path, cache: &Cache) {
     let Some(text) = cache.to_text() else { return };
@@ -412,10 +389,7 @@ pub fn store(home: &Path, cache: &Cache) {
     if std::fs::create_dir_all(&directory).is_err() {
         return;
     }
-    let temporary = directory.join(".fingerprints.tmp");
-    if std::fs::write(&temporary, text).is_ok() {
-        let _ = std::fs::rename(&temporary, directory.join(CACHE_FILE));
-    }
+    let _ = crate::atomic::replace(&directory, CACHE_FILE, text.as_bytes());
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.
@@ -451,22 +425,6 @@ mod tests {
     }
 
     #[test]
-    fn racily_fresh_files_and_folders_are_smudged() {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX))
-            .expect("clock");
-        let fresh = Stat { size: 1, modified_nanos: now, inode: 4 };
-        let old = Stat { modified_nanos: now - 10 * RACY_NANOS, ..fresh };
-        let smudged = Stat { modified_nanos: 0, ..fresh };
-        assert_eq!(smudge_if_racy(Observed::Directory(fresh)), Observed::Directory(smudged));
-        assert_eq!(smudge_if_racy(Observed::File(fresh, [1; 32])), Observed::File(smudged, [1; 32]));
-        assert_eq!(smudge_if_racy(Observed::Directory(old)), Observed::Directory(old));
-        assert_eq!(smudge_if_racy(Observed::File(old, [1; 32])), Observed::File(old, [1; 32]));
-        assert_eq!(smudge_if_racy(Observed::Missing), Observed::Missing);
-    }
-
-    #[test]
     fn pieces_end_at_line_ends_and_rejoin() {
         let text: String = (0..500).map(|index| format!("F\t{index}\t/päth/ünïcode/{index}\n")).collect();
         for count in [1, 7, 64, 10_000] {
@@ -482,7 +440,7 @@ mod tests {
         let temporary = tempfile::tempdir().expect("tempdir");
         let folder = temporary.path().join("folder");
         std::fs::create_dir(&folder).expect("mkdir");
-        let observe = |path: &Path| crate::load::observe(path);
+        let observe = |path: &Path| crate::observe::observe(path);
         let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
         cache.inputs.push((folder.clone(), observe(&folder)));
         cache.inputs.push((folder.join("later"), Observed::Missing));
