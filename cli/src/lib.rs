@@ -10,6 +10,7 @@ pub mod exit;
 pub mod people;
 pub mod progress;
 pub mod roster;
+pub mod serve;
 pub mod terminal;
 pub mod verify;
 pub mod watch;
@@ -96,6 +97,8 @@ pub enum Command {
     Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
+    /// Serve the People API and web page on loopback, with a per-run token.
+    Serve(serve::ServeArgs),
 }
 
 /// Runs the program and returns its exit code.
@@ -118,6 +121,7 @@ pub fn main() -> ExitCode {
         Some(Command::Describe(args)) => describe::run(args, &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
+        Some(Command::Serve(args)) => serve::run(&args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)

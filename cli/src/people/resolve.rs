@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use acompose_engine::Severity;
 use acompose_engine::people::recipe::{self, Syntax};
 use acompose_engine::people::resolve::{self as resolution, Assignment};
-use acompose_engine::people::{Finding, printable, report, workspace};
+use acompose_engine::people::{Finding, printable, report};
 
 use super::WorkspaceArgs;
 use crate::{print_stderr, print_stdout};
@@ -49,14 +49,7 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     let bytes = read_input_file(&args.recipe)?;
     let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
     let workspace = Workspace::open(&args.workspace.workspace)?;
-    let validation = workspace::load_roster(&workspace.collect(false)?);
-    // A broken Person or bindings file stops the preview. A binding that names a Person
-    // with no file does not: resolution skips that candidate as missing.
-    let blocking =
-        validation.findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
-    if blocking {
-        return Err(Stop::Findings(validation.findings));
-    }
+    let validation = acompose_host::people::roster_for_resolution(&workspace)?;
     if !validation.findings.is_empty() && !args.json {
         let warnings: Vec<Finding> = validation
             .findings

@@ -5,7 +5,7 @@
 pub mod storage;
 
 use acompose_engine::people::workspace::{self, PEOPLE_DIRECTORY};
-use acompose_engine::people::{Person, contract, document, is_slug, printable, report};
+use acompose_engine::people::{Bindings, Person, contract, document, is_slug, printable, report};
 
 pub use crate::atomic::FileError;
 pub use storage::{Stop, Workspace};
@@ -55,6 +55,36 @@ pub fn create_person(workspace: &Workspace, person: &Person) -> Result<String, S
         return Err(Stop::Invalid(format!("`{path}` already exists; edit it with `acompose people edit {id}`")));
     }
     Ok(path)
+}
+
+/// Writes `people/bindings.yaml` after checking its exact bytes as `people validate`
+/// would, with every referenced Person required to have a file. Returns the path written.
+pub fn save_bindings(workspace: &Workspace, bindings: &Bindings) -> Result<String, Stop> {
+    let bytes = document::bindings_bytes(bindings);
+    let files = workspace.collect(false)?;
+    let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
+    let (checked, findings) = workspace::check_bindings(&bytes, &present);
+    if checked.is_none() || !findings.is_empty() {
+        return Err(Stop::Findings(findings));
+    }
+    let folder = workspace.people_folder()?;
+    workspace.refuse_symlinks(&[workspace::BINDINGS_PATH])?;
+    let name = workspace::BINDINGS_PATH.rsplit('/').next().unwrap_or(workspace::BINDINGS_PATH);
+    storage::replace(&folder, name, &bytes)?;
+    Ok(workspace::BINDINGS_PATH.to_owned())
+}
+
+/// The roster a resolution preview reads. A broken Person or bindings file stops it; a
+/// binding that names a Person with no file does not (resolution skips that candidate as
+/// missing), and comes back among the findings.
+pub fn roster_for_resolution(workspace: &Workspace) -> Result<acompose_engine::people::Validation, Stop> {
+    let validation = workspace::load_roster(&workspace.collect(false)?);
+    let blocking =
+        validation.findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
+    if blocking {
+        return Err(Stop::Findings(validation.findings));
+    }
+    Ok(validation)
 }
 
 /// What `people init` wrote.

@@ -193,6 +193,36 @@ pub fn person_bytes(person: &Person) -> Vec<u8> {
     json_bytes(&file)
 }
 
+/// The canonical bytes of `people/bindings.yaml`: block YAML in role order, every string
+/// double-quoted (a JSON string is a YAML double-quoted scalar), empty fields omitted.
+pub fn bindings_bytes(bindings: &Bindings) -> Vec<u8> {
+    let quoted = |text: &str| serde_json::to_string(text).unwrap_or_else(|_| String::from("\"\""));
+    let mut text = format!("spec: {}\n", quoted(super::BINDINGS_SPEC));
+    if bindings.roles.is_empty() {
+        text.push_str("roles: {}\n");
+        return text.into_bytes();
+    }
+    text.push_str("roles:\n");
+    for (role, binding) in &bindings.roles {
+        text.push_str(&format!("  {}:", quoted(role)));
+        if binding.person_id.is_none() && binding.preferred_people.is_empty() {
+            text.push_str(" {}\n");
+            continue;
+        }
+        text.push('\n');
+        if let Some(person_id) = &binding.person_id {
+            text.push_str(&format!("    person_id: {}\n", quoted(person_id)));
+        }
+        if !binding.preferred_people.is_empty() {
+            text.push_str("    preferred_people:\n");
+            for person_id in &binding.preferred_people {
+                text.push_str(&format!("      - {}\n", quoted(person_id)));
+            }
+        }
+    }
+    text.into_bytes()
+}
+
 /// Serializes with a 2-space indent and a trailing newline. A non-finite float would
 /// become `null` and then fail the schema check that follows every write.
 pub fn json_bytes(value: &impl Serialize) -> Vec<u8> {
@@ -253,6 +283,21 @@ mod tests {
     fn whole_numbers_written_as_floats_are_integers() {
         let value = json!({"spec": "agent-toolkit/person@1", "id": "a", "name": "A", "role": "r", "goal": "g", "archived": false, "budget": {"max_tokens": 1000.0, "max_seconds": 60}});
         assert_eq!(decode_person(&value).map(|person| person.budget.max_tokens), Some(Some(1000)));
+    }
+
+    #[test]
+    fn bindings_bytes_read_back_as_the_same_bindings() {
+        let mut bindings = Bindings::default();
+        bindings.roles.insert(
+            "qa".to_owned(),
+            RoleBinding { person_id: Some("ada".to_owned()), preferred_people: vec!["bo".to_owned(), "cy".to_owned()] },
+        );
+        bindings.roles.insert("lead".to_owned(), RoleBinding::default());
+        let bytes = bindings_bytes(&bindings);
+        let tree = crate::people::yaml::parse(&bytes).map(|tree| tree.value).unwrap_or_default();
+        assert_eq!(decode_bindings(&tree), Some(bindings));
+        let empty = crate::people::yaml::parse(&bindings_bytes(&Bindings::default())).map(|tree| tree.value);
+        assert_eq!(empty.ok().as_ref().and_then(decode_bindings), Some(Bindings::default()));
     }
 
     #[test]

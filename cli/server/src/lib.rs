@@ -1,0 +1,165 @@
+//! `acompose serve`: a local JSON API and web page over the same driver functions as
+//! the cli (`acompose_host::people`). Owns binding to loopback only, the per-run token,
+//! the Host/Origin and security-header guard, the HTTP routes and the embedded page.
+//!
+//! It implements no rule of its own: every check of a Person, a binding, an import or a
+//! resolution is the engine's, reached through the host. It never prints and never
+//! exits; the cli prints the address and decides when to stop.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod assets;
+mod error;
+mod guard;
+mod people_api;
+mod state;
+
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use acompose_host::people::{Stop, Workspace};
+
+pub use error::MAX_REQUEST_BYTES;
+use state::AppState;
+
+/// What `acompose serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub workspace: PathBuf,
+    /// The loopback port; 0 lets the system choose one.
+    pub port: u16,
+}
+
+/// Why the server could not start.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The workspace could not be opened.
+    Workspace(Stop),
+    /// The port could not be bound, the token not drawn or the runtime not built.
+    Environment(String),
+}
+
+/// A running server: its address and token, and the means to stop it.
+pub struct Handle {
+    pub port: u16,
+    pub token: String,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Handle {
+    /// The address to open, token included. The page moves the token into memory and
+    /// drops it from the address bar.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/?token={}", self.port, self.token)
+    }
+
+    /// The base address without the token.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops accepting, lets requests in flight finish, and waits for the server thread.
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        // A send error means the server already ended; either way it is stopping.
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// Opens the workspace, binds 127.0.0.1 (and ::1 on the same port when the system has
+/// IPv6 loopback) and serves on a thread of its own until [`Handle::stop`].
+pub fn start(options: &Options) -> Result<Handle, ServeError> {
+    let workspace = Workspace::open(&options.workspace).map_err(ServeError::Workspace)?;
+    let token = guard::new_token().map_err(ServeError::Environment)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|error| ServeError::Environment(format!("cannot start the server runtime: {error}")))?;
+    let (listeners, port) = runtime.block_on(bind_loopback(options.port)).map_err(ServeError::Environment)?;
+    let state = Arc::new(AppState::new(workspace, token.clone(), port));
+    let router = router(state);
+    let (stop, stopped) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("acompose-serve".to_owned())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let mut servers = Vec::new();
+                for listener in listeners {
+                    let mut stopped = stopped.clone();
+                    let app = router.clone();
+                    servers.push(tokio::spawn(async move {
+                        let shutdown = async move {
+                            let _ = stopped.wait_for(|stop| *stop).await;
+                        };
+                        let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+                    }));
+                }
+                for server in servers {
+                    let _ = server.await;
+                }
+            });
+        })
+        .map_err(|error| ServeError::Environment(format!("cannot start the server thread: {error}")))?;
+    Ok(Handle { port, token, stop, thread: Some(thread) })
+}
+
+/// Binds IPv4 loopback first (its port is the one printed), then IPv6 loopback on the
+/// same port when available. Never a wildcard address.
+async fn bind_loopback(port: u16) -> Result<(Vec<TcpListener>, u16), String> {
+    let v4 = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await
+        .map_err(|error| format!("cannot listen on 127.0.0.1:{port}: {error}"))?;
+    let port = v4.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?.port();
+    let mut listeners = vec![v4];
+    // A machine without IPv6 loopback still serves on 127.0.0.1.
+    if let Ok(v6) = TcpListener::bind(SocketAddr::from((Ipv6Addr::LOCALHOST, port))).await {
+        listeners.push(v6);
+    }
+    Ok((listeners, port))
+}
+
+fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/people", get(people_api::list).post(people_api::create))
+        .route("/people/import", post(people_api::import_preview))
+        .route("/people/import/save", post(people_api::import_save))
+        .route("/people/bindings", get(people_api::bindings).put(people_api::put_bindings))
+        .route("/people/resolve", post(people_api::resolve))
+        .route("/people/{id}", get(people_api::show).put(people_api::update))
+        .route("/people/{id}/archive", post(people_api::archive))
+        .route("/people/{id}/restore", post(people_api::restore))
+        .route("/runners", get(people_api::runners))
+        .fallback(error::not_found)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/", get(assets::index))
+        .route("/assets/{name}", get(assets::asset))
+        .fallback(error::not_found)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::same_origin))
+        .with_state(state)
+}

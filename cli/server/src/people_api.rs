@@ -1,0 +1,374 @@
+//! The People routes: list, show, create, update, archive, restore, the reviewed import
+//! (preview, then a separate save), the bindings and the resolution preview, and the
+//! runner table. Each handler reads the request, calls the same host and engine
+//! functions as `acompose people …`, and returns the engine's own JSON reports.
+//!
+//! Disk work runs on tokio's blocking pool; every write holds the state's write lock
+//! from its read to its rename, so concurrent requests never interleave on one file.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use acompose_engine::people::hire::{self, Overrides};
+use acompose_engine::people::recipe::{self, Syntax};
+use acompose_engine::people::resolve::{self as resolution, Assignment};
+use acompose_engine::people::runner::{PromptIntake, RUNNERS};
+use acompose_engine::people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
+use acompose_engine::people::{Finding, Person, document, is_slug, json as people_json, printable, report};
+use acompose_host::people as host;
+
+use crate::error::{ApiError, MAX_REQUEST_BYTES};
+use crate::state::AppState;
+
+type Body = Result<Bytes, BytesRejection>;
+
+/// Runs disk work off the async threads.
+async fn blocking<F>(state: Arc<AppState>, work: F) -> Result<Response, ApiError>
+where
+    F: FnOnce(&AppState) -> Result<Response, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || work(&state)).await.map_err(|_| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the request could not be completed")
+    })?
+}
+
+/// Holds the write lock; a poisoned lock only means an earlier request panicked, and
+/// every write is atomic, so the files are still whole.
+fn write_lock(state: &AppState) -> std::sync::MutexGuard<'_, ()> {
+    state.writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+/// The body, or `body-too-large` / `invalid-request` without echoing anything.
+fn body_bytes(body: Body) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                format!("the request body is larger than {MAX_REQUEST_BYTES} bytes"),
+            )
+        } else {
+            ApiError::invalid_request("the request body could not be read")
+        }
+    })
+}
+
+/// A request envelope, parsed strictly: unknown and duplicate fields are refused.
+fn envelope<T: serde::de::DeserializeOwned>(body: Body, message: &'static str) -> Result<T, ApiError> {
+    let bytes = body_bytes(body)?;
+    serde_json::from_slice(&bytes).map_err(|_| ApiError::invalid_request(message))
+}
+
+fn checked_id(id: &str) -> Result<&str, ApiError> {
+    if is_slug(id) {
+        Ok(id)
+    } else {
+        Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid-id", "a Person id is a lowercase slug").at("/id"))
+    }
+}
+
+fn existing(state: &AppState, id: &str) -> Result<Person, ApiError> {
+    if state.workspace.person_file(id)?.is_none() {
+        return Err(ApiError::not_found_person());
+    }
+    Ok(host::existing_person(&state.workspace, id)?)
+}
+
+fn person_response(status: StatusCode, person: &Person) -> Response {
+    json_response(status, document::person_bytes(person))
+}
+
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    blocking(state, |state| {
+        let validation = workspace::load_roster(&state.workspace.collect(false)?);
+        Ok(json_response(StatusCode::OK, report::list_json(&validation.roster.people, &validation.findings)))
+    })
+    .await
+}
+
+pub async fn show(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    blocking(state, move |state| {
+        let person = existing(state, checked_id(&id)?)?;
+        Ok(person_response(StatusCode::OK, &person))
+    })
+    .await
+}
+
+/// The id a submitted person@1 document names, read with the hardened parser so a
+/// duplicate key or an oversized body is refused before anything else.
+fn submitted_id(bytes: &[u8]) -> Result<String, ApiError> {
+    let tree = people_json::parse(bytes).map_err(|error| ApiError::findings(vec![Finding::syntax("request", error)]))?;
+    match tree.value.get("id").and_then(serde_json::Value::as_str) {
+        Some(id) if is_slug(id) => Ok(id.to_owned()),
+        _ => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-id", "`id` must be a lowercase slug")
+            .at("/properties/id/pattern")),
+    }
+}
+
+/// Checks a submitted document exactly as a file `people/<id>.json` would be checked.
+fn submitted_person(id: &str, bytes: &[u8]) -> Result<Person, ApiError> {
+    workspace::check_person(PEOPLE_DIRECTORY, &format!("{id}.json"), bytes).map_err(ApiError::findings)
+}
+
+pub async fn create(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+    let bytes = body_bytes(body)?;
+    blocking(state, move |state| {
+        let id = submitted_id(&bytes)?;
+        let person = submitted_person(&id, &bytes)?;
+        let _writing = write_lock(state);
+        if state.workspace.person_file(&id)?.is_some() {
+            return Err(person_exists());
+        }
+        host::create_person(&state.workspace, &person)?;
+        Ok(person_response(StatusCode::CREATED, &person))
+    })
+    .await
+}
+
+fn person_exists() -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "person-exists", "a Person with this id already exists").at("/id")
+}
+
+pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Body) -> Result<Response, ApiError> {
+    let bytes = body_bytes(body)?;
+    blocking(state, move |state| {
+        let id = checked_id(&id)?;
+        let _writing = write_lock(state);
+        existing(state, id)?;
+        let person = submitted_person(id, &bytes)?;
+        host::save_person(&state.workspace, &person)?;
+        Ok(person_response(StatusCode::OK, &person))
+    })
+    .await
+}
+
+async fn set_archived(state: Arc<AppState>, id: String, archived: bool) -> Result<Response, ApiError> {
+    blocking(state, move |state| {
+        let id = checked_id(&id)?;
+        let _writing = write_lock(state);
+        let mut person = existing(state, id)?;
+        if person.archived != archived {
+            person.archived = archived;
+            host::save_person(&state.workspace, &person)?;
+        }
+        Ok(person_response(StatusCode::OK, &person))
+    })
+    .await
+}
+
+pub async fn archive(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    set_archived(state, id, true).await
+}
+
+pub async fn restore(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    set_archived(state, id, false).await
+}
+
+/// An uploaded hire file and the reviewer's answers to what it leaves open.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportRequest {
+    /// The uploaded file's name, shown in the review (its last path segment only).
+    #[serde(default)]
+    file_name: Option<String>,
+    /// The file's text, byte for byte as uploaded.
+    content: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    goal: Option<String>,
+    #[serde(default)]
+    max_tokens: Option<u64>,
+}
+
+/// A file name from the request, reduced to its last segment and made printable.
+fn upload_label(file_name: Option<&str>, default: &str) -> String {
+    let name = file_name.and_then(|name| name.rsplit(['/', '\\']).next()).filter(|name| !name.is_empty());
+    printable(name.unwrap_or(default))
+}
+
+fn import_review(request: &ImportRequest) -> Result<(String, hire::Review), ApiError> {
+    if let Some(id) = &request.id {
+        checked_id(id)?;
+    }
+    let label = upload_label(request.file_name.as_deref(), "hire.json");
+    let overrides = Overrides {
+        id: request.id.clone(),
+        name: request.name.clone(),
+        role: request.role.clone(),
+        goal: request.goal.clone(),
+        max_tokens: request.max_tokens,
+    };
+    let review = hire::review(&label, request.content.as_bytes(), &overrides).map_err(ApiError::findings)?;
+    Ok((label, review))
+}
+
+const IMPORT_MESSAGE: &str = "an import request is {file_name, content, id, name, role, goal, max_tokens}";
+
+/// Reviews a hire file; writes nothing.
+pub async fn import_preview(body: Body) -> Result<Response, ApiError> {
+    let request: ImportRequest = envelope(body, IMPORT_MESSAGE)?;
+    let (label, review) = import_review(&request)?;
+    Ok(json_response(StatusCode::OK, report::review_json(&label, &review, None)))
+}
+
+/// Reviews the same file again and writes the reviewed Person as a new file.
+pub async fn import_save(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+    let request: ImportRequest = envelope(body, IMPORT_MESSAGE)?;
+    let (label, review) = import_review(&request)?;
+    let Some(person) = review.person.clone() else {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "review-incomplete",
+            "the review has items that block saving; answer them first (nothing was written)",
+        ));
+    };
+    blocking(state, move |state| {
+        let _writing = write_lock(state);
+        if state.workspace.person_file(&person.id)?.is_some() {
+            return Err(person_exists());
+        }
+        let path = host::create_person(&state.workspace, &person)?;
+        Ok(json_response(StatusCode::CREATED, report::review_json(&label, &review, Some(&path))))
+    })
+    .await
+}
+
+fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
+    let validation = workspace::load_roster(&state.workspace.collect(false)?);
+    let findings: Vec<Finding> =
+        validation.findings.into_iter().filter(|finding| finding.file == BINDINGS_PATH).collect();
+    if findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE) {
+        return Err(ApiError::findings(findings));
+    }
+    let roles: serde_json::Map<String, serde_json::Value> = validation
+        .roster
+        .bindings
+        .roles
+        .iter()
+        .map(|(role, binding)| {
+            (role.clone(), json!({"person_id": binding.person_id, "preferred_people": binding.preferred_people}))
+        })
+        .collect();
+    let missing: Vec<_> = findings
+        .iter()
+        .map(|finding| json!({"code": finding.code, "pointer": finding.rule, "line": finding.position.map(|position| position.line)}))
+        .collect();
+    let body = json!({
+        "format": "acompose.people-bindings.v1",
+        "present": validation.roster.has_bindings,
+        "bindings": {"spec": acompose_engine::people::BINDINGS_SPEC, "roles": roles},
+        "findings": missing,
+    });
+    Ok(json_response(StatusCode::OK, document::json_bytes(&body)))
+}
+
+pub async fn bindings(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    blocking(state, bindings_document).await
+}
+
+/// Replaces `people/bindings.yaml` with a people-bindings@1 document, checked exactly as
+/// `people validate` checks the file (a JSON document is also YAML), every referenced
+/// Person required to exist.
+pub async fn put_bindings(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+    let bytes = body_bytes(body)?;
+    blocking(state, move |state| {
+        let _writing = write_lock(state);
+        let files = state.workspace.collect(false)?;
+        let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
+        let (checked, findings) = workspace::check_bindings(&bytes, &present);
+        let Some(bindings) = checked.filter(|_| findings.is_empty()) else {
+            return Err(ApiError::findings(findings));
+        };
+        host::save_bindings(&state.workspace, &bindings)?;
+        bindings_document(state)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveRequest {
+    /// The recipe's file name; its extension chooses JSON or YAML.
+    recipe_file_name: String,
+    /// The recipe's text.
+    recipe: String,
+    #[serde(default)]
+    assignments: Vec<AssignmentRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AssignmentRequest {
+    role: String,
+    person_id: String,
+}
+
+/// Previews which Person fills each recipe role; writes and starts nothing.
+pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+    let request: ResolveRequest = envelope(body, "a resolve request is {recipe_file_name, recipe, assignments}")?;
+    let label = upload_label(Some(&request.recipe_file_name), "recipe.json");
+    let Some(syntax) = Syntax::from_file_name(&label) else {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "recipe-file-name",
+            "a recipe is a `.json`, `.yaml` or `.yml` file",
+        )
+        .at("/recipe_file_name"));
+    };
+    let recipe = recipe::parse(&label, syntax, request.recipe.as_bytes()).map_err(ApiError::findings)?;
+    let assignments: Vec<Assignment> = request
+        .assignments
+        .into_iter()
+        .map(|assignment| Assignment { role: assignment.role, person_id: assignment.person_id })
+        .collect();
+    blocking(state, move |state| {
+        let validation = host::roster_for_resolution(&state.workspace).map_err(ApiError::from)?;
+        let roster = &validation.roster;
+        match resolution::resolve(&recipe, &roster.people, &roster.bindings, &assignments) {
+            Ok(resolved) => Ok(json_response(StatusCode::OK, report::resolution_json(&label, &resolved, &[]))),
+            Err(rejections) => {
+                let first = rejections.first();
+                Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    first.map_or("assignment-refused", |rejection| rejection.code),
+                    first.map_or_else(|| "an assignment was refused".to_owned(), |rejection| rejection.message.clone()),
+                )
+                .at("/assignments"))
+            }
+        }
+    })
+    .await
+}
+
+/// The runner table the start review chooses from.
+pub async fn runners() -> Response {
+    let runners: Vec<_> = RUNNERS
+        .iter()
+        .map(|runner| {
+            let prompt = match runner.prompt {
+                PromptIntake::Positional => "positional",
+                PromptIntake::Flag(_) => "flag",
+                PromptIntake::CopyOnly => "copy-only",
+            };
+            json!({"name": runner.name, "binary": runner.binary, "takes_model": runner.model_flag.is_some(), "prompt": prompt})
+        })
+        .collect();
+    json_response(StatusCode::OK, document::json_bytes(&json!({"format": "acompose.runners.v1", "runners": runners})))
+}
+
