@@ -13,6 +13,7 @@ use acompose_engine::{Database, Diagnostic, render};
 
 use crate::load::{Loader, Location, Selection, label_of, path_key, printable};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
+use acompose_engine::skill_rules::SkillPolicy;
 use crate::{exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -35,6 +36,10 @@ pub struct ComposeArgs {
     /// Print files stat'ed, read, hashed and written, and queries executed and reused.
     #[arg(long)]
     pub stats: bool,
+    /// Make every Agent Skills finding about a delivered skill an error (skill policy
+    /// `strict`): nothing is written.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Resolves the projects root: flag, `$PROJECTS_ROOT`, `~/projects`.
@@ -160,6 +165,7 @@ pub fn prepare(
     request_path: &Path,
     projects: &Path,
     terminal: &Terminal,
+    strict: bool,
 ) -> Result<Prepared, u8> {
     let label = label_of(request_path);
     let text = match std::fs::read(request_path) {
@@ -179,7 +185,7 @@ pub fn prepare(
     texts.by_path.insert(label.clone(), printable(&text));
     let render = |diagnostics: &[Diagnostic], texts: &Texts, loader: &Loader, db: &Database| {
         let text_of = |path: &str| texts.by_path.get(path).cloned().or_else(|| loader.text_of(db, path));
-        print_stderr(&render_diagnostics(diagnostics, terminal.stderr, &text_of));
+        print_stderr(&render_diagnostics(&crate::terminal::visible(diagnostics, *terminal), terminal.stderr, &text_of));
     };
     let parsed = parse_request(&text, &label);
     if parsed.has_errors() {
@@ -249,6 +255,7 @@ pub fn prepare(
         label.clone(),
         request.role.as_ref().map(|(_, span)| *span),
         request.model_tier.as_ref().map(|(_, span)| *span),
+        if strict { SkillPolicy::Strict } else { request.skill_policy.unwrap_or_default() },
     );
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());
@@ -385,7 +392,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let mut db = Database::default();
     let mut loader = Loader::default();
     let projects = projects_root(args.projects_root.as_deref());
-    let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, terminal) {
+    let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, terminal, args.strict) {
         Ok(prepared) => prepared,
         Err(code) => return code,
     };

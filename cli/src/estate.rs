@@ -351,7 +351,14 @@ impl Session {
                 } else {
                     role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
                 };
-                let composition = self.composition(source, &role.slug, &tier, &sources, &repository_inputs);
+                let composition = self.composition(
+                    source,
+                    &role.slug,
+                    &tier,
+                    &sources,
+                    &repository_inputs,
+                    config.skill_policy,
+                );
                 roles.push((role.slug.clone(), tier, composition));
             }
             self.compositions.retain(|slug, _| model.role(slug).is_some());
@@ -375,7 +382,11 @@ impl Session {
         diagnostics.dedup();
         if !diagnostics.is_empty() && (diagnostics.iter().any(Diagnostic::is_error) || !terminal.quiet) {
             let text_of = |path: &str| self.loader.text_of(db, path);
-            print_stderr(&render_diagnostics(&diagnostics, terminal.stderr, &text_of));
+            print_stderr(&render_diagnostics(
+                &crate::terminal::visible(&diagnostics, *terminal),
+                terminal.stderr,
+                &text_of,
+            ));
         }
         if diagnostics.iter().any(Diagnostic::is_error) {
             print_stderr(&format!("error: the estate cannot be converged ({})\n", count_summary(&diagnostics)));
@@ -508,6 +519,7 @@ impl Session {
         tier: &str,
         sources: &[CompositionSource],
         repositories: &[RepositoryInput],
+        skill_policy: acompose_engine::skill_rules::SkillPolicy,
     ) -> Composition {
         let db = &mut self.db;
         match self.compositions.get(role) {
@@ -524,6 +536,9 @@ impl Session {
                 if composition.repositories(db) != repositories {
                     composition.set_repositories(db).to(repositories.to_vec());
                 }
+                if composition.skill_policy(db) != skill_policy {
+                    composition.set_skill_policy(db).to(skill_policy);
+                }
                 composition
             }
             None => {
@@ -538,6 +553,7 @@ impl Session {
                     crate::estate::PLAN_FILE.to_owned(),
                     None,
                     None,
+                    skill_policy,
                 );
                 self.compositions.insert(role.to_owned(), composition);
                 composition

@@ -77,6 +77,7 @@ pub fn render_diagnostics(
         let severity = match diagnostic.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
+            Severity::Note | Severity::Detail => miette::Severity::Advice,
         };
         let mut report =
             MietteDiagnostic::new(diagnostic.message.clone()).with_code(diagnostic.code).with_severity(severity);
@@ -110,10 +111,19 @@ pub fn render_diagnostics(
     output
 }
 
+/// The diagnostics a terminal shows: detail only under `-v`.
+pub fn visible(diagnostics: &[Diagnostic], terminal: Terminal) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .filter(|diagnostic| terminal.verbose > 0 || diagnostic.severity != Severity::Detail)
+        .cloned()
+        .collect()
+}
+
 /// `N error(s), M warning(s)`.
 pub fn count_summary(diagnostics: &[Diagnostic]) -> String {
     let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
-    let warnings = diagnostics.len() - errors;
+    let warnings = diagnostics.iter().filter(|diagnostic| diagnostic.severity == Severity::Warning).count();
     let plural = |count: usize, word: &str| if count == 1 { format!("1 {word}") } else { format!("{count} {word}s") };
     format!("{}, {}", plural(errors, "error"), plural(warnings, "warning"))
 }

@@ -52,6 +52,8 @@ pub struct Request {
     pub delivery: Option<Delivery>,
     pub model_tier: Option<(String, Span)>,
     pub sources: Vec<RequestSource>,
+    /// `skill-policy`: what Agent Skills findings do; `None` is the default (`warn`).
+    pub skill_policy: Option<crate::skill_rules::SkillPolicy>,
 }
 
 /// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
@@ -124,6 +126,7 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
         delivery: None,
         model_tier: None,
         sources: Vec::new(),
+        skill_policy: None,
     };
     if !diagnostics.is_empty() {
         return Parsed::new(request, diagnostics);
@@ -245,7 +248,24 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
                     request.sources.push(RequestSource { id, location, required, span });
                 }
             }
-            _ => reader.unknown_node(child, "`compose`", REQUEST_CHILDREN),
+            "skill-policy" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                let Some((value, span)) = reader.single_string(child) else { continue };
+                match crate::skill_rules::SkillPolicy::from_name(&value) {
+                    Some(policy) => request.skill_policy = Some(policy),
+                    None => reader.report(
+                        "unknown-skill-policy",
+                        span,
+                        format!("`{}` is not a skill policy", sanitize(&value)),
+                        "use `warn`, `strict` or `skip`",
+                    ),
+                }
+            }
+            _ => reader.unknown_node(child, "`compose`", &[REQUEST_CHILDREN, &["skill-policy"]].concat()),
         }
     }
     if request.role.is_none() && !seen.contains_key("role") {
