@@ -4,6 +4,7 @@
 pub mod artifact;
 pub mod cache;
 pub mod catalog;
+pub mod catalog_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;

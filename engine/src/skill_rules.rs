@@ -127,6 +127,9 @@ impl SkillCheck {
     }
 }
 
+/// The longest stretch of a value a finding marks.
+const MARKED_VALUE_BYTES: usize = 24;
+
 const NOT_LOADED: &str = "harnesses that follow the specification (Claude Code, Codex, Gemini CLI) will not load this skill";
 const LISTED_WRONGLY: &str = "the reference validator (skills-ref) rejects this skill; harnesses may skip it or list it under another name";
 
@@ -202,7 +205,9 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
             continue;
         }
         seen.push(&field.key);
-        let value_span = span_of(field.value_marker, field.value.text().map_or(1, |text| text.len().max(1)));
+        // Long values are marked by their start only, so a snippet stays readable.
+        let value_span =
+            span_of(field.value_marker, field.value.text().map_or(1, |text| text.len().clamp(1, MARKED_VALUE_BYTES)));
         match field.key.as_str() {
             "name" => {
                 let Some(name) = field.value.text() else {
