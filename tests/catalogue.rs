@@ -185,3 +185,22 @@ fn the_listing_budget_warning_names_the_harness_and_the_cut_skills() {
     assert!(text.stdout.contains("style-pass-12"), "{}", text.stdout);
     assert!(!warning.contains("style-pass-01"), "the first skills fit: {warning}");
 }
+
+#[test]
+fn the_host_configuration_can_make_findings_errors() {
+    for (policy, expected) in [("", 0), ("skill_policy: strict\n", 1)] {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        copy_dir(&common::fixtures().join("catalogue/rule-name-mismatch"), &root.join("projects/example/knowledge"));
+        std::fs::create_dir_all(root.join("home")).expect("home");
+        std::fs::write(
+            root.join("home/agent-compose.yaml"),
+            format!("operating_context:\n  - example/knowledge\n{policy}"),
+        )
+        .expect("config");
+        let output = common::acompose_with(root, &["--home", "home"], &[("PROJECTS_ROOT", "projects")]);
+        assert_eq!(output.code, expected, "{policy}: {}", output.stderr);
+        assert!(output.stderr.contains("skill-name-mismatch"), "{}", output.stderr);
+        assert_eq!(root.join("home/bundles/index.json").exists(), expected == 0, "a strict failure writes no bundle");
+    }
+}

@@ -166,7 +166,8 @@ impl Checker {
                         let skill = self.skill(&folder);
                         row.skills.push(skill);
                     } else {
-                        let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+                        let name =
+                            folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
                         self.diagnostics.push(
                             Diagnostic::note(
                                 "not-a-skill",

@@ -13,8 +13,8 @@ use acompose_engine::{Database, Diagnostic, render};
 
 use crate::load::{Loader, Location, Selection, label_of, path_key, printable};
 use crate::terminal::{Terminal, count_summary, render_diagnostics};
-use acompose_engine::skill_rules::SkillPolicy;
 use crate::{exit, print_stderr, print_stdout};
+use acompose_engine::skill_rules::SkillPolicy;
 
 #[derive(Debug, clap::Args)]
 pub struct ComposeArgs {

@@ -351,14 +351,8 @@ impl Session {
                 } else {
                     role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
                 };
-                let composition = self.composition(
-                    source,
-                    &role.slug,
-                    &tier,
-                    &sources,
-                    &repository_inputs,
-                    config.skill_policy,
-                );
+                let composition =
+                    self.composition(source, &role.slug, &tier, &sources, &repository_inputs, config.skill_policy);
                 roles.push((role.slug.clone(), tier, composition));
             }
             self.compositions.retain(|slug, _| model.role(slug).is_some());

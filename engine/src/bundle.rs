@@ -503,7 +503,8 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             ));
         }
         // The loading split sums to the bytes; a trace written before the split has zeros.
-        let parts = provider.metadata_bytes.saturating_add(provider.instruction_bytes).saturating_add(provider.resource_bytes);
+        let parts =
+            provider.metadata_bytes.saturating_add(provider.instruction_bytes).saturating_add(provider.resource_bytes);
         if parts != provider.context_bytes && parts != 0 {
             problems.push(problem(
                 "trace.json",

@@ -284,14 +284,14 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             .unwrap_or_default();
         let listed_name =
             check.as_ref().and_then(|check| check.frontmatter.name.clone()).unwrap_or_else(|| name.clone());
-        let entry_length: u64 = summaries
+        let entry_length: u64 =
+            summaries.iter().filter(|(path, _)| path == kind.entry_file()).map(|(_, summary)| summary.raw_length).sum();
+        let resources = bytes - entry_length;
+        let binary = summaries
             .iter()
-            .filter(|(path, _)| path == kind.entry_file())
+            .filter(|(path, summary)| path != kind.entry_file() && summary.binary)
             .map(|(_, summary)| summary.raw_length)
             .sum();
-        let resources = bytes - entry_length;
-        let binary =
-            summaries.iter().filter(|(path, summary)| path != kind.entry_file() && summary.binary).map(|(_, summary)| summary.raw_length).sum();
         let budget = SkillBudget::split(&listed_name, &description, entry_length, resources, binary);
         let skill = CatalogueSkill {
             name: name.clone(),

@@ -442,23 +442,26 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         }
     }
     let person_count = person_skills.len();
-    resolver.providers.push(with_budget(ProviderReport {
-        source: PERSON_SOURCE_ID.to_owned(),
-        category: "person-package".to_owned(),
-        scope: "role".to_owned(),
-        outcome: Outcome::Selected,
-        cause: "person-package".to_owned(),
-        reason: format!("the selected person source `{}` always comes first", model.source),
-        location: model.source.clone(),
-        skills: person_count,
-        context_bytes: person_bytes,
-        approximate_tokens: approximate_tokens(person_bytes),
-        metadata_bytes: 0,
-        instruction_bytes: 0,
-        resource_bytes: 0,
-        binary_bytes: 0,
-        selector: None,
-    }, person_budget));
+    resolver.providers.push(with_budget(
+        ProviderReport {
+            source: PERSON_SOURCE_ID.to_owned(),
+            category: "person-package".to_owned(),
+            scope: "role".to_owned(),
+            outcome: Outcome::Selected,
+            cause: "person-package".to_owned(),
+            reason: format!("the selected person source `{}` always comes first", model.source),
+            location: model.source.clone(),
+            skills: person_count,
+            context_bytes: person_bytes,
+            approximate_tokens: approximate_tokens(person_bytes),
+            metadata_bytes: 0,
+            instruction_bytes: 0,
+            resource_bytes: 0,
+            binary_bytes: 0,
+            selector: None,
+        },
+        person_budget,
+    ));
     let mut sources = vec![ManifestSource {
         id: PERSON_SOURCE_ID.to_owned(),
         category: "person-package".to_owned(),
@@ -536,7 +539,8 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
             composition.skill_policy(db),
             &mut selected,
         );
-        let context_bytes = provider_budget.metadata_bytes + provider_budget.instruction_bytes + provider_budget.resource_bytes;
+        let context_bytes =
+            provider_budget.metadata_bytes + provider_budget.instruction_bytes + provider_budget.resource_bytes;
         let (cause, reason) = match &admission {
             Admission::Whole { cause, reason } => (*cause, reason.clone()),
             Admission::Selector { reason, .. } => ("selector-admitted", reason.clone()),
@@ -566,23 +570,26 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
                 Vec::new(),
             );
         }
-        resolver.providers.push(with_budget(ProviderReport {
-            source: candidate.id.clone(),
-            category: candidate.category.to_owned(),
-            scope: candidate.scope.clone(),
-            outcome: Outcome::Selected,
-            cause: cause.to_owned(),
-            reason,
-            location: candidate.location.clone(),
-            skills: count,
-            context_bytes,
-            approximate_tokens: approximate_tokens(context_bytes),
-            metadata_bytes: 0,
-            instruction_bytes: 0,
-            resource_bytes: 0,
-            binary_bytes: 0,
-            selector,
-        }, provider_budget));
+        resolver.providers.push(with_budget(
+            ProviderReport {
+                source: candidate.id.clone(),
+                category: candidate.category.to_owned(),
+                scope: candidate.scope.clone(),
+                outcome: Outcome::Selected,
+                cause: cause.to_owned(),
+                reason,
+                location: candidate.location.clone(),
+                skills: count,
+                context_bytes,
+                approximate_tokens: approximate_tokens(context_bytes),
+                metadata_bytes: 0,
+                instruction_bytes: 0,
+                resource_bytes: 0,
+                binary_bytes: 0,
+                selector,
+            },
+            provider_budget,
+        ));
         sources.push(ManifestSource {
             id: candidate.id.clone(),
             category: candidate.category.to_owned(),
@@ -671,7 +678,6 @@ fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &
 }
 
 /// Selects a provider's skills; returns (budget, count, selector report).
-#[expect(clippy::too_many_arguments, reason = "one call site; the arguments are the resolution's state")]
 fn select_from(
     resolver: &mut Resolver<'_>,
     candidate: &Candidate,

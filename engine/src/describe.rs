@@ -569,7 +569,8 @@ pub fn why_text(why: &Why, palette: Palette) -> String {
             let _ = writeln!(text, "  kept      the copy from `{winner}`");
         }
         for finding in &entry.findings {
-            let _ = writeln!(text, "  finding   {} ({}): {}", finding.code, finding.level, wrap(&finding.message, 60, 12));
+            let _ =
+                writeln!(text, "  finding   {} ({}): {}", finding.code, finding.level, wrap(&finding.message, 60, 12));
             let _ = writeln!(text, "            {}", wrap(&finding.consequence, 68, 12));
         }
         if let Some(provider) = &entry.provider {

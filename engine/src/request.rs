@@ -393,6 +393,20 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_skill_policy() {
+        let parsed = parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"skip\" }", "r.kdl");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.value.skill_policy, Some(crate::skill_rules::SkillPolicy::Skip));
+        let codes: Vec<_> =
+            parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"lax\" }", "r.kdl")
+                .diagnostics
+                .iter()
+                .map(|d| d.code)
+                .collect();
+        assert_eq!(codes, ["unknown-skill-policy"]);
+    }
+
+    #[test]
     fn needs_role_and_delivery() {
         let codes: Vec<_> = parse_request("compose {}", "r.kdl").diagnostics.iter().map(|d| d.code).collect();
         assert_eq!(codes, ["missing-node", "missing-node"]);

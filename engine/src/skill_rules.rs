@@ -16,7 +16,8 @@ pub const DESCRIPTION_MAX_CHARACTERS: usize = 1024;
 pub const COMPATIBILITY_MAX_CHARACTERS: usize = 500;
 
 /// Fields the Agent Skills specification defines.
-pub const SPECIFICATION_FIELDS: [&str; 6] = ["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
+pub const SPECIFICATION_FIELDS: [&str; 6] =
+    ["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
 
 /// Fields outside the specification that a major harness defines, with the harness that
 /// defines them. Accepted; reported only as detail.
@@ -130,8 +131,10 @@ impl SkillCheck {
 /// The longest stretch of a value a finding marks.
 const MARKED_VALUE_BYTES: usize = 24;
 
-const NOT_LOADED: &str = "harnesses that follow the specification (Claude Code, Codex, Gemini CLI) will not load this skill";
-const LISTED_WRONGLY: &str = "the reference validator (skills-ref) rejects this skill; harnesses may skip it or list it under another name";
+const NOT_LOADED: &str =
+    "harnesses that follow the specification (Claude Code, Codex, Gemini CLI) will not load this skill";
+const LISTED_WRONGLY: &str =
+    "the reference validator (skills-ref) rejects this skill; harnesses may skip it or list it under another name";
 
 /// The check of one ordinary skill's `SKILL.md`, its folder taken from the file's path
 /// (`.agents/skills/<folder>/SKILL.md`): the per-file firewall, so editing one skill
@@ -163,7 +166,13 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
         } else {
             ("skill-frontmatter-missing", "`SKILL.md` does not start with a `---` frontmatter block")
         };
-        check.findings.push(finding(code, FindingLevel::Violation, Span::new(0, 3.min(text.len())), message.to_owned(), NOT_LOADED));
+        check.findings.push(finding(
+            code,
+            FindingLevel::Violation,
+            Span::new(0, 3.min(text.len())),
+            message.to_owned(),
+            NOT_LOADED,
+        ));
         return check;
     };
     let block = &text[start..end];
@@ -308,7 +317,13 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
     check
 }
 
-fn finding(code: &'static str, level: FindingLevel, span: Span, message: String, consequence: &'static str) -> SkillFinding {
+fn finding(
+    code: &'static str,
+    level: FindingLevel,
+    span: Span,
+    message: String,
+    consequence: &'static str,
+) -> SkillFinding {
     SkillFinding { code, level, span, message, consequence }
 }
 
@@ -323,7 +338,8 @@ fn check_name(findings: &mut Vec<SkillFinding>, name: &str, folder: &str, span: 
             LISTED_WRONGLY,
         ));
     }
-    let allowed = name.chars().all(|character| character.is_ascii_lowercase() || character.is_ascii_digit() || character == '-');
+    let allowed =
+        name.chars().all(|character| character.is_ascii_lowercase() || character.is_ascii_digit() || character == '-');
     if characters > 0 && (!allowed || name.starts_with('-') || name.ends_with('-') || name.contains("--")) {
         findings.push(finding(
             "skill-name-characters",
