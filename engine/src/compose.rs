@@ -732,7 +732,9 @@ fn select_from(
             }
             // The Agent Skills findings, under the composition's policy.
             let mut records = Vec::new();
-            if let Some(check) = &skill.check {
+            // A later byte-identical copy is shadowed; its findings were told for the first.
+            let shadowed = resolver.taken.get(&skill.name).is_some_and(|(_, digest)| digest == &skill.digest);
+            if let Some(check) = skill.check.as_ref().filter(|_| !shadowed) {
                 let entry = file();
                 let severity = if policy == SkillPolicy::Strict {
                     crate::diagnostic::Severity::Error
