@@ -133,6 +133,7 @@ const MARKED_VALUE_BYTES: usize = 24;
 
 const NOT_LOADED: &str =
     "harnesses that follow the specification (Claude Code, Codex, Gemini CLI) will not load this skill";
+const METADATA_SHAPE: &str = "the specification makes `metadata` a map of strings; a harness that relies on it may drop the field or refuse the skill";
 const LISTED_WRONGLY: &str =
     "the reference validator (skills-ref) rejects this skill; harnesses may skip it or list it under another name";
 
@@ -209,14 +210,18 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
                 FindingLevel::Violation,
                 key_span,
                 format!("the field `{}` appears more than once", sanitize(&field.key)),
-                "strict YAML parsers (Claude Code's among them) refuse duplicate keys and will not load this skill",
+                "strict YAML parsers (the reference validator's among them) refuse duplicate keys; others keep only one value",
             ));
             continue;
         }
         seen.push(&field.key);
         // Long values are marked by their start only, so a snippet stays readable.
-        let value_span =
-            span_of(field.value_marker, field.value.text().map_or(1, |text| text.len().clamp(1, MARKED_VALUE_BYTES)));
+        // A block map or list is marked by its field's key: yaml-rust2 places the start of a
+        // block collection after its first key, which would mislead.
+        let value_span = match field.value.text() {
+            Some(text) => span_of(field.value_marker, text.len().clamp(1, MARKED_VALUE_BYTES)),
+            None => key_span,
+        };
         match field.key.as_str() {
             "name" => {
                 let Some(name) = field.value.text() else {
@@ -277,7 +282,23 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
                 }
             }
             "metadata" => check_metadata(&mut check.findings, &field.value, value_span, &span_of),
-            "license" | "allowed-tools" => {}
+            "allowed-tools" => {
+                let valid = match &field.value {
+                    Value::Text { .. } => true,
+                    Value::List(items) => items.iter().all(|item| matches!(item, Value::Text { .. })),
+                    _ => false,
+                };
+                if !valid {
+                    check.findings.push(finding(
+                        "skill-allowed-tools-invalid",
+                        FindingLevel::Violation,
+                        value_span,
+                        "`allowed-tools` is neither text nor a list of text".to_owned(),
+                        LISTED_WRONGLY,
+                    ));
+                }
+            }
+            "license" => {}
             other => match HARNESS_EXTENSION_FIELDS.iter().find(|(known, _)| *known == other) {
                 Some((_, source)) => check.findings.push(finding(
                     "skill-field-extension",
@@ -375,7 +396,7 @@ fn check_metadata(
             FindingLevel::Violation,
             span,
             "`metadata` is not a map of `key: value` strings".to_owned(),
-            LISTED_WRONGLY,
+            METADATA_SHAPE,
         ));
         return;
     };
@@ -394,7 +415,7 @@ fn check_metadata(
                 FindingLevel::Violation,
                 span_of(*marker, key.len()),
                 format!("`metadata.{}` is not a string", sanitize(key)),
-                LISTED_WRONGLY,
+                METADATA_SHAPE,
             )),
         }
     }
@@ -449,6 +470,7 @@ fn offset_of(block: &str, marker: Marker) -> usize {
 enum Value {
     Text { plain: bool, text: String },
     Map(Vec<(String, Marker, Value)>),
+    List(Vec<Value>),
     Other,
 }
 
@@ -468,18 +490,29 @@ struct Field {
     value_marker: Marker,
 }
 
-/// Bounds the walk: frontmatter is small, and hostile input must stay cheap.
+/// Bound the walk: frontmatter is small, and hostile input must stay cheap (the value
+/// reader recurses once per level of nesting).
 const MAX_EVENTS: usize = 10_000;
+const MAX_DEPTH: usize = 32;
 
 /// Reads the top-level fields. `Ok(None)` when the document is not a mapping; an empty
 /// block is an empty mapping.
 fn read_fields(block: &str) -> Result<Option<Vec<Field>>, (Marker, String)> {
     let mut parser = Parser::new_from_str(block);
     let mut events = Vec::new();
+    let mut depth = 0usize;
     loop {
         let (event, marker) = parser.next_token().map_err(|error| (*error.marker(), error.info().to_owned()))?;
         if events.len() > MAX_EVENTS {
             return Err((marker, "the frontmatter is too large".to_owned()));
+        }
+        match event {
+            Event::MappingStart(..) | Event::SequenceStart(..) => depth += 1,
+            Event::MappingEnd | Event::SequenceEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_DEPTH {
+            return Err((marker, "the frontmatter is nested too deeply".to_owned()));
         }
         let end = event == Event::StreamEnd;
         events.push((event, marker));
@@ -546,14 +579,17 @@ fn read_value(events: &[(Event, Marker)], index: usize) -> (Value, usize) {
             (Value::Map(entries), next)
         }
         Some(Event::SequenceStart(..)) => {
+            let mut items = Vec::new();
             let mut next = index + 1;
             while let Some((event, _)) = events.get(next) {
                 if *event == Event::SequenceEnd {
-                    return (Value::Other, next + 1);
+                    return (Value::List(items), next + 1);
                 }
-                next = read_value(events, next).1;
+                let (item, after) = read_value(events, next);
+                items.push(item);
+                next = after;
             }
-            (Value::Other, next)
+            (Value::List(items), next)
         }
         Some(_) => (Value::Other, index + 1),
         None => (Value::Other, index),
@@ -599,10 +635,29 @@ mod tests {
     }
 
     #[test]
+    fn allowed_tools_is_text_or_a_list_of_text() {
+        assert!(codes("---\nname: a\ndescription: d\nallowed-tools: [Read, Edit]\n---\n", "a").is_empty());
+        assert_eq!(
+            codes("---\nname: a\ndescription: d\nallowed-tools: {read: yes}\n---\n", "a"),
+            ["skill-allowed-tools-invalid"]
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_recursing() {
+        let text = format!("---\nname: a\ndescription: d\nmetadata: {}{}\n---\n", "[".repeat(5000), "]".repeat(5000));
+        assert_eq!(codes(&text, "a"), ["skill-frontmatter-yaml"]);
+    }
+
+    #[test]
     fn spans_point_at_the_value() {
-        let text = "---\nname: a\ndescription: d\ncompatibility: [x]\n---\n";
+        let text = "---\nname: a\ndescription: d\ncompatibility: [x]\nmetadata: 7\n---\n";
         let check = check_skill(text.as_bytes(), "a");
-        let span = check.findings[0].span;
-        assert_eq!(&text[span.offset..span.offset + 1], "[");
+        let marked: Vec<&str> = check
+            .findings
+            .iter()
+            .map(|finding| &text[finding.span.offset..finding.span.offset + finding.span.length])
+            .collect();
+        assert_eq!(marked, ["compatibility", "7"]);
     }
 }
