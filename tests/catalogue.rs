@@ -180,10 +180,17 @@ fn the_listing_budget_warning_names_the_harness_and_the_cut_skills() {
     assert_eq!(compose_in(&root, &[]).code, 0);
     let bundle = bundle_dir(&root).expect("bundle");
     let text = acompose(&root, &["describe", bundle.to_str().expect("utf-8")]);
-    let warning = text.stdout.lines().find(|line| line.contains("would cut")).expect("a listing warning");
-    assert!(warning.contains("Codex"), "{warning}");
-    assert!(text.stdout.contains("style-pass-12"), "{}", text.stdout);
+    let start = text.stdout.find("warning: Codex").expect("a listing warning");
+    let warning = &text.stdout[start..text.stdout[start..].find("\n\n").map_or(text.stdout.len(), |end| start + end)];
+    assert!(warning.contains("would cut") && warning.contains("about 8000"), "{warning}");
+    assert!(warning.contains("style-pass-12"), "{warning}");
     assert!(!warning.contains("style-pass-01"), "the first skills fit: {warning}");
+    let json = acompose(&root, &["describe", bundle.to_str().expect("utf-8"), "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    let listed = &report["budget"]["listing_warnings"][0];
+    assert_eq!(listed["harness"], "Codex");
+    assert!(listed["metadata_bytes"].as_u64().is_some_and(|bytes| bytes > 8000), "{listed}");
+    assert_eq!(listed["cut"].as_array().and_then(|cut| cut.last()), Some(&serde_json::json!("style-pass-12")));
 }
 
 #[test]

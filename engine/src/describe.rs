@@ -379,15 +379,19 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         }
     );
     for warning in &report.listing_warnings {
-        let _ = writeln!(
-            text,
-            "  {} {} lists {} bytes of metadata but keeps about {} characters ({}); it would cut: {}",
-            tint(palette, outcome_colour(Outcome::Shadowed), "warning:"),
+        let message = format!(
+            "{} would list {} bytes of skill metadata but keeps about {} characters ({}); it would cut: {}",
             warning.harness,
             warning.metadata_bytes,
             warning.budget_characters,
             warning.basis,
-            wrap(&warning.cut.join(", "), 64, 4)
+            warning.cut.join(", ")
+        );
+        let _ = writeln!(
+            text,
+            "  {} {}",
+            tint(palette, outcome_colour(Outcome::Shadowed), "warning:"),
+            wrap(&message, 68, 4)
         );
     }
 
