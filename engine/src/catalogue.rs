@@ -1,6 +1,7 @@
 //! Skill catalogues: a repository's `.agents/skills/<name>/` (ordinary skills) and
-//! `.agents/composed/<name>/` (composed skills), and skill tree digests. Reads the file
-//! list and per-file summaries; never decides which skill is selected.
+//! `.agents/composed/<name>/` (composed skills), folders there that are not skills, skill
+//! tree digests and the loading split of each skill's bytes. Reads the file list and
+//! per-file summaries; never decides which skill is selected, nor what a finding does.
 
 use std::collections::BTreeMap;
 
@@ -143,13 +144,6 @@ impl SkillBudget {
         self.instruction_bytes += other.instruction_bytes;
         self.resource_bytes += other.resource_bytes;
         self.binary_bytes += other.binary_bytes;
-    }
-
-    /// `ceil(bytes / 4)` over everything but binary files.
-    pub fn text_tokens(&self) -> u64 {
-        crate::trace::approximate_tokens(
-            (self.metadata_bytes + self.instruction_bytes + self.resource_bytes).saturating_sub(self.binary_bytes),
-        )
     }
 }
 
