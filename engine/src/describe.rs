@@ -351,29 +351,35 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         "  {:<id_width$}  {:>6} {:>9} {:>8}",
         "total", report.total_skills, report.total_bytes, report.total_tokens
     );
-    // How those bytes load: listed always, bodies on use, other files on demand.
-    let tokens = |bytes: u64| crate::trace::approximate_tokens(bytes);
-    let _ = writeln!(text, "  loading      {:>9} {:>8}", "bytes", "~tokens");
+    // How those bytes load: metadata is always listed, instructions load when a skill is
+    // used, resources on demand; binary resources never count as tokens.
     let _ = writeln!(
         text,
-        "  metadata     {:>9} {:>8}  names and descriptions, always listed",
-        report.total_metadata_bytes,
-        tokens(report.total_metadata_bytes)
+        "  {:<id_width$}  {:>9} {:>12} {:>9}  (bytes)",
+        "loading", "metadata", "instructions", "resources"
+    );
+    for row in &report.providers {
+        let _ = writeln!(
+            text,
+            "  {:<id_width$}  {:>9} {:>12} {:>9}",
+            row.source, row.metadata_bytes, row.instruction_bytes, row.resource_bytes
+        );
+    }
+    let tokens = crate::trace::approximate_tokens;
+    let _ = writeln!(
+        text,
+        "  {:<id_width$}  {:>9} {:>12} {:>9}",
+        "total", report.total_metadata_bytes, report.total_instruction_bytes, report.total_resource_bytes
     );
     let _ = writeln!(
         text,
-        "  instructions {:>9} {:>8}  SKILL.md bodies, loaded when a skill is used",
-        report.total_instruction_bytes,
-        tokens(report.total_instruction_bytes)
-    );
-    let text_resources = report.total_resource_bytes.saturating_sub(report.total_binary_bytes);
-    let _ = writeln!(
-        text,
-        "  resources    {:>9} {:>8}  other files, loaded on demand{}",
-        report.total_resource_bytes,
-        tokens(text_resources),
+        "  {:<id_width$}  {:>9} {:>12} {:>9}{}",
+        "~tokens",
+        tokens(report.total_metadata_bytes),
+        tokens(report.total_instruction_bytes),
+        tokens(report.total_resource_bytes.saturating_sub(report.total_binary_bytes)),
         if report.total_binary_bytes > 0 {
-            format!(" ({} bytes binary, not tokens)", report.total_binary_bytes)
+            format!("  ({} bytes of binary files not counted)", report.total_binary_bytes)
         } else {
             String::new()
         }
