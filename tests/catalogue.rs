@@ -213,3 +213,18 @@ fn the_host_configuration_can_make_findings_errors() {
         assert_eq!(root.join("home/bundles/index.json").exists(), expected == 0, "a strict failure writes no bundle");
     }
 }
+
+#[test]
+fn extension_fields_show_only_under_verbose_and_always_in_json() {
+    let case = common::fixtures().join("catalogue/extensions");
+    let quiet = acompose(&case, &["catalog", "check"]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("skill-field-extension"), "{}", quiet.stderr);
+    let verbose = acompose(&case, &["-v", "catalog", "check"]);
+    assert_eq!(verbose.stderr.matches("skill-field-extension").count(), 8, "{}", verbose.stderr);
+    let json = acompose(&case, &["catalog", "check", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    let findings = report["catalogues"][0]["skills"][0]["findings"].as_array().expect("findings");
+    assert!(findings.iter().all(|finding| finding["severity"] == "detail" && finding["level"] == "extension"));
+    assert_eq!(findings.len(), 8);
+}
