@@ -153,7 +153,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/people/{id}/restore", post(people_api::restore))
         .route("/runners", get(people_api::runners))
         .fallback(error::not_found)
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
     Router::new()
         .nest("/api/v1", api)
         .route("/", get(assets::index))

@@ -289,13 +289,7 @@ pub async fn put_bindings(State(state): State<Arc<AppState>>, body: Body) -> Res
     let bytes = body_bytes(body)?;
     blocking(state, move |state| {
         let _writing = write_lock(state);
-        let files = state.workspace.collect(false)?;
-        let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
-        let (checked, findings) = workspace::check_bindings(&bytes, &present);
-        let Some(bindings) = checked.filter(|_| findings.is_empty()) else {
-            return Err(ApiError::findings(findings));
-        };
-        host::save_bindings(&state.workspace, &bindings)?;
+        host::replace_bindings(&state.workspace, &bytes)?;
         bindings_document(state)
     })
     .await

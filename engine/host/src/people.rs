@@ -74,6 +74,20 @@ pub fn save_bindings(workspace: &Workspace, bindings: &Bindings) -> Result<Strin
     Ok(workspace::BINDINGS_PATH.to_owned())
 }
 
+/// Replaces `people/bindings.yaml` with a submitted people-bindings@1 document (JSON is
+/// also YAML), checked exactly as `people validate` checks the file, every referenced
+/// Person required to have a file. Writes the canonical form; returns what was saved.
+pub fn replace_bindings(workspace: &Workspace, submitted: &[u8]) -> Result<Bindings, Stop> {
+    let files = workspace.collect(false)?;
+    let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
+    let (checked, findings) = workspace::check_bindings(submitted, &present);
+    let Some(bindings) = checked.filter(|_| findings.is_empty()) else {
+        return Err(Stop::Findings(findings));
+    };
+    save_bindings(workspace, &bindings)?;
+    Ok(bindings)
+}
+
 /// The roster a resolution preview reads. A broken Person or bindings file stops it; a
 /// binding that names a Person with no file does not (resolution skips that candidate as
 /// missing), and comes back among the findings.
