@@ -27,7 +27,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
-    let options = Options { workspace: args.workspace.clone(), port: args.port };
+    let options = Options { workspace: args.workspace.clone(), port: args.port, path_variable: std::env::var_os("PATH") };
     let handle = match acompose_server::start(&options) {
         Ok(handle) => handle,
         Err(ServeError::Workspace(stop)) => return report_workspace(stop),

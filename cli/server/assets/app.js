@@ -592,7 +592,7 @@
   }
 
   function startReview(review, request) {
-    const unsupported = review.unsupported || [];
+    const unsupported = review.unsupported_details || [];
     const acknowledge = unsupported.length
       ? el("div", { class: "field" }, el("label", { for: "acknowledge" }, el("input", { type: "checkbox", id: "acknowledge" }), " Start anyway: these limits are not enforced"))
       : null;
@@ -688,7 +688,8 @@
         screen,
         result,
       );
-      if (session.live) attachTerminal(id, screen, statusText, stop);
+      if (session.attachable) attachTerminal(id, screen, statusText, stop);
+      else if (session.live) screen.append(el("p", { class: "empty" }, "This session runs in the terminal that started it; only Stop is available here."));
       else screen.append(el("p", { class: "empty" }, "The session has ended; its terminal is closed."));
     });
   }

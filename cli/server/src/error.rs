@@ -79,6 +79,15 @@ impl ApiError {
         Self { status: StatusCode::UNPROCESSABLE_ENTITY, code, message: message.to_owned(), pointer, findings }
     }
 
+    /// A refusal of the host's: its own messages name only checked ids and fixed paths,
+    /// so they are passed on; findings keep their codes.
+    pub fn refused(stop: Stop) -> Self {
+        match stop {
+            Stop::Invalid(message) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message),
+            other => Self::from(other),
+        }
+    }
+
     pub fn response(self) -> Response {
         self.into_response()
     }

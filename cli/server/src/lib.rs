@@ -11,9 +11,12 @@
 mod assets;
 mod error;
 mod guard;
+mod live;
 mod people_api;
+mod sessions_api;
 mod state;
 
+use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,6 +39,8 @@ pub struct Options {
     pub workspace: PathBuf,
     /// The loopback port; 0 lets the system choose one.
     pub port: u16,
+    /// The `PATH` runners are looked up on (the cli passes its own).
+    pub path_variable: Option<OsString>,
 }
 
 /// Why the server could not start.
@@ -53,6 +58,7 @@ pub struct Handle {
     pub token: String,
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
+    state: Arc<AppState>,
 }
 
 impl Handle {
@@ -67,7 +73,8 @@ impl Handle {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Stops accepting, lets requests in flight finish, and waits for the server thread.
+    /// Stops accepting, closes open terminals, lets requests in flight finish, ends the
+    /// sessions this server started (and no other), and waits for the server thread.
     pub fn stop(mut self) {
         self.shut_down();
     }
@@ -77,6 +84,7 @@ impl Handle {
         let _ = self.stop.send(true);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+            self.state.live.stop_all(sessions_api::SHUTDOWN_WAIT);
         }
     }
 }
@@ -99,9 +107,17 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         .build()
         .map_err(|error| ServeError::Environment(format!("cannot start the server runtime: {error}")))?;
     let (listeners, port) = runtime.block_on(bind_loopback(options.port)).map_err(ServeError::Environment)?;
-    let state = Arc::new(AppState::new(workspace, token.clone(), port));
-    let router = router(state);
     let (stop, stopped) = watch::channel(false);
+    let state = Arc::new(AppState {
+        workspace,
+        token: token.clone(),
+        port,
+        path_variable: options.path_variable.clone(),
+        writes: std::sync::Mutex::new(()),
+        live: live::LiveSessions::default(),
+        stopping: stopped.clone(),
+    });
+    let router = router(Arc::clone(&state));
     let thread = std::thread::Builder::new()
         .name("acompose-serve".to_owned())
         .spawn(move || {
@@ -123,7 +139,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
             });
         })
         .map_err(|error| ServeError::Environment(format!("cannot start the server thread: {error}")))?;
-    Ok(Handle { port, token, stop, thread: Some(thread) })
+    Ok(Handle { port, token, stop, thread: Some(thread), state })
 }
 
 /// Binds IPv4 loopback first (its port is the one printed), then IPv6 loopback on the
@@ -151,7 +167,13 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/people/{id}", get(people_api::show).put(people_api::update))
         .route("/people/{id}/archive", post(people_api::archive))
         .route("/people/{id}/restore", post(people_api::restore))
-        .route("/runners", get(people_api::runners))
+        .route("/runners", get(sessions_api::runners))
+        .route("/projects", get(sessions_api::projects))
+        .route("/sessions", get(sessions_api::list).post(sessions_api::start))
+        .route("/sessions/review", post(sessions_api::review))
+        .route("/sessions/{id}", get(sessions_api::show))
+        .route("/sessions/{id}/stop", post(sessions_api::stop))
+        .route("/sessions/{id}/terminal", get(sessions_api::terminal))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
     Router::new()

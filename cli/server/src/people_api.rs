@@ -1,6 +1,5 @@
 //! The People routes: list, show, create, update, archive, restore, the reviewed import
-//! (preview, then a separate save), the bindings and the resolution preview, and the
-//! runner table. Each handler reads the request, calls the same host and engine
+//! (preview, then a separate save), the bindings and the resolution preview. Each handler reads the request, calls the same host and engine
 //! functions as `acompose people …`, and returns the engine's own JSON reports.
 //!
 //! Disk work runs on tokio's blocking pool; every write holds the state's write lock
@@ -19,7 +18,6 @@ use serde_json::json;
 use acompose_engine::people::hire::{self, Overrides};
 use acompose_engine::people::recipe::{self, Syntax};
 use acompose_engine::people::resolve::{self as resolution, Assignment};
-use acompose_engine::people::runner::{PromptIntake, RUNNERS};
 use acompose_engine::people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
 use acompose_engine::people::{Finding, Person, document, is_slug, json as people_json, printable, report};
 use acompose_host::people as host;
@@ -27,10 +25,10 @@ use acompose_host::people as host;
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::state::AppState;
 
-type Body = Result<Bytes, BytesRejection>;
+pub(crate) type Body = Result<Bytes, BytesRejection>;
 
 /// Runs disk work off the async threads.
-async fn blocking<F>(state: Arc<AppState>, work: F) -> Result<Response, ApiError>
+pub(crate) async fn blocking<F>(state: Arc<AppState>, work: F) -> Result<Response, ApiError>
 where
     F: FnOnce(&AppState) -> Result<Response, ApiError> + Send + 'static,
 {
@@ -45,7 +43,7 @@ fn write_lock(state: &AppState) -> std::sync::MutexGuard<'_, ()> {
     state.writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response {
+pub(crate) fn json_response(status: StatusCode, bytes: Vec<u8>) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
 
@@ -65,7 +63,7 @@ fn body_bytes(body: Body) -> Result<Bytes, ApiError> {
 }
 
 /// A request envelope, parsed strictly: unknown and duplicate fields are refused.
-fn envelope<T: serde::de::DeserializeOwned>(body: Body, message: &'static str) -> Result<T, ApiError> {
+pub(crate) fn envelope<T: serde::de::DeserializeOwned>(body: Body, message: &'static str) -> Result<T, ApiError> {
     let bytes = body_bytes(body)?;
     serde_json::from_slice(&bytes).map_err(|_| ApiError::invalid_request(message))
 }
@@ -349,20 +347,3 @@ pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<R
     })
     .await
 }
-
-/// The runner table the start review chooses from.
-pub async fn runners() -> Response {
-    let runners: Vec<_> = RUNNERS
-        .iter()
-        .map(|runner| {
-            let prompt = match runner.prompt {
-                PromptIntake::Positional => "positional",
-                PromptIntake::Flag(_) => "flag",
-                PromptIntake::CopyOnly => "copy-only",
-            };
-            json!({"name": runner.name, "binary": runner.binary, "takes_model": runner.model_flag.is_some(), "prompt": prompt})
-        })
-        .collect();
-    json_response(StatusCode::OK, document::json_bytes(&json!({"format": "acompose.runners.v1", "runners": runners})))
-}
-

@@ -1,21 +1,25 @@
 //! The state every request shares: the workspace, the token, the port (for the
-//! Host/Origin check) and the lock that makes writes one at a time. It holds no cache of
-//! the workspace: every request reads the files afresh, as the cli does.
+//! Host/Origin check), the `PATH` runners are looked up on, the lock that makes writes
+//! one at a time, the sessions this server started and the signal that it is stopping.
+//! It holds no cache of the workspace: every request reads the files afresh, as the cli
+//! does.
 
+use std::ffi::OsString;
 use std::sync::Mutex;
 
 use acompose_host::people::Workspace;
+use tokio::sync::watch;
+
+use crate::live::LiveSessions;
 
 pub struct AppState {
     pub workspace: Workspace,
     pub token: String,
     pub port: u16,
+    pub path_variable: Option<OsString>,
     /// Held across read-check-write so two requests never interleave on one file.
     pub writes: Mutex<()>,
-}
-
-impl AppState {
-    pub fn new(workspace: Workspace, token: String, port: u16) -> Self {
-        Self { workspace, token, port, writes: Mutex::new(()) }
-    }
+    pub live: LiveSessions,
+    /// Becomes true when the server stops; open terminals close on it.
+    pub stopping: watch::Receiver<bool>,
 }

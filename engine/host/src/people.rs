@@ -138,3 +138,31 @@ pub fn initialise(workspace: &Workspace) -> Result<Initialised, Stop> {
     }
     Ok(Initialised { written, readme, readme_written, kept_toolkit_contract: mirrors.is_empty() })
 }
+
+/// One project a session can start in: `projects/<id>`, a link to an existing folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    pub id: String,
+    /// The canonical folder the link resolves to.
+    pub folder: std::path::PathBuf,
+}
+
+/// The projects of a workspace, by id: every entry of `projects/` with a slug name that
+/// [`sessions::project_folder`] accepts. Entries it refuses are left out; a workspace
+/// without `projects/` has none.
+pub fn projects(workspace: &Workspace) -> Result<Vec<Project>, Stop> {
+    workspace.refuse_symlinks(&[sessions::PROJECTS_DIRECTORY])?;
+    let folder = workspace.path(sessions::PROJECTS_DIRECTORY);
+    let entries = match std::fs::read_dir(&folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(Stop::Io(FileError::caused(&folder, "cannot list the projects".to_owned(), error))),
+    };
+    let mut projects: Vec<Project> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().filter(|name| is_slug(name)).map(str::to_owned))
+        .filter_map(|id| sessions::project_folder(workspace, &id).ok().map(|folder| Project { id, folder }))
+        .collect();
+    projects.sort_by(|left, right| left.id.cmp(&right.id));
+    Ok(projects)
+}

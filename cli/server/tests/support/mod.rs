@@ -45,7 +45,14 @@ impl Server {
     }
 
     pub fn start_in(dir: tempfile::TempDir) -> Self {
-        let handle = acompose_server::start(&Options { workspace: dir.path().to_path_buf(), port: 0 }).expect("server starts");
+        Self::start_with(dir, "", None)
+    }
+
+    /// A server on `dir/<workspace>` (the folder itself when empty) that looks runners
+    /// up on `path_variable`.
+    pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
+        let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
+        let handle = acompose_server::start(&Options { workspace: root, port: 0, path_variable }).expect("server starts");
         Self { handle, dir }
     }
 
