@@ -43,8 +43,20 @@
     }
   }
 
-  function say(message) {
+  function say(message, keep) {
     statusLine().textContent = message;
+    if (keep) statusLine().dataset.keep = "true";
+  }
+
+  // Shows a result and moves the reader (and keyboard focus) to its heading.
+  function reveal(container, node) {
+    container.replaceChildren(node);
+    const heading = node.querySelector("h3");
+    if (heading) {
+      heading.setAttribute("tabindex", "-1");
+      heading.focus({ preventScroll: true });
+    }
+    node.scrollIntoView({ block: "start" });
   }
 
   // ---------------------------------------------------------------------------------
@@ -164,8 +176,7 @@
         ? errorBox(new ApiError(200, { code: "unreadable-files", message: "some People files could not be read", findings: listing.findings }))
         : null;
       target.replaceChildren(
-        density,
-        problems,
+        ...[density, problems].filter(Boolean),
         el("h3", {}, `Configured (${configured.length})`),
         configured.length
           ? el("ul", { class: "cards", id: "configured" }, configured.map((person) => personCard(person, online.has(person.id))))
@@ -310,7 +321,7 @@
         const saved = isNew
           ? await api("POST", "/people", document_)
           : await api("PUT", "/people/" + encodeURIComponent(person.id), document_);
-        say(isNew ? "Created." : "Saved.");
+        say(isNew ? "Created." : "Saved.", true);
         window.location.hash = "#/people/" + encodeURIComponent(saved.id);
       });
     });
@@ -404,10 +415,10 @@
       upload = { name: file.name, content: await file.text() };
       await guarded(result, async () => {
         const review = await api("POST", "/people/import", request(upload.content));
-        result.replaceChildren(reviewTable(review, async () => {
+        reveal(result, reviewTable(review, async () => {
           await guarded(result, async () => {
             const saved = await api("POST", "/people/import/save", request(upload.content));
-            say("Imported as " + saved.person_id + ".");
+            say("Imported as " + saved.person_id + ".", true);
             window.location.hash = "#/people/" + encodeURIComponent(saved.person_id);
           });
         }));
@@ -584,7 +595,7 @@
         if (!form.reportValidity()) return;
         await guarded(reviewBox, async () => {
           const review = await api("POST", "/sessions/review", request());
-          reviewBox.replaceChildren(startReview(review, request));
+          reveal(reviewBox, startReview(review, request));
         });
       });
       target.replaceChildren(form, reviewBox);
@@ -729,7 +740,15 @@
   // ---------------------------------------------------------------------------------
   // Routing by the address's fragment.
 
+  let lastSection = null;
+
   function navigate() {
+    const sectionNow = window.location.hash;
+    // A message belongs to the screen it was said on; it survives only the redirect
+    // that follows a save.
+    if (lastSection !== null && !statusLine().dataset.keep) statusLine().textContent = "";
+    delete statusLine().dataset.keep;
+    lastSection = sectionNow;
     if (openSocket) {
       openSocket.close();
       openSocket = null;

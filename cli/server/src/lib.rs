@@ -106,7 +106,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         .enable_time()
         .build()
         .map_err(|error| ServeError::Environment(format!("cannot start the server runtime: {error}")))?;
-    let (listeners, port) = runtime.block_on(bind_loopback(options.port)).map_err(ServeError::Environment)?;
+    let (listeners, port) = bind_loopback(options.port).map_err(ServeError::Environment)?;
     let (stop, stopped) = watch::channel(false);
     let state = Arc::new(AppState {
         workspace,
@@ -123,7 +123,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         .spawn(move || {
             runtime.block_on(async move {
                 let mut servers = Vec::new();
-                for listener in listeners {
+                for listener in listeners.into_iter().filter_map(|listener| TcpListener::from_std(listener).ok()) {
                     let mut stopped = stopped.clone();
                     let app = router.clone();
                     servers.push(tokio::spawn(async move {
@@ -143,15 +143,18 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
 }
 
 /// Binds IPv4 loopback first (its port is the one printed), then IPv6 loopback on the
-/// same port when available. Never a wildcard address.
-async fn bind_loopback(port: u16) -> Result<(Vec<TcpListener>, u16), String> {
-    let v4 = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
-        .await
+/// same port when available. Never a wildcard address. Binding happens before the
+/// runtime runs, so `start` can be called from any thread, async or not.
+fn bind_loopback(port: u16) -> Result<(Vec<std::net::TcpListener>, u16), String> {
+    let bind = |address: SocketAddr| {
+        std::net::TcpListener::bind(address).and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
+    };
+    let v4 = bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .map_err(|error| format!("cannot listen on 127.0.0.1:{port}: {error}"))?;
     let port = v4.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?.port();
     let mut listeners = vec![v4];
     // A machine without IPv6 loopback still serves on 127.0.0.1.
-    if let Ok(v6) = TcpListener::bind(SocketAddr::from((Ipv6Addr::LOCALHOST, port))).await {
+    if let Ok(v6) = bind(SocketAddr::from((Ipv6Addr::LOCALHOST, port))) {
         listeners.push(v6);
     }
     Ok((listeners, port))

@@ -183,7 +183,7 @@ fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     if is_session_id(id) {
         Ok(id)
     } else {
-        Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid-session-id", "a session id is `YYYYMMDD-HHMMSS-<person>-<8 hex>`")
+        Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid-session-id", "a session id is lowercase letters, digits and `-`")
             .at("/id"))
     }
 }
