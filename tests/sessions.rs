@@ -105,7 +105,11 @@ impl Sandbox {
 
     fn recorded_args(&self) -> Vec<String> {
         let bytes = fs::read(self.path("out/args")).unwrap_or_default();
-        bytes.split(|byte| *byte == 0).filter(|part| !part.is_empty()).map(|part| String::from_utf8_lossy(part).into_owned()).collect()
+        bytes
+            .split(|byte| *byte == 0)
+            .filter(|part| !part.is_empty())
+            .map(|part| String::from_utf8_lossy(part).into_owned())
+            .collect()
     }
 
     fn records(&self) -> Vec<SessionRecord> {

@@ -27,7 +27,8 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
-    let options = Options { workspace: args.workspace.clone(), port: args.port, path_variable: std::env::var_os("PATH") };
+    let options =
+        Options { workspace: args.workspace.clone(), port: args.port, path_variable: std::env::var_os("PATH") };
     let handle = match acompose_server::start(&options) {
         Ok(handle) => handle,
         Err(ServeError::Workspace(stop)) => return report_workspace(stop),
@@ -47,7 +48,9 @@ pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
     // The address is printed even with --quiet: without it the server cannot be used.
     print_stdout(&format!("{}\n", handle.url()));
     if !terminal.quiet {
-        print_stderr("serving on loopback only; the token in the address is needed by every API request; Ctrl-C stops\n");
+        print_stderr(
+            "serving on loopback only; the token in the address is needed by every API request; Ctrl-C stops\n",
+        );
     }
     if args.open {
         open_browser(&handle.url());

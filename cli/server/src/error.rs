@@ -59,7 +59,11 @@ impl ApiError {
     }
 
     pub fn unauthorized() -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "token-required", "this request needs the token printed by `acompose serve`")
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "token-required",
+            "this request needs the token printed by `acompose serve`",
+        )
     }
 
     pub fn invalid_request(message: &'static str) -> Self {
@@ -79,15 +83,6 @@ impl ApiError {
         Self { status: StatusCode::UNPROCESSABLE_ENTITY, code, message: message.to_owned(), pointer, findings }
     }
 
-    /// A refusal of the host's: its own messages name only checked ids and fixed paths,
-    /// so they are passed on; findings keep their codes.
-    pub fn refused(stop: Stop) -> Self {
-        match stop {
-            Stop::Invalid(message) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message),
-            other => Self::from(other),
-        }
-    }
-
     pub fn response(self) -> Response {
         self.into_response()
     }
@@ -98,10 +93,12 @@ impl From<Stop> for ApiError {
         match stop {
             Stop::Findings(findings) => Self::findings(findings),
             // The host's own refusals name only checked ids and fixed paths.
-            Stop::Invalid(message) => Self::new(StatusCode::CONFLICT, "refused", message),
+            Stop::Invalid(message) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message),
             Stop::Reported => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid", "the input was refused"),
             // The path stays out of the answer: the page needs no disk layout.
-            Stop::Io(_) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, "io-error", "the workspace could not be read or written"),
+            Stop::Io(_) => {
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "io-error", "the workspace could not be read or written")
+            }
         }
     }
 }

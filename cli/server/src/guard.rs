@@ -93,10 +93,9 @@ fn presented_token(headers: &HeaderMap) -> Option<&str> {
     {
         return Some(token.trim());
     }
-    headers
-        .get(header::SEC_WEBSOCKET_PROTOCOL)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(',').map(str::trim).find_map(|protocol| protocol.strip_prefix(TOKEN_PROTOCOL_PREFIX)))
+    headers.get(header::SEC_WEBSOCKET_PROTOCOL).and_then(|value| value.to_str().ok()).and_then(|value| {
+        value.split(',').map(str::trim).find_map(|protocol| protocol.strip_prefix(TOKEN_PROTOCOL_PREFIX))
+    })
 }
 
 /// Compares without stopping at the first difference, so timing tells nothing.

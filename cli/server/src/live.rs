@@ -183,7 +183,8 @@ impl LiveSessions {
     /// Ends every session this server started that still runs, and waits for their
     /// records. Sessions started elsewhere are not in here and are left alone.
     pub fn stop_all(&self, limit: Duration) {
-        let all: Vec<Arc<Live>> = self.sessions.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        let all: Vec<Arc<Live>> =
+            self.sessions.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
         for live in all.iter().filter(|live| live.is_alive()) {
             live.stopper.stop();
         }

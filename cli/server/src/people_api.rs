@@ -106,7 +106,8 @@ pub async fn show(State(state): State<Arc<AppState>>, Path(id): Path<String>) ->
 /// The id a submitted person@1 document names, read with the hardened parser so a
 /// duplicate key or an oversized body is refused before anything else.
 fn submitted_id(bytes: &[u8]) -> Result<String, ApiError> {
-    let tree = people_json::parse(bytes).map_err(|error| ApiError::findings(vec![Finding::syntax("request", error)]))?;
+    let tree =
+        people_json::parse(bytes).map_err(|error| ApiError::findings(vec![Finding::syntax("request", error)]))?;
     match tree.value.get("id").and_then(serde_json::Value::as_str) {
         Some(id) if is_slug(id) => Ok(id.to_owned()),
         _ => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-id", "`id` must be a lowercase slug")
@@ -138,7 +139,11 @@ fn person_exists() -> ApiError {
     ApiError::new(StatusCode::CONFLICT, "person-exists", "a Person with this id already exists").at("/id")
 }
 
-pub async fn update(State(state): State<Arc<AppState>>, Path(id): Path<String>, body: Body) -> Result<Response, ApiError> {
+pub async fn update(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = body_bytes(body)?;
     blocking(state, move |state| {
         let id = checked_id(&id)?;

@@ -40,7 +40,10 @@ pub async fn projects(State(state): State<Arc<AppState>>) -> Result<Response, Ap
             .iter()
             .map(|project| json!({"id": project.id, "folder": project.folder.to_string_lossy()}))
             .collect();
-        Ok(json_response(StatusCode::OK, document::json_bytes(&json!({"format": "acompose.projects.v1", "projects": projects}))))
+        Ok(json_response(
+            StatusCode::OK,
+            document::json_bytes(&json!({"format": "acompose.projects.v1", "projects": projects})),
+        ))
     })
     .await
 }
@@ -96,7 +99,7 @@ fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiErr
         model: request.model.clone().filter(|model| !model.trim().is_empty()),
         task: request.task.clone(),
     };
-    review_session(&state.workspace, &options, state.path_variable.as_deref()).map_err(ApiError::refused)
+    review_session(&state.workspace, &options, state.path_variable.as_deref()).map_err(ApiError::from)
 }
 
 /// The review as `people start --dry-run --json` prints it, with the command line and
@@ -135,9 +138,10 @@ pub async fn start(State(state): State<Arc<AppState>>, body: Body) -> Result<Res
             cols: request.cols.unwrap_or(80).clamp(20, 500),
             rows: request.rows.unwrap_or(24).clamp(5, 300),
         };
-        let launch = LaunchOptions { acknowledge_unsupported: request.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
+        let launch =
+            LaunchOptions { acknowledge_unsupported: request.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
         let handle =
-            start_session(&state.workspace, &reviewed, &launch, Arc::new(SystemClock)).map_err(ApiError::refused)?;
+            start_session(&state.workspace, &reviewed, &launch, Arc::new(SystemClock)).map_err(ApiError::from)?;
         let id = handle.id().to_owned();
         let live = Live::adopt(handle)?;
         state.live.insert(id.clone(), live);
@@ -183,8 +187,12 @@ fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     if is_session_id(id) {
         Ok(id)
     } else {
-        Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid-session-id", "a session id is lowercase letters, digits and `-`")
-            .at("/id"))
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid-session-id",
+            "a session id is lowercase letters, digits and `-`",
+        )
+        .at("/id"))
     }
 }
 
@@ -213,7 +221,7 @@ pub async fn stop(State(state): State<Arc<AppState>>, Path(id): Path<String>) ->
                 live.stop(DEFAULT_GRACE * 3);
             }
             None => {
-                stop_session(&state.workspace, id, &SystemClock, DEFAULT_GRACE).map_err(ApiError::refused)?;
+                stop_session(&state.workspace, id, &SystemClock, DEFAULT_GRACE).map_err(ApiError::from)?;
             }
         }
         let entry = session_entry(state, id)?.ok_or_else(no_session)?;

@@ -114,7 +114,8 @@ fn a_foreign_host_is_refused_even_with_the_token() {
     let none = raw(server.handle.port, "GET", "/", &[], b"");
     assert_eq!(none.status, 403);
     assert_eq!(server.snapshot(), before);
-    let localhost = server.send("GET", "/api/v1/people", &[("Host", &format!("localhost:{}", server.handle.port))], b"");
+    let localhost =
+        server.send("GET", "/api/v1/people", &[("Host", &format!("localhost:{}", server.handle.port))], b"");
     assert_eq!(localhost.status, 200);
 }
 
@@ -225,10 +226,16 @@ fn every_refused_person_write_names_a_code_and_echoes_no_value() {
         ("negative budget", with("budget", serde_json::json!({"max_tokens": -1})), ""),
         ("wrong spec", with("spec", serde_json::json!(MARKER)), ""),
         ("bad accent", with("avatar", serde_json::json!({"character": "a", "accent": MARKER})), ""),
-        ("too many skills", with("skills", serde_json::json!((0..40).map(|n| format!("s{n}")).collect::<Vec<_>>())), ""),
+        (
+            "too many skills",
+            with("skills", serde_json::json!((0..40).map(|n| format!("s{n}")).collect::<Vec<_>>())),
+            "",
+        ),
         (
             "duplicate key",
-            format!(r#"{{"spec":"agent-toolkit/person@1","id":"ada","name":"{MARKER}","name":"{MARKER}","role":"lead","goal":"g","archived":false}}"#),
+            format!(
+                r#"{{"spec":"agent-toolkit/person@1","id":"ada","name":"{MARKER}","name":"{MARKER}","role":"lead","goal":"g","archived":false}}"#
+            ),
             "",
         ),
         ("not json", format!("{{\"id\": {MARKER}"), ""),
@@ -295,7 +302,8 @@ fn concurrent_writes_of_one_person_leave_one_valid_file() {
         for (n, goal) in goals.iter().enumerate() {
             let server = &server;
             scope.spawn(move || {
-                let mut document: serde_json::Value = serde_json::from_str(&person("ada", "Ada", "lead")).expect("json");
+                let mut document: serde_json::Value =
+                    serde_json::from_str(&person("ada", "Ada", "lead")).expect("json");
                 document["goal"] = serde_json::json!(goal);
                 let reply = if n % 3 == 0 {
                     server.post("/api/v1/people/ada/archive", "")
@@ -347,12 +355,16 @@ fn hostile_hire_files_are_refused_with_a_code_and_no_echo() {
     let server = Server::start();
     let before = server.snapshot();
     const MARKER: &str = "zq-hire-9912";
-    let duplicate = HIRE.replacen("\"name\": \"Pam Beesly\",", &format!("\"name\": \"{MARKER}\", \"name\": \"{MARKER}\","), 1);
+    let duplicate =
+        HIRE.replacen("\"name\": \"Pam Beesly\",", &format!("\"name\": \"{MARKER}\", \"name\": \"{MARKER}\","), 1);
     let cases = [
         ("duplicate key", import_body(&duplicate)),
         ("not a hire file", import_body(&format!(r#"{{"spec": "{MARKER}"}}"#))),
         ("not json", import_body(&format!("{{{MARKER}"))),
-        ("oversize file", import_body(&format!(r#"{{"spec": "munder-difflin/hire@1", "x": "{}"}}"#, "c".repeat(70 * 1024)))),
+        (
+            "oversize file",
+            import_body(&format!(r#"{{"spec": "munder-difflin/hire@1", "x": "{}"}}"#, "c".repeat(70 * 1024))),
+        ),
         ("unknown envelope field", serde_json::json!({"content": HIRE, "run": MARKER}).to_string()),
         ("bad id override", serde_json::json!({"content": HIRE, "id": format!("Bad {MARKER}")}).to_string()),
     ];
@@ -381,7 +393,8 @@ fn an_incomplete_review_cannot_be_saved() {
     let save = server.post("/api/v1/people/import/save", &import_body(without_goal));
     assert_eq!(save.code(), "review-incomplete");
     assert_eq!(server.snapshot(), before);
-    let answered = serde_json::json!({"content": without_goal, "goal": "Count things.", "role": "accounting"}).to_string();
+    let answered =
+        serde_json::json!({"content": without_goal, "goal": "Count things.", "role": "accounting"}).to_string();
     let saved = server.post("/api/v1/people/import/save", &answered);
     assert_eq!(saved.status, 201, "{}", saved.text());
 }
@@ -416,7 +429,11 @@ fn bindings_are_validated_like_people_validate_and_saved_canonically() {
         let reply = server.put("/api/v1/people/bindings", &body);
         assert_eq!(reply.status, 422, "{label}: {}", reply.text());
         assert!(!reply.code().is_empty());
-        assert!(!reply.text().contains(MARKER) && !reply.text().contains(&MARKER.to_uppercase()), "{label} echoed: {}", reply.text());
+        assert!(
+            !reply.text().contains(MARKER) && !reply.text().contains(&MARKER.to_uppercase()),
+            "{label} echoed: {}",
+            reply.text()
+        );
     }
     assert_eq!(server.snapshot(), before);
 }

@@ -29,7 +29,9 @@ type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn on_path(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).flat_map(|folder| names.iter().map(move |name| folder.join(name))).find(|candidate| candidate.is_file())
+    std::env::split_paths(&path)
+        .flat_map(|folder| names.iter().map(move |name| folder.join(name)))
+        .find(|candidate| candidate.is_file())
 }
 
 struct Driver(Child);
@@ -42,16 +44,16 @@ impl Drop for Driver {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).map(|address| address.port()).unwrap_or(9515)
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap_or(9515)
 }
 
 fn start_driver(driver: &Path) -> Result<(Driver, u16)> {
     let port = free_port();
-    let child = Command::new(driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+    let child =
+        Command::new(driver).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
     let driver = Driver(child);
     let give_up = Instant::now() + Duration::from_secs(30);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -143,7 +145,10 @@ fn screenshots() -> PathBuf {
 /// A screenshot of the window with `css` scrolled to the top.
 async fn shoot(client: &Client, name: &str, css: &str) -> Result {
     client
-        .execute("const node = document.querySelector(arguments[0]); if (node) node.scrollIntoView({block: 'start'});", vec![serde_json::json!(css)])
+        .execute(
+            "const node = document.querySelector(arguments[0]); if (node) node.scrollIntoView({block: 'start'});",
+            vec![serde_json::json!(css)],
+        )
         .await?;
     let png = client.screenshot().await?;
     fs::write(screenshots().join(format!("{name}.png")), png)?;
@@ -159,7 +164,11 @@ fn foreign_site() -> Result<u16> {
             let mut buffer = [0_u8; 4096];
             let _ = stream.read(&mut buffer);
             let body = "<!doctype html><title>elsewhere</title><p>another site</p>";
-            let _ = write!(stream, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
         }
     });
     Ok(port)
@@ -270,7 +279,10 @@ async fn import_through_review(client: &Client, server: &Server) -> Result {
     click(client, "#review").await?;
     wait_text(client, "#mapped", "Pam Beesly").await?;
     wait_text(client, "#ignored", "author").await?;
-    assert!(!server.path("ws/people/pam-beesly.json").exists() && !server.path("ws/people/pam.json").exists(), "the review wrote a file");
+    assert!(
+        !server.path("ws/people/pam-beesly.json").exists() && !server.path("ws/people/pam.json").exists(),
+        "the review wrote a file"
+    );
     shoot(client, "import-review", "#import-review").await?;
     click(client, "#save-import").await?;
     wait_text(client, "h2", "Pam Beesly").await?;
@@ -294,7 +306,9 @@ async fn roster_views(client: &Client) -> Result {
     click(client, "#compact").await?;
     client.set_window_size(1440, 1000).await?;
     // Keyboard use: focus moves to the first link and the skip link works.
-    let focused = client.execute("document.querySelector('.skip').focus(); return document.activeElement.className", vec![]).await?;
+    let focused = client
+        .execute("document.querySelector('.skip').focus(); return document.activeElement.className", vec![])
+        .await?;
     assert_eq!(focused, serde_json::json!("skip"));
     Ok(())
 }
@@ -332,7 +346,10 @@ async fn live_session(client: &Client, server: &Server) -> Result {
     click(client, "#review-start").await?;
     let prompt = wait_text(client, "#prompt-preview", "Sort the mail.").await?;
     assert!(prompt.contains("Lead the work, calmly."), "{prompt}");
-    assert!(server.snapshot().iter().all(|(path, _)| !path.to_string_lossy().contains("sessions/")), "the review wrote a record");
+    assert!(
+        server.snapshot().iter().all(|(path, _)| !path.to_string_lossy().contains("sessions/")),
+        "the review wrote a record"
+    );
     shoot(client, "start-review", "#start-review").await?;
     click(client, "#start-now").await?;
     wait_text(client, "#terminal", READY).await?;
@@ -369,9 +386,16 @@ async fn cross_origin_write(client: &Client, server: &Server) -> Result {
         const bearer = await fetch(url, {method: 'POST', headers: {Authorization: 'Bearer ' + token}}).then(r => String(r.status), () => 'failed'); \
         return [plain, bearer];";
     let outcome = client
-        .execute(&format!("return (async () => {{ {script} }})();"), vec![serde_json::json!(target), serde_json::json!(server.handle.token)])
+        .execute(
+            &format!("return (async () => {{ {script} }})();"),
+            vec![serde_json::json!(target), serde_json::json!(server.handle.token)],
+        )
         .await?;
-    assert_eq!(outcome[1], serde_json::json!("failed"), "a cross-origin request with the token got an answer: {outcome}");
+    assert_eq!(
+        outcome[1],
+        serde_json::json!("failed"),
+        "a cross-origin request with the token got an answer: {outcome}"
+    );
     let ada = server.get("/api/v1/people/ada").json();
     assert_eq!(ada["archived"], false, "a cross-origin write went through");
     Ok(())

@@ -39,7 +39,8 @@ fn runner(root: &Path, binary: &str, body: &str) {
 }
 
 fn start_body(extra: serde_json::Value) -> String {
-    let mut body = serde_json::json!({"person_id": "pam", "project_id": "desk", "runner": "claude", "task": "Sort the mail."});
+    let mut body =
+        serde_json::json!({"person_id": "pam", "project_id": "desk", "runner": "claude", "task": "Sort the mail."});
     if let (Some(object), Some(more)) = (body.as_object_mut(), extra.as_object()) {
         object.extend(more.clone());
     }
@@ -187,11 +188,13 @@ fn a_started_session_streams_its_terminal_takes_input_reopens_and_stops() {
     assert_eq!(stopped.json()["status"], "stopped");
     read_until(&mut again, "\"exit\"");
     assert!(!live_of(&server, &id), "Pam is still online after her PTY ended");
-    let record: serde_json::Value =
-        serde_json::from_slice(&fs::read(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"))
-            .expect("json");
+    let record: serde_json::Value = serde_json::from_slice(
+        &fs::read(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"),
+    )
+    .expect("json");
     assert_eq!(record["status"], "stopped");
-    let task_written = fs::read_to_string(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).unwrap_or_default();
+    let task_written =
+        fs::read_to_string(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).unwrap_or_default();
     assert!(!task_written.contains("Sort the mail."), "the one-time task was written");
     // An ended session's terminal tells how it ended and closes.
     let mut late = connect(&server, &id, Some(&server.handle.token)).expect("a late view opens");
@@ -231,8 +234,10 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
     let Server { handle, dir } = server;
     handle.stop();
     let record = |id: &str| -> serde_json::Value {
-        serde_json::from_slice(&fs::read(dir.path().join(format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"))
-            .expect("json")
+        serde_json::from_slice(
+            &fs::read(dir.path().join(format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"),
+        )
+        .expect("json")
     };
     assert_eq!(record(&own_id)["status"], "stopped");
     assert_eq!(record(&other_id)["status"], "running");

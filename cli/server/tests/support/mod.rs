@@ -52,7 +52,8 @@ impl Server {
     /// up on `path_variable`.
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
-        let handle = acompose_server::start(&Options { workspace: root, port: 0, path_variable }).expect("server starts");
+        let handle =
+            acompose_server::start(&Options { workspace: root, port: 0, path_variable }).expect("server starts");
         Self { handle, dir }
     }
 
@@ -140,7 +141,8 @@ fn parse(bytes: &[u8]) -> Reply {
     let split = bytes.windows(4).position(|window| window == b"\r\n\r\n").expect("a complete response head");
     let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
     let mut lines = head.split("\r\n");
-    let status = lines.next().and_then(|line| line.split(' ').nth(1)).and_then(|code| code.parse().ok()).expect("status");
+    let status =
+        lines.next().and_then(|line| line.split(' ').nth(1)).and_then(|code| code.parse().ok()).expect("status");
     let headers: Vec<(String, String)> = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
