@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use acompose_engine::people::runner::PromptIntake;
 use acompose_engine::people::session::Status;
-use acompose_engine::people::session_report::{interruptions_text, review_json, review_text, sessions_json, sessions_text};
+use acompose_engine::people::session_report::{
+    interruptions_text, review_json, review_text, sessions_json, sessions_text,
+};
 use acompose_engine::people::{printable, report};
 use acompose_host::people::session_runner::{LaunchOptions, start_session};
 use acompose_host::people::sessions::{
@@ -146,11 +148,7 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
     let launch = LaunchOptions { acknowledge_unsupported: args.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
     let handle = start_session(&workspace, &reviewed, &launch, Arc::new(SystemClock))?;
     if !terminal.quiet {
-        print_stderr(&format!(
-            "session {} is running; `acompose people stop {}` ends it\n",
-            handle.id(),
-            handle.id()
-        ));
+        print_stderr(&format!("session {} is running; `acompose people stop {}` ends it\n", handle.id(), handle.id()));
     }
     let finished = attach::attach(handle)?;
     let record = &finished.record;
@@ -205,11 +203,7 @@ pub fn run_stop(args: &StopArgs, terminal: &Terminal) -> Result<(), Stop> {
     let stopped = stop_session(&workspace, &args.session, &SystemClock, DEFAULT_GRACE)?;
     let record = &stopped.record;
     if !stopped.signalled {
-        print_stderr(&format!(
-            "session {} is {}; nothing was stopped\n",
-            record.id,
-            record.status.as_str()
-        ));
+        print_stderr(&format!("session {} is {}; nothing was stopped\n", record.id, record.status.as_str()));
         return Ok(());
     }
     if !stopped.group_empty {

@@ -232,7 +232,9 @@ fn spawn(reviewed: &Reviewed, session_id: &str, size: TerminalSize) -> Result<Sp
 fn watch_exit(pid: u32, sender: Sender<Event>) {
     std::thread::spawn(move || {
         if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-            while let Err(rustix::io::Errno::INTR) = waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT) {}
+            while let Err(rustix::io::Errno::INTR) =
+                waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT)
+            {}
         }
         let _ = sender.send(Event::Exited);
     });

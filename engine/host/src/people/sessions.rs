@@ -16,10 +16,10 @@ use std::time::{Duration, SystemTime};
 
 use acompose_engine::people::runner::{RUNNERS, Runner, runner};
 use acompose_engine::people::session::{
-    self, Ending, Interruption, MAX_RECORD_BYTES, MAX_RECORDS, SESSIONS_DIRECTORY, SessionRecord,
-    Status, Timestamp, check_record, checked_record_bytes, processes_to_observe, reconcile,
+    self, Ending, Interruption, MAX_RECORD_BYTES, MAX_RECORDS, SESSIONS_DIRECTORY, SessionRecord, Status, Timestamp,
+    check_record, checked_record_bytes, processes_to_observe, reconcile,
 };
-use acompose_engine::people::start::{StartRequest, StartReview, StartRejection, review_start};
+use acompose_engine::people::start::{StartRejection, StartRequest, StartReview, review_start};
 use acompose_engine::people::{Finding, Roster, SourceFile, is_slug, printable};
 
 use super::storage::{Stop, Workspace};
@@ -309,7 +309,11 @@ pub struct Reviewed {
 /// Builds the review of a start without writing anything: the Person must exist and be
 /// active, `projects/<project>` must be a link to an existing folder, the runner must be
 /// in the table and on `path_variable`, the model one the runner takes.
-pub fn review_session(workspace: &Workspace, options: &StartOptions, path_variable: Option<&OsStr>) -> Result<Reviewed, Stop> {
+pub fn review_session(
+    workspace: &Workspace,
+    options: &StartOptions,
+    path_variable: Option<&OsStr>,
+) -> Result<Reviewed, Stop> {
     let person = existing_person(workspace, checked_id(&options.person_id)?)?;
     let roster = Roster { people: vec![person], ..Roster::default() };
     // The engine checks everything but the folder and PATH; a dry review with a
@@ -333,9 +337,9 @@ pub fn review_session(workspace: &Workspace, options: &StartOptions, path_variab
             runner.name, runner.binary
         )));
     };
-    let folder_text = project_folder.to_str().ok_or_else(|| {
-        Stop::Invalid(format!("the folder of project `{}` is not a UTF-8 path", options.project_id))
-    })?;
+    let folder_text = project_folder
+        .to_str()
+        .ok_or_else(|| Stop::Invalid(format!("the folder of project `{}` is not a UTF-8 path", options.project_id)))?;
     request.project_folder = folder_text;
     let review = review_start(&roster, &request).map_err(rejected)?;
     Ok(Reviewed { review, program, project_folder })
@@ -410,7 +414,9 @@ pub fn stop_session(workspace: &Workspace, id: &str, clock: &dyn Clock, grace: D
     let Some(group) = record.pid.filter(|_| record.status == Status::Running) else {
         return Ok(Stopped { record, signalled: false, group_empty: true });
     };
-    record.end(Ending::Stopped { exit_code: None }, clock.now()).map_err(|error| Stop::Invalid(error.message().to_owned()))?;
+    record
+        .end(Ending::Stopped { exit_code: None }, clock.now())
+        .map_err(|error| Stop::Invalid(error.message().to_owned()))?;
     write_record(&folder, &record, false)?;
     drop(guard);
     let group_empty = process::end_group(group, grace)
