@@ -570,3 +570,26 @@ fn people_sessions_reports_hostile_records_and_exits_non_zero() {
     let value: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
     assert_eq!(value["refused_files"], 1);
 }
+
+#[test]
+fn a_start_reconciles_first_and_a_dropped_handle_stops_its_session() {
+    let sandbox = Sandbox::new();
+    let mut exited = std::process::Command::new("true").spawn().expect("spawn true");
+    let gone_pid = exited.id();
+    exited.wait().expect("reap it");
+    sandbox.plant(&running_record("s-gone", gone_pid, 1));
+    sandbox.runner("claude", "sleep 60");
+    let path_variable = sandbox.path_variable();
+    let reviewed =
+        review_session(&sandbox.workspace(), &sandbox.options("claude"), Some(&path_variable)).expect("a review");
+    let options = LaunchOptions { grace: Duration::from_secs(1), ..LaunchOptions::default() };
+    let handle = start_session(&sandbox.workspace(), &reviewed, &options, clock()).expect("it starts");
+    let folder = sandbox.path("ws/.agent-toolkit/sessions");
+    let planted = fs::read_to_string(folder.join("s-gone.json")).unwrap_or_default();
+    assert!(planted.contains("\"status\": \"interrupted\""), "{planted}");
+    let (id, pid) = (handle.id().to_owned(), handle.record().pid.expect("a pid"));
+    drop(handle);
+    assert!(!alive(pid), "the runner of a dropped handle survived");
+    let record = sandbox.records().into_iter().find(|record| record.id == id).expect("the record");
+    assert_eq!(record.status, Status::Stopped);
+}
