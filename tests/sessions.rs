@@ -593,3 +593,31 @@ fn a_start_reconciles_first_and_a_dropped_handle_stops_its_session() {
     let record = sandbox.records().into_iter().find(|record| record.id == id).expect("the record");
     assert_eq!(record.status, Status::Stopped);
 }
+
+#[test]
+fn a_full_sessions_folder_refuses_a_start_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.runner("claude", "exit 0");
+    let folder = sandbox.path("ws/.agent-toolkit/sessions");
+    fs::create_dir_all(&folder).expect("the sessions folder");
+    for index in 0..512 {
+        fs::write(folder.join(format!("old-{index}.json")), b"{}").expect("plant");
+    }
+    let before = sandbox.snapshot();
+    let run = sandbox.people(&["start", "pam", "--project", "desk", "--runner", "claude"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("is full"), "{}", run.stderr);
+    fs::write(folder.join("old-512.json"), b"{}").expect("plant one more");
+    let run = sandbox.people(&["start", "pam", "--project", "desk", "--runner", "claude"]);
+    assert!(run.stderr.contains("is full"), "{}", run.stderr);
+    let listed = sandbox.people(&["sessions"]);
+    assert!(listed.stderr.contains("more than 512 records"), "{}", listed.stderr);
+    let after = sandbox.snapshot();
+    let lock = folder.join(".acompose.lock");
+    let written: Vec<&(PathBuf, Vec<u8>)> = after
+        .iter()
+        .filter(|file| file.0 != lock && !before.contains(file) && !file.0.ends_with("old-512.json"))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+    assert!(!sandbox.path("out/args").exists());
+}

@@ -146,7 +146,10 @@ pub fn start_session(
     let folder = sessions_folder(workspace, true)?.ok_or_else(|| terminal_error("no sessions folder"))?;
     let guard = lock(&folder)?;
     let listing = reconcile_locked(&folder, clock.as_ref())?;
-    if listing.records.len() + listing.findings.len() >= MAX_RECORDS {
+    let mut refused: Vec<&str> = listing.findings.iter().map(|finding| finding.file.as_str()).collect();
+    refused.dedup();
+    let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
+    if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {
         return Err(Stop::Invalid(format!(
             "`{}` is full ({MAX_RECORDS} records); move old records out before starting another session",
             session::SESSIONS_DIRECTORY
