@@ -621,3 +621,66 @@ fn a_full_sessions_folder_refuses_a_start_and_writes_nothing() {
     assert!(written.is_empty(), "{written:?}");
     assert!(!sandbox.path("out/args").exists());
 }
+
+#[test]
+fn in_a_terminal_keys_and_size_reach_the_runner_and_the_terminal_is_restored() {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::{Read as _, Write as _};
+    let sandbox = Sandbox::new();
+    sandbox.runner("claude", "echo \"size: $(stty size)\"; read line; echo \"got [$line]\"; exit 0");
+    let pair = native_pty_system()
+        .openpty(PtySize { rows: 33, cols: 101, pixel_width: 0, pixel_height: 0 })
+        .expect("a pseudo-terminal");
+    let spawn = |arguments: &[&str], program: &str| {
+        let mut command = CommandBuilder::new(program);
+        command.args(arguments);
+        command.cwd(sandbox.path(""));
+        command.env("PATH", format!("{}:/usr/bin:/bin", sandbox.path("bin").display()));
+        command.env("NO_COLOR", "1");
+        pair.slave.spawn_command(command).expect("spawn in the terminal")
+    };
+    let workspace = sandbox.path("ws").display().to_string();
+    let arguments = ["people", "start", "pam", "--project", "desk", "--runner", "claude", "--workspace", &workspace];
+    let mut launcher = spawn(&arguments, env!("CARGO_BIN_EXE_acompose"));
+    let mut reader = pair.master.try_clone_reader().expect("a reader");
+    let mut writer = pair.master.take_writer().expect("a writer");
+    let output = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let collected = Arc::clone(&output);
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(count) = reader.read(&mut buffer) {
+            if count == 0 {
+                break;
+            }
+            if let Ok(mut output) = collected.lock() {
+                output.extend_from_slice(&buffer[..count]);
+            }
+        }
+    });
+    let text = || output.lock().map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default();
+    for _ in 0..400 {
+        if text().contains("size:") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    writer.write_all(b"hello\r").expect("type a line");
+    writer.flush().expect("flush");
+    let status = launcher.wait().expect("the launcher ends");
+    assert!(status.success(), "{}", text());
+    let mut stty = spawn(&["-a"], "stty");
+    assert!(stty.wait().expect("stty ends").success());
+    for _ in 0..400 {
+        if text().contains("icanon") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let text = text();
+    assert!(text.contains("size: 33 101"), "{text}");
+    assert!(text.contains("got [hello]"), "{text}");
+    assert!(text.contains(" completed (exit code 0)"), "{text}");
+    let settings = text.rsplit("completed").next().unwrap_or_default();
+    assert!(settings.contains(" icanon") && settings.contains(" echo "), "not restored: {settings}");
+    assert!(!settings.contains("-icanon"), "not restored: {settings}");
+}
