@@ -701,3 +701,42 @@ fn in_a_terminal_keys_and_size_reach_the_runner_and_the_terminal_is_restored() {
     assert!(settings.contains(" icanon") && settings.contains(" echo "), "not restored: {settings}");
     assert!(!settings.contains("-icanon"), "not restored: {settings}");
 }
+
+#[test]
+fn a_launcher_killed_mid_session_leaves_a_record_the_next_list_interrupts() {
+    let sandbox = Sandbox::new();
+    sandbox.runner("claude", "sleep 60");
+    let path_variable = format!("{}:/usr/bin:/bin", sandbox.path("bin").display());
+    let mut launcher = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .args(["people", "start", "pam", "--project", "desk", "--runner", "claude", "--workspace"])
+        .arg(sandbox.path("ws"))
+        .env("PATH", &path_variable)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the launcher");
+    let mut running = None;
+    for _ in 0..200 {
+        running = sandbox.records().into_iter().find(|record| record.status == Status::Running);
+        if running.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let record = running.expect("the session is running");
+    launcher.kill().expect("kill the launcher");
+    launcher.wait().expect("collect it");
+    // Its terminal closed, so the runner got SIGHUP; the next listings see it gone.
+    let mut status = None;
+    for _ in 0..200 {
+        status = sandbox.records().into_iter().find(|found| found.id == record.id).map(|found| found.status);
+        if status == Some(Status::Interrupted) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status, Some(Status::Interrupted));
+    let pid = record.pid.expect("a pid");
+    assert!(!alive(pid));
+}
