@@ -3,9 +3,10 @@
 //! member, and signals to a whole group. Linux reads `/proc`; elsewhere the start time
 //! cannot be read and sessions cannot be started or reconciled.
 //!
-//! A zombie (a process that exited and was not collected yet) counts as alive here: the
-//! launcher that spawned it holds it until it has written the outcome. A group whose only
-//! members are zombies counts as empty: nothing in it can run any more.
+//! A zombie (a process that exited and was not collected yet) counts as alive here while
+//! its parent is the launcher that spawned it, which holds it until it has written the
+//! outcome; a zombie handed to pid 1 (its launcher died) counts as gone. A group whose
+//! only members are zombies counts as empty: nothing in it can run any more.
 
 use std::io;
 
@@ -17,6 +18,8 @@ use rustix::process::{Pid, Signal, kill_process_group};
 pub struct ProcessStat {
     /// The one-letter state (`R`, `S`, `Z`, …).
     pub state: char,
+    /// The parent's pid.
+    pub parent: u32,
     /// The process group id.
     pub group: u32,
     /// Field 22: the start time in clock ticks since boot.
@@ -25,7 +28,11 @@ pub struct ProcessStat {
 
 impl ProcessStat {
     fn is_live(&self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
+        !self.is_zombie()
+    }
+
+    fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
     }
 }
 
@@ -37,9 +44,10 @@ pub fn parse_stat(text: &str) -> Option<ProcessStat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name, field 3 (state) is index 0, so field N is index N - 3.
     let state = fields.first()?.chars().next()?;
+    let parent = fields.get(1)?.parse().ok()?;
     let group = fields.get(2)?.parse().ok()?;
     let start = fields.get(19)?.parse().ok()?;
-    Some(ProcessStat { state, group, start })
+    Some(ProcessStat { state, parent, group, start })
 }
 
 /// The stat of `pid`, `None` when no process has it.
@@ -59,9 +67,11 @@ pub fn stat(_pid: u32) -> io::Result<Option<ProcessStat>> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "process start times are read from /proc, which only Linux has"))
 }
 
-/// What is seen at `pid` now, for reconciliation.
+/// What is seen at `pid` now, for reconciliation: a zombie nobody but pid 1 will collect
+/// is gone.
 pub fn observe(pid: u32) -> io::Result<Observation> {
     Ok(match stat(pid)? {
+        Some(stat) if stat.is_zombie() && stat.parent <= 1 => Observation::Gone,
         Some(stat) => Observation::Alive { pid_start: stat.start },
         None => Observation::Gone,
     })
@@ -142,7 +152,7 @@ mod tests {
     #[test]
     fn stat_fields_are_counted_after_the_name() {
         let text = "4242 (a (b) c) S 1 4240 4240 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(parse_stat(text), Some(ProcessStat { state: 'S', group: 4240, start: 987_654 }));
+        assert_eq!(parse_stat(text), Some(ProcessStat { state: 'S', parent: 1, group: 4240, start: 987_654 }));
         assert_eq!(parse_stat("4242 (x) S 1"), None);
         assert_eq!(parse_stat("no name here"), None);
     }

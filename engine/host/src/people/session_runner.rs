@@ -78,6 +78,18 @@ pub struct SessionHandle {
     grace: Duration,
     clock: Arc<dyn Clock>,
     started: Instant,
+    /// Whether the end was recorded (by `wait`, or by the drop of an unwaited handle).
+    concluded: bool,
+}
+
+impl Drop for SessionHandle {
+    /// A handle dropped without `wait` (an error while attaching, a closed connection)
+    /// stops its session rather than leave a runner nobody watches.
+    fn drop(&mut self) {
+        if !self.concluded {
+            let _ = self.conclude(Cause::Stopped);
+        }
+    }
 }
 
 /// Asks a session to stop, from any thread; the session then ends as `stopped`.
@@ -134,7 +146,10 @@ pub fn start_session(
     let folder = sessions_folder(workspace, true)?.ok_or_else(|| terminal_error("no sessions folder"))?;
     let guard = lock(&folder)?;
     let listing = reconcile_locked(&folder, clock.as_ref())?;
-    if listing.records.len() + listing.findings.len() >= MAX_RECORDS {
+    let mut refused: Vec<&str> = listing.findings.iter().map(|finding| finding.file.as_str()).collect();
+    refused.dedup();
+    let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
+    if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {
         return Err(Stop::Invalid(format!(
             "`{}` is full ({MAX_RECORDS} records); move old records out before starting another session",
             session::SESSIONS_DIRECTORY
@@ -159,7 +174,11 @@ pub fn start_session(
         write_record(&folder, &record, false)?;
         return Err(terminal_error("the runner started but its process could not be observed"));
     }
-    write_record(&folder, &record, false)?;
+    if let Err(error) = write_record(&folder, &record, false) {
+        // A runner whose record cannot say `running` is not left running.
+        let _ = process::end_group(pid, options.grace);
+        return Err(error);
+    }
     drop(guard);
     let (sender, events) = mpsc::channel();
     watch_exit(pid, sender.clone());
@@ -174,6 +193,7 @@ pub fn start_session(
         grace: options.grace,
         clock,
         started: Instant::now(),
+        concluded: false,
     })
 }
 
@@ -287,6 +307,12 @@ impl SessionHandle {
     /// the same way. A record another process already ended (`people stop`) is kept.
     pub fn wait(mut self) -> Result<Finished, Stop> {
         let cause = self.wait_for_cause();
+        self.conclude(cause)
+    }
+
+    /// Ends what is left of the runner's group, collects the runner and writes the end.
+    fn conclude(&mut self, cause: Cause) -> Result<Finished, Stop> {
+        self.concluded = true;
         let group = self.record.pid.unwrap_or(0);
         if !matches!(cause, Cause::Exited) {
             self.end_runner(group);
