@@ -168,6 +168,14 @@ fn a_started_session_streams_its_terminal_takes_input_reopens_and_stops() {
     assert!(live_of(&server, &id), "Pam is not online while her PTY lives");
 
     assert!(connect(&server, &id, None).is_err(), "a terminal opened without the token");
+    let mut foreign = format!("ws://{}/api/v1/sessions/{id}/terminal", server.host()).into_client_request().expect("request");
+    foreign.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        HeaderValue::from_str(&format!("acompose.token.{}", server.handle.token)).expect("header"),
+    );
+    foreign.headers_mut().insert("Origin", HeaderValue::from_static("http://evil.example"));
+    let stream = TcpStream::connect(server.host()).expect("connect");
+    assert!(tungstenite::client(foreign, stream).is_err(), "a terminal opened from another origin");
     assert!(connect(&server, &id, Some("0000")).is_err(), "a terminal opened with a wrong token");
 
     let mut first = connect(&server, &id, Some(&server.handle.token)).expect("the terminal opens");
