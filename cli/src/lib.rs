@@ -8,8 +8,10 @@ pub mod compose;
 pub mod converge;
 pub mod describe;
 pub mod exit;
+pub mod identity;
 pub mod people;
 pub mod progress;
+pub mod project;
 pub mod roster;
 pub mod terminal;
 pub mod verify;
@@ -97,6 +99,12 @@ pub enum Command {
     Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
+    /// Deliver a bundle into a harness layout: its instructions file and skill folders.
+    Project(project::ProjectArgs),
+    /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
+    Statusline(identity::StatuslineArgs),
+    /// Show the role, identity and skills of the nearest projection.
+    Whoami(identity::WhoamiArgs),
 }
 
 /// Runs the program and returns its exit code.
@@ -119,6 +127,9 @@ pub fn main() -> ExitCode {
         Some(Command::Describe(args)) => describe::run(args, &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
+        Some(Command::Project(args)) => project::run(args, &terminal),
+        Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
+        Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)

@@ -77,6 +77,9 @@ impl Layout {
 
 /// Every harness acompose delivers into, sorted by name.
 pub const LAYOUTS: &[Layout] = &[
+    // https://code.claude.com/docs/en/skills (project `.claude/skills/`, personal
+    // `~/.claude/skills/`) and https://code.claude.com/docs/en/memory (`CLAUDE.md`,
+    // `~/.claude/CLAUDE.md`); `CLAUDE_CONFIG_DIR` moves `~/.claude`.
     Layout {
         harness: "claude",
         display_name: "Claude Code",
@@ -86,6 +89,9 @@ pub const LAYOUTS: &[Layout] = &[
         config_variable: Some(ConfigVariable { name: "CLAUDE_CONFIG_DIR", relative_to_home: ".claude" }),
         linked_files: &[".claude/.credentials.json", ".claude/settings.json", ".claude.json"],
     },
+    // https://developers.openai.com/codex/skills (repository `.agents/skills/`, user
+    // `$HOME/.agents/skills/`) and https://developers.openai.com/codex/guides/agents-md
+    // (`AGENTS.md`, `$CODEX_HOME/AGENTS.md`, `CODEX_HOME` defaulting to `~/.codex`).
     Layout {
         harness: "codex",
         display_name: "Codex",
@@ -95,6 +101,10 @@ pub const LAYOUTS: &[Layout] = &[
         config_variable: Some(ConfigVariable { name: "CODEX_HOME", relative_to_home: ".codex" }),
         linked_files: &[".codex/auth.json", ".codex/config.toml"],
     },
+    // https://geminicli.com/docs/cli/using-agent-skills/ (workspace `.gemini/skills/`,
+    // user `~/.gemini/skills/`) and https://geminicli.com/docs/cli/gemini-md/
+    // (`GEMINI.md`, `~/.gemini/GEMINI.md`); https://geminicli.com/docs/reference/configuration
+    // (`GEMINI_CLI_HOME`, the folder a `.gemini` folder is created in).
     Layout {
         harness: "gemini",
         display_name: "Gemini CLI",
@@ -105,6 +115,10 @@ pub const LAYOUTS: &[Layout] = &[
         config_variable: Some(ConfigVariable { name: "GEMINI_CLI_HOME", relative_to_home: "" }),
         linked_files: &[".gemini/settings.json", ".gemini/oauth_creds.json"],
     },
+    // https://block.github.io/goose/docs/guides/context-engineering/using-skills
+    // (`./.goose/skills/`, `~/.config/goose/skills/`) and
+    // https://block.github.io/goose/docs/guides/context-engineering/using-goosehints
+    // (`.goosehints`, `~/.config/goose/.goosehints`).
     Layout {
         harness: "goose",
         display_name: "Goose",
@@ -114,6 +128,8 @@ pub const LAYOUTS: &[Layout] = &[
         config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
         linked_files: &[],
     },
+    // https://opencode.ai/docs/skills/ (`.opencode/skills/`, `~/.config/opencode/skills/`)
+    // and https://opencode.ai/docs/rules/ (`AGENTS.md`, `~/.config/opencode/AGENTS.md`).
     Layout {
         harness: "opencode",
         display_name: "OpenCode",

@@ -18,6 +18,7 @@ pub mod estate;
 pub mod layout;
 pub mod people;
 pub mod person;
+pub mod projection;
 pub mod provider;
 pub mod render;
 pub mod request;

@@ -20,6 +20,7 @@ pub mod load;
 pub mod observe;
 pub mod people;
 pub mod progress;
+pub mod projection;
 pub mod request;
 pub mod session;
 pub mod transaction;

@@ -627,6 +627,17 @@ pub fn lock_file(path: &Path, timeout: Duration) -> Result<Lock, TransactionErro
         return Err(refused(&path, "the lock file is a symbolic link"));
     }
     let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_error(&path))?;
+    wait_for_lock(file, path, timeout)
+}
+
+/// Takes an exclusive lock on a directory itself, so that locking leaves no file in it
+/// (a projection target is the user's folder).
+pub fn lock_directory_itself(directory: &Path, timeout: Duration) -> Result<Lock, TransactionError> {
+    let file = File::open(directory).map_err(io_error(directory))?;
+    wait_for_lock(file, directory.to_path_buf(), timeout)
+}
+
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<Lock, TransactionError> {
     let started = Instant::now();
     loop {
         match file.try_lock() {
