@@ -248,6 +248,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             scope: Scope::Repository,
             target: target.path(),
             mode,
+            extra_links: &[],
         };
         project(&first, &mut NoFaults).expect("first projection");
         let before = tree(target.path());

@@ -8,7 +8,7 @@ use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::projection::{identity_row, whoami_text};
-use acompose_host::projection::find_projection;
+use acompose_host::launch::find_nearest;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -50,7 +50,7 @@ fn current_folder() -> PathBuf {
 
 pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
     let start = args.target.or_else(folder_from_stdin).unwrap_or_else(current_folder);
-    if let Some(found) = find_projection(&start) {
+    if let Some(found) = find_nearest(&start) {
         print_stdout(&format!("{}\n", identity_row(&found.details, found.health, terminal.stdout)));
     }
     exit::SUCCESS
@@ -58,7 +58,7 @@ pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
 
 pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
     let start = args.target.unwrap_or_else(current_folder);
-    match find_projection(&start) {
+    match find_nearest(&start) {
         Some(found) => {
             print_stdout(&whoami_text(&found.details, found.health, &found.target.display().to_string()));
             exit::SUCCESS

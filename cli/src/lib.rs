@@ -9,6 +9,7 @@ pub mod converge;
 pub mod describe;
 pub mod exit;
 pub mod identity;
+pub mod launch;
 pub mod people;
 pub mod progress;
 pub mod project;
@@ -99,6 +100,8 @@ pub enum Command {
     Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
+    /// Start a harness as one assigned role (also `acompose ROLE HARNESS [ARGS]`).
+    Launch(launch::LaunchArgs),
     /// Deliver a bundle into a harness layout: its instructions file and skill folders.
     Project(project::ProjectArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
@@ -109,7 +112,12 @@ pub enum Command {
 
 /// Runs the program and returns its exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .map(|command| command.get_name().to_owned())
+        .collect();
+    let arguments = launch::shorthand(std::env::args_os().collect(), &commands);
+    let cli = match Cli::try_parse_from(arguments) {
         Ok(cli) => cli,
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { exit::SUCCESS };
@@ -128,6 +136,7 @@ pub fn main() -> ExitCode {
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
         Some(Command::Project(args)) => project::run(args, &terminal),
+        Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
         Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),

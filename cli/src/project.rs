@@ -63,7 +63,7 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let mode = if args.copy { Mode::Copy } else { Mode::Link };
-    let request = Request { bundle: &args.bundle, layout, scope, target: &target, mode };
+    let request = Request { bundle: &args.bundle, layout, scope, target: &target, mode, extra_links: &[] };
     let report = match project(&request, &mut NoFaults) {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),

@@ -16,6 +16,7 @@ pub mod catalog_check;
 pub mod convergence;
 pub mod error;
 pub mod home;
+pub mod launch;
 pub mod load;
 pub mod observe;
 pub mod people;

@@ -31,6 +31,9 @@ pub struct Request<'a> {
     pub scope: Scope,
     pub target: &'a Path,
     pub mode: Mode,
+    /// Further links the target owns beside the projection (path in the target → what it
+    /// points to): a runtime home's links to the harness's own files.
+    pub extra_links: &'a [(String, PathBuf)],
 }
 
 /// What a projection did.
@@ -138,6 +141,7 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
                 Planned::BundleFolder(_) => Content::Link(link),
             },
         })
+        .chain(request.extra_links.iter().map(|(path, target)| Entry { path, content: Content::Link(target) }))
         .collect();
     let details = serde_json::to_value(&plan.details).map_err(|error| {
         HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
