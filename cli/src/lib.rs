@@ -14,6 +14,7 @@ pub mod people;
 pub mod progress;
 pub mod project;
 pub mod roster;
+pub mod setup;
 pub mod terminal;
 pub mod verify;
 pub mod watch;
@@ -104,6 +105,8 @@ pub enum Command {
     Launch(launch::LaunchArgs),
     /// Deliver a bundle into a harness layout: its instructions file and skill folders.
     Project(project::ProjectArgs),
+    /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
+    Setup(setup::SetupArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
     Statusline(identity::StatuslineArgs),
     /// Show the role, identity and skills of the nearest projection.
@@ -137,6 +140,7 @@ pub fn main() -> ExitCode {
         Some(Command::People(args)) => people::run(args, &terminal),
         Some(Command::Project(args)) => project::run(args, &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
         Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),

@@ -18,6 +18,7 @@ pub mod error;
 pub mod home;
 pub mod launch;
 pub mod load;
+pub mod mounts;
 pub mod observe;
 pub mod people;
 pub mod progress;
