@@ -297,6 +297,10 @@ fn whoami_names_the_role_and_reports_a_missing_bundle() {
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(output.stdout.contains("platform@codex"), "{}", output.stdout);
     assert!(output.stdout.lines().next().expect("row").ends_with(" ok"), "{}", output.stdout);
+    let json = acompose(&composed.root, &["whoami", "--json", "--target", target.path().to_str().expect("utf-8")]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!((document["format"].as_str(), document["health"].as_str()), (Some("acompose.whoami.v1"), Some("ok")));
+    assert_eq!(document["projection"]["role"], "platform");
     std::fs::remove_dir_all(&composed.bundle).expect("remove bundle");
     let output = acompose(&composed.root, &["whoami", "--target", target.path().to_str().expect("utf-8")]);
     assert!(output.stdout.lines().next().expect("row").ends_with("bundle missing"), "{}", output.stdout);
@@ -304,4 +308,31 @@ fn whoami_names_the_role_and_reports_a_missing_bundle() {
     let output = acompose(&composed.root, &["whoami", "--target", elsewhere.path().to_str().expect("utf-8")]);
     assert_eq!(output.code, 1);
     assert!(output.stderr.contains("no projection"), "{}", output.stderr);
+}
+
+#[test]
+fn statusline_reads_the_working_folder_claude_code_sends_on_stdin() {
+    use std::io::Write as _;
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let session = serde_json::json!({
+        "session_id": "abc",
+        "cwd": "/nowhere",
+        "workspace": { "current_dir": target.path(), "project_dir": target.path() },
+        "model": { "id": "some-model", "display_name": "Some Model" }
+    });
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .arg("statusline")
+        .current_dir(&composed.root)
+        .env("NO_COLOR", "1")
+        .env("HOME", composed.root.join("no-home"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(session.to_string().as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("platform@claude · frontier"));
 }

@@ -29,6 +29,9 @@ pub struct WhoamiArgs {
     /// The folder to start from (default: the current folder).
     #[arg(long, value_name = "DIR")]
     pub target: Option<PathBuf>,
+    /// Print the projection as JSON (`acompose.whoami.v1`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The working folder named in Claude Code's status line JSON, if stdin carries one.
@@ -59,6 +62,23 @@ pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
 pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
     let start = args.target.unwrap_or_else(current_folder);
     match find_nearest(&start) {
+        Some(found) if args.json => {
+            #[derive(serde::Serialize)]
+            struct Document<'a> {
+                format: &'static str,
+                target: String,
+                health: &'static str,
+                projection: &'a acompose_engine::projection::Details,
+            }
+            let document = Document {
+                format: "acompose.whoami.v1",
+                target: found.target.display().to_string(),
+                health: found.health.name(),
+                projection: &found.details,
+            };
+            print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+            exit::SUCCESS
+        }
         Some(found) => {
             print_stdout(&whoami_text(&found.details, found.health, &found.target.display().to_string()));
             exit::SUCCESS

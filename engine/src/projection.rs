@@ -283,6 +283,34 @@ pub fn whoami_text(details: &Details, health: Health, target: &str) -> String {
 mod tests {
     use super::*;
 
+    fn details() -> Details {
+        Details {
+            bundle: "0123456789abcdef".to_owned(),
+            bundle_path: "/bundles/0123456789abcdef".to_owned(),
+            layout: "claude".to_owned(),
+            scope: "repo".to_owned(),
+            mode: "link".to_owned(),
+            delivery: "native-skills".to_owned(),
+            role: "platform".to_owned(),
+            role_name: "Developer Platform Engineer".to_owned(),
+            name: "Rowan\u{1b}[31m Keel".to_owned(),
+            pronouns: "she".to_owned(),
+            model_tier: "frontier".to_owned(),
+            personalities: vec![RecordPersonality { slug: "grounded".to_owned(), color: "#8f8c47".to_owned() }],
+            skills: vec!["role-platform".to_owned()],
+            approximate_tokens: 1_234,
+        }
+    }
+
+    #[test]
+    fn the_identity_row_never_carries_a_control_byte_from_the_record() {
+        let row = identity_row(&details(), Health::Ok, Palette::Plain);
+        assert_eq!(row, "● Rowan\u{fffd}[31m Keel [she] · platform@claude · frontier · 1 skill ~1.2k tokens · ok");
+        let tinted = identity_row(&details(), Health::Damaged, Palette::TrueColor);
+        assert!(tinted.starts_with("\x1b[38;2;143;140;71m●\x1b[0m "), "{tinted:?}");
+        assert_eq!(tinted.matches('\x1b').count(), 2);
+    }
+
     #[test]
     fn token_counts_read_as_people_write_them() {
         assert_eq!(approximate(950), "950");
