@@ -51,7 +51,9 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
     let word = |offset: usize| arguments.get(index + offset).and_then(|argument| argument.to_str());
     match (word(0), word(1)) {
         (Some(role), Some(harness))
-            if !commands.iter().any(|command| command == role) && layout::layout(harness).is_some() =>
+            if role != "help"
+                && !commands.iter().any(|command| command == role)
+                && layout::layout(harness).is_some() =>
         {
             let mut rewritten = arguments[..index].to_vec();
             rewritten.extend(["launch".into(), role.into(), harness.into(), "--".into()]);
@@ -107,4 +109,34 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         print_stderr(&headline);
     }
     report_error(&exec(&prepared, &args.arguments), terminal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(words: &[&str]) -> Vec<String> {
+        let commands = ["roster".to_owned(), "launch".to_owned()];
+        shorthand(words.iter().map(OsString::from).collect(), &commands)
+            .into_iter()
+            .map(|word| word.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_role_and_a_harness_become_a_launch_with_every_later_word_for_the_harness() {
+        assert_eq!(
+            rewritten(&["acompose", "--home", "h", "platform", "claude", "--continue"]),
+            ["acompose", "--home", "h", "launch", "platform", "claude", "--", "--continue"]
+        );
+    }
+
+    #[test]
+    fn commands_help_and_unknown_harnesses_are_left_alone() {
+        for words in
+            [&["acompose", "roster", "claude"][..], &["acompose", "help", "claude"], &["acompose", "platform", "vim"]]
+        {
+            assert_eq!(rewritten(words), words);
+        }
+    }
 }
