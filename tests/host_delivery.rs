@@ -84,7 +84,7 @@ fn skill_load_points_link_the_roster_and_a_second_run_changes_nothing() {
     host.configure(CONFIG);
     let first = host.run(&[]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(first.stderr.contains("role-platform` is your own"), "{}", first.stderr);
+    assert!(first.stderr.contains("role-platform` is taken by something of yours"), "{}", first.stderr);
     assert!(first.stdout.contains("kept as yours"), "{}", first.stdout);
     let artifact = host.artifact().canonicalize().expect("artifact");
     let skills = roster_skills(&artifact);
@@ -175,4 +175,31 @@ fn setup_writes_the_keys_and_converges() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(again.stdout.contains("kept      `skill_load_points.codex` as written"), "{}", again.stdout);
     assert!(again.stdout.contains("0 linked"), "{}", again.stdout);
+}
+
+#[test]
+fn a_file_of_the_user_on_the_way_wins_and_the_other_harness_is_still_delivered() {
+    let host = host();
+    std::fs::write(host.user_home.join("blocked"), "a file where a folder would go\n").expect("write");
+    let before = tree(&host.user_home);
+    host.configure("skill_load_points:\n  claude: ~/.claude/skills\n  codex: ~/blocked/skills\n");
+    let output = host.run(&[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("blocked/skills/role-platform` is taken by something of yours"),
+        "{}",
+        output.stderr
+    );
+    assert!(host.user_home.join(".claude/skills/role-platform").is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(host.user_home.join("blocked")).expect("kept"),
+        "a file where a folder would go\n"
+    );
+    host.configure("");
+    assert_eq!(host.run(&[]).code, 0);
+    let mut after = tree(&host.user_home);
+    // Folders made for the links stay (docs/delivery.md); every link is gone.
+    assert_eq!(after.remove(".claude"), Some("dir".to_owned()));
+    assert_eq!(after.remove(".claude/skills"), Some("dir".to_owned()));
+    assert_eq!(after, before);
 }

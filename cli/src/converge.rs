@@ -195,7 +195,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
 fn print_delivery(delivered: &MountReport, terminal: &Terminal) {
     for path in &delivered.kept {
         print_stderr(&format!(
-            "warning: `{}` is your own; it is left as it is and wins over the roster's\n",
+            "warning: `{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's\n",
             sanitize(&path.display().to_string())
         ));
     }

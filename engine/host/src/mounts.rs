@@ -30,7 +30,8 @@ pub struct MountReport {
     pub created: Vec<PathBuf>,
     pub unchanged: usize,
     pub removed: Vec<PathBuf>,
-    /// Paths we would link that hold the user's own file, folder or link: left alone.
+    /// Paths we would link that hold the user's own file, folder or link, or have a file
+    /// of the user's on the way: left alone.
     pub kept: Vec<PathBuf>,
 }
 
@@ -163,42 +164,72 @@ fn make_link(mount: &Mount) -> Result<(), HostError> {
     made.map_err(failed)
 }
 
-/// Brings the harness folders in line with the configuration and records our links.
+/// What one run will do, decided before any link is touched.
+#[derive(Default)]
+struct Plan {
+    stale: Vec<Mount>,
+    create: Vec<Mount>,
+    unchanged: Vec<Mount>,
+    kept: Vec<PathBuf>,
+}
+
+fn plan(previous: &[Mount], wanted: BTreeMap<PathBuf, Mount>) -> Result<Plan, HostError> {
+    let mut plan = Plan::default();
+    for mount in previous.iter().filter(|mount| !wanted.contains_key(&mount.path)) {
+        if link_target(&mount.path).as_deref() == Some(mount.target.as_path()) {
+            plan.stale.push(mount.clone());
+        }
+    }
+    for mount in wanted.into_values() {
+        match std::fs::symlink_metadata(&mount.path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => plan.create.push(mount),
+            // A file of the user's where a folder on the way would be.
+            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => plan.kept.push(mount.path),
+            Err(error) => {
+                let message = format!("cannot look at `{}`: {}", mount.path.display(), error_kind(&error));
+                return Err(HostError::environment(&mount.path, message));
+            }
+            Ok(_) if link_target(&mount.path).as_deref() == Some(mount.target.as_path()) => plan.unchanged.push(mount),
+            Ok(_) => plan.kept.push(mount.path),
+        }
+    }
+    Ok(plan)
+}
+
+/// Brings the harness folders in line with the configuration and records our links. The
+/// record is written first with every link this run may leave behind (stale ones not yet
+/// removed, new ones about to be made), so a run that stops part-way leaves no link the
+/// next run would not recognise as ours.
 pub fn deliver(home: &Path, config: &HostConfig) -> Result<MountReport, HostError> {
     let user_home = std::env::home_dir().filter(|path| !path.as_os_str().is_empty());
     let previous = read_record(home)?;
-    let wanted = desired(home, config, user_home.as_deref());
+    let plan = plan(&previous, desired(home, config, user_home.as_deref()))?;
+    let final_record: Vec<Mount> = plan.unchanged.iter().chain(&plan.create).cloned().collect();
+    let interim: Vec<Mount> = final_record.iter().chain(&plan.stale).cloned().collect();
+    if !plan.create.is_empty() {
+        write_record(home, &previous, interim.clone())?;
+    }
     let mut report = MountReport {
         configured: config.load_points.is_some() || config.skill_load_points.is_some(),
+        unchanged: plan.unchanged.len(),
+        kept: plan.kept,
         ..MountReport::default()
     };
-    for mount in previous.iter().filter(|mount| !wanted.contains_key(&mount.path)) {
-        if link_target(&mount.path).as_deref() == Some(mount.target.as_path()) {
-            std::fs::remove_file(&mount.path).map_err(|error| {
-                HostError::environment(
-                    &mount.path,
-                    format!("cannot remove `{}`: {}", mount.path.display(), error_kind(&error)),
-                )
-            })?;
-            report.removed.push(mount.path.clone());
-        }
+    for mount in &plan.stale {
+        std::fs::remove_file(&mount.path).map_err(|error| {
+            HostError::environment(
+                &mount.path,
+                format!("cannot remove `{}`: {}", mount.path.display(), error_kind(&error)),
+            )
+        })?;
+        report.removed.push(mount.path.clone());
     }
-    let mut owned = Vec::new();
-    for mount in wanted.into_values() {
-        match std::fs::symlink_metadata(&mount.path) {
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                make_link(&mount)?;
-                report.created.push(mount.path.clone());
-                owned.push(mount);
-            }
-            Ok(_) if link_target(&mount.path).as_deref() == Some(mount.target.as_path()) => {
-                report.unchanged += 1;
-                owned.push(mount);
-            }
-            _ => report.kept.push(mount.path),
-        }
+    for mount in &plan.create {
+        make_link(mount)?;
+        report.created.push(mount.path.clone());
     }
-    write_record(home, &previous, owned)?;
+    let written = if plan.create.is_empty() { previous } else { interim };
+    write_record(home, &written, final_record)?;
     Ok(report)
 }
 
@@ -217,6 +248,8 @@ fn write_record(home: &Path, previous: &[Mount], mut owned: Vec<Mount>) -> Resul
             )),
         });
     }
+    let mut previous = previous.to_vec();
+    previous.sort();
     if owned == previous {
         return Ok(());
     }
