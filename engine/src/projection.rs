@@ -311,6 +311,77 @@ mod tests {
         assert_eq!(tinted.matches('\x1b').count(), 2);
     }
 
+    fn manifest(delivery: &str) -> Manifest {
+        use crate::bundle::{ManifestIdentity, ManifestRole, ManifestSkill};
+        Manifest {
+            format: "agent-compose.bundle".to_owned(),
+            format_version: 1,
+            person_source: "roster:core".to_owned(),
+            role: ManifestRole {
+                slug: "platform".to_owned(),
+                display_name: "Platform".to_owned(),
+                purpose: String::new(),
+            },
+            role_skill: ManifestSkill {
+                id: "role-platform".to_owned(),
+                source: "person".to_owned(),
+                digest: String::new(),
+            },
+            model_tier: "frontier".to_owned(),
+            delivery: delivery.to_owned(),
+            personalities: Vec::new(),
+            favorite_color: "#8f8c47".to_owned(),
+            identity: ManifestIdentity { name: "Rowan".to_owned(), pronouns: String::new() },
+            seats: Vec::new(),
+            sources: Vec::new(),
+            content: Vec::new(),
+        }
+    }
+
+    fn files(paths: &[&str]) -> BTreeMap<String, Vec<u8>> {
+        paths.iter().map(|path| ((*path).to_owned(), b"12345".to_vec())).collect()
+    }
+
+    fn plan_of(delivery: &str, paths: &[&str], mode: Mode) -> Result<Plan, Refusal> {
+        let manifest = manifest(delivery);
+        let files = files(paths);
+        let bundle =
+            BundleInput { id: "0123456789abcdef", path: "/b/0123456789abcdef", manifest: &manifest, files: &files };
+        plan(&bundle, crate::layout::layout("claude").expect("claude"), Scope::Repository, mode)
+    }
+
+    #[test]
+    fn links_name_the_bundle_folder_and_copies_every_file() {
+        let paths =
+            ["content/instructions.md", "content/skills/ops/deploy/SKILL.md", "content/skills/ops/deploy/notes/a.md"];
+        let linked = plan_of("native-skills", &paths, Mode::Link).expect("plan");
+        let summary: Vec<(&str, &Planned)> =
+            linked.entries.iter().map(|entry| (entry.path.as_str(), &entry.content)).collect();
+        assert_eq!(
+            summary,
+            [
+                (".claude/skills/deploy", &Planned::BundleFolder("content/skills/ops/deploy".to_owned())),
+                ("CLAUDE.md", &Planned::Bytes(b"12345".to_vec())),
+            ]
+        );
+        assert_eq!(linked.details.approximate_tokens, 3);
+        let copied = plan_of("native-skills", &paths, Mode::Copy).expect("plan");
+        let copied: Vec<&str> = copied.entries.iter().map(|entry| entry.path.as_str()).collect();
+        assert_eq!(copied, [".claude/skills/deploy/SKILL.md", ".claude/skills/deploy/notes/a.md", "CLAUDE.md"]);
+    }
+
+    #[test]
+    fn two_sources_with_one_skill_name_and_a_missing_document_are_refused() {
+        let paths = ["content/instructions.md", "content/skills/a/deploy/SKILL.md", "content/skills/b/deploy/SKILL.md"];
+        let refusal = plan_of("native-skills", &paths, Mode::Link).expect_err("refused");
+        assert_eq!(
+            refusal,
+            Refusal::DuplicateSkill { skill: "deploy".to_owned(), sources: ["a".to_owned(), "b".to_owned()] }
+        );
+        let refusal = plan_of("compiled", &["content/instructions.md"], Mode::Link).expect_err("refused");
+        assert_eq!(refusal, Refusal::MissingDocument("delivery/compiled.md".to_owned()));
+    }
+
     #[test]
     fn token_counts_read_as_people_write_them() {
         assert_eq!(approximate(950), "950");
