@@ -168,7 +168,8 @@ fn a_started_session_streams_its_terminal_takes_input_reopens_and_stops() {
     assert!(live_of(&server, &id), "Pam is not online while her PTY lives");
 
     assert!(connect(&server, &id, None).is_err(), "a terminal opened without the token");
-    let mut foreign = format!("ws://{}/api/v1/sessions/{id}/terminal", server.host()).into_client_request().expect("request");
+    let mut foreign =
+        format!("ws://{}/api/v1/sessions/{id}/terminal", server.host()).into_client_request().expect("request");
     foreign.headers_mut().insert(
         "Sec-WebSocket-Protocol",
         HeaderValue::from_str(&format!("acompose.token.{}", server.handle.token)).expect("header"),
