@@ -22,6 +22,7 @@ pub mod render;
 pub mod request;
 pub mod selector;
 pub mod snapshot;
+pub mod store;
 
 pub mod skill;
 

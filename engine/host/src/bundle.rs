@@ -1,16 +1,20 @@
 //! Bundles on disk: materializing one (staging folder, verification, rename — the one
-//! path by which an immutable output appears), verifying a bundle directory, and reading
-//! a bundle's manifest and trace back. Builds no bundle; the engine does.
+//! path by which an immutable output appears), either linking its skills into a content
+//! store or as a standalone copy, verifying a bundle directory (through its store links),
+//! and reading a bundle's manifest and trace back. Builds no bundle (the engine does) and
+//! writes no store entry itself (`store` does).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, MANIFEST_FORMAT, Manifest, Verified, verify};
+use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, layout};
 use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
 
 use crate::error::HostError;
 use crate::load::error_kind;
+use crate::store::{Store, Written, relative_path, slice_of_link};
 
 /// Whether a bundle was written now or found already in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +43,14 @@ pub enum Verification {
     Light,
 }
 
-/// Checks `directory` against the bundle we expect to find there.
-fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) -> Result<(), String> {
+/// Checks `directory` against the bundle we expect to find there: with `linked`, its
+/// skill folders must be links to the expected slices of a store that holds them.
+fn check_against(
+    directory: &Path,
+    bundle: &Bundle,
+    linked: Option<&StoreLayout<'_>>,
+    verification: Verification,
+) -> Result<(), String> {
     match verification {
         Verification::Full => {
             verify_directory_named(directory, &bundle.id).map(|_| ()).map_err(|problems| problems.join("; "))
@@ -51,7 +61,20 @@ fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) 
                 Ok(bytes) if Some(&bytes) == manifest => {}
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
-            let mismatch = bundle.files.par_iter().find_any(|file| {
+            let expected: Vec<&acompose_engine::OutputFile> = match linked {
+                Some(layout) => {
+                    for slice in &layout.slices {
+                        let link = directory.join(format!("{SKILLS_PREFIX}{}", slice.source));
+                        match slice_of_link(&link) {
+                            Ok(Some((store, name))) if name == slice.entry_name() && store.contains(&name) => {}
+                            _ => return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source)),
+                        }
+                    }
+                    layout.own.clone()
+                }
+                None => bundle.files.iter().collect(),
+            };
+            let mismatch = expected.par_iter().find_any(|file| {
                 std::fs::symlink_metadata(directory.join(&file.path))
                     .map_or(true, |metadata| !metadata.is_file() || metadata.len() != file.bytes.len() as u64)
             });
@@ -63,57 +86,151 @@ fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) 
     }
 }
 
-/// Writes a bundle into `out/<id>`: staging folder, verification, rename. An existing
-/// bundle is verified and reused; a damaged one is an error. Files are written in
-/// parallel after their folders exist.
+/// Where a bundle's skills go.
+#[derive(Debug, Clone, Copy)]
+pub enum Placement<'store> {
+    /// Real copies inside the bundle folder (`compose --standalone`, export).
+    Standalone,
+    /// Skill trees in the store; the bundle links one slice per provider.
+    Linked(&'store Store),
+}
+
+/// What a materialization did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Materialization {
+    pub outcome: Materialized,
+    /// Files, links and store entries written.
+    pub written: usize,
+}
+
+/// Writes a standalone bundle into `out/<id>`: staging folder, verification, rename. An
+/// existing bundle is verified and reused; a damaged one is an error.
 pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, HostError> {
     materialize_with(out, bundle, Verification::Full)
 }
 
 /// [`materialize`] with a chosen verification of what is found or staged.
 pub fn materialize_with(out: &Path, bundle: &Bundle, verification: Verification) -> Result<Materialized, HostError> {
-    stage_verify_rename(out, bundle, verification)
+    materialize_into(out, bundle, Placement::Standalone, verification, &mut || Ok(()))
+        .map(|materialization| materialization.outcome)
+}
+
+/// Writes a bundle into `out/<id>` with its skills placed as asked. Store entries are
+/// written (each staged, verified, renamed) before the bundle is staged; `before_rename`
+/// runs between the verified staging folder and its rename (tests fail there on purpose).
+pub fn materialize_into(
+    out: &Path,
+    bundle: &Bundle,
+    placement: Placement<'_>,
+    verification: Verification,
+    before_rename: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Materialization, HostError> {
+    stage_verify_rename(out, bundle, placement, verification, before_rename)
         .map_err(|message| HostError::environment(out.join(&bundle.id), message))
 }
 
-fn stage_verify_rename(out: &Path, bundle: &Bundle, verification: Verification) -> Result<Materialized, String> {
+/// Writes the store entries of a layout; returns how many were new.
+fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize, String> {
+    store.create()?;
+    let trees: Vec<Written> = layout.trees.par_iter().map(|tree| store.put_tree(tree)).collect::<Result<_, _>>()?;
+    let mut written = trees.iter().filter(|written| **written == Written::New).count();
+    for slice in &layout.slices {
+        if store.put_slice(slice)? == Written::New {
+            written += 1;
+        }
+    }
+    Ok(written)
+}
+
+fn stage_verify_rename(
+    out: &Path,
+    bundle: &Bundle,
+    placement: Placement<'_>,
+    verification: Verification,
+    before_rename: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Materialization, String> {
     let target = out.join(&bundle.id);
+    let store = match placement {
+        Placement::Linked(store) => Some(store),
+        Placement::Standalone => None,
+    };
+    let layout = store.map(|_| layout(&bundle.files));
     if std::fs::symlink_metadata(&target).is_ok() {
-        return check_against(&target, bundle, verification).map(|()| Materialized::Reused).map_err(|problem| {
-            format!("bundle `{}` exists but is damaged ({problem}); remove it to compose it again", target.display())
-        });
+        return check_against(&target, bundle, layout.as_ref(), verification)
+            .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
+            .map_err(|problem| {
+                format!(
+                    "bundle `{}` exists but is damaged ({problem}); remove it to compose it again",
+                    target.display()
+                )
+            });
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
+    let mut written = 0;
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
+    if let (Some(store), Some(layout)) = (store, &layout) {
+        written += write_store_entries(store, layout)?;
+        // The staging folder and the bundle share a parent, so one relative target
+        // serves both.
+        let skills_folder = out
+            .canonicalize()
+            .map_err(|error| format!("cannot resolve `{}`: {}", out.display(), error_kind(&error)))?
+            .join(&bundle.id)
+            .join(SKILLS_PREFIX.trim_end_matches('/'));
+        let store_root = store.canonical()?;
+        for slice in &layout.slices {
+            links.push((
+                PathBuf::from(format!("{SKILLS_PREFIX}{}", slice.source)),
+                relative_path(&skills_folder, &store_root.join(slice.entry_name())),
+            ));
+        }
+    }
+    let files: Vec<&acompose_engine::OutputFile> = match &layout {
+        Some(layout) => layout.own.clone(),
+        None => bundle.files.iter().collect(),
+    };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let written = (|| -> Result<(), String> {
-        let mut folders: Vec<PathBuf> =
-            bundle.files.iter().filter_map(|file| staging.join(&file.path).parent().map(Path::to_path_buf)).collect();
+    let staged = (|| -> Result<(), String> {
+        let mut folders: Vec<PathBuf> = files
+            .iter()
+            .map(|file| staging.join(&file.path))
+            .chain(links.iter().map(|(link, _)| staging.join(link)))
+            .filter_map(|path| path.parent().map(Path::to_path_buf))
+            .collect();
         folders.sort();
         folders.dedup();
         for folder in &folders {
             std::fs::create_dir_all(folder)
                 .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
         }
-        bundle.files.par_iter().try_for_each(|file| {
+        files.par_iter().try_for_each(|file| {
             let path = staging.join(&file.path);
             std::fs::write(&path, &file.bytes)
                 .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
         })?;
-        check_against(&staging, bundle, verification)
-            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))
+        for (link, link_target) in &links {
+            let path = staging.join(link);
+            std::os::unix::fs::symlink(link_target, &path)
+                .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
+        }
+        check_against(&staging, bundle, layout.as_ref(), verification)
+            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
+        before_rename()
     })();
-    if let Err(error) = written {
+    if let Err(error) = staged {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
     }
+    written += files.len() + links.len();
     match std::fs::rename(&staging, &target) {
-        Ok(()) => Ok(Materialized::New),
+        Ok(()) => Ok(Materialization { outcome: Materialized::New, written }),
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            check_against(&target, bundle, verification).map(|()| Materialized::Reused)
+            check_against(&target, bundle, layout.as_ref(), verification)
+                .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
         }
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -122,7 +239,15 @@ fn stage_verify_rename(out: &Path, bundle: &Bundle, verification: Verification) 
     }
 }
 
-/// Reads every file of a bundle directory; symlinks and special files are problems.
+/// The provider of a bundle path `content/skills/<source>`: the one place a bundle may
+/// hold a link (into its store).
+fn provider_folder(relative: &str) -> Option<&str> {
+    relative.strip_prefix(SKILLS_PREFIX).filter(|source| !source.is_empty() && !source.contains('/'))
+}
+
+/// Reads every file of a bundle directory, following its provider links into the store
+/// (each store entry checked against its name); other symlinks and special files are
+/// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -160,7 +285,18 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             .collect::<Vec<_>>()
             .join("/");
         if entry.path_is_symlink() {
-            problems.push(format!("{relative}: is a symbolic link"));
+            match provider_folder(&relative).map(|_| slice_of_link(entry.path())) {
+                Some(Ok(Some((store, name)))) => match store.read_slice(&name) {
+                    Ok(slice_files) => {
+                        files.extend(slice_files.into_iter().map(|(path, bytes)| (format!("{relative}/{path}"), bytes)));
+                    }
+                    Err(store_problems) => {
+                        problems.extend(store_problems.into_iter().map(|problem| format!("{relative}: {problem}")));
+                    }
+                },
+                Some(Err(problem)) => problems.push(format!("{relative}: {problem}")),
+                Some(Ok(None)) | None => problems.push(format!("{relative}: is a symbolic link")),
+            }
         } else if entry.file_type().is_file() {
             match std::fs::read(entry.path()) {
                 Ok(bytes) => {

@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod cache;
 pub mod convergence;
 pub mod error;
+pub mod gc;
 pub mod home;
 pub mod load;
 pub mod observe;
@@ -21,6 +22,7 @@ pub mod people;
 pub mod progress;
 pub mod request;
 pub mod session;
+pub mod store;
 pub mod transaction;
 pub mod watch;
 

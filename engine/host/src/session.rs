@@ -17,7 +17,7 @@ use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::bundle::{Materialized, Verification, materialize_with};
+use crate::bundle::{Materialized, Placement, Verification, materialize_into};
 use crate::error::{Findings, HostError};
 use crate::home::{refuse_symlinked_parents, selection_for};
 use crate::load::{Loader, label_of, path_key};
@@ -265,7 +265,8 @@ impl Session {
         let bundles_dir = home.join(BUNDLES_DIR);
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
         let written = record_new_bundles(&bundles_dir, &current)?;
-        let newly_verified = materialize_bundles(&bundles_dir, &bundles, &self.verified, &mut report)?;
+        let store = crate::store::Store::of_home(home);
+        let newly_verified = materialize_bundles(&bundles_dir, &store, &bundles, &self.verified, &mut report)?;
         progress.phase("materialize bundles");
         write_artifact(home, &model, hooks, &mut report)?;
         let stale = stale_bundles(&bundles_dir, &written, &current);
@@ -506,25 +507,27 @@ fn record_new_bundles(bundles_dir: &Path, current: &[String]) -> Result<BTreeSet
 /// reused at a glance). Returns the ids now known to be in place.
 fn materialize_bundles(
     bundles_dir: &Path,
+    store: &crate::store::Store,
     bundles: &[Resolved<'_>],
     verified: &BTreeSet<String>,
     report: &mut Report,
 ) -> Result<Vec<String>, HostError> {
-    let outcomes: Vec<Result<Materialized, HostError>> = bundles
+    let outcomes: Vec<Result<crate::bundle::Materialization, HostError>> = bundles
         .par_iter()
         .map(|resolved| {
             if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
-                return Ok(Materialized::Reused);
+                return Ok(crate::bundle::Materialization { outcome: Materialized::Reused, written: 0 });
             }
-            materialize_with(bundles_dir, resolved.bundle, Verification::Light)
+            materialize_into(bundles_dir, resolved.bundle, Placement::Linked(store), Verification::Light, &mut || Ok(()))
         })
         .collect();
     let mut newly_verified = Vec::new();
     for (resolved, outcome) in bundles.iter().zip(outcomes) {
-        match outcome? {
+        let materialization = outcome?;
+        match materialization.outcome {
             Materialized::New => {
                 report.bundles_new += 1;
-                report.files_written += resolved.bundle.files.len();
+                report.files_written += materialization.written;
             }
             Materialized::Reused => report.bundles_reused += 1,
         }
