@@ -30,6 +30,9 @@ pub struct CatalogArgs {
     /// Seats only: keep this role's seats.
     #[arg(long, value_name = "SLUG")]
     pub role: Option<String>,
+    /// Check only: repositories, `.agents/skills` folders or skill folders to check.
+    #[arg(value_name = "DIR")]
+    pub directories: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -37,6 +40,8 @@ pub enum CatalogKind {
     Roles,
     Personalities,
     Seats,
+    /// The Agent Skills checks of catalogues, without composing.
+    Check,
 }
 
 #[derive(Serialize)]
@@ -90,6 +95,13 @@ struct Listing<T> {
 }
 
 pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
+    if args.kind == CatalogKind::Check {
+        return crate::catalog_check::run(&args.directories, args.json, terminal);
+    }
+    if !args.directories.is_empty() {
+        print_stderr("error: folders apply to `catalog check` only\n");
+        return exit::USAGE;
+    }
     if args.query.is_some() && args.kind != CatalogKind::Personalities {
         print_stderr("error: `--query` applies to `catalog personalities` only\n");
         return exit::USAGE;
@@ -111,6 +123,7 @@ pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
         CatalogKind::Roles => roles(&model, args.json, terminal),
         CatalogKind::Personalities => personalities(&model, args.query.as_deref(), args.json, terminal),
         CatalogKind::Seats => seats(&model, args.role.as_deref(), args.json),
+        CatalogKind::Check => exit::SUCCESS,
     }
 }
 

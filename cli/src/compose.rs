@@ -35,13 +35,18 @@ pub struct ComposeArgs {
     /// Print files stat'ed, read, hashed and written, and queries executed and reused.
     #[arg(long)]
     pub stats: bool,
+    /// Make every Agent Skills finding about a delivered skill an error (skill policy
+    /// `strict`): nothing is written.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let mut db = Database::default();
     let mut loader = Loader::default();
     let projects = projects_root(args.projects_root.as_deref());
-    let prepared = match prepare(&mut db, &mut loader, &args.request, &projects) {
+    let strict = args.strict.then_some(acompose_engine::skill_rules::SkillPolicy::Strict);
+    let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, strict) {
         Ok(prepared) => prepared,
         Err(error) => return report_error(&error, terminal),
     };

@@ -3,6 +3,7 @@
 //! Reads and writes no file itself: every disk access is the host's.
 
 pub mod catalog;
+pub mod catalog_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;

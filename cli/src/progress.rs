@@ -95,9 +95,8 @@ impl Progress for TerminalProgress<'_> {
 
     fn diagnostics(&self, findings: &Findings) {
         if !self.terminal.quiet {
-            print_stderr(&render_diagnostics(&findings.diagnostics, self.terminal.stderr, &|path| {
-                findings.text_of(path)
-            }));
+            let shown = crate::terminal::visible(&findings.diagnostics, *self.terminal);
+            print_stderr(&render_diagnostics(&shown, self.terminal.stderr, &|path| findings.text_of(path)));
         }
     }
 }

@@ -83,6 +83,7 @@ pub fn render_diagnostics(
         let severity = match diagnostic.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
+            Severity::Note | Severity::Detail => miette::Severity::Advice,
         };
         let mut report =
             MietteDiagnostic::new(diagnostic.message.clone()).with_code(diagnostic.code).with_severity(severity);
@@ -116,10 +117,19 @@ pub fn render_diagnostics(
     output
 }
 
+/// The diagnostics a terminal shows: detail only under `-v`.
+pub fn visible(diagnostics: &[Diagnostic], terminal: Terminal) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .filter(|diagnostic| terminal.verbose > 0 || diagnostic.severity != Severity::Detail)
+        .cloned()
+        .collect()
+}
+
 /// `N error(s), M warning(s)`.
 pub fn count_summary(diagnostics: &[Diagnostic]) -> String {
     let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
-    let warnings = diagnostics.len() - errors;
+    let warnings = diagnostics.iter().filter(|diagnostic| diagnostic.severity == Severity::Warning).count();
     let plural = |count: usize, word: &str| if count == 1 { format!("1 {word}") } else { format!("{count} {word}s") };
     format!("{}, {}", plural(errors, "error"), plural(warnings, "warning"))
 }
@@ -128,7 +138,8 @@ pub fn count_summary(diagnostics: &[Diagnostic]) -> String {
 pub fn report_error(error: &HostError, terminal: &Terminal) -> u8 {
     match error {
         HostError::Diagnostics { subject, findings } => {
-            print_stderr(&render_diagnostics(&findings.diagnostics, terminal.stderr, &|path| findings.text_of(path)));
+            let shown = visible(&findings.diagnostics, *terminal);
+            print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
             print_stderr(&format!("error: {subject} ({})\n", count_summary(&findings.diagnostics)));
         }
         other => print_stderr(&format!("error: {other}\n")),
@@ -147,7 +158,8 @@ pub fn exit_code(error: &HostError) -> u8 {
 /// Prints warnings unless `--quiet`.
 pub fn report_warnings(findings: &Findings, terminal: &Terminal) {
     if !findings.is_empty() && !terminal.quiet {
-        print_stderr(&render_diagnostics(&findings.diagnostics, terminal.stderr, &|path| findings.text_of(path)));
+        let shown = visible(&findings.diagnostics, *terminal);
+        print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
     }
 }
 

@@ -1,11 +1,14 @@
 //! Diagnostics: user-input problems as values. Owns their shape, not their rendering
 //! (the cli renders them with miette).
 
-/// How bad a diagnostic is. Errors fail a command; warnings are printed and allowed.
+/// How bad a diagnostic is. Errors fail a command; warnings and notes are printed and
+/// allowed; detail is printed only when asked for (`-v`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     Error,
     Warning,
+    Note,
+    Detail,
 }
 
 /// A byte range inside one source file.
@@ -40,6 +43,10 @@ impl Diagnostic {
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
         Self { severity: Severity::Warning, ..Self::error(code, message) }
+    }
+
+    pub fn note(code: &'static str, message: impl Into<String>) -> Self {
+        Self { severity: Severity::Note, ..Self::error(code, message) }
     }
 
     pub fn in_file(mut self, file: impl Into<String>) -> Self {

@@ -25,6 +25,7 @@ pub mod snapshot;
 pub mod store;
 
 pub mod skill;
+pub mod skill_rules;
 
 pub mod syntax;
 pub mod trace;

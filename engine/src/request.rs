@@ -56,6 +56,8 @@ pub struct Request {
     pub sources: Vec<RequestSource>,
     /// `person-policy "external-only"` refuses the embedded `roster:core` fallback.
     pub person_policy: PersonPolicy,
+    /// `skill-policy`: what Agent Skills findings do; `None` is the default (`warn`).
+    pub skill_policy: Option<crate::skill_rules::SkillPolicy>,
 }
 
 /// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
@@ -151,6 +153,7 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
         model_tier: None,
         sources: Vec::new(),
         person_policy: PersonPolicy::Default,
+        skill_policy: None,
     };
     if !diagnostics.is_empty() {
         return Parsed::new(request, diagnostics);
@@ -329,7 +332,24 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
                     request.sources.push(RequestSource { id, location, required, span });
                 }
             }
-            _ => reader.unknown_node(child, "`compose`", REQUEST_CHILDREN),
+            "skill-policy" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                let Some((value, span)) = reader.single_string(child) else { continue };
+                match crate::skill_rules::SkillPolicy::from_name(&value) {
+                    Some(policy) => request.skill_policy = Some(policy),
+                    None => reader.report(
+                        "unknown-skill-policy",
+                        span,
+                        format!("`{}` is not a skill policy", sanitize(&value)),
+                        "use `warn`, `strict` or `skip`",
+                    ),
+                }
+            }
+            _ => reader.unknown_node(child, "`compose`", &[REQUEST_CHILDREN, &["skill-policy"]].concat()),
         }
     }
     // External-only means the request never falls back to the embedded roster.
@@ -508,6 +528,20 @@ mod tests {
         assert_eq!(warnings, ["request-node-ignored", "request-node-ignored"]);
         assert_eq!(codes("compose { boundary-omit; role \"r\"; delivery \"compiled\" }"), ["argument-count"]);
         assert_eq!(codes("compose { identity; role \"r\"; delivery \"compiled\" }"), ["missing-property"]);
+    }
+
+    #[test]
+    fn reads_the_skill_policy() {
+        let parsed = parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"skip\" }", "r.kdl");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.value.skill_policy, Some(crate::skill_rules::SkillPolicy::Skip));
+        let codes: Vec<_> =
+            parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"lax\" }", "r.kdl")
+                .diagnostics
+                .iter()
+                .map(|d| d.code)
+                .collect();
+        assert_eq!(codes, ["unknown-skill-policy"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod atomic;
 pub mod blame;
 pub mod bundle;
 pub mod cache;
+pub mod catalog_check;
 pub mod convergence;
 pub mod error;
 pub mod gc;

@@ -187,6 +187,7 @@ pub fn prepare(
     loader: &mut Loader,
     request_path: &Path,
     projects: &Path,
+    skill_policy: Option<acompose_engine::skill_rules::SkillPolicy>,
 ) -> Result<Prepared, HostError> {
     let label = label_of(request_path);
     let text = read_request_text(request_path, &label)?;
@@ -242,6 +243,8 @@ pub fn prepare(
         label.clone(),
         request.role.as_ref().map(|(_, span)| *span),
         request.model_tier.as_ref().map(|(_, span)| *span),
+        // A policy given by the caller (`compose --strict`) wins over the request's own.
+        skill_policy.or(request.skill_policy).unwrap_or_default(),
     );
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());

@@ -252,7 +252,7 @@ impl Session {
         self.config_key = Some(config_key);
         let (source, model) = self.read_person_source(home, config, reload, progress)?;
         let estate = self.read_estate(projects, config, reload, progress);
-        let roles = self.resolve_roles(source, &model, &estate);
+        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
         progress.phase("resolve and build bundles");
         let bundles = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
         let mut report = Report {
@@ -363,6 +363,7 @@ impl Session {
         source: PersonSource,
         model: &PersonModel,
         estate: &Estate,
+        skill_policy: acompose_engine::skill_rules::SkillPolicy,
     ) -> Vec<(String, String, Composition)> {
         let mut roles: Vec<(String, String, Composition)> = Vec::new();
         if estate.sources.is_empty() {
@@ -374,7 +375,8 @@ impl Session {
             } else {
                 role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
             };
-            let composition = self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories);
+            let composition =
+                self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories, skill_policy);
             roles.push((role.slug.clone(), tier, composition));
         }
         self.compositions.retain(|slug, _| model.role(slug).is_some());
@@ -404,6 +406,7 @@ impl Session {
         tier: &str,
         sources: &[CompositionSource],
         repositories: &[RepositoryInput],
+        skill_policy: acompose_engine::skill_rules::SkillPolicy,
     ) -> Composition {
         let db = &mut self.db;
         match self.compositions.get(role) {
@@ -420,6 +423,9 @@ impl Session {
                 if composition.repositories(db) != repositories {
                     composition.set_repositories(db).to(repositories.to_vec());
                 }
+                if composition.skill_policy(db) != skill_policy {
+                    composition.set_skill_policy(db).to(skill_policy);
+                }
                 composition
             }
             None => {
@@ -434,6 +440,7 @@ impl Session {
                     PLAN_FILE.to_owned(),
                     None,
                     None,
+                    skill_policy,
                 );
                 self.compositions.insert(role.to_owned(), composition);
                 composition
