@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Bundle;
 use acompose_engine::{Database, render};
-use acompose_host::bundle::{Materialized, materialize};
+use acompose_host::bundle::Materialized;
 use acompose_host::convergence::Stats;
 use acompose_host::home::{BUNDLES_DIR, projects_root, resolve_home};
 use acompose_host::load::Loader;
+use acompose_host::placement::{Target, destination, place};
 use acompose_host::request::prepare;
 
 use crate::terminal::{Terminal, report_error, report_warnings, stats_line};
@@ -35,6 +36,13 @@ pub struct ComposeArgs {
     /// Print files stat'ed, read, hashed and written, and queries executed and reused.
     #[arg(long)]
     pub stats: bool,
+    /// The content store the bundle's skills link into (default: the home's store when
+    /// the output is inside the home, else `<out>/.store`).
+    #[arg(long, value_name = "DIR", conflicts_with = "standalone")]
+    pub store: Option<PathBuf>,
+    /// Write real copies of every skill into the bundle instead of linking a store.
+    #[arg(long)]
+    pub standalone: bool,
     /// Make every Agent Skills finding about a delivered skill an error (skill policy
     /// `strict`): nothing is written.
     #[arg(long)]
@@ -51,17 +59,20 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     report_warnings(&prepared.warnings, terminal);
-    let out = match args.out {
-        Some(out) => out,
-        None => match resolve_home(home) {
-            Ok(home) => home.join(BUNDLES_DIR),
-            Err(error) => return report_error(&error, terminal),
-        },
+    let home = resolve_home(home);
+    let out = match (args.out, &home) {
+        (Some(out), _) => out,
+        (None, Ok(home)) => home.join(BUNDLES_DIR),
+        (None, Err(error)) => return report_error(error, terminal),
     };
-    let materialized = match materialize(&out, &prepared.bundle) {
-        Ok(materialized) => materialized,
+    let home = home.ok();
+    let target = if args.standalone { Target::Standalone } else { Target::Store(args.store) };
+    let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, &prepared.bundle))
+    {
+        Ok(materialization) => materialization,
         Err(error) => return report_error(&error, terminal),
     };
+    let materialized = materialization.outcome;
     let bundle = &prepared.bundle;
     let stats = {
         let (executed, reused) = db.take_query_counts();
@@ -69,7 +80,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             stated: loader.observed().len(),
             read: loader.counters.files_read,
             hashed: loader.counters.files_read,
-            written: if materialized == Materialized::New { bundle.files.len() } else { 0 },
+            written: if materialized == Materialized::New { materialization.written } else { 0 },
             queries_executed: executed,
             queries_reused: reused,
         }

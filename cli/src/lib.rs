@@ -2,12 +2,14 @@
 //! (`acompose_host`), renders its reports and diagnostics, and chooses the exit code.
 //! Reads and writes no file itself: every disk access is the host's.
 
+pub mod bundle;
 pub mod catalog;
 pub mod catalog_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;
 pub mod exit;
+pub mod gc;
 pub mod people;
 pub mod progress;
 pub mod roster;
@@ -97,6 +99,10 @@ pub enum Command {
     Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
+    /// Export a bundle as a self-contained archive, or import one into a store.
+    Bundle(bundle::BundleArgs),
+    /// Remove the home store's entries no bundle of the home references.
+    Gc(gc::GcArgs),
 }
 
 /// Runs the program and returns its exit code.
@@ -119,6 +125,8 @@ pub fn main() -> ExitCode {
         Some(Command::Describe(args)) => describe::run(args, &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
+        Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)

@@ -182,11 +182,8 @@ mod tests {
 
     #[test]
     fn the_tree_key_is_the_catalogue_tree_digest_without_crlf() {
-        let summary = crate::catalogue::FileSummary {
-            raw_length: 3,
-            folded_length: 3,
-            digest: *blake3::hash(b"abc").as_bytes(),
-        };
+        let summary =
+            crate::catalogue::FileSummary { raw_length: 3, folded_length: 3, digest: *blake3::hash(b"abc").as_bytes() };
         let expected = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected);
     }

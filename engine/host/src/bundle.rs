@@ -43,13 +43,18 @@ pub enum Verification {
     Light,
 }
 
+/// Where a bundle's skills are expected: the store and the layout in it.
+type Linked<'a> = Option<(&'a Store, &'a StoreLayout<'a>)>;
+
 /// Checks `directory` against the bundle we expect to find there: with `linked`, its
-/// skill folders must be links to the expected slices of a store that holds them.
+/// skill folders must be links to the expected slices of that store; with `deep` (a
+/// bundle found in place), the trees they reach are checked at a glance as well.
 fn check_against(
     directory: &Path,
     bundle: &Bundle,
-    linked: Option<&StoreLayout<'_>>,
+    linked: Linked<'_>,
     verification: Verification,
+    deep: bool,
 ) -> Result<(), String> {
     match verification {
         Verification::Full => {
@@ -62,14 +67,8 @@ fn check_against(
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
             let expected: Vec<&acompose_engine::OutputFile> = match linked {
-                Some(layout) => {
-                    for slice in &layout.slices {
-                        let link = directory.join(format!("{SKILLS_PREFIX}{}", slice.source));
-                        match slice_of_link(&link) {
-                            Ok(Some((store, name))) if name == slice.entry_name() && store.contains(&name) => {}
-                            _ => return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source)),
-                        }
-                    }
+                Some((store, layout)) => {
+                    check_links(directory, store, layout, deep)?;
                     layout.own.clone()
                 }
                 None => bundle.files.iter().collect(),
@@ -79,11 +78,31 @@ fn check_against(
                     .map_or(true, |metadata| !metadata.is_file() || metadata.len() != file.bytes.len() as u64)
             });
             match mismatch {
-                Some(file) => Err(format!("{}: missing or of the wrong size", file.path)),
+                Some(file) => Err(format!("{}: missing or of another size", file.path)),
                 None => Ok(()),
             }
         }
     }
+}
+
+/// Every provider folder of a bundle links to its slice in `store`; with `deep`, every
+/// tree of the layout holds its files at their sizes.
+fn check_links(directory: &Path, store: &Store, layout: &StoreLayout<'_>, deep: bool) -> Result<(), String> {
+    let root = store.canonical()?;
+    for slice in &layout.slices {
+        let link = directory.join(format!("{SKILLS_PREFIX}{}", slice.source));
+        match slice_of_link(&link) {
+            Ok(Some((found, name)))
+                if name == slice.entry_name()
+                    && found.contains(&name)
+                    && found.canonical().is_ok_and(|found| found == root) => {}
+            _ => return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source)),
+        }
+    }
+    if deep && let Some(tree) = layout.trees.par_iter().find_any(|tree| !store.tree_looks_intact(tree)) {
+        return Err(format!("store entry `{}` is damaged", store.root().join(&tree.key).display()));
+    }
+    Ok(())
 }
 
 /// Where a bundle's skills go.
@@ -155,8 +174,15 @@ fn stage_verify_rename(
         Placement::Standalone => None,
     };
     let layout = store.map(|_| layout(&bundle.files));
+    let linked = store.zip(layout.as_ref());
     if std::fs::symlink_metadata(&target).is_ok() {
-        return check_against(&target, bundle, layout.as_ref(), verification)
+        if store.is_none() && !crate::store::linked_slices(&target).is_empty() {
+            return Err(format!(
+                "bundle `{}` exists with its skills linked into a store; remove it to compose a standalone copy",
+                target.display()
+            ));
+        }
+        return check_against(&target, bundle, linked, verification, true)
             .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
             .map_err(|problem| {
                 format!(
@@ -215,7 +241,7 @@ fn stage_verify_rename(
             std::os::unix::fs::symlink(link_target, &path)
                 .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
         }
-        check_against(&staging, bundle, layout.as_ref(), verification)
+        check_against(&staging, bundle, linked, verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
         before_rename()
     })();
@@ -229,7 +255,7 @@ fn stage_verify_rename(
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            check_against(&target, bundle, layout.as_ref(), verification)
+            check_against(&target, bundle, linked, verification, true)
                 .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
         }
         Err(error) => {
@@ -249,6 +275,14 @@ fn provider_folder(relative: &str) -> Option<&str> {
 /// (each store entry checked against its name); other symlinks and special files are
 /// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
+    let (files, problems) = read_all(directory)?;
+    if problems.is_empty() { Ok(files) } else { Err(problems) }
+}
+
+/// [`read_bundle`] that keeps what it could read beside the problems, so that
+/// verification can name the files a damaged store entry changed. `Err` when the folder
+/// is no bundle at all.
+fn read_all(directory: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>), Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
@@ -286,14 +320,11 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             .join("/");
         if entry.path_is_symlink() {
             match provider_folder(&relative).map(|_| slice_of_link(entry.path())) {
-                Some(Ok(Some((store, name)))) => match store.read_slice(&name) {
-                    Ok(slice_files) => {
-                        files.extend(slice_files.into_iter().map(|(path, bytes)| (format!("{relative}/{path}"), bytes)));
-                    }
-                    Err(store_problems) => {
-                        problems.extend(store_problems.into_iter().map(|problem| format!("{relative}: {problem}")));
-                    }
-                },
+                Some(Ok(Some((store, name)))) => {
+                    let (slice_files, store_problems) = store.read_slice(&name);
+                    files.extend(slice_files.into_iter().map(|(path, bytes)| (format!("{relative}/{path}"), bytes)));
+                    problems.extend(store_problems.into_iter().map(|problem| format!("{relative}: {problem}")));
+                }
                 Some(Err(problem)) => problems.push(format!("{relative}: {problem}")),
                 Some(Ok(None)) | None => problems.push(format!("{relative}: is a symbolic link")),
             }
@@ -308,7 +339,7 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             problems.push(format!("{relative}: is not a regular file"));
         }
     }
-    if problems.is_empty() { Ok(files) } else { Err(problems) }
+    Ok((files, problems))
 }
 
 fn directory_name(directory: &Path) -> String {
@@ -325,11 +356,17 @@ pub fn verify_directory(directory: &Path) -> Result<Verified, Vec<String>> {
 }
 
 /// Verifies a bundle directory against an expected id (a staging folder has another name).
+/// Problems reading the folder or its store entries come first, then the engine's.
 pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Vec<String>> {
-    let files = read_bundle(directory)?;
-    verify(id, &files).map_err(|problems| {
-        problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect()
-    })
+    let (files, mut problems) = read_all(directory)?;
+    match verify(id, &files) {
+        Ok(verified) if problems.is_empty() => Ok(verified),
+        Ok(_) => Err(problems),
+        Err(found) => {
+            problems.extend(found.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)));
+            Err(problems)
+        }
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Result<T, String> {

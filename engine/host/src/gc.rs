@@ -60,6 +60,30 @@ pub fn referenced(home: &Path, store: &Store) -> BTreeSet<String> {
     store.reachable(&slices)
 }
 
+/// The home store's entries the bundles in `bundles` reach (read before they are pruned).
+pub fn reached_by(home: &Path, bundles: &[PathBuf]) -> BTreeSet<String> {
+    let store = Store::of_home(home);
+    let Ok(root) = store.canonical() else { return BTreeSet::new() };
+    let slices: BTreeSet<String> = bundles
+        .iter()
+        .flat_map(|bundle| linked_slices(bundle))
+        .filter(|(linked, _)| linked.canonical().is_ok_and(|linked| linked == root))
+        .map(|(_, name)| name)
+        .collect();
+    store.reachable(&slices)
+}
+
+/// Removes the `candidates` (entries pruned bundles reached) that no bundle left in the
+/// home references; returns how many went. The caller holds the home lock.
+pub fn prune_candidates(home: &Path, candidates: &BTreeSet<String>) -> usize {
+    if candidates.is_empty() {
+        return 0;
+    }
+    let store = Store::of_home(home);
+    let keep = referenced(home, &store);
+    candidates.iter().filter(|name| !keep.contains(*name)).filter(|name| store.remove(name).is_ok()).count()
+}
+
 /// Removes the home store's unreferenced entries. The caller holds the home lock.
 pub fn collect_unreferenced(home: &Path, dry_run: bool) -> Result<GcReport, HostError> {
     let store = Store::of_home(home);

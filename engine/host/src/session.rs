@@ -525,7 +525,13 @@ fn materialize_bundles(
             if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
                 return Ok(crate::bundle::Materialization { outcome: Materialized::Reused, written: 0 });
             }
-            materialize_into(bundles_dir, resolved.bundle, Placement::Linked(store), Verification::Light, &mut || Ok(()))
+            materialize_into(
+                bundles_dir,
+                resolved.bundle,
+                Placement::Linked(store),
+                Verification::Light,
+                &mut || Ok(()),
+            )
         })
         .collect();
     let mut newly_verified = Vec::new();
@@ -688,10 +694,12 @@ fn forget_pruned(bundles_dir: &Path) {
 
 /// Removes the stale bundles (ids a previous index named, or the record holds, and the
 /// new index does not). Returns how many were removed.
+/// The store entries only they reached go with them.
 fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
-    stale
-        .iter()
-        .filter(|id| is_bundle_id(id))
-        .filter(|id| std::fs::remove_dir_all(bundles_dir.join(id)).is_ok())
-        .count()
+    let stale: Vec<PathBuf> = stale.iter().filter(|id| is_bundle_id(id)).map(|id| bundles_dir.join(id)).collect();
+    let home = bundles_dir.parent().unwrap_or(bundles_dir);
+    let candidates = crate::gc::reached_by(home, &stale);
+    let pruned = stale.iter().filter(|bundle| std::fs::remove_dir_all(bundle).is_ok()).count();
+    crate::gc::prune_candidates(home, &candidates);
+    pruned
 }

@@ -171,10 +171,33 @@ impl Store {
         std::fs::symlink_metadata(self.root.join(name)).is_ok_and(|metadata| metadata.is_dir())
     }
 
-    /// Writes one skill tree unless it is there already.
+    /// Whether a tree entry holds every file of `tree` at its size (a glance: stats only).
+    pub fn tree_looks_intact(&self, tree: &StoreTree<'_>) -> bool {
+        let root = self.root.join(&tree.key);
+        tree.files.iter().all(|(path, bytes)| {
+            std::fs::symlink_metadata(root.join(path))
+                .is_ok_and(|metadata| metadata.is_file() && metadata.len() == bytes.len() as u64)
+        })
+    }
+
+    /// Moves a damaged entry out of its name (to a staging name, then removes it): the
+    /// one case an entry's name is given to new bytes, which are the bytes it promised.
+    fn set_aside(&self, name: &str) -> Result<(), String> {
+        let aside = self.staging(&format!("damaged-{name}"));
+        let entry = self.root.join(name);
+        std::fs::rename(&entry, &aside).map_err(|error| cannot("set aside the damaged store entry", &entry, &error))?;
+        let _ = remove_entry(&aside);
+        Ok(())
+    }
+
+    /// Writes one skill tree unless it is there already. An entry found with a file
+    /// missing or of another size is damaged: it is set aside and written again.
     pub fn put_tree(&self, tree: &StoreTree<'_>) -> Result<Written, String> {
         if self.contains(&tree.key) {
-            return Ok(Written::Present);
+            if self.tree_looks_intact(tree) {
+                return Ok(Written::Present);
+            }
+            self.set_aside(&tree.key)?;
         }
         let staging = self.staging(&tree.key);
         let staged = (|| -> Result<(), String> {
@@ -184,10 +207,11 @@ impl Store {
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
                 }
-                crate::atomic::write_new_synced(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
+                std::fs::write(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
             }
             let read = read_tree(&staging)?;
-            let pairs: Vec<(&str, &[u8])> = read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+            let pairs: Vec<(&str, &[u8])> =
+                read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
             if tree_key(&pairs) != tree.key {
                 return Err(format!("the staged store entry `{}` failed verification", tree.key));
             }
@@ -204,7 +228,10 @@ impl Store {
     pub fn put_slice(&self, slice: &StoreSlice) -> Result<Written, String> {
         let name = slice.entry_name();
         if self.contains(&name) {
-            return Ok(Written::Present);
+            if self.read_slice_links(&self.root.join(&name)).is_ok_and(|links| links == slice.skills) {
+                return Ok(Written::Present);
+            }
+            self.set_aside(&name)?;
         }
         let staging = self.staging(&name);
         let staged = (|| -> Result<(), String> {
@@ -255,11 +282,14 @@ impl Store {
     }
 
     /// Reads a slice and every tree it links, checking each against its name. Returns
-    /// (path inside the provider folder, bytes) for every file, or the problems, each
-    /// naming the damaged store entry.
-    pub fn read_slice(&self, name: &str) -> Result<Vec<(String, Vec<u8>)>, Vec<String>> {
+    /// (path inside the provider folder, bytes) for every file it could read, and the
+    /// problems, each naming the damaged store entry.
+    pub fn read_slice(&self, name: &str) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
         let folder = self.root.join(name);
-        let links = self.read_slice_links(&folder).map_err(|problem| vec![problem])?;
+        let links = match self.read_slice_links(&folder) {
+            Ok(links) => links,
+            Err(problem) => return (Vec::new(), vec![problem]),
+        };
         let mut problems = Vec::new();
         if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
             problems.push(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
@@ -282,7 +312,15 @@ impl Store {
                 Err(problem) => problems.push(problem),
             }
         }
-        if problems.is_empty() { Ok(files) } else { Err(problems) }
+        (files, problems)
+    }
+
+    /// Removes one entry (a tree or a slice) by name.
+    pub fn remove(&self, name: &str) -> std::io::Result<()> {
+        if !(is_tree_key(name) || is_slice_name(name)) {
+            return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+        }
+        remove_entry(&self.root.join(name))
     }
 
     /// Entry names in the store (trees and slices), and staging folders left behind.
@@ -320,7 +358,11 @@ impl Store {
         let (entries, staging) = self.listing();
         let mut removed = Vec::new();
         let own = format!("-{}-", std::process::id());
-        for name in entries.iter().filter(|name| !keep.contains(*name)).chain(staging.iter().filter(|name| !name.contains(&own))) {
+        for name in entries
+            .iter()
+            .filter(|name| !keep.contains(*name))
+            .chain(staging.iter().filter(|name| !name.contains(&own)))
+        {
             if !dry_run {
                 remove_entry(&self.root.join(name)).map_err(|error| cannot("remove", &self.root.join(name), &error))?;
             }
