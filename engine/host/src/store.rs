@@ -391,6 +391,7 @@ pub fn slice_of_link(link: &Path) -> Result<Option<(Store, String)>, String> {
     let parent = link.parent().unwrap_or(Path::new("."));
     let resolved = parent.join(&target);
     let store = resolved.parent().map(Path::to_path_buf).unwrap_or_default();
+    let store = store.canonicalize().unwrap_or(store);
     Ok(Some((Store::at(store), name)))
 }
 
