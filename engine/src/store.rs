@@ -114,10 +114,13 @@ pub fn is_slice_name(name: &str) -> bool {
     name.strip_prefix(SLICE_PREFIX).is_some_and(|key| is_hex(key, 64))
 }
 
+/// A tree's files: (path inside the tree, bytes).
+type TreeFiles<'bundle> = Vec<(&'bundle str, &'bundle [u8])>;
+
 /// Splits a bundle's files into skill trees, per-provider slices and its own files.
 pub fn layout(files: &[OutputFile]) -> StoreLayout<'_> {
     // source → skill → files of the tree.
-    let mut grouped: BTreeMap<&str, BTreeMap<&str, Vec<(&str, &[u8])>>> = BTreeMap::new();
+    let mut grouped: BTreeMap<&str, BTreeMap<&str, TreeFiles<'_>>> = BTreeMap::new();
     let mut own = Vec::new();
     for file in files {
         let split = file.path.strip_prefix(SKILLS_PREFIX).and_then(|rest| {
@@ -182,8 +185,7 @@ mod tests {
 
     #[test]
     fn the_tree_key_is_the_catalogue_tree_digest_without_crlf() {
-        let summary =
-            crate::catalogue::FileSummary { raw_length: 3, folded_length: 3, digest: *blake3::hash(b"abc").as_bytes() };
+        let summary = crate::catalogue::FileSummary::of_bytes(b"abc");
         let expected = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected);
     }

@@ -279,10 +279,13 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
     if problems.is_empty() { Ok(files) } else { Err(problems) }
 }
 
+/// A bundle's files by path.
+type BundleFiles = BTreeMap<String, Vec<u8>>;
+
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
 /// verification can name the files a damaged store entry changed. `Err` when the folder
 /// is no bundle at all.
-fn read_all(directory: &Path) -> Result<(BTreeMap<String, Vec<u8>>, Vec<String>), Vec<String>> {
+fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
