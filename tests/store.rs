@@ -305,3 +305,33 @@ fn a_flipped_byte_in_a_store_entry_fails_verify_naming_it() {
     assert!(broken.stderr.contains(&entry), "names the damaged entry {entry}: {}", broken.stderr);
     assert!(broken.stderr.contains("content/skills/hardware/machine-gpu/SKILL.md"), "{}", broken.stderr);
 }
+
+#[test]
+fn a_live_watch_keeps_the_entries_its_bundles_reference() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut watcher, _) =
+        acompose_host::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress).expect("watch");
+    let home_flag = home.to_str().expect("utf-8");
+    let collect = || {
+        let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        for id in index(&home).values() {
+            verify_directory(&home.join("bundles").join(id)).expect("the watched bundles keep their entries");
+        }
+    };
+    collect();
+    let before = index(&home)["platform"].clone();
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Watched."));
+    // Bounded: the watcher reports each batch of events; a few hundred rounds is ample.
+    for _ in 0..300 {
+        if let acompose_host::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
+            break;
+        }
+    }
+    assert_ne!(index(&home)["platform"], before, "the edit reconverged");
+    // Between reconvergences the stale bundle awaits pruning; gc keeps what it links too.
+    collect();
+    watcher.stop();
+    collect();
+}
