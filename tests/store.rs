@@ -335,3 +335,55 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     watcher.stop();
     collect();
 }
+
+#[test]
+fn a_warm_compose_answers_from_the_fingerprints_and_notices_every_change() {
+    let (temporary, root) = stage("selector-slice");
+    // Inputs changed within two seconds of a run are re-hashed by the next (racily fresh).
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    for entry in walkdir::WalkDir::new(temporary.path()).contents_first(true).into_iter().flatten() {
+        let file = if entry.file_type().is_dir() {
+            std::fs::File::open(entry.path())
+        } else {
+            std::fs::File::options().write(true).open(entry.path())
+        };
+        file.and_then(|file| file.set_modified(hour_ago)).expect("backdate");
+    }
+    let home = temporary.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let home_flag = home.to_str().expect("utf-8");
+    let compose = || {
+        let output =
+            acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects", "--stats"]);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output.stdout
+    };
+    let first = compose();
+    assert!(first.contains("(new)"), "{first}");
+    let id = first.split_whitespace().nth(1).expect("id").to_owned();
+    let warm = compose();
+    assert!(warm.starts_with(&format!("bundle {id} (reused)")), "{warm}");
+    assert!(warm.contains("read 0, hashed 0, written 0"), "no file body read: {warm}");
+    assert_eq!(
+        warm.lines().filter(|line| !line.starts_with("stats")).collect::<Vec<_>>(),
+        first.replace("(new)", "(reused)").lines().filter(|line| !line.starts_with("stats")).collect::<Vec<_>>(),
+        "the same report"
+    );
+    // A skill edited: composed again, a new bundle.
+    let skill = root.join("projects/example/hardware-knowledge/.agents/skills/machine-gpu/SKILL.md");
+    let text = std::fs::read_to_string(&skill).expect("skill");
+    write(&skill, &text.replace("\n\n", "\n\nEdited.\n\n"));
+    let edited = compose();
+    assert!(edited.contains("(new)"), "{edited}");
+    assert_ne!(edited.split_whitespace().nth(1), Some(id.as_str()));
+    // A store tree losing a file is noticed, not answered from the cache.
+    let bundle = home.join("bundles").join(edited.split_whitespace().nth(1).expect("id"));
+    let warm = compose();
+    assert!(warm.contains("(reused)") && warm.contains("read 0"), "{warm}");
+    let link = std::fs::read_dir(bundle.join("content/skills")).expect("skills").flatten().next().expect("a provider");
+    let tree = std::fs::read_dir(link.path()).expect("slice").flatten().next().expect("a skill").path();
+    let file = tree.join("SKILL.md").canonicalize().expect("resolve");
+    std::fs::remove_file(&file).expect("damage the store");
+    let output = acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects"]);
+    assert_ne!(output.code, 0, "a damaged store entry is not passed off as reused: {}", output.stdout);
+}

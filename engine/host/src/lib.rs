@@ -13,6 +13,7 @@ pub mod blame;
 pub mod bundle;
 pub mod cache;
 pub mod catalog_check;
+pub mod compose_cache;
 pub mod convergence;
 pub mod error;
 pub mod export;
