@@ -161,6 +161,67 @@ fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize,
     Ok(written)
 }
 
+/// Writes the store entries of a layout, then the bundle's links to its slices: (store
+/// entries written, (link path inside the bundle, relative target)).
+fn store_and_links(
+    out: &Path,
+    id: &str,
+    store: &Store,
+    layout: &StoreLayout<'_>,
+) -> Result<(usize, Vec<(PathBuf, PathBuf)>), String> {
+    let written = write_store_entries(store, layout)?;
+    // The staging folder and the bundle share a parent, so one relative target serves
+    // both.
+    let skills_folder = out
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve `{}`: {}", out.display(), error_kind(&error)))?
+        .join(id)
+        .join(SKILLS_PREFIX.trim_end_matches('/'));
+    let store_root = store.canonical()?;
+    let links = layout
+        .slices
+        .iter()
+        .map(|slice| {
+            (
+                PathBuf::from(format!("{SKILLS_PREFIX}{}", slice.source)),
+                relative_path(&skills_folder, &store_root.join(slice.entry_name())),
+            )
+        })
+        .collect();
+    Ok((written, links))
+}
+
+/// Writes a staging folder: its folders, its files in parallel, then its links.
+fn write_staging(
+    staging: &Path,
+    files: &[&acompose_engine::OutputFile],
+    links: &[(PathBuf, PathBuf)],
+) -> Result<(), String> {
+    let mut folders: Vec<PathBuf> = files
+        .iter()
+        .map(|file| staging.join(&file.path))
+        .chain(links.iter().map(|(link, _)| staging.join(link)))
+        .filter_map(|path| path.parent().map(Path::to_path_buf))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    for folder in &folders {
+        std::fs::create_dir_all(folder)
+            .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
+    }
+    files.par_iter().try_for_each(|file| {
+        let path = staging.join(&file.path);
+        std::fs::write(&path, &file.bytes)
+            .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
+    })?;
+    for (link, link_target) in links {
+        let path = staging.join(link);
+        std::os::unix::fs::symlink(link_target, &path)
+            .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
+    }
+    Ok(())
+}
+
 fn stage_verify_rename(
     out: &Path,
     bundle: &Bundle,
@@ -193,58 +254,21 @@ fn stage_verify_rename(
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
-    let mut written = 0;
-    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
-    if let (Some(store), Some(layout)) = (store, &layout) {
-        written += write_store_entries(store, layout)?;
-        // The staging folder and the bundle share a parent, so one relative target
-        // serves both.
-        let skills_folder = out
-            .canonicalize()
-            .map_err(|error| format!("cannot resolve `{}`: {}", out.display(), error_kind(&error)))?
-            .join(&bundle.id)
-            .join(SKILLS_PREFIX.trim_end_matches('/'));
-        let store_root = store.canonical()?;
-        for slice in &layout.slices {
-            links.push((
-                PathBuf::from(format!("{SKILLS_PREFIX}{}", slice.source)),
-                relative_path(&skills_folder, &store_root.join(slice.entry_name())),
-            ));
-        }
-    }
+    let (mut written, links) = match (store, &layout) {
+        (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
+        _ => (0, Vec::new()),
+    };
     let files: Vec<&acompose_engine::OutputFile> = match &layout {
         Some(layout) => layout.own.clone(),
         None => bundle.files.iter().collect(),
     };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let staged = (|| -> Result<(), String> {
-        let mut folders: Vec<PathBuf> = files
-            .iter()
-            .map(|file| staging.join(&file.path))
-            .chain(links.iter().map(|(link, _)| staging.join(link)))
-            .filter_map(|path| path.parent().map(Path::to_path_buf))
-            .collect();
-        folders.sort();
-        folders.dedup();
-        for folder in &folders {
-            std::fs::create_dir_all(folder)
-                .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
-        }
-        files.par_iter().try_for_each(|file| {
-            let path = staging.join(&file.path);
-            std::fs::write(&path, &file.bytes)
-                .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
-        })?;
-        for (link, link_target) in &links {
-            let path = staging.join(link);
-            std::os::unix::fs::symlink(link_target, &path)
-                .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
-        }
+    let staged = write_staging(&staging, &files, &links).and_then(|()| {
         check_against(&staging, bundle, linked, verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
         before_rename()
-    })();
+    });
     if let Err(error) = staged {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
