@@ -73,6 +73,34 @@ fn seal(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Creates a file read-only (0444) from the start and writes it; the open descriptor
+/// stays writable.
+fn write_read_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path)?;
+    file.write_all(bytes)
+}
+
+/// Makes a staged tree's folders read-only (0555), deepest first; its files were
+/// created read-only.
+fn seal_folders(staging: &Path, tree: &StoreTree<'_>) -> Result<(), String> {
+    let distinct: BTreeSet<PathBuf> = tree
+        .files
+        .iter()
+        .flat_map(|(path, _)| {
+            Path::new(path).ancestors().skip(1).map(|folder| staging.join(folder)).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut folders: Vec<PathBuf> = distinct.into_iter().collect();
+    folders.sort_by_key(|folder| std::cmp::Reverse(folder.components().count()));
+    for folder in folders {
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555))
+            .map_err(|error| cannot("make read-only", &folder, &error))?;
+    }
+    Ok(())
+}
+
 /// The relative path from folder `from` to `to`; both absolute and free of `.`/`..`.
 pub fn relative_path(from: &Path, to: &Path) -> PathBuf {
     let from: Vec<Component<'_>> = from.components().collect();
@@ -207,7 +235,7 @@ impl Store {
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
                 }
-                std::fs::write(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
+                write_read_only(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
             }
             let read = read_tree(&staging)?;
             let pairs: Vec<(&str, &[u8])> =
@@ -215,7 +243,7 @@ impl Store {
             if tree_key(&pairs) != tree.key {
                 return Err(format!("the staged store entry `{}` failed verification", tree.key));
             }
-            seal(&staging)
+            seal_folders(&staging, tree)
         })();
         if let Err(error) = staged {
             let _ = remove_entry(&staging);
