@@ -149,14 +149,25 @@ pub fn materialize_into(
 }
 
 /// Writes the store entries of a layout; returns how many were new.
+/// Slices this store value already wrote or checked whole are not looked into again;
+/// the trees of the others are written or checked at a glance.
 fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize, String> {
     store.create()?;
-    let trees: Vec<Written> = layout.trees.par_iter().map(|tree| store.put_tree(tree)).collect::<Result<_, _>>()?;
+    let unknown: Vec<_> = layout.slices.iter().filter(|slice| !store.knows_slice(&slice.entry_name())).collect();
+    let needed: std::collections::BTreeSet<&str> =
+        unknown.iter().flat_map(|slice| slice.skills.iter().map(|(_, key)| key.as_str())).collect();
+    let trees: Vec<Written> = layout
+        .trees
+        .par_iter()
+        .filter(|tree| needed.contains(tree.key.as_str()))
+        .map(|tree| store.put_tree(tree))
+        .collect::<Result<_, _>>()?;
     let mut written = trees.iter().filter(|written| **written == Written::New).count();
-    for slice in &layout.slices {
+    for slice in unknown {
         if store.put_slice(slice)? == Written::New {
             written += 1;
         }
+        store.know_slice(&slice.entry_name());
     }
     Ok(written)
 }

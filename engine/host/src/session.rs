@@ -57,6 +57,8 @@ pub struct Session {
     /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
     pub defer_pruning: bool,
     prune_pending: Vec<(PathBuf, Vec<String>)>,
+    /// The home's store, with the slices this session already wrote or checked.
+    store: Option<crate::store::Store>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -265,8 +267,13 @@ impl Session {
         let bundles_dir = home.join(BUNDLES_DIR);
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
         let written = record_new_bundles(&bundles_dir, &current)?;
-        let store = crate::store::Store::of_home(home);
-        let newly_verified = materialize_bundles(&bundles_dir, &store, &bundles, &self.verified, &mut report)?;
+        let store = match self.store.take() {
+            Some(store) if store == crate::store::Store::of_home(home) => store,
+            _ => crate::store::Store::of_home(home),
+        };
+        let materialized = materialize_bundles(&bundles_dir, &store, &bundles, &self.verified, &mut report);
+        self.store = Some(store);
+        let newly_verified = materialized?;
         progress.phase("materialize bundles");
         write_artifact(home, &model, hooks, &mut report)?;
         let stale = stale_bundles(&bundles_dir, &written, &current);

@@ -22,11 +22,21 @@ const STAGING_PREFIX: &str = ".staging-";
 /// Distinguishes staging folders of one process.
 static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// A store folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A store folder, and the slices this value wrote or checked whole (with their trees):
+/// a live session (watch mode) does not check them again while they exist.
+#[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    known: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
+
+impl PartialEq for Store {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Store {}
 
 /// What one write of an entry did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +157,22 @@ fn read_tree(path: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
 
 impl Store {
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Store { root: root.into() }
+        Store { root: root.into(), known: std::sync::Arc::default() }
+    }
+
+    /// Whether a slice was written or checked whole by this value and is still there (a
+    /// slice and its trees leave the store together, never one without the other being
+    /// unreferenced).
+    pub fn knows_slice(&self, name: &str) -> bool {
+        let known = self.known.lock().is_ok_and(|known| known.contains(name));
+        known && self.contains(name)
+    }
+
+    /// Records a slice written or checked whole, its trees included.
+    pub fn know_slice(&self, name: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(name.to_owned());
+        }
     }
 
     /// The store of a home.
