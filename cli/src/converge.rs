@@ -5,9 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use acompose_engine::diagnostic::sanitize;
+use acompose_host::NoProgress;
 use acompose_host::cache;
 use acompose_host::convergence::{BareRun, Stats, converge_home};
-use acompose_host::home::{ARTIFACT_DIR, projects_root, resolve_home};
+use acompose_host::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
+use acompose_host::mounts::{MountReport, deliver};
 use acompose_host::session::Report;
 
 use crate::progress::TerminalProgress;
@@ -154,12 +157,19 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     };
     let projects = projects_root(args.projects_root.as_deref());
     let progress = TerminalProgress::new(terminal);
-    match converge_home(&home, &projects, &progress) {
-        Ok(BareRun::Unchanged { summary, stats }) => {
+    let run = match converge_home(&home, &projects, &progress) {
+        Ok(run) => run,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let delivered = match read_config(&home, &NoProgress).and_then(|config| deliver(&home, &config)) {
+        Ok(delivered) => delivered,
+        Err(error) => return report_error(&error, terminal),
+    };
+    match run {
+        BareRun::Unchanged { summary, stats } => {
             print_report(&home, &Found::Unchanged(&summary), &stats, args, terminal, started.elapsed());
-            exit::SUCCESS
         }
-        Ok(BareRun::Converged { report, stats, session }) => {
+        BareRun::Converged { report, stats, session } => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
@@ -172,8 +182,38 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
             // The process ends here: let the operating system reclaim the database
             // instead of freeing every memo one by one.
             std::mem::forget(session);
-            exit::SUCCESS
         }
-        Err(error) => report_error(&error, terminal),
+    }
+    if !args.json {
+        print_delivery(&delivered, terminal);
+    }
+    exit::SUCCESS
+}
+
+/// The delivery line of the summary (or the hint that turns delivery on) and a warning
+/// for every path the user's own entry holds.
+fn print_delivery(delivered: &MountReport, terminal: &Terminal) {
+    for path in &delivered.kept {
+        print_stderr(&format!(
+            "warning: `{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's\n",
+            sanitize(&path.display().to_string())
+        ));
+    }
+    if terminal.quiet {
+        return;
+    }
+    if delivered.configured || !delivered.removed.is_empty() {
+        print_stdout(&format!(
+            "delivery  {} linked, {} unchanged, {} removed, {} kept as yours\n",
+            delivered.created.len(),
+            delivered.unchanged,
+            delivered.removed.len(),
+            delivered.kept.len()
+        ));
+    }
+    if !delivered.configured {
+        print_stdout(
+            "hint      no harness reads this roster yet: `acompose setup claude` (or codex, opencode, gemini) links it in\n",
+        );
     }
 }

@@ -10,9 +10,13 @@ pub mod converge;
 pub mod describe;
 pub mod exit;
 pub mod gc;
+pub mod identity;
+pub mod launch;
 pub mod people;
 pub mod progress;
+pub mod project;
 pub mod roster;
+pub mod setup;
 pub mod terminal;
 pub mod verify;
 pub mod watch;
@@ -103,11 +107,26 @@ pub enum Command {
     Bundle(bundle::BundleArgs),
     /// Remove the home store's entries no bundle of the home references.
     Gc(gc::GcArgs),
+    /// Start a harness as one assigned role (also `acompose ROLE HARNESS [ARGS]`).
+    Launch(launch::LaunchArgs),
+    /// Deliver a bundle into a harness layout: its instructions file and skill folders.
+    Project(project::ProjectArgs),
+    /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
+    Setup(setup::SetupArgs),
+    /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
+    Statusline(identity::StatuslineArgs),
+    /// Show the role, identity and skills of the nearest projection.
+    Whoami(identity::WhoamiArgs),
 }
 
 /// Runs the program and returns its exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .map(|command| command.get_name().to_owned())
+        .collect();
+    let arguments = launch::shorthand(std::env::args_os().collect(), &commands);
+    let cli = match Cli::try_parse_from(arguments) {
         Ok(cli) => cli,
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { exit::SUCCESS };
@@ -127,6 +146,11 @@ pub fn main() -> ExitCode {
         Some(Command::People(args)) => people::run(args, &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Project(args)) => project::run(args, &terminal),
+        Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
+        Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)

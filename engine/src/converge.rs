@@ -35,10 +35,41 @@ pub struct HostConfig {
     pub operating_context: Vec<(String, Span)>,
     /// `skill_policy`: what Agent Skills findings do to every composition of the host.
     pub skill_policy: crate::skill_rules::SkillPolicy,
+    /// `load_points`: where each harness's user instructions file is; `None` when the key
+    /// is absent (no harness folder is touched).
+    pub load_points: Option<Vec<LoadPoint>>,
+    /// `skill_load_points`: where each harness's user skills folder is.
+    pub skill_load_points: Option<Vec<LoadPoint>>,
 }
 
-const KNOWN_KEYS: [&str; 5] =
-    ["person_source", "person_policy", "personality_libraries", "operating_context", "skill_policy"];
+/// Where one harness's delivery goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// `true`: the harness's own place at home scope (the layout table).
+    Default,
+    /// An absolute path or `~/…`, as written; the host expands `~`.
+    Path(String),
+    /// `null` or `false`: this harness is opted out.
+    Off,
+}
+
+/// One entry of `load_points` or `skill_load_points`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadPoint {
+    pub harness: String,
+    pub destination: Destination,
+    pub span: Span,
+}
+
+const KNOWN_KEYS: [&str; 7] = [
+    "person_source",
+    "person_policy",
+    "personality_libraries",
+    "operating_context",
+    "skill_policy",
+    "load_points",
+    "skill_load_points",
+];
 
 /// The byte offset of a 1-based line and column (columns count characters).
 fn offset_at(text: &str, position: Position) -> usize {
@@ -73,6 +104,65 @@ fn kind_name(value: &serde_json::Value) -> &'static str {
 }
 
 impl Reader<'_> {
+    fn error(&mut self, code: &'static str, message: String, span: Span, hint: String) {
+        self.diagnostics.push(Diagnostic::error(code, message).in_file(self.path).at(Some(span)).hint(hint));
+    }
+
+    /// `harness: path` pairs; a harness must be in the layout table, a path absolute or
+    /// `~/…`, and `null`/`false` opts the harness out.
+    fn load_points(&mut self, value: &serde_json::Value, pointer: &str, key: &str) -> Vec<LoadPoint> {
+        let entries = match value {
+            serde_json::Value::Null => return Vec::new(),
+            serde_json::Value::Object(entries) => entries,
+            other => {
+                let span = self.span(pointer, 1);
+                let message = format!("`{key}` expects a mapping of harness to path, found {}", kind_name(other));
+                self.error("config-type", message, span, format!("write `{key}:` followed by `  claude: ~/…` lines"));
+                return Vec::new();
+            }
+        };
+        let mut points = Vec::new();
+        for (harness, destination) in entries {
+            let mut child = pointer.to_owned();
+            push_token(&mut child, harness);
+            let span = self.span(&child, 1);
+            if crate::layout::layout(harness).is_none() {
+                let span = self.key_span(&child, harness);
+                let message = format!("`{}` is not a known harness", sanitize(harness));
+                self.error(
+                    "config-unknown-harness",
+                    message,
+                    span,
+                    format!("known harnesses: {}", crate::layout::harness_names().join(", ")),
+                );
+                continue;
+            }
+            let destination = match destination {
+                serde_json::Value::Null | serde_json::Value::Bool(false) => Destination::Off,
+                serde_json::Value::Bool(true) => Destination::Default,
+                serde_json::Value::String(text) if text.starts_with('/') || text.starts_with("~/") => {
+                    Destination::Path(text.clone())
+                }
+                other => {
+                    let message = format!(
+                        "`{key}.{}` expects an absolute path, `~/…`, `true` or `null`, found {}",
+                        sanitize(harness),
+                        kind_name(other)
+                    );
+                    self.error(
+                        "config-value",
+                        message,
+                        span,
+                        "write an absolute path or one starting with `~/`".to_owned(),
+                    );
+                    continue;
+                }
+            };
+            points.push(LoadPoint { harness: harness.clone(), destination, span });
+        }
+        points
+    }
+
     fn span(&self, pointer: &str, length: usize) -> Span {
         let offset = self.tree.position(pointer).map_or(0, |position| offset_at(self.text, position));
         Span::new(offset, length.max(1))
@@ -176,6 +266,8 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
                 None => {}
             },
             "personality_libraries" => config.personality_libraries = reader.list(value, &pointer, key),
+            "load_points" => config.load_points = Some(reader.load_points(value, &pointer, key)),
+            "skill_load_points" => config.skill_load_points = Some(reader.load_points(value, &pointer, key)),
             "skill_policy" => {
                 if let Some((policy, span)) = reader.scalar(value, &pointer, key) {
                     match crate::skill_rules::SkillPolicy::from_name(&policy) {
@@ -322,5 +414,115 @@ mod tests {
         assert_eq!(codes("a: &x [1]\nb: *x\n"), ["yaml-anchor"]);
         assert_eq!(codes("person_source: .nan\n"), ["non-finite-number"]);
         assert_eq!(codes("person_source: [\n"), ["yaml-syntax"]);
+    }
+}
+
+/// What `acompose setup HARNESS` did to one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyChange {
+    /// The harness was added with its default destination.
+    Added(&'static str),
+    /// The harness was there already, with a destination: left as written.
+    Kept(&'static str),
+    /// The harness is opted out (`null`/`false`): left as written.
+    OptedOut(&'static str),
+}
+
+/// The configuration text with `harness` wired into `load_points` and
+/// `skill_load_points` at its home-scope defaults (`~/…`). Existing entries are kept as
+/// written; lines are only added. An invalid configuration, or a key written in a form
+/// lines cannot be added to, is refused with a message.
+pub fn enable_harness(text: &str, harness: &str) -> Result<(String, Vec<KeyChange>), String> {
+    let Some(row) = crate::layout::layout(harness) else {
+        return Err(format!("`{}` is not a known harness", sanitize(harness)));
+    };
+    let parsed = parse_host_config(text, CONFIG_FILE);
+    if parsed.has_errors() {
+        return Err("the configuration is invalid; fix it first (bare `acompose` shows every problem)".to_owned());
+    }
+    let mut edited = text.to_owned();
+    let mut changes = Vec::new();
+    let keys: [(&'static str, &Option<Vec<LoadPoint>>, &str); 2] = [
+        ("load_points", &parsed.value.load_points, row.home.instructions),
+        ("skill_load_points", &parsed.value.skill_load_points, row.home.skills),
+    ];
+    for (key, points, default) in keys {
+        let entry = format!("{harness}: ~/{default}");
+        match points.as_ref().and_then(|points| points.iter().find(|point| point.harness == harness)) {
+            Some(point) if point.destination == Destination::Off => changes.push(KeyChange::OptedOut(key)),
+            Some(_) => changes.push(KeyChange::Kept(key)),
+            None => {
+                edited = add_entry(&edited, key, &entry)?;
+                changes.push(KeyChange::Added(key));
+            }
+        }
+    }
+    let check = parse_host_config(&edited, CONFIG_FILE);
+    if check.has_errors() {
+        return Err("the edited configuration would be invalid; add the keys by hand".to_owned());
+    }
+    Ok((edited, changes))
+}
+
+/// Adds `entry` under the top-level `key` (creating the key at the end when absent).
+fn add_entry(text: &str, key: &str, entry: &str) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let heading =
+        lines.iter().position(|line| line.strip_prefix(key).and_then(|rest| rest.strip_prefix(':')).is_some());
+    let Some(index) = heading else {
+        let mut edited = text.to_owned();
+        if !edited.is_empty() && !edited.ends_with('\n') {
+            edited.push('\n');
+        }
+        edited.push_str(&format!("{key}:\n  {entry}\n"));
+        return Ok(edited);
+    };
+    let rest = lines[index][key.len() + 1..].trim();
+    let rest = rest.split(" #").next().unwrap_or_default().trim();
+    if !matches!(rest, "" | "null" | "~" | "{}") {
+        return Err(format!("`{key}` is written on one line; add `{entry}` under it by hand"));
+    }
+    let indent = lines
+        .get(index + 1)
+        .map(|line| line.len() - line.trim_start_matches(' ').len())
+        .filter(|indent| *indent > 0 && rest.is_empty())
+        .unwrap_or(2);
+    let mut edited: String = lines[..index].concat();
+    edited.push_str(&format!("{key}:\n{}{entry}\n", " ".repeat(indent)));
+    for line in &lines[index + 1..] {
+        edited.push_str(line);
+    }
+    Ok(edited)
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+
+    #[test]
+    fn setup_adds_both_keys_to_an_empty_configuration() {
+        let (text, changes) = enable_harness("", "claude").expect("edited");
+        assert_eq!(
+            text,
+            "load_points:\n  claude: ~/.claude/CLAUDE.md\nskill_load_points:\n  claude: ~/.claude/skills\n"
+        );
+        assert_eq!(changes, [KeyChange::Added("load_points"), KeyChange::Added("skill_load_points")]);
+    }
+
+    #[test]
+    fn setup_keeps_what_is_written_and_adds_under_an_existing_key() {
+        let text = "skill_policy: warn\nskill_load_points:\n    codex: ~/elsewhere\nload_points:\n  claude: null\n";
+        let (edited, changes) = enable_harness(text, "claude").expect("edited");
+        assert_eq!(
+            edited,
+            "skill_policy: warn\nskill_load_points:\n    claude: ~/.claude/skills\n    codex: ~/elsewhere\nload_points:\n  claude: null\n"
+        );
+        assert_eq!(changes, [KeyChange::OptedOut("load_points"), KeyChange::Added("skill_load_points")]);
+    }
+
+    #[test]
+    fn setup_refuses_an_invalid_configuration_and_a_one_line_mapping() {
+        assert!(enable_harness("nonsense: 1\n", "claude").is_err());
+        assert!(enable_harness("load_points: {codex: ~/x}\n", "claude").is_err());
     }
 }

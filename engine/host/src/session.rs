@@ -17,7 +17,7 @@ use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::bundle::{Materialized, Placement, Verification, materialize_into};
+use crate::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
 use crate::error::{Findings, HostError};
 use crate::home::{refuse_symlinked_parents, selection_for};
 use crate::load::{Loader, label_of, path_key};
@@ -406,6 +406,43 @@ impl Session {
         }
     }
 
+    /// Composes one role's bundle (native skills, at `tier`) from the host configuration
+    /// and materializes it into `bundles` (a folder bare convergence never prunes): what
+    /// an assigned launch delivers. An unknown role is refused with the valid slugs.
+    pub fn compose_role(
+        &mut self,
+        home: &Path,
+        projects: &Path,
+        config: &HostConfig,
+        request: &RoleRequest<'_>,
+        progress: &dyn Progress,
+    ) -> Result<(PathBuf, PersonModel), HostError> {
+        let RoleRequest { role, tier, bundles } = *request;
+        let (source, model) = self.read_person_source(home, config, true, progress)?;
+        if model.role(role).is_none() {
+            let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+            return Err(HostError::invalid(
+                home,
+                format!(
+                    "`{}` is not a role of `{}`; valid roles: {}",
+                    acompose_engine::diagnostic::sanitize(role),
+                    model.source,
+                    slugs.join(", ")
+                ),
+            ));
+        }
+        let estate = self.read_estate(projects, config, true, progress);
+        let composition =
+            self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
+        let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
+        let resolved = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
+        let Some(bundle) = resolved.first().map(|resolved| resolved.bundle) else {
+            return Err(HostError::invalid(home, format!("role `{role}` resolved to no bundle")));
+        };
+        materialize_with(bundles, bundle, Verification::Full)?;
+        Ok((bundles.join(&bundle.id), model))
+    }
+
     fn composition(
         &mut self,
         person: acompose_engine::PersonSource,
@@ -454,6 +491,15 @@ impl Session {
             }
         }
     }
+}
+
+/// One role's bundle to compose outside bare convergence: the role, its model tier and
+/// the folder its bundle is materialized in.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleRequest<'a> {
+    pub role: &'a str,
+    pub tier: &'a str,
+    pub bundles: &'a Path,
 }
 
 /// What the estate's repositories contribute to every role's composition.

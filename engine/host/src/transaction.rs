@@ -27,6 +27,45 @@ pub const JOURNAL_DIR: &str = ".acompose-transaction";
 pub const LOCK_FILE: &str = ".acompose.lock";
 const OWNERSHIP_FORMAT: &str = "acompose.ownership.v1";
 
+/// Where a transaction keeps its bookkeeping, relative to its root, and whether the
+/// directory may hold symbolic links it made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bookkeeping {
+    /// The ownership record (`/`-separated).
+    pub record: &'static str,
+    /// The journal folder; its parent must be the root or the record's folder.
+    pub journal: &'static str,
+    /// The `format` written into the record.
+    pub format: &'static str,
+    /// Whether entries may be links; without it any symbolic link is refused.
+    pub links: bool,
+}
+
+/// The bookkeeping of an output directory (the artifact, the index, the plan).
+pub const OUTPUT_DIRECTORY: Bookkeeping =
+    Bookkeeping { record: OWNERSHIP_FILE, journal: JOURNAL_DIR, format: OWNERSHIP_FORMAT, links: false };
+
+/// What one owned path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content<'a> {
+    Bytes(&'a [u8]),
+    /// A symbolic link to this target (only where [`Bookkeeping::links`] allows).
+    Link(&'a Path),
+}
+
+/// One owned path and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub path: &'a str,
+    pub content: Content<'a>,
+}
+
+impl<'a> Entry<'a> {
+    pub fn file(file: &'a OutputFile) -> Self {
+        Entry { path: &file.path, content: Content::Bytes(&file.bytes) }
+    }
+}
+
 /// A filesystem step the transaction is about to take; fault injection hooks see each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step<'a> {
@@ -135,9 +174,13 @@ impl Action {
     }
 }
 
-fn is_reserved(path: &str) -> bool {
-    let first = path.split('/').next().unwrap_or_default();
-    matches!(first, OWNERSHIP_FILE | JOURNAL_DIR | LOCK_FILE)
+fn first_segment(path: &str) -> &str {
+    path.split('/').next().unwrap_or_default()
+}
+
+fn is_reserved(path: &str, books: &Bookkeeping) -> bool {
+    let first = first_segment(path);
+    first == LOCK_FILE || first == first_segment(books.record) || first == first_segment(books.journal)
 }
 
 /// A relative, `/`-separated path without `.`, `..` or empty segments.
@@ -149,20 +192,23 @@ fn is_safe_relative(path: &str) -> bool {
         && !path.contains('\0')
 }
 
-fn ownership_bytes(paths: &BTreeSet<String>) -> Vec<u8> {
+fn ownership_bytes(paths: &BTreeSet<String>, books: &Bookkeeping, details: Option<&serde_json::Value>) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Record<'a> {
         format: &'static str,
         files: Vec<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<&'a serde_json::Value>,
     }
     acompose_engine::snapshot::to_json_bytes(&Record {
-        format: OWNERSHIP_FORMAT,
+        format: books.format,
         files: paths.iter().map(String::as_str).collect(),
+        details,
     })
 }
 
-fn read_ownership(root: &Path) -> Result<BTreeSet<String>, TransactionError> {
-    let path = root.join(OWNERSHIP_FILE);
+fn read_ownership(root: &Path, books: &Bookkeeping) -> Result<BTreeSet<String>, TransactionError> {
+    let path = root.join(books.record);
     let metadata = match fs::symlink_metadata(&path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
@@ -177,10 +223,15 @@ fn read_ownership(root: &Path) -> Result<BTreeSet<String>, TransactionError> {
     struct Record {
         format: String,
         files: Vec<String>,
+        // What the directory's owner says about it; the transaction only carries it.
+        #[serde(default)]
+        #[expect(dead_code, reason = "accepted so a record with details parses; read by its owner")]
+        details: Option<serde_json::Value>,
     }
     let record: Record = serde_json::from_slice(&bytes)
         .map_err(|_| refused(&path, "the ownership record is not valid; remove it to adopt the directory again"))?;
-    if record.format != OWNERSHIP_FORMAT || record.files.iter().any(|file| !is_safe_relative(file) || is_reserved(file))
+    if record.format != books.format
+        || record.files.iter().any(|file| !is_safe_relative(file) || is_reserved(file, books))
     {
         return Err(refused(
             &path,
@@ -193,11 +244,13 @@ fn read_ownership(root: &Path) -> Result<BTreeSet<String>, TransactionError> {
 enum Existing {
     Missing,
     File(Vec<u8>),
+    Link(PathBuf),
 }
 
 /// Looks at `root/relative` without following symlinks; refuses anything that is not a
-/// regular file or missing, and any ancestor that is not a real directory.
-fn inspect(root: &Path, relative: &str) -> Result<Existing, TransactionError> {
+/// regular file (or, when `links`, a symbolic link) or missing, and any ancestor that is
+/// not a real directory.
+fn inspect(root: &Path, relative: &str, links: bool) -> Result<Existing, TransactionError> {
     let mut current = root.to_path_buf();
     let segments: Vec<&str> = relative.split('/').collect();
     for (index, segment) in segments.iter().enumerate() {
@@ -206,6 +259,9 @@ fn inspect(root: &Path, relative: &str) -> Result<Existing, TransactionError> {
         match fs::symlink_metadata(&current) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Existing::Missing),
             Err(error) => return Err(io_error(&current)(error)),
+            Ok(metadata) if metadata.file_type().is_symlink() && last && links => {
+                return fs::read_link(&current).map(Existing::Link).map_err(io_error(&current));
+            }
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 return Err(refused(&current, "it is a symbolic link"));
             }
@@ -297,8 +353,8 @@ fn roll_back(root: &Path, journal_directory: &Path, actions: &[Action]) -> Resul
 }
 
 /// Rolls back a transaction a previous run left behind (a crash mid-way).
-fn recover(root: &Path) -> Result<bool, TransactionError> {
-    let directory = root.join(JOURNAL_DIR);
+fn recover(root: &Path, books: &Bookkeeping) -> Result<bool, TransactionError> {
+    let directory = root.join(books.journal);
     let journal = directory.join("journal");
     match fs::symlink_metadata(&directory) {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -324,8 +380,8 @@ fn recover(root: &Path) -> Result<bool, TransactionError> {
 
 /// What a transaction will do, decided before anything is touched.
 struct Plan<'a> {
-    /// Files to write, with whether one is there already (and owned).
-    writes: Vec<(&'a OutputFile, bool)>,
+    /// Entries to write, with whether one is there already (and owned).
+    writes: Vec<(Entry<'a>, bool)>,
     removals: Vec<String>,
     unchanged: usize,
     /// The new ownership record, and whether it differs from the one on disk.
@@ -334,35 +390,54 @@ struct Plan<'a> {
 }
 
 /// Plans a transaction: refuses unsafe paths and foreign files in the way.
-fn plan<'a>(root: &Path, files: &'a [OutputFile], root_exists: bool) -> Result<Plan<'a>, TransactionError> {
-    let owned = if root_exists { read_ownership(root)? } else { BTreeSet::new() };
-    let mut writes: Vec<(&OutputFile, bool)> = Vec::new();
+fn plan<'a>(
+    root: &Path,
+    entries: &[Entry<'a>],
+    books: &Bookkeeping,
+    details: Option<&serde_json::Value>,
+    root_exists: bool,
+) -> Result<Plan<'a>, TransactionError> {
+    let owned = if root_exists { read_ownership(root, books)? } else { BTreeSet::new() };
+    let mut writes: Vec<(Entry<'a>, bool)> = Vec::new();
     let mut unchanged = 0;
     let mut planned = BTreeSet::new();
-    for file in files {
-        if !is_safe_relative(&file.path) || is_reserved(&file.path) {
-            return Err(refused(&root.join(&file.path), "the output names an unsafe path"));
+    for entry in entries {
+        let full = || root.join(entry.path);
+        if !is_safe_relative(entry.path) || is_reserved(entry.path, books) {
+            return Err(refused(&full(), "the output names an unsafe path"));
         }
-        planned.insert(file.path.clone());
-        match if root_exists { inspect(root, &file.path)? } else { Existing::Missing } {
-            Existing::File(bytes) if bytes == file.bytes => unchanged += 1,
-            Existing::File(_) if owned.contains(&file.path) => writes.push((file, true)),
-            Existing::File(_) => {
-                return Err(refused(&root.join(&file.path), "a file this directory does not own is in the way"));
+        if matches!(entry.content, Content::Link(_)) && !books.links {
+            return Err(refused(&full(), "this directory holds no symbolic links"));
+        }
+        planned.insert(entry.path.to_owned());
+        let existing = if root_exists { inspect(root, entry.path, books.links)? } else { Existing::Missing };
+        let same = match (&existing, entry.content) {
+            (Existing::File(bytes), Content::Bytes(wanted)) => bytes.as_slice() == wanted,
+            (Existing::Link(target), Content::Link(wanted)) => target.as_path() == wanted,
+            _ => false,
+        };
+        match existing {
+            _ if same => unchanged += 1,
+            Existing::Missing => writes.push((*entry, false)),
+            _ if owned.contains(entry.path) => writes.push((*entry, true)),
+            Existing::Link(_) => {
+                return Err(refused(&full(), "a link this directory did not make is in the way"));
             }
-            Existing::Missing => writes.push((file, false)),
+            Existing::File(_) => {
+                return Err(refused(&full(), "a file this directory does not own is in the way"));
+            }
         }
     }
     let mut removals = Vec::new();
     for path in owned.difference(&planned) {
-        if let Existing::File(_) = inspect(root, path)? {
+        if !matches!(inspect(root, path, books.links)?, Existing::Missing) {
             removals.push(path.clone());
         }
     }
-    let record = ownership_bytes(&planned);
-    let record_changed = match if root_exists { inspect(root, OWNERSHIP_FILE)? } else { Existing::Missing } {
+    let record = ownership_bytes(&planned, books, details);
+    let record_changed = match if root_exists { inspect(root, books.record, false)? } else { Existing::Missing } {
         Existing::File(bytes) => bytes != record,
-        Existing::Missing => true,
+        Existing::Missing | Existing::Link(_) => true,
     };
     Ok(Plan { writes, removals, unchanged, record, record_changed })
 }
@@ -370,10 +445,10 @@ fn plan<'a>(root: &Path, files: &'a [OutputFile], root_exists: bool) -> Result<P
 impl Journal<'_> {
     /// Writes one file: missing folders (one level at a time, journaled), a temporary in
     /// the journal folder, the old file moved aside, the temporary renamed into place.
-    fn write_file(&mut self, file: &OutputFile, exists: bool, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let target = self.root.join(&file.path);
+    fn write_file(&mut self, entry: Entry<'_>, exists: bool, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        let target = self.root.join(entry.path);
         let mut prefix = String::new();
-        let segments: Vec<&str> = file.path.split('/').collect();
+        let segments: Vec<&str> = entry.path.split('/').collect();
         for segment in &segments[..segments.len() - 1] {
             if !prefix.is_empty() {
                 prefix.push('/');
@@ -392,14 +467,18 @@ impl Journal<'_> {
         self.open(hooks)?;
         let temporary = self.next_temporary();
         hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
-        crate::atomic::write_new_synced(&temporary, &file.bytes).map_err(io_error(&temporary))?;
+        match entry.content {
+            Content::Bytes(bytes) => crate::atomic::write_new_synced(&temporary, bytes),
+            Content::Link(link_target) => make_link(link_target, &temporary),
+        }
+        .map_err(io_error(&temporary))?;
         if exists {
             let backup = self.next_backup();
-            self.record(Action::Replaced(file.path.clone(), backup.clone()), hooks)?;
+            self.record(Action::Replaced(entry.path.to_owned(), backup.clone()), hooks)?;
             hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
             fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))?;
         } else {
-            self.record(Action::Created(file.path.clone()), hooks)?;
+            self.record(Action::Created(entry.path.to_owned()), hooks)?;
         }
         hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
         fs::rename(&temporary, &target).map_err(io_error(&target))
@@ -415,16 +494,39 @@ impl Journal<'_> {
     }
 }
 
+#[cfg(unix)]
+fn make_link(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn make_link(_target: &Path, _link: &Path) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "symbolic links need a Unix system; use copies"))
+}
+
 /// Makes `root` hold exactly `files` (plus foreign files that are not in the way).
 pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result<Outcome, TransactionError> {
+    let entries: Vec<Entry<'_>> = files.iter().map(Entry::file).collect();
+    apply_entries(root, &entries, &OUTPUT_DIRECTORY, None, hooks)
+}
+
+/// Makes `root` hold exactly `entries`, keeping its books as `books` says and carrying
+/// `details` in the ownership record.
+pub fn apply_entries(
+    root: &Path,
+    entries: &[Entry<'_>],
+    books: &Bookkeeping,
+    details: Option<&serde_json::Value>,
+    hooks: &mut dyn Hooks,
+) -> Result<Outcome, TransactionError> {
     match fs::symlink_metadata(root) {
         Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
         Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
         Ok(_) | Err(_) => {}
     }
     let root_exists = root.is_dir();
-    let recovered = if root_exists { recover(root)? } else { false };
-    let plan = plan(root, files, root_exists)?;
+    let recovered = if root_exists { recover(root, books)? } else { false };
+    let plan = plan(root, entries, books, details, root_exists)?;
     let mut outcome = Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() };
     if plan.writes.is_empty() && plan.removals.is_empty() && !plan.record_changed {
         return Ok(outcome);
@@ -433,29 +535,37 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
     // Execute, journaling each step first.
     let mut journal = Journal {
         root,
-        directory: root.join(JOURNAL_DIR),
+        directory: root.join(books.journal),
         file: None,
         actions: Vec::new(),
         backups: 0,
         temporaries: 0,
     };
     let mut created_root = false;
+    // A journal inside the record's folder needs that folder before the first step.
+    let journal_parent = journal.directory.parent().filter(|parent| *parent != root).map(Path::to_path_buf);
+    let mut created_journal_parent = false;
     let result = (|| -> Result<(), TransactionError> {
         if !root_exists {
             hooks.before(Step::CreateDirectory(root)).map_err(io_error(root))?;
             fs::create_dir_all(root).map_err(io_error(root))?;
             created_root = true;
         }
-        let ownership = OutputFile { path: OWNERSHIP_FILE.to_owned(), bytes: plan.record.clone() };
-        let record_existed = root.join(OWNERSHIP_FILE).is_file();
+        if let Some(parent) = journal_parent.as_deref().filter(|parent| !parent.is_dir()) {
+            hooks.before(Step::CreateDirectory(parent)).map_err(io_error(parent))?;
+            fs::create_dir(parent).map_err(io_error(parent))?;
+            created_journal_parent = true;
+        }
+        let ownership = Entry { path: books.record, content: Content::Bytes(&plan.record) };
+        let record_existed = root.join(books.record).is_file();
         let mut all_writes = plan.writes.clone();
         if plan.record_changed {
-            all_writes.push((&ownership, record_existed));
+            all_writes.push((ownership, record_existed));
         }
-        for (file, exists) in all_writes {
-            journal.write_file(file, exists, hooks)?;
-            if file.path != OWNERSHIP_FILE {
-                outcome.written.push(file.path.clone());
+        for (entry, exists) in all_writes {
+            journal.write_file(entry, exists, hooks)?;
+            if entry.path != books.record {
+                outcome.written.push(entry.path.to_owned());
             }
         }
         for path in &plan.removals {
@@ -477,6 +587,9 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
         Err(error) => {
             roll_back(journal.root, &journal.directory, &journal.actions)?;
             let _ = fs::remove_dir_all(&journal.directory);
+            if let Some(parent) = journal_parent.filter(|_| created_journal_parent) {
+                let _ = fs::remove_dir(parent);
+            }
             if created_root {
                 let _ = fs::remove_dir(root);
             }
@@ -504,11 +617,27 @@ pub struct Lock {
 
 /// Takes the lock, waiting up to `timeout` for another writer to finish.
 pub fn lock(directory: &Path, timeout: Duration) -> Result<Lock, TransactionError> {
-    let path = directory.join(LOCK_FILE);
+    lock_file(&directory.join(LOCK_FILE), timeout)
+}
+
+/// Takes an exclusive lock on the file at `path` (created when missing).
+pub fn lock_file(path: &Path, timeout: Duration) -> Result<Lock, TransactionError> {
+    let path = path.to_path_buf();
     if fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
         return Err(refused(&path, "the lock file is a symbolic link"));
     }
     let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_error(&path))?;
+    wait_for_lock(file, path, timeout)
+}
+
+/// Takes an exclusive lock on a directory itself, so that locking leaves no file in it
+/// (a projection target is the user's folder).
+pub fn lock_directory_itself(directory: &Path, timeout: Duration) -> Result<Lock, TransactionError> {
+    let file = File::open(directory).map_err(io_error(directory))?;
+    wait_for_lock(file, directory.to_path_buf(), timeout)
+}
+
+fn wait_for_lock(file: File, path: PathBuf, timeout: Duration) -> Result<Lock, TransactionError> {
     let started = Instant::now();
     loop {
         match file.try_lock() {

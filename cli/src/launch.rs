@@ -1,0 +1,142 @@
+//! `acompose launch ROLE HARNESS [-- ARGS…]` (and `acompose ROLE HARNESS [ARGS…]`): the
+//! host converges, composes the role's bundle and projects it into a runtime home; on an
+//! interactive terminal this module shows the role card and waits for Enter (`--yes`
+//! skips it), then the host execs the harness.
+
+use std::ffi::OsString;
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::layout;
+use acompose_engine::render;
+use acompose_host::home::{projects_root, resolve_home};
+use acompose_host::launch::{LaunchRequest, exec, prepare};
+
+use crate::progress::TerminalProgress;
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, print_stderr};
+
+#[derive(Debug, clap::Args)]
+pub struct LaunchArgs {
+    /// The role to assign (a slug of the person source).
+    pub role: String,
+    /// The harness to start.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(layout::harness_names()))]
+    pub harness: String,
+    /// The model tier to compose for (default: `$AGENT_COMPOSE_MODEL_TIER`, else `frontier`).
+    #[arg(long, value_name = "TIER")]
+    pub tier: Option<String>,
+    /// Start without showing the role card and waiting for Enter.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else `~/projects`).
+    #[arg(long, value_name = "DIR")]
+    pub projects_root: Option<PathBuf>,
+    /// Arguments passed to the harness unchanged.
+    #[arg(last = true, value_name = "ARGS")]
+    pub arguments: Vec<OsString>,
+}
+
+/// Rewrites `acompose ROLE HARNESS ARGS…` into `acompose launch ROLE HARNESS -- ARGS…`
+/// when the first word is no command and the second a known harness.
+pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString> {
+    let mut index = 1;
+    while let Some(argument) = arguments.get(index).and_then(|argument| argument.to_str()) {
+        match argument {
+            "--home" | "--color" => index += 2,
+            flag if flag.starts_with('-') => index += 1,
+            _ => break,
+        }
+    }
+    let word = |offset: usize| arguments.get(index + offset).and_then(|argument| argument.to_str());
+    match (word(0), word(1)) {
+        (Some(role), Some(harness))
+            if role != "help"
+                && !commands.iter().any(|command| command == role)
+                && layout::layout(harness).is_some() =>
+        {
+            let mut rewritten = arguments[..index].to_vec();
+            rewritten.extend(["launch".into(), role.into(), harness.into(), "--".into()]);
+            rewritten.extend(arguments[index + 2..].iter().cloned());
+            rewritten
+        }
+        _ => arguments,
+    }
+}
+
+fn confirm(text: &str) -> bool {
+    print_stderr(text);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).is_ok_and(|read| read > 0)
+}
+
+pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let Some(layout) = layout::layout(&args.harness) else {
+        return exit::USAGE;
+    };
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let projects = projects_root(args.projects_root.as_deref());
+    let request =
+        LaunchRequest { home: &home, projects: &projects, role: &args.role, layout, tier: args.tier.as_deref() };
+    let progress = TerminalProgress::new(terminal);
+    let prepared = match prepare(&request, &progress) {
+        Ok(prepared) => prepared,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let headline = format!(
+        "launching {} as `{}` (tier {}, {} skills) from {}\n",
+        layout.display_name,
+        prepared.role,
+        prepared.tier,
+        prepared.projection.details.skills.len(),
+        prepared.runtime.display()
+    );
+    if interactive && !args.yes {
+        let card = prepared
+            .model
+            .role(&prepared.role)
+            .map(|role| render::identity_card(&prepared.model, role, terminal.stderr))
+            .unwrap_or_default();
+        if !confirm(&format!("{card}\n{headline}press Enter to start, Ctrl-C to stop ")) {
+            print_stderr("not started\n");
+            return exit::INVALID;
+        }
+    } else if !terminal.quiet {
+        print_stderr(&headline);
+    }
+    report_error(&exec(&prepared, &args.arguments), terminal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(words: &[&str]) -> Vec<String> {
+        let commands = ["roster".to_owned(), "launch".to_owned()];
+        shorthand(words.iter().map(OsString::from).collect(), &commands)
+            .into_iter()
+            .map(|word| word.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_role_and_a_harness_become_a_launch_with_every_later_word_for_the_harness() {
+        assert_eq!(
+            rewritten(&["acompose", "--home", "h", "platform", "claude", "--continue"]),
+            ["acompose", "--home", "h", "launch", "platform", "claude", "--", "--continue"]
+        );
+    }
+
+    #[test]
+    fn commands_help_and_unknown_harnesses_are_left_alone() {
+        for words in
+            [&["acompose", "roster", "claude"][..], &["acompose", "help", "claude"], &["acompose", "platform", "vim"]]
+        {
+            assert_eq!(rewritten(words), words);
+        }
+    }
+}

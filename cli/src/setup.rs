@@ -1,0 +1,77 @@
+//! `acompose setup HARNESS`: the host adds the harness to `load_points` and
+//! `skill_load_points` in `agent-compose.yaml`, then converges and delivers; this module
+//! prints what changed.
+
+use std::path::{Path, PathBuf};
+
+use acompose_engine::converge::{CONFIG_FILE, KeyChange};
+use acompose_engine::diagnostic::sanitize;
+use acompose_engine::layout;
+use acompose_host::convergence::converge_home;
+use acompose_host::home::{projects_root, read_config, resolve_home};
+use acompose_host::mounts::{deliver, enable};
+
+use crate::progress::TerminalProgress;
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, print_stderr, print_stdout};
+
+#[derive(Debug, clap::Args)]
+pub struct SetupArgs {
+    /// The harness to deliver the roster into.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(layout::harness_names()))]
+    pub harness: String,
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else `~/projects`).
+    #[arg(long, value_name = "DIR")]
+    pub projects_root: Option<PathBuf>,
+}
+
+fn change_line(change: KeyChange, harness: &str) -> String {
+    match change {
+        KeyChange::Added(key) => format!("added     `{key}.{harness}`\n"),
+        KeyChange::Kept(key) => format!("kept      `{key}.{harness}` as written\n"),
+        KeyChange::OptedOut(key) => {
+            format!("kept      `{key}.{harness}` opted out (`null`); remove that line to let setup wire it\n")
+        }
+    }
+}
+
+pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let changes = match enable(&home, &args.harness) {
+        Ok(changes) => changes,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let projects = projects_root(args.projects_root.as_deref());
+    let progress = TerminalProgress::new(terminal);
+    let delivered = match converge_home(&home, &projects, &progress)
+        .and_then(|_| read_config(&home, &progress))
+        .and_then(|config| deliver(&home, &config))
+    {
+        Ok(delivered) => delivered,
+        Err(error) => return report_error(&error, terminal),
+    };
+    for path in &delivered.kept {
+        print_stderr(&format!(
+            "warning: `{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's\n",
+            sanitize(&path.display().to_string())
+        ));
+    }
+    if !terminal.quiet {
+        let mut text = format!("config    {}\n", home.join(CONFIG_FILE).display());
+        for change in changes {
+            text.push_str(&change_line(change, &args.harness));
+        }
+        text.push_str(&format!(
+            "delivery  {} linked, {} unchanged, {} removed, {} kept as yours\n",
+            delivered.created.len(),
+            delivered.unchanged,
+            delivered.removed.len(),
+            delivered.kept.len()
+        ));
+        print_stdout(&text);
+    }
+    exit::SUCCESS
+}

@@ -1,0 +1,217 @@
+//! Projection on disk: reads and verifies one bundle, asks the engine for the plan, and
+//! writes it into the target through the same transaction as the artifact, owned by
+//! `<target>/.agent-compose/projection.json`; and finds the nearest projection record
+//! walking up from a folder (`statusline`, `whoami`). Never touches a path the record
+//! does not own: a foreign file or folder in the way is refused.
+
+use std::path::{Path, PathBuf};
+
+use acompose_engine::bundle::Manifest;
+use acompose_engine::layout::{Layout, Scope};
+use acompose_engine::projection::{self, BundleInput, Details, Health, Mode, Planned};
+
+use crate::error::HostError;
+use crate::home::LOCK_TIMEOUT;
+use crate::load::error_kind;
+use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
+
+/// The bookkeeping of a projection target: the record and journal live under
+/// `.agent-compose/`, and skill folders may be links.
+pub const PROJECTION: Bookkeeping =
+    Bookkeeping { record: projection::RECORD, journal: projection::JOURNAL, format: projection::FORMAT, links: true };
+
+/// The largest projection record `statusline` reads.
+const RECORD_LIMIT: u64 = 1 << 20;
+
+/// One projection to make.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub bundle: &'a Path,
+    pub layout: &'static Layout,
+    pub scope: Scope,
+    pub target: &'a Path,
+    pub mode: Mode,
+    /// Further links the target owns beside the projection (path in the target → what it
+    /// points to): a runtime home's links to the harness's own files.
+    pub extra_links: &'a [(String, PathBuf)],
+}
+
+/// What a projection did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub target: PathBuf,
+    pub details: Details,
+    pub outcome: Outcome,
+}
+
+fn check_target(target: &Path) -> Result<(), HostError> {
+    match std::fs::symlink_metadata(target) {
+        Ok(metadata) if metadata.file_type().is_symlink() => Err(HostError::invalid(
+            target,
+            format!("target `{}` is a symbolic link; pass the real directory", target.display()),
+        )),
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(HostError::invalid(target, format!("target `{}` is not a directory", target.display()))),
+        Err(error) => Err(HostError::invalid(
+            target,
+            format!(
+                "target `{}` cannot be opened: {}; create it or pass another `--target`",
+                target.display(),
+                error_kind(&error)
+            ),
+        )),
+    }
+}
+
+/// A bundle read and verified: its absolute path, id, manifest and files.
+struct ReadBundle {
+    path: PathBuf,
+    id: String,
+    manifest: Manifest,
+    files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+fn read_verified(bundle: &Path) -> Result<ReadBundle, HostError> {
+    let path = bundle.canonicalize().map_err(|error| {
+        HostError::invalid(bundle, format!("bundle `{}` cannot be opened: {}", bundle.display(), error_kind(&error)))
+    })?;
+    let failed = |problems: Vec<String>| {
+        let first = problems.first().cloned().unwrap_or_default();
+        HostError::invalid(
+            bundle,
+            format!(
+                "bundle `{}` failed verification ({first}); run `acompose verify {}` for every problem",
+                bundle.display(),
+                bundle.display()
+            ),
+        )
+    };
+    let files = crate::bundle::read_bundle(&path).map_err(failed)?;
+    let id = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    acompose_engine::bundle::verify(&id, &files).map_err(|problems| {
+        failed(problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect())
+    })?;
+    let manifest: Manifest = files
+        .get("manifest.json")
+        .and_then(|bytes| serde_json::from_slice(bytes).ok())
+        .ok_or_else(|| failed(vec!["manifest.json: not a valid manifest".to_owned()]))?;
+    Ok(ReadBundle { path, id, manifest, files })
+}
+
+/// Turns a refusal of the transaction into an error that says what to do.
+fn with_hint(error: TransactionError) -> HostError {
+    match error {
+        TransactionError::Refused { path, reason } => {
+            let message = format!(
+                "refused to write `{}`: {reason}; acompose never overwrites what it did not write: move it away or project into another `--target`",
+                path.display()
+            );
+            HostError::invalid(path, message)
+        }
+        other => HostError::Transaction(other),
+    }
+}
+
+/// Projects a bundle into a target. `hooks` sees every filesystem step (fault injection
+/// in tests; [`transaction::NoFaults`] otherwise). Any failure leaves the previous
+/// projection as it was.
+pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, HostError> {
+    check_target(request.target)?;
+    let bundle = read_verified(request.bundle)?;
+    let bundle_text = bundle.path.to_string_lossy().into_owned();
+    let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
+    let plan = projection::plan(&input, request.layout, request.scope, request.mode)
+        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
+    let links: Vec<PathBuf> = plan
+        .entries
+        .iter()
+        .map(|entry| match &entry.content {
+            Planned::BundleFolder(relative) => bundle.path.join(relative),
+            Planned::Bytes(_) => PathBuf::new(),
+        })
+        .collect();
+    let entries: Vec<Entry<'_>> = plan
+        .entries
+        .iter()
+        .zip(&links)
+        .map(|(entry, link)| Entry {
+            path: &entry.path,
+            content: match &entry.content {
+                Planned::Bytes(bytes) => Content::Bytes(bytes),
+                Planned::BundleFolder(_) => Content::Link(link),
+            },
+        })
+        .chain(request.extra_links.iter().map(|(path, target)| Entry { path, content: Content::Link(target) }))
+        .collect();
+    let details = serde_json::to_value(&plan.details).map_err(|error| {
+        HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
+    })?;
+    let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
+    let outcome =
+        transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), hooks).map_err(with_hint)?;
+    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome })
+}
+
+/// A projection record found walking up.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The target folder (the one holding `.agent-compose/`).
+    pub target: PathBuf,
+    pub details: Details,
+    pub health: Health,
+}
+
+#[derive(serde::Deserialize)]
+struct Record {
+    format: String,
+    files: Vec<String>,
+    details: Details,
+}
+
+/// Reads the record in `target`, if there is a readable one.
+fn read_record(target: &Path) -> Option<Record> {
+    let path = target.join(projection::RECORD);
+    let metadata = std::fs::symlink_metadata(&path).ok()?;
+    if !metadata.is_file() || metadata.len() > RECORD_LIMIT {
+        return None;
+    }
+    let record: Record = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+    (record.format == projection::FORMAT).then_some(record)
+}
+
+fn health_of(target: &Path, record: &Record) -> Health {
+    if !Path::new(&record.details.bundle_path).is_dir() {
+        return Health::BundleMissing;
+    }
+    let intact = record.files.iter().all(|file| {
+        !file.split('/').any(|segment| segment.is_empty() || segment == "..")
+            && std::fs::metadata(target.join(file)).is_ok()
+    });
+    if intact { Health::Ok } else { Health::Damaged }
+}
+
+/// The nearest projection at or above `start`: the first folder holding a valid
+/// `.agent-compose/projection.json`. A folder with no record, or an unreadable one, is
+/// passed over; nothing found is `None`.
+pub fn find_projection(start: &Path) -> Option<Found> {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    start.ancestors().find_map(|folder| {
+        let record = read_record(folder)?;
+        let health = health_of(folder, &record);
+        Some(Found { target: folder.to_path_buf(), details: record.details, health })
+    })
+}
+
+/// The target a scope defaults to: the current folder for a repository, the user's home
+/// folder for home scope.
+pub fn default_target(scope: Scope) -> Result<PathBuf, HostError> {
+    match scope {
+        Scope::Repository => std::env::current_dir().map_err(|error| {
+            HostError::environment("", format!("cannot read the current folder: {}", error_kind(&error)))
+        }),
+        Scope::Home => match std::env::home_dir() {
+            Some(home) if !home.as_os_str().is_empty() => Ok(home),
+            _ => Err(HostError::environment("", "cannot find a home directory; pass `--target DIR`")),
+        },
+    }
+}

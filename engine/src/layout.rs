@@ -1,0 +1,189 @@
+//! Harness layouts as data: one row per harness saying where its instructions file and
+//! its skills folder live at repository scope and at home scope, which environment
+//! variable moves its configuration folder, which of its own files a runtime home may
+//! link, and the name of its binary. Adding a harness is adding a row. Knows nothing of
+//! any real home or repository: every path here is relative to a scope's root.
+//!
+//! The rows follow each harness's public documentation (docs/delivery.md cites them).
+
+/// Where a projection lands: a repository checkout, or a (real or runtime) home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Repository,
+    Home,
+}
+
+impl Scope {
+    /// The name used on the command line and in `projection.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Repository => "repo",
+            Scope::Home => "home",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "repo" => Some(Scope::Repository),
+            "home" => Some(Scope::Home),
+            _ => None,
+        }
+    }
+}
+
+/// Where one scope keeps the instructions file and the skills folder, relative to the
+/// scope's root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Places {
+    pub instructions: &'static str,
+    pub skills: &'static str,
+}
+
+/// An environment variable a launch sets, as a path relative to the runtime home
+/// (`""` is the runtime home itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigVariable {
+    pub name: &'static str,
+    pub relative_to_home: &'static str,
+}
+
+/// One harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// The name on the command line (`--layout claude`, `acompose setup claude`).
+    pub harness: &'static str,
+    /// The name people know it by.
+    pub display_name: &'static str,
+    /// The executable a launch looks for on `PATH`.
+    pub binary: &'static str,
+    pub repository: Places,
+    pub home: Places,
+    /// The variable that moves the harness's configuration folder, if it has one.
+    pub config_variable: Option<ConfigVariable>,
+    /// The harness's own authentication and settings files, relative to a home. A
+    /// runtime home links each one that exists in the real home; none is ever copied
+    /// or read.
+    pub linked_files: &'static [&'static str],
+}
+
+impl Layout {
+    pub fn places(&self, scope: Scope) -> Places {
+        match scope {
+            Scope::Repository => self.repository,
+            Scope::Home => self.home,
+        }
+    }
+}
+
+/// Every harness acompose delivers into, sorted by name.
+pub const LAYOUTS: &[Layout] = &[
+    // https://code.claude.com/docs/en/skills (project `.claude/skills/`, personal
+    // `~/.claude/skills/`) and https://code.claude.com/docs/en/memory (`CLAUDE.md`,
+    // `~/.claude/CLAUDE.md`); `CLAUDE_CONFIG_DIR` moves `~/.claude`.
+    Layout {
+        harness: "claude",
+        display_name: "Claude Code",
+        binary: "claude",
+        repository: Places { instructions: "CLAUDE.md", skills: ".claude/skills" },
+        home: Places { instructions: ".claude/CLAUDE.md", skills: ".claude/skills" },
+        config_variable: Some(ConfigVariable { name: "CLAUDE_CONFIG_DIR", relative_to_home: ".claude" }),
+        linked_files: &[".claude/.credentials.json", ".claude/settings.json", ".claude.json"],
+    },
+    // https://developers.openai.com/codex/skills (repository `.agents/skills/`, user
+    // `$HOME/.agents/skills/`) and https://developers.openai.com/codex/guides/agents-md
+    // (`AGENTS.md`, `$CODEX_HOME/AGENTS.md`, `CODEX_HOME` defaulting to `~/.codex`).
+    Layout {
+        harness: "codex",
+        display_name: "Codex",
+        binary: "codex",
+        repository: Places { instructions: "AGENTS.md", skills: ".agents/skills" },
+        home: Places { instructions: ".codex/AGENTS.md", skills: ".agents/skills" },
+        config_variable: Some(ConfigVariable { name: "CODEX_HOME", relative_to_home: ".codex" }),
+        linked_files: &[".codex/auth.json", ".codex/config.toml"],
+    },
+    // https://geminicli.com/docs/cli/using-agent-skills/ (workspace `.gemini/skills/`,
+    // user `~/.gemini/skills/`) and https://geminicli.com/docs/cli/gemini-md/
+    // (`GEMINI.md`, `~/.gemini/GEMINI.md`); https://geminicli.com/docs/reference/configuration
+    // (`GEMINI_CLI_HOME`, the folder a `.gemini` folder is created in).
+    Layout {
+        harness: "gemini",
+        display_name: "Gemini CLI",
+        binary: "gemini",
+        repository: Places { instructions: "GEMINI.md", skills: ".gemini/skills" },
+        home: Places { instructions: ".gemini/GEMINI.md", skills: ".gemini/skills" },
+        // The variable names the folder that holds `.gemini`, not `.gemini` itself.
+        config_variable: Some(ConfigVariable { name: "GEMINI_CLI_HOME", relative_to_home: "" }),
+        linked_files: &[".gemini/settings.json", ".gemini/oauth_creds.json"],
+    },
+    // https://block.github.io/goose/docs/guides/context-engineering/using-skills
+    // (`./.goose/skills/`, `~/.config/goose/skills/`) and
+    // https://block.github.io/goose/docs/guides/context-engineering/using-goosehints
+    // (`.goosehints`, `~/.config/goose/.goosehints`).
+    Layout {
+        harness: "goose",
+        display_name: "Goose",
+        binary: "goose",
+        repository: Places { instructions: ".goosehints", skills: ".goose/skills" },
+        home: Places { instructions: ".config/goose/.goosehints", skills: ".config/goose/skills" },
+        config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
+        linked_files: &[],
+    },
+    // https://opencode.ai/docs/skills/ (`.opencode/skills/`, `~/.config/opencode/skills/`)
+    // and https://opencode.ai/docs/rules/ (`AGENTS.md`, `~/.config/opencode/AGENTS.md`).
+    Layout {
+        harness: "opencode",
+        display_name: "OpenCode",
+        binary: "opencode",
+        repository: Places { instructions: "AGENTS.md", skills: ".opencode/skills" },
+        home: Places { instructions: ".config/opencode/AGENTS.md", skills: ".config/opencode/skills" },
+        config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
+        linked_files: &[".local/share/opencode/auth.json"],
+    },
+];
+
+/// The layout of a harness by its command-line name.
+pub fn layout(harness: &str) -> Option<&'static Layout> {
+    LAYOUTS.iter().find(|layout| layout.harness == harness)
+}
+
+/// The harness names, for hints.
+pub fn harness_names() -> Vec<&'static str> {
+    LAYOUTS.iter().map(|layout| layout.harness).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_plain_relative(path: &str) -> bool {
+        !path.is_empty()
+            && !path.starts_with('/')
+            && path.split('/').all(|segment| !segment.is_empty() && segment != "." && segment != "..")
+    }
+
+    #[test]
+    fn every_row_names_plain_relative_paths() {
+        for layout in LAYOUTS {
+            for scope in [Scope::Repository, Scope::Home] {
+                let places = layout.places(scope);
+                assert!(is_plain_relative(places.instructions), "{} {scope:?}", layout.harness);
+                assert!(is_plain_relative(places.skills), "{} {scope:?}", layout.harness);
+                assert!(!places.instructions.starts_with(&format!("{}/", places.skills)));
+            }
+            assert!(layout.linked_files.iter().all(|path| is_plain_relative(path)), "{}", layout.harness);
+        }
+    }
+
+    #[test]
+    fn rows_are_sorted_and_unique() {
+        let names = harness_names();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        assert_eq!(layout("codex").map(|row| row.home.skills), Some(".agents/skills"));
+        assert!(layout("vim").is_none());
+        assert_eq!(Scope::parse(Scope::Home.name()), Some(Scope::Home));
+        assert_eq!(Scope::parse("everywhere"), None);
+    }
+}

@@ -1,0 +1,391 @@
+//! Projection of one bundle into one harness layout, the engine half: which paths the
+//! target gets (the instructions file, one entry per selected skill), what each holds
+//! (bytes, or a link to a folder of the bundle), and the identity the projection record
+//! carries for `statusline` and `whoami`. Reads no file and writes none: the host hands
+//! in the bundle's files and writes the plan through a transaction.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::Manifest;
+use crate::diagnostic::sanitize;
+use crate::layout::{Layout, Scope};
+use crate::render::{Palette, tint};
+
+/// The projection record, relative to the target.
+pub const RECORD: &str = ".agent-compose/projection.json";
+/// The journal folder of a projection in progress, relative to the target.
+pub const JOURNAL: &str = ".agent-compose/transaction";
+/// The `format` of the projection record.
+pub const FORMAT: &str = "acompose.projection.v1";
+/// The folder `statusline` and `whoami` look for, walking up from a directory.
+pub const RECORD_FOLDER: &str = ".agent-compose";
+
+/// How skills reach the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Each skill folder is a symbolic link to the bundle's folder of that skill.
+    Link,
+    /// Each skill's files are copied.
+    Copy,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Link => "link",
+            Mode::Copy => "copy",
+        }
+    }
+}
+
+/// What one planned path holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Planned {
+    Bytes(Vec<u8>),
+    /// A link to this folder of the bundle (relative to the bundle's root).
+    BundleFolder(String),
+}
+
+/// One path of the target, relative to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedEntry {
+    pub path: String,
+    pub content: Planned,
+}
+
+/// The personality marks of the identity row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordPersonality {
+    pub slug: String,
+    pub color: String,
+}
+
+/// What a projection record says about the projection (its `details`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Details {
+    pub bundle: String,
+    /// The absolute path of the bundle the links point into.
+    pub bundle_path: String,
+    pub layout: String,
+    pub scope: String,
+    pub mode: String,
+    pub delivery: String,
+    pub role: String,
+    pub role_name: String,
+    pub name: String,
+    pub pronouns: String,
+    pub model_tier: String,
+    pub personalities: Vec<RecordPersonality>,
+    /// The skill names under the skills folder, sorted.
+    pub skills: Vec<String>,
+    /// `ceil(bytes / 4)` over the skill files the projection delivers.
+    pub approximate_tokens: u64,
+}
+
+/// A projection decided before anything is touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub entries: Vec<PlannedEntry>,
+    pub details: Details,
+}
+
+/// The bundle as the host read it.
+pub struct BundleInput<'a> {
+    pub id: &'a str,
+    /// The absolute path of the bundle directory, as text.
+    pub path: &'a str,
+    pub manifest: &'a Manifest,
+    /// Every file of the bundle by its `/`-separated path.
+    pub files: &'a BTreeMap<String, Vec<u8>>,
+}
+
+/// Why a bundle cannot be projected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The bundle has no instructions document for its delivery.
+    MissingDocument(String),
+    /// Two sources deliver a skill of the same name; one folder cannot hold both.
+    DuplicateSkill { skill: String, sources: [String; 2] },
+}
+
+impl Refusal {
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::MissingDocument(path) => format!("the bundle has no `{}`", sanitize(path)),
+            Refusal::DuplicateSkill { skill, sources } => format!(
+                "sources `{}` and `{}` both deliver a skill named `{}`; a harness folder holds one",
+                sanitize(&sources[0]),
+                sanitize(&sources[1]),
+                sanitize(skill)
+            ),
+        }
+    }
+}
+
+/// The skill folders of a bundle: skill name → (source, files relative to the folder).
+type SkillFolders<'a> = BTreeMap<&'a str, (&'a str, Vec<(&'a str, &'a [u8])>)>;
+
+fn skill_folders<'a>(files: &'a BTreeMap<String, Vec<u8>>) -> Result<SkillFolders<'a>, Refusal> {
+    let mut folders: SkillFolders<'a> = BTreeMap::new();
+    for (path, bytes) in files {
+        let Some(rest) = path.strip_prefix("content/skills/") else { continue };
+        let mut parts = rest.splitn(3, '/');
+        let (Some(source), Some(skill), Some(inner)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let folder = folders.entry(skill).or_insert_with(|| (source, Vec::new()));
+        if folder.0 != source {
+            return Err(Refusal::DuplicateSkill {
+                skill: skill.to_owned(),
+                sources: [folder.0.to_owned(), source.to_owned()],
+            });
+        }
+        folder.1.push((inner, bytes.as_slice()));
+    }
+    Ok(folders)
+}
+
+/// Plans the projection of `bundle` into `layout` at `scope`. A compiled bundle delivers
+/// its single document and no skill folder.
+pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode) -> Result<Plan, Refusal> {
+    let places = layout.places(scope);
+    let compiled = bundle.manifest.delivery == crate::request::Delivery::Compiled.name();
+    let document = if compiled { "delivery/compiled.md" } else { "content/instructions.md" };
+    let instructions = bundle.files.get(document).ok_or_else(|| Refusal::MissingDocument(document.to_owned()))?;
+    let mut entries =
+        vec![PlannedEntry { path: places.instructions.to_owned(), content: Planned::Bytes(instructions.clone()) }];
+    let folders = if compiled { BTreeMap::new() } else { skill_folders(bundle.files)? };
+    let mut skill_bytes: u64 = 0;
+    for (skill, (source, files)) in &folders {
+        skill_bytes += files.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+        let folder = format!("{}/{skill}", places.skills);
+        match mode {
+            Mode::Link => entries.push(PlannedEntry {
+                path: folder,
+                content: Planned::BundleFolder(format!("content/skills/{source}/{skill}")),
+            }),
+            Mode::Copy => entries.extend(files.iter().map(|(inner, bytes)| PlannedEntry {
+                path: format!("{folder}/{inner}"),
+                content: Planned::Bytes(bytes.to_vec()),
+            })),
+        }
+    }
+    if compiled {
+        skill_bytes = instructions.len() as u64;
+    }
+    entries.sort_by(|left, right| left.path.cmp(&right.path));
+    let manifest = bundle.manifest;
+    let details = Details {
+        bundle: bundle.id.to_owned(),
+        bundle_path: bundle.path.to_owned(),
+        layout: layout.harness.to_owned(),
+        scope: scope.name().to_owned(),
+        mode: mode.name().to_owned(),
+        delivery: manifest.delivery.clone(),
+        role: manifest.role.slug.clone(),
+        role_name: manifest.role.display_name.clone(),
+        name: manifest.identity.name.clone(),
+        pronouns: manifest.identity.pronouns.clone(),
+        model_tier: manifest.model_tier.clone(),
+        personalities: manifest
+            .personalities
+            .iter()
+            .map(|personality| RecordPersonality { slug: personality.slug.clone(), color: personality.color.clone() })
+            .collect(),
+        skills: folders.keys().map(|skill| (*skill).to_owned()).collect(),
+        approximate_tokens: skill_bytes.div_ceil(4),
+    };
+    Ok(Plan { entries, details })
+}
+
+/// Whether the projection still looks like what its record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    /// The bundle the projection points into is gone.
+    BundleMissing,
+    /// An owned path is missing or a link no longer resolves.
+    Damaged,
+}
+
+impl Health {
+    pub fn name(self) -> &'static str {
+        match self {
+            Health::Ok => "ok",
+            Health::BundleMissing => "bundle missing",
+            Health::Damaged => "damaged",
+        }
+    }
+}
+
+/// A token count as people read it: `950`, `1.2k`, `34k`.
+fn approximate(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..10_000 => format!("{}.{}k", count / 1_000, (count % 1_000) / 100),
+        _ => format!("{}k", count / 1_000),
+    }
+}
+
+/// The identity row of a projection: personality marks, `Name [pronouns]`,
+/// `role@layout`, tier, skills and approximate tokens, health. Every value from the
+/// record is sanitized; colour only through `palette`.
+pub fn identity_row(details: &Details, health: Health, palette: Palette) -> String {
+    let mut row = String::new();
+    for personality in &details.personalities {
+        match crate::color::parse_hex(&personality.color) {
+            Some(rgb) => row.push_str(&tint(palette, rgb, "●")),
+            None => row.push('●'),
+        }
+    }
+    if !row.is_empty() {
+        row.push(' ');
+    }
+    let _ = write!(row, "{}", sanitize(&details.name));
+    if !details.pronouns.is_empty() {
+        let _ = write!(row, " [{}]", sanitize(&details.pronouns));
+    }
+    let skills =
+        if details.skills.len() == 1 { "1 skill".to_owned() } else { format!("{} skills", details.skills.len()) };
+    let _ = write!(
+        row,
+        " · {}@{} · {} · {skills} ~{} tokens · {}",
+        sanitize(&details.role),
+        sanitize(&details.layout),
+        sanitize(&details.model_tier),
+        approximate(details.approximate_tokens),
+        health.name()
+    );
+    row
+}
+
+/// The longer `whoami` text: the row, then one line per fact.
+pub fn whoami_text(details: &Details, health: Health, target: &str) -> String {
+    let mut text = identity_row(details, health, Palette::Plain);
+    text.push('\n');
+    let lines = [
+        ("role", format!("{} ({})", sanitize(&details.role), sanitize(&details.role_name))),
+        ("layout", format!("{} at {} scope, skills by {}", details.layout, details.scope, details.mode)),
+        ("bundle", format!("{} ({})", sanitize(&details.bundle), details.delivery)),
+        ("target", sanitize(target)),
+        ("skills", details.skills.iter().map(|skill| sanitize(skill)).collect::<Vec<_>>().join(", ")),
+    ];
+    for (key, value) in lines {
+        let _ = writeln!(text, "{key:<8}{value}");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn details() -> Details {
+        Details {
+            bundle: "0123456789abcdef".to_owned(),
+            bundle_path: "/bundles/0123456789abcdef".to_owned(),
+            layout: "claude".to_owned(),
+            scope: "repo".to_owned(),
+            mode: "link".to_owned(),
+            delivery: "native-skills".to_owned(),
+            role: "platform".to_owned(),
+            role_name: "Developer Platform Engineer".to_owned(),
+            name: "Rowan\u{1b}[31m Keel".to_owned(),
+            pronouns: "she".to_owned(),
+            model_tier: "frontier".to_owned(),
+            personalities: vec![RecordPersonality { slug: "grounded".to_owned(), color: "#8f8c47".to_owned() }],
+            skills: vec!["role-platform".to_owned()],
+            approximate_tokens: 1_234,
+        }
+    }
+
+    #[test]
+    fn the_identity_row_never_carries_a_control_byte_from_the_record() {
+        let row = identity_row(&details(), Health::Ok, Palette::Plain);
+        assert_eq!(row, "● Rowan\u{fffd}[31m Keel [she] · platform@claude · frontier · 1 skill ~1.2k tokens · ok");
+        let tinted = identity_row(&details(), Health::Damaged, Palette::TrueColor);
+        assert!(tinted.starts_with("\x1b[38;2;143;140;71m●\x1b[0m "), "{tinted:?}");
+        assert_eq!(tinted.matches('\x1b').count(), 2);
+    }
+
+    fn manifest(delivery: &str) -> Manifest {
+        use crate::bundle::{ManifestIdentity, ManifestRole, ManifestSkill};
+        Manifest {
+            format: "agent-compose.bundle".to_owned(),
+            format_version: 1,
+            person_source: "roster:core".to_owned(),
+            role: ManifestRole {
+                slug: "platform".to_owned(),
+                display_name: "Platform".to_owned(),
+                purpose: String::new(),
+            },
+            role_skill: ManifestSkill {
+                id: "role-platform".to_owned(),
+                source: "person".to_owned(),
+                digest: String::new(),
+            },
+            model_tier: "frontier".to_owned(),
+            delivery: delivery.to_owned(),
+            personalities: Vec::new(),
+            favorite_color: "#8f8c47".to_owned(),
+            identity: ManifestIdentity { name: "Rowan".to_owned(), pronouns: String::new() },
+            seats: Vec::new(),
+            sources: Vec::new(),
+            content: Vec::new(),
+        }
+    }
+
+    fn files(paths: &[&str]) -> BTreeMap<String, Vec<u8>> {
+        paths.iter().map(|path| ((*path).to_owned(), b"12345".to_vec())).collect()
+    }
+
+    fn plan_of(delivery: &str, paths: &[&str], mode: Mode) -> Result<Plan, Refusal> {
+        let manifest = manifest(delivery);
+        let files = files(paths);
+        let bundle =
+            BundleInput { id: "0123456789abcdef", path: "/b/0123456789abcdef", manifest: &manifest, files: &files };
+        plan(&bundle, crate::layout::layout("claude").expect("claude"), Scope::Repository, mode)
+    }
+
+    #[test]
+    fn links_name_the_bundle_folder_and_copies_every_file() {
+        let paths =
+            ["content/instructions.md", "content/skills/ops/deploy/SKILL.md", "content/skills/ops/deploy/notes/a.md"];
+        let linked = plan_of("native-skills", &paths, Mode::Link).expect("plan");
+        let summary: Vec<(&str, &Planned)> =
+            linked.entries.iter().map(|entry| (entry.path.as_str(), &entry.content)).collect();
+        assert_eq!(
+            summary,
+            [
+                (".claude/skills/deploy", &Planned::BundleFolder("content/skills/ops/deploy".to_owned())),
+                ("CLAUDE.md", &Planned::Bytes(b"12345".to_vec())),
+            ]
+        );
+        assert_eq!(linked.details.approximate_tokens, 3);
+        let copied = plan_of("native-skills", &paths, Mode::Copy).expect("plan");
+        let copied: Vec<&str> = copied.entries.iter().map(|entry| entry.path.as_str()).collect();
+        assert_eq!(copied, [".claude/skills/deploy/SKILL.md", ".claude/skills/deploy/notes/a.md", "CLAUDE.md"]);
+    }
+
+    #[test]
+    fn two_sources_with_one_skill_name_and_a_missing_document_are_refused() {
+        let paths = ["content/instructions.md", "content/skills/a/deploy/SKILL.md", "content/skills/b/deploy/SKILL.md"];
+        let refusal = plan_of("native-skills", &paths, Mode::Link).expect_err("refused");
+        assert_eq!(
+            refusal,
+            Refusal::DuplicateSkill { skill: "deploy".to_owned(), sources: ["a".to_owned(), "b".to_owned()] }
+        );
+        let refusal = plan_of("compiled", &["content/instructions.md"], Mode::Link).expect_err("refused");
+        assert_eq!(refusal, Refusal::MissingDocument("delivery/compiled.md".to_owned()));
+    }
+
+    #[test]
+    fn token_counts_read_as_people_write_them() {
+        assert_eq!(approximate(950), "950");
+        assert_eq!(approximate(1_249), "1.2k");
+        assert_eq!(approximate(34_500), "34k");
+    }
+}

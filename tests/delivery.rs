@@ -1,0 +1,338 @@
+//! Delivery into harnesses: `project` into every layout at both scopes (exact trees,
+//! repeat writes nothing, foreign files refused, a fault at every step restores the
+//! previous projection, stale entries removed, compiled bundles), and the identity
+//! surfaces `statusline` and `whoami` read back from the projection record.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::layout::{LAYOUTS, Scope};
+use acompose_engine::projection::Mode;
+use acompose_host::projection::{Request, project};
+use acompose_host::transaction::{Hooks, NoFaults, Step};
+use common::{acompose, copy_dir};
+
+/// A composed bundle of one of the compose fixtures, in its own temporary estate.
+struct Composed {
+    _temporary: tempfile::TempDir,
+    root: PathBuf,
+    bundle: PathBuf,
+}
+
+fn compose(case: &str) -> Composed {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path().join("case");
+    copy_dir(&common::fixtures().join("compose").join(case), &root);
+    copy_dir(&common::fixtures().join("roster/base"), &temporary.path().join("person-base"));
+    let output = acompose(&root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bundle = std::fs::read_dir(root.join("out"))
+        .expect("out")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir() && !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
+        .expect("a bundle");
+    Composed { _temporary: temporary, root, bundle }
+}
+
+/// The skill folders of a bundle: name → `content/skills/<source>/<name>`.
+fn bundle_skills(bundle: &Path) -> BTreeMap<String, PathBuf> {
+    let mut skills = BTreeMap::new();
+    for source in std::fs::read_dir(bundle.join("content/skills")).expect("skills").filter_map(Result::ok) {
+        for skill in std::fs::read_dir(source.path()).expect("source").filter_map(Result::ok) {
+            skills.insert(skill.file_name().to_string_lossy().into_owned(), skill.path());
+        }
+    }
+    skills
+}
+
+/// Every path under `root` (links not followed): path → what it is (`dir`, `link -> …`,
+/// or the file's bytes as text).
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    let mut entries = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+        let entry = entry.expect("entry");
+        let relative = entry.path().strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+        let kind = if entry.path_is_symlink() {
+            format!("link -> {}", std::fs::read_link(entry.path()).expect("link").display())
+        } else if entry.file_type().is_dir() {
+            "dir".to_owned()
+        } else {
+            String::from_utf8_lossy(&std::fs::read(entry.path()).expect("file")).into_owned()
+        };
+        entries.insert(relative, kind);
+    }
+    entries
+}
+
+fn project_cli(root: &Path, bundle: &Path, layout: &str, scope: &str, target: &Path, extra: &[&str]) -> common::Output {
+    let mut arguments = vec![
+        "project",
+        bundle.to_str().expect("utf-8"),
+        "--layout",
+        layout,
+        "--scope",
+        scope,
+        "--target",
+        target.to_str().expect("utf-8"),
+        "--json",
+    ];
+    arguments.extend_from_slice(extra);
+    acompose(root, &arguments)
+}
+
+fn written_count(output: &common::Output) -> usize {
+    let report: serde_json::Value = serde_json::from_str(&output.stdout).expect("json report");
+    report["written"].as_array().expect("written").len()
+}
+
+/// The folders on the way to `path` (`a`, `a/b` for `a/b/c`).
+fn ancestors(path: &str) -> Vec<String> {
+    let segments: Vec<&str> = path.split('/').collect();
+    (1..segments.len()).map(|count| segments[..count].join("/")).collect()
+}
+
+#[test]
+fn every_layout_at_both_scopes_gets_the_exact_tree_and_a_repeat_writes_nothing() {
+    let composed = compose("selector-slice");
+    let bundle = composed.bundle.canonicalize().expect("bundle");
+    let skills = bundle_skills(&bundle);
+    assert!(skills.len() >= 3, "{skills:?}");
+    let instructions = std::fs::read_to_string(bundle.join("content/instructions.md")).expect("instructions");
+    for layout in LAYOUTS {
+        for (scope, scope_name) in [(Scope::Repository, "repo"), (Scope::Home, "home")] {
+            let target = tempfile::tempdir().expect("target");
+            let output = project_cli(&composed.root, &bundle, layout.harness, scope_name, target.path(), &[]);
+            assert_eq!(output.code, 0, "{} {scope_name}: {}", layout.harness, output.stderr);
+            let places = layout.places(scope);
+            let mut expected = BTreeMap::new();
+            for folder in ancestors(places.instructions).into_iter().chain(ancestors(&format!("{}/x", places.skills))) {
+                expected.insert(folder, "dir".to_owned());
+            }
+            expected.insert(places.instructions.to_owned(), instructions.clone());
+            for (skill, folder) in &skills {
+                expected.insert(format!("{}/{skill}", places.skills), format!("link -> {}", folder.display()));
+            }
+            expected.insert(".agent-compose".to_owned(), "dir".to_owned());
+            let mut actual = tree(target.path());
+            let record = actual.remove(".agent-compose/projection.json").expect("the projection record");
+            assert_eq!(actual, expected, "{} {scope_name}", layout.harness);
+            let record: serde_json::Value = serde_json::from_str(&record).expect("record");
+            assert_eq!(record["format"], "acompose.projection.v1");
+            assert_eq!(record["details"]["layout"], layout.harness);
+            for (skill, folder) in &skills {
+                let through_link = std::fs::read(target.path().join(places.skills).join(skill).join("SKILL.md"))
+                    .expect("SKILL.md through the link");
+                assert_eq!(through_link, std::fs::read(folder.join("SKILL.md")).expect("bundle SKILL.md"));
+            }
+            let again = project_cli(&composed.root, &bundle, layout.harness, scope_name, target.path(), &[]);
+            assert_eq!(again.code, 0, "{}", again.stderr);
+            assert_eq!(written_count(&again), 0, "{} {scope_name}: {}", layout.harness, again.stdout);
+            assert_eq!(tree(target.path()).len(), expected.len() + 1);
+        }
+    }
+}
+
+#[test]
+fn copies_are_plain_files_and_a_repeat_writes_nothing() {
+    let composed = compose("selector-slice");
+    let bundle = composed.bundle.canonicalize().expect("bundle");
+    let target = tempfile::tempdir().expect("target");
+    let output = project_cli(&composed.root, &bundle, "codex", "repo", target.path(), &["--copy"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    for (skill, folder) in bundle_skills(&bundle) {
+        let copied = target.path().join(".agents/skills").join(&skill);
+        assert!(!copied.is_symlink() && copied.is_dir(), "{skill}");
+        assert_eq!(
+            std::fs::read(copied.join("SKILL.md")).expect("copy"),
+            std::fs::read(folder.join("SKILL.md")).expect("bundle")
+        );
+    }
+    let again = project_cli(&composed.root, &bundle, "codex", "repo", target.path(), &["--copy"]);
+    assert_eq!(written_count(&again), 0, "{}", again.stdout);
+}
+
+#[test]
+fn a_foreign_claude_md_is_refused_and_left_byte_identical() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    let mine = b"# my own instructions\n\nkeep me\n";
+    std::fs::write(target.path().join("CLAUDE.md"), mine).expect("write");
+    let before = tree(target.path());
+    let output = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(output.stderr.contains("CLAUDE.md"), "{}", output.stderr);
+    assert!(output.stderr.contains("never overwrites"), "{}", output.stderr);
+    assert_eq!(std::fs::read(target.path().join("CLAUDE.md")).expect("read"), mine);
+    assert_eq!(tree(target.path()), before, "nothing else was written");
+}
+
+#[test]
+fn a_foreign_skill_folder_in_the_way_is_refused() {
+    let composed = compose("selector-slice");
+    let skill = bundle_skills(&composed.bundle).into_keys().next().expect("a skill");
+    let target = tempfile::tempdir().expect("target");
+    let folder = target.path().join(".claude/skills").join(&skill);
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    std::fs::write(folder.join("SKILL.md"), "mine\n").expect("write");
+    let before = tree(target.path());
+    let output = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(output.stderr.contains(&skill), "{}", output.stderr);
+    assert_eq!(tree(target.path()), before);
+}
+
+#[test]
+fn projecting_another_bundle_removes_stale_owned_entries_only() {
+    let slice = compose("selector-slice");
+    let star = compose("selector-star");
+    let slice_skills = bundle_skills(&slice.bundle);
+    let star_skills = bundle_skills(&star.bundle);
+    assert_ne!(slice_skills.keys().collect::<Vec<_>>(), star_skills.keys().collect::<Vec<_>>());
+    let target = tempfile::tempdir().expect("target");
+    std::fs::create_dir_all(target.path().join(".claude/skills/users-own")).expect("mkdir");
+    std::fs::write(target.path().join(".claude/skills/users-own/SKILL.md"), "mine\n").expect("write");
+    assert_eq!(project_cli(&star.root, &star.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let output = project_cli(&slice.root, &slice.bundle, "claude", "repo", target.path(), &[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let mut present: Vec<String> = std::fs::read_dir(target.path().join(".claude/skills"))
+        .expect("skills")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    present.sort();
+    let mut expected: Vec<String> = slice_skills.into_keys().chain(["users-own".to_owned()]).collect();
+    expected.sort();
+    assert_eq!(present, expected);
+}
+
+#[test]
+fn a_compiled_bundle_delivers_its_single_document() {
+    let composed = compose("compiled-delivery");
+    let target = tempfile::tempdir().expect("target");
+    let output = project_cli(&composed.root, &composed.bundle, "gemini", "repo", target.path(), &[]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let mut actual = tree(target.path());
+    actual.remove(".agent-compose/projection.json").expect("record");
+    let compiled = std::fs::read_to_string(composed.bundle.join("delivery/compiled.md")).expect("compiled");
+    let expected: BTreeMap<String, String> =
+        [(".agent-compose".to_owned(), "dir".to_owned()), ("GEMINI.md".to_owned(), compiled)].into_iter().collect();
+    assert_eq!(actual, expected);
+}
+
+/// Fails the `fail_at`-th step (counting from zero) and counts the steps seen.
+struct FailAt {
+    fail_at: usize,
+    seen: usize,
+}
+
+impl Hooks for FailAt {
+    fn before(&mut self, _step: Step<'_>) -> io::Result<()> {
+        self.seen += 1;
+        if self.seen - 1 == self.fail_at { Err(io::Error::other("injected fault")) } else { Ok(()) }
+    }
+}
+
+#[test]
+fn a_fault_at_each_step_restores_the_previous_projection() {
+    let star = compose("selector-star");
+    let slice = compose("selector-slice");
+    for mode in [Mode::Link, Mode::Copy] {
+        let target = tempfile::tempdir().expect("target");
+        let first = Request {
+            bundle: &star.bundle,
+            layout: acompose_engine::layout::layout("claude").expect("claude"),
+            scope: Scope::Repository,
+            target: target.path(),
+            mode,
+            extra_links: &[],
+        };
+        project(&first, &mut NoFaults).expect("first projection");
+        let before = tree(target.path());
+        let second = Request { bundle: &slice.bundle, ..first };
+        let mut step = 0;
+        loop {
+            let mut hooks = FailAt { fail_at: step, seen: 0 };
+            match project(&second, &mut hooks) {
+                Err(error) => {
+                    assert_eq!(error.blame(), acompose_host::Blame::Environment, "{error}");
+                    assert_eq!(tree(target.path()), before, "{mode:?}: after a fault at step {step}");
+                }
+                Ok(report) => {
+                    assert!(step > 3, "{mode:?}: only {step} steps");
+                    assert!(!report.outcome.written.is_empty());
+                    break;
+                }
+            }
+            step += 1;
+        }
+        assert_ne!(tree(target.path()), before);
+    }
+}
+
+#[test]
+fn statusline_prints_the_row_in_a_projection_and_nothing_elsewhere() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let inside = target.path().join("src/deep");
+    std::fs::create_dir_all(&inside).expect("mkdir");
+    let output = acompose(&composed.root, &["statusline", "--target", inside.to_str().expect("utf-8")]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    insta::assert_snapshot!(output.stdout, @"●● rowan keel [she] · platform@claude · frontier · 8 skills ~1.1k tokens · ok");
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    let output = acompose(&composed.root, &["statusline", "--target", elsewhere.path().to_str().expect("utf-8")]);
+    assert_eq!((output.code, output.stdout.as_str()), (0, ""));
+}
+
+#[test]
+fn whoami_names_the_role_and_reports_a_missing_bundle() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "codex", "repo", target.path(), &[]).code, 0);
+    let output = acompose(&composed.root, &["whoami", "--target", target.path().to_str().expect("utf-8")]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(output.stdout.contains("platform@codex"), "{}", output.stdout);
+    assert!(output.stdout.lines().next().expect("row").ends_with(" ok"), "{}", output.stdout);
+    let json = acompose(&composed.root, &["whoami", "--json", "--target", target.path().to_str().expect("utf-8")]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!((document["format"].as_str(), document["health"].as_str()), (Some("acompose.whoami.v1"), Some("ok")));
+    assert_eq!(document["projection"]["role"], "platform");
+    std::fs::remove_dir_all(&composed.bundle).expect("remove bundle");
+    let output = acompose(&composed.root, &["whoami", "--target", target.path().to_str().expect("utf-8")]);
+    assert!(output.stdout.lines().next().expect("row").ends_with("bundle missing"), "{}", output.stdout);
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    let output = acompose(&composed.root, &["whoami", "--target", elsewhere.path().to_str().expect("utf-8")]);
+    assert_eq!(output.code, 1);
+    assert!(output.stderr.contains("no projection"), "{}", output.stderr);
+}
+
+#[test]
+fn statusline_reads_the_working_folder_claude_code_sends_on_stdin() {
+    use std::io::Write as _;
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let session = serde_json::json!({
+        "session_id": "abc",
+        "cwd": "/nowhere",
+        "workspace": { "current_dir": target.path(), "project_dir": target.path() },
+        "model": { "id": "some-model", "display_name": "Some Model" }
+    });
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .arg("statusline")
+        .current_dir(&composed.root)
+        .env("NO_COLOR", "1")
+        .env("HOME", composed.root.join("no-home"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(session.to_string().as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("platform@claude · frontier"));
+}
