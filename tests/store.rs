@@ -387,3 +387,36 @@ fn a_warm_compose_answers_from_the_fingerprints_and_notices_every_change() {
     let output = acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects"]);
     assert_ne!(output.code, 0, "a damaged store entry is not passed off as reused: {}", output.stdout);
 }
+
+#[test]
+fn standalone_and_named_stores_give_the_same_id() {
+    let (_temporary, root) = stage("selector-slice");
+    let run = |arguments: &[&str]| {
+        let mut all = vec!["compose", "request.kdl", "--projects-root", "projects"];
+        all.extend_from_slice(arguments);
+        let output = acompose(&root, &all);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output.stdout.split_whitespace().nth(1).expect("id").to_owned()
+    };
+    let linked = run(&["--out", "linked"]);
+    let named = run(&["--out", "named", "--store", "shared-store"]);
+    let standalone = run(&["--out", "standalone", "--standalone"]);
+    assert_eq!(linked, named);
+    assert_eq!(linked, standalone);
+    // `--out` outside the home: the store is `<out>/.store`; `--store` names another one.
+    assert!(root.join("linked/.store").is_dir());
+    assert!(root.join("shared-store").is_dir() && !root.join("named/.store").exists());
+    let links = |bundle: &Path| {
+        walkdir::WalkDir::new(bundle).into_iter().flatten().filter(|entry| entry.path_is_symlink()).count()
+    };
+    assert!(links(&root.join("linked").join(&linked)) > 0);
+    assert_eq!(links(&root.join("standalone").join(&standalone)), 0, "real copies");
+    for bundle in [root.join("named").join(&named), root.join("standalone").join(&standalone)] {
+        verify_directory(&bundle).expect("verifies");
+    }
+    // A linked bundle in place is not passed off as standalone.
+    let refused =
+        acompose(&root, &["compose", "request.kdl", "--projects-root", "projects", "--out", "linked", "--standalone"]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("linked into a store"), "{}", refused.stderr);
+}
