@@ -420,3 +420,48 @@ fn standalone_and_named_stores_give_the_same_id() {
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("linked into a store"), "{}", refused.stderr);
 }
+
+/// An archive with one entry whose name and type are set byte by byte (the tar crate
+/// refuses to build such names itself).
+fn crafted_archive(name: &str, kind: tar::EntryType, body: &[u8]) -> Vec<u8> {
+    let mut header = tar::Header::new_ustar();
+    header.as_mut_bytes()[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_entry_type(kind);
+    header.set_size(body.len() as u64);
+    header.set_mode(0o644);
+    if kind == tar::EntryType::Symlink {
+        header.set_link_name("/etc/passwd").expect("link name");
+    }
+    header.set_cksum();
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.append(&header, body).expect("append");
+    builder.into_inner().expect("archive")
+}
+
+#[test]
+fn import_refuses_archives_that_are_no_bundle_and_writes_nothing() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let home = temporary.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let home_flag = home.to_str().expect("utf-8");
+    let cases = [
+        ("climbing", crafted_archive("0123456789abcdef/../../escaped", tar::EntryType::Regular, b"x")),
+        ("link", crafted_archive("0123456789abcdef/content/skills/a", tar::EntryType::Symlink, b"")),
+        ("foreign", crafted_archive("0123456789abcdef/manifest.json", tar::EntryType::Regular, b"{}")),
+        ("garbage", b"not an archive at all".repeat(40)),
+    ];
+    for (name, bytes) in cases {
+        let file = temporary.path().join(format!("{name}.tar"));
+        std::fs::write(&file, bytes).expect("archive");
+        let output =
+            acompose(temporary.path(), &["--home", home_flag, "bundle", "import", file.to_str().expect("utf-8")]);
+        assert_eq!(output.code, 1, "{name}: {}{}", output.stdout, output.stderr);
+        assert!(!output.stderr.contains("panicked"), "{name}: {}", output.stderr);
+    }
+    assert!(!temporary.path().join("escaped").exists());
+    assert!(!home.join("escaped").exists());
+    let placed: Vec<_> = std::fs::read_dir(home.join("bundles"))
+        .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect())
+        .unwrap_or_default();
+    assert!(placed.is_empty(), "nothing placed: {placed:?}");
+}
