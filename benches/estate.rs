@@ -125,15 +125,15 @@ fn main() {
     }
 }
 
-/// One bundle as written: its folders (parents first) and its files with their bytes.
-struct WrittenBundle {
+/// One skill tree of the store as written: its folders (parents first) and its files.
+struct WrittenTree {
     folders: Vec<PathBuf>,
     files: Vec<(PathBuf, Vec<u8>)>,
 }
 
-/// The bundles a cold convergence writes.
+/// The distinct skill trees a cold convergence writes into the store.
 struct Outputs {
-    bundles: Vec<WrittenBundle>,
+    trees: Vec<WrittenTree>,
 }
 
 fn outputs(estate: &Estate) -> &'static Outputs {
@@ -141,25 +141,80 @@ fn outputs(estate: &Estate) -> &'static Outputs {
     OUTPUTS.get_or_init(|| {
         let home = new_home(estate, "reference");
         converge_process(estate, &home);
-        let bundles = home.join("bundles");
-        let mut found = Vec::new();
-        for bundle in std::fs::read_dir(&bundles).expect("bundles").flatten() {
-            if !bundle.file_type().expect("type").is_dir() {
+        let store = home.join("store");
+        let mut trees = Vec::new();
+        for tree in std::fs::read_dir(&store).expect("store").flatten() {
+            let name = tree.file_name().to_string_lossy().into_owned();
+            if !acompose_engine::store::is_tree_key(&name) {
                 continue;
             }
             let (mut folders, mut files) = (Vec::new(), Vec::new());
-            for entry in walkdir::WalkDir::new(bundle.path()).sort_by_file_name().into_iter().flatten() {
-                let relative = entry.path().strip_prefix(&bundles).expect("inside").to_path_buf();
+            for entry in walkdir::WalkDir::new(tree.path()).sort_by_file_name().into_iter().flatten() {
+                let relative = entry.path().strip_prefix(&store).expect("inside").to_path_buf();
                 if entry.file_type().is_dir() {
                     folders.push(relative);
                 } else {
                     files.push((relative, std::fs::read(entry.path()).expect("read")));
                 }
             }
-            found.push(WrittenBundle { folders, files });
+            trees.push(WrittenTree { folders, files });
         }
-        Outputs { bundles: found }
+        Outputs { trees }
     })
+}
+
+/// A request naming all 200 repositories as sources, for the `platform` role.
+fn request(estate: &Estate) -> PathBuf {
+    let path = estate.root.join("request.kdl");
+    if !path.exists() {
+        let mut text = String::from("compose {\n    role \"platform\"\n    delivery \"native-skills\"\n");
+        for repository in 0..REPOSITORIES {
+            let _ = writeln!(text, "    source \"repo-{repository:03}\" root=\"projects/estate/repo-{repository:03}\"");
+        }
+        text.push_str("}\n");
+        std::fs::write(&path, text).expect("request");
+    }
+    path
+}
+
+fn compose_process(estate: &Estate, home: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_acompose"))
+        .args(["--quiet", "--home"])
+        .arg(home)
+        .arg("compose")
+        .arg(request(estate))
+        .arg("--projects-root")
+        .arg(&estate.projects)
+        .current_dir(&estate.root)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run acompose");
+    assert!(status.success());
+}
+
+/// A new process composing the 200-source request into an empty home: reads and hashes
+/// every input, writes the store trees it selects and the bundle.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn compose_cold_200_sources(bencher: Bencher) {
+    let estate = estate();
+    let mut round = 0;
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            new_home(estate, &format!("compose-cold-{round}"))
+        })
+        .bench_local_values(|home| compose_process(estate, &home));
+}
+
+/// The same request again with nothing changed: answered from the persisted fingerprints.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn compose_warm_200_sources(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "compose-warm");
+    compose_process(estate, &home);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    compose_process(estate, &home);
+    bencher.bench_local(|| compose_process(estate, &home));
 }
 
 /// A new process converging into an empty home: reads and hashes every input, writes
@@ -191,7 +246,8 @@ fn noop_convergence(bencher: Bencher) {
 }
 
 /// The live database of watch mode: one skill body edited, its catalogue re-read, and
-/// the estate reconverged (the platform bundle is rebuilt and written).
+/// the estate reconverged, every write included (the new skill tree, the new slice, the
+/// platform bundle's own files and links, the index and the plan).
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn edit_one_skill(bencher: Bencher) {
     let estate = estate();
@@ -258,10 +314,10 @@ fn floor_read_and_hash_every_input(bencher: Bencher) {
     });
 }
 
-/// The physical floor of a cold convergence's output: create the folders and write the
-/// files of the seven bundles it writes (same paths and bytes, one bundle per task).
+/// The physical floor of a self-contained store: create the folder and write the files
+/// of each distinct selected skill once (same bytes, in parallel).
 #[divan::bench(sample_count = 5, sample_size = 1)]
-fn floor_write_bundles(bencher: Bencher) {
+fn floor_write_distinct_skills(bencher: Bencher) {
     let estate = estate();
     let outputs = outputs(estate);
     let mut round = 0;
@@ -271,7 +327,7 @@ fn floor_write_bundles(bencher: Bencher) {
             new_home(estate, &format!("write-floor-{round}"))
         })
         .bench_local_values(|target| {
-            outputs.bundles.par_iter().for_each(|WrittenBundle { folders, files }| {
+            outputs.trees.par_iter().for_each(|WrittenTree { folders, files }| {
                 for folder in folders {
                     std::fs::create_dir(target.join(folder)).expect("mkdir");
                 }
@@ -279,29 +335,6 @@ fn floor_write_bundles(bencher: Bencher) {
                     std::fs::write(target.join(file), bytes).expect("write");
                 }
             });
-        });
-}
-
-/// The physical floor of writing one role's new bundle after an edit.
-#[divan::bench(sample_count = 20, sample_size = 1)]
-fn floor_write_one_bundle(bencher: Bencher) {
-    let estate = estate();
-    let outputs = outputs(estate);
-    let WrittenBundle { folders, files } = &outputs.bundles[0];
-    let target = new_home(estate, "write-one-floor");
-    let mut round = 0;
-    bencher
-        .with_inputs(|| {
-            round += 1;
-            let place = target.join(round.to_string());
-            std::fs::create_dir(&place).expect("mkdir");
-            place
-        })
-        .bench_local_values(|place| {
-            for folder in folders {
-                std::fs::create_dir(place.join(folder)).expect("mkdir");
-            }
-            files.par_iter().for_each(|(file, bytes)| std::fs::write(place.join(file), bytes).expect("write"));
         });
 }
 

@@ -32,7 +32,8 @@ fn bundle_dir(root: &Path) -> Option<PathBuf> {
         .ok()?
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .find(|path| path.is_dir())
+        // `out/.store` holds the skill trees the bundle links to.
+        .find(|path| path.is_dir() && !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
 }
 
 #[test]
@@ -188,8 +189,18 @@ fn two_identical_composes_at_once_end_with_one_bundle() {
     });
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
-    let entries: Vec<_> = std::fs::read_dir(root.join("out")).expect("out").filter_map(Result::ok).collect();
+    let entries: Vec<_> = std::fs::read_dir(root.join("out"))
+        .expect("out")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name() != ".store")
+        .collect();
     assert_eq!(entries.len(), 1, "one bundle and no staging leftovers: {entries:?}");
+    let staged: Vec<_> = std::fs::read_dir(root.join("out/.store"))
+        .expect("store")
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(staged.is_empty(), "no staging leftovers in the store: {staged:?}");
 }
 
 #[test]

@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Bundle;
 use acompose_engine::{Database, render};
-use acompose_host::bundle::{Materialized, materialize};
+use acompose_host::bundle::Materialized;
+use acompose_host::compose_cache;
 use acompose_host::convergence::Stats;
 use acompose_host::home::{BUNDLES_DIR, projects_root, resolve_home};
 use acompose_host::load::Loader;
-use acompose_host::request::prepare;
+use acompose_host::placement::{Target, destination, place};
+use acompose_host::request::{Prepared, prepare};
 
 use crate::terminal::{Terminal, report_error, report_warnings, stats_line};
 use crate::{exit, print_stdout};
@@ -35,6 +37,13 @@ pub struct ComposeArgs {
     /// Print files stat'ed, read, hashed and written, and queries executed and reused.
     #[arg(long)]
     pub stats: bool,
+    /// The content store the bundle's skills link into (default: the home's store when
+    /// the output is inside the home, else `<out>/.store`).
+    #[arg(long, value_name = "DIR", conflicts_with = "standalone")]
+    pub store: Option<PathBuf>,
+    /// Write real copies of every skill into the bundle instead of linking a store.
+    #[arg(long)]
+    pub standalone: bool,
     /// Make every Agent Skills finding about a delivered skill an error (skill policy
     /// `strict`): nothing is written.
     #[arg(long)]
@@ -45,23 +54,35 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let mut db = Database::default();
     let mut loader = Loader::default();
     let projects = projects_root(args.projects_root.as_deref());
+    let home = resolve_home(home);
+    let out = match (&args.out, &home) {
+        (Some(out), _) => out.clone(),
+        (None, Ok(home)) => home.join(BUNDLES_DIR),
+        (None, Err(error)) => return report_error(error, terminal),
+    };
+    let home = home.ok();
+    let key = cache_key(&args, &out, &projects, terminal);
+    if let Some(warm) = home.as_deref().and_then(|home| compose_cache::lookup(home, &projects, &key)) {
+        let mut text = warm.report;
+        if args.stats && !args.json {
+            text.push_str(&stats_line(&Stats { stated: warm.stated, ..Stats::default() }));
+        }
+        print_stdout(&text);
+        return exit::SUCCESS;
+    }
     let strict = args.strict.then_some(acompose_engine::skill_rules::SkillPolicy::Strict);
     let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, strict) {
         Ok(prepared) => prepared,
         Err(error) => return report_error(&error, terminal),
     };
     report_warnings(&prepared.warnings, terminal);
-    let out = match args.out {
-        Some(out) => out,
-        None => match resolve_home(home) {
-            Ok(home) => home.join(BUNDLES_DIR),
-            Err(error) => return report_error(&error, terminal),
-        },
-    };
-    let materialized = match materialize(&out, &prepared.bundle) {
-        Ok(materialized) => materialized,
+    let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.clone()) };
+    let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, &prepared.bundle))
+    {
+        Ok(materialization) => materialization,
         Err(error) => return report_error(&error, terminal),
     };
+    let materialized = materialization.outcome;
     let bundle = &prepared.bundle;
     let stats = {
         let (executed, reused) = db.take_query_counts();
@@ -69,11 +90,45 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             stated: loader.observed().len(),
             read: loader.counters.files_read,
             hashed: loader.counters.files_read,
-            written: if materialized == Materialized::New { bundle.files.len() } else { 0 },
+            written: if materialized == Materialized::New { materialization.written } else { 0 },
             queries_executed: executed,
             queries_reused: reused,
         }
     };
+    // A composition that warned is not answered from the cache: its warnings are shown
+    // every time.
+    if let Some(home) = home.as_deref().filter(|_| prepared.warnings.is_empty()) {
+        let reused = render(&args, &prepared, &out, Materialized::Reused, terminal);
+        compose_cache::record(home, &projects, &key, &loader, &bundle.id, &out.join(&bundle.id), &reused);
+    }
+    let mut text = render(&args, &prepared, &out, materialized, terminal);
+    if args.stats && !args.json {
+        text.push_str(&stats_line(&stats));
+    }
+    print_stdout(&text);
+    exit::SUCCESS
+}
+
+/// Everything that changes what a composition writes or prints.
+fn cache_key(args: &ComposeArgs, out: &Path, projects: &Path, terminal: &Terminal) -> String {
+    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+    let store = args.store.as_deref().map(absolute).unwrap_or_default();
+    let flags = format!(
+        "{} {} {} {} {} {:?}",
+        args.explain, args.json, args.standalone, args.strict, terminal.quiet, terminal.stdout
+    );
+    compose_cache::key(&[&absolute(&args.request), &absolute(out), &absolute(projects), &store, &flags])
+}
+
+/// The report `compose` prints (without the `--stats` line).
+fn render(
+    args: &ComposeArgs,
+    prepared: &Prepared,
+    out: &Path,
+    materialized: Materialized,
+    terminal: &Terminal,
+) -> String {
+    let bundle = &prepared.bundle;
     if args.json {
         #[derive(serde::Serialize)]
         struct Report<'a> {
@@ -96,8 +151,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             shadowed: bundle.summary.shadowed,
             delivered: bundle.summary.delivered,
         };
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&report)));
-        return exit::SUCCESS;
+        return String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&report)).into_owned();
     }
     let mut text = format!("bundle {} ({})\n", bundle.id, materialized.name());
     if !terminal.quiet {
@@ -125,11 +179,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             ));
         }
     }
-    if args.stats {
-        text.push_str(&stats_line(&stats));
-    }
-    print_stdout(&text);
-    exit::SUCCESS
+    text
 }
 
 fn bundle_trace(bundle: &Bundle) -> Option<acompose_engine::trace::Trace> {

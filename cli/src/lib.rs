@@ -2,12 +2,14 @@
 //! (`acompose_host`), renders its reports and diagnostics, and chooses the exit code.
 //! Reads and writes no file itself: every disk access is the host's.
 
+pub mod bundle;
 pub mod catalog;
 pub mod catalog_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;
 pub mod exit;
+pub mod gc;
 pub mod identity;
 pub mod launch;
 pub mod people;
@@ -104,6 +106,10 @@ pub enum Command {
     People(people::PeopleArgs),
     /// Serve the People API and web page on loopback, with a per-run token.
     Serve(serve::ServeArgs),
+    /// Export a bundle as a self-contained archive, or import one into a store.
+    Bundle(bundle::BundleArgs),
+    /// Remove the home store's entries no bundle of the home references.
+    Gc(gc::GcArgs),
     /// Start a harness as one assigned role (also `acompose ROLE HARNESS [ARGS]`).
     Launch(launch::LaunchArgs),
     /// Deliver a bundle into a harness layout: its instructions file and skill folders.
@@ -142,6 +148,8 @@ pub fn main() -> ExitCode {
         Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
         Some(Command::Serve(args)) => serve::run(&args, &terminal),
+        Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Project(args)) => project::run(args, &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),

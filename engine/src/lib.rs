@@ -24,6 +24,7 @@ pub mod render;
 pub mod request;
 pub mod selector;
 pub mod snapshot;
+pub mod store;
 
 pub mod skill;
 pub mod skill_rules;

@@ -1,16 +1,20 @@
 //! Bundles on disk: materializing one (staging folder, verification, rename — the one
-//! path by which an immutable output appears), verifying a bundle directory, and reading
-//! a bundle's manifest and trace back. Builds no bundle; the engine does.
+//! path by which an immutable output appears), either linking its skills into a content
+//! store or as a standalone copy, verifying a bundle directory (through its store links),
+//! and reading a bundle's manifest and trace back. Builds no bundle (the engine does) and
+//! writes no store entry itself (`store` does).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, MANIFEST_FORMAT, Manifest, Verified, verify};
+use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, layout};
 use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
 
 use crate::error::HostError;
 use crate::load::error_kind;
+use crate::store::{Store, Written, relative_path, slice_of_link};
 
 /// Whether a bundle was written now or found already in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,8 +43,19 @@ pub enum Verification {
     Light,
 }
 
-/// Checks `directory` against the bundle we expect to find there.
-fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) -> Result<(), String> {
+/// Where a bundle's skills are expected: the store and the layout in it.
+type Linked<'a> = Option<(&'a Store, &'a StoreLayout<'a>)>;
+
+/// Checks `directory` against the bundle we expect to find there: with `linked`, its
+/// skill folders must be links to the expected slices of that store; with `deep` (a
+/// bundle found in place), the trees they reach are checked at a glance as well.
+fn check_against(
+    directory: &Path,
+    bundle: &Bundle,
+    linked: Linked<'_>,
+    verification: Verification,
+    deep: bool,
+) -> Result<(), String> {
     match verification {
         Verification::Full => {
             verify_directory_named(directory, &bundle.id).map(|_| ()).map_err(|problems| problems.join("; "))
@@ -51,69 +66,232 @@ fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) 
                 Ok(bytes) if Some(&bytes) == manifest => {}
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
-            let mismatch = bundle.files.par_iter().find_any(|file| {
+            let expected: Vec<&acompose_engine::OutputFile> = match linked {
+                Some((store, layout)) => {
+                    check_links(directory, store, layout, deep)?;
+                    layout.own.clone()
+                }
+                None => bundle.files.iter().collect(),
+            };
+            let mismatch = expected.par_iter().find_any(|file| {
                 std::fs::symlink_metadata(directory.join(&file.path))
                     .map_or(true, |metadata| !metadata.is_file() || metadata.len() != file.bytes.len() as u64)
             });
             match mismatch {
-                Some(file) => Err(format!("{}: missing or of the wrong size", file.path)),
+                Some(file) => Err(format!("{}: missing or of another size", file.path)),
                 None => Ok(()),
             }
         }
     }
 }
 
-/// Writes a bundle into `out/<id>`: staging folder, verification, rename. An existing
-/// bundle is verified and reused; a damaged one is an error. Files are written in
-/// parallel after their folders exist.
+/// Every provider folder of a bundle links to its slice in `store`; with `deep`, every
+/// tree of the layout holds its files at their sizes.
+fn check_links(directory: &Path, store: &Store, layout: &StoreLayout<'_>, deep: bool) -> Result<(), String> {
+    let root = store.canonical()?;
+    for slice in &layout.slices {
+        let link = directory.join(format!("{SKILLS_PREFIX}{}", slice.source));
+        match slice_of_link(&link) {
+            Ok(Some((found, name)))
+                if name == slice.entry_name()
+                    && found.contains(&name)
+                    && found.canonical().is_ok_and(|found| found == root) => {}
+            _ => return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source)),
+        }
+    }
+    if deep && let Some(tree) = layout.trees.par_iter().find_any(|tree| !store.tree_looks_intact(tree)) {
+        return Err(format!("store entry `{}` is damaged", store.root().join(&tree.key).display()));
+    }
+    Ok(())
+}
+
+/// Where a bundle's skills go.
+#[derive(Debug, Clone, Copy)]
+pub enum Placement<'store> {
+    /// Real copies inside the bundle folder (`compose --standalone`, export).
+    Standalone,
+    /// Skill trees in the store; the bundle links one slice per provider.
+    Linked(&'store Store),
+}
+
+/// What a materialization did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Materialization {
+    pub outcome: Materialized,
+    /// Files, links and store entries written.
+    pub written: usize,
+}
+
+/// Writes a standalone bundle into `out/<id>`: staging folder, verification, rename. An
+/// existing bundle is verified and reused; a damaged one is an error.
 pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, HostError> {
     materialize_with(out, bundle, Verification::Full)
 }
 
 /// [`materialize`] with a chosen verification of what is found or staged.
 pub fn materialize_with(out: &Path, bundle: &Bundle, verification: Verification) -> Result<Materialized, HostError> {
-    stage_verify_rename(out, bundle, verification)
+    materialize_into(out, bundle, Placement::Standalone, verification, &mut || Ok(()))
+        .map(|materialization| materialization.outcome)
+}
+
+/// Writes a bundle into `out/<id>` with its skills placed as asked. Store entries are
+/// written (each staged, verified, renamed) before the bundle is staged; `before_rename`
+/// runs between the verified staging folder and its rename (tests fail there on purpose).
+pub fn materialize_into(
+    out: &Path,
+    bundle: &Bundle,
+    placement: Placement<'_>,
+    verification: Verification,
+    before_rename: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Materialization, HostError> {
+    stage_verify_rename(out, bundle, placement, verification, before_rename)
         .map_err(|message| HostError::environment(out.join(&bundle.id), message))
 }
 
-fn stage_verify_rename(out: &Path, bundle: &Bundle, verification: Verification) -> Result<Materialized, String> {
+/// Writes the store entries of a layout; returns how many were new.
+/// Slices this store value already wrote or checked whole are not looked into again;
+/// the trees of the others are written or checked at a glance.
+fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize, String> {
+    store.create()?;
+    let unknown: Vec<_> = layout.slices.iter().filter(|slice| !store.knows_slice(&slice.entry_name())).collect();
+    let needed: std::collections::BTreeSet<&str> =
+        unknown.iter().flat_map(|slice| slice.skills.iter().map(|(_, key)| key.as_str())).collect();
+    let trees: Vec<Written> = layout
+        .trees
+        .par_iter()
+        .filter(|tree| needed.contains(tree.key.as_str()))
+        .map(|tree| store.put_tree(tree))
+        .collect::<Result<_, _>>()?;
+    let mut written = trees.iter().filter(|written| **written == Written::New).count();
+    for slice in unknown {
+        if store.put_slice(slice)? == Written::New {
+            written += 1;
+        }
+        store.know_slice(&slice.entry_name());
+    }
+    Ok(written)
+}
+
+/// Writes the store entries of a layout, then the bundle's links to its slices: (store
+/// entries written, (link path inside the bundle, relative target)).
+fn store_and_links(
+    out: &Path,
+    id: &str,
+    store: &Store,
+    layout: &StoreLayout<'_>,
+) -> Result<(usize, Vec<(PathBuf, PathBuf)>), String> {
+    let written = write_store_entries(store, layout)?;
+    // The staging folder and the bundle share a parent, so one relative target serves
+    // both.
+    let skills_folder = out
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve `{}`: {}", out.display(), error_kind(&error)))?
+        .join(id)
+        .join(SKILLS_PREFIX.trim_end_matches('/'));
+    let store_root = store.canonical()?;
+    let links = layout
+        .slices
+        .iter()
+        .map(|slice| {
+            (
+                PathBuf::from(format!("{SKILLS_PREFIX}{}", slice.source)),
+                relative_path(&skills_folder, &store_root.join(slice.entry_name())),
+            )
+        })
+        .collect();
+    Ok((written, links))
+}
+
+/// Writes a staging folder: its folders, its files in parallel, then its links.
+fn write_staging(
+    staging: &Path,
+    files: &[&acompose_engine::OutputFile],
+    links: &[(PathBuf, PathBuf)],
+) -> Result<(), String> {
+    let mut folders: Vec<PathBuf> = files
+        .iter()
+        .map(|file| staging.join(&file.path))
+        .chain(links.iter().map(|(link, _)| staging.join(link)))
+        .filter_map(|path| path.parent().map(Path::to_path_buf))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    for folder in &folders {
+        std::fs::create_dir_all(folder)
+            .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
+    }
+    files.par_iter().try_for_each(|file| {
+        let path = staging.join(&file.path);
+        std::fs::write(&path, &file.bytes)
+            .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
+    })?;
+    for (link, link_target) in links {
+        let path = staging.join(link);
+        std::os::unix::fs::symlink(link_target, &path)
+            .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
+    }
+    Ok(())
+}
+
+fn stage_verify_rename(
+    out: &Path,
+    bundle: &Bundle,
+    placement: Placement<'_>,
+    verification: Verification,
+    before_rename: &mut dyn FnMut() -> Result<(), String>,
+) -> Result<Materialization, String> {
     let target = out.join(&bundle.id);
+    let store = match placement {
+        Placement::Linked(store) => Some(store),
+        Placement::Standalone => None,
+    };
+    let layout = store.map(|_| layout(&bundle.files));
+    let linked = store.zip(layout.as_ref());
     if std::fs::symlink_metadata(&target).is_ok() {
-        return check_against(&target, bundle, verification).map(|()| Materialized::Reused).map_err(|problem| {
-            format!("bundle `{}` exists but is damaged ({problem}); remove it to compose it again", target.display())
-        });
+        if store.is_none() && !crate::store::linked_slices(&target).is_empty() {
+            return Err(format!(
+                "bundle `{}` exists with its skills linked into a store; remove it to compose a standalone copy",
+                target.display()
+            ));
+        }
+        return check_against(&target, bundle, linked, verification, true)
+            .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
+            .map_err(|problem| {
+                format!(
+                    "bundle `{}` exists but is damaged ({problem}); remove it to compose it again",
+                    target.display()
+                )
+            });
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
+    let (mut written, links) = match (store, &layout) {
+        (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
+        _ => (0, Vec::new()),
+    };
+    let files: Vec<&acompose_engine::OutputFile> = match &layout {
+        Some(layout) => layout.own.clone(),
+        None => bundle.files.iter().collect(),
+    };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let written = (|| -> Result<(), String> {
-        let mut folders: Vec<PathBuf> =
-            bundle.files.iter().filter_map(|file| staging.join(&file.path).parent().map(Path::to_path_buf)).collect();
-        folders.sort();
-        folders.dedup();
-        for folder in &folders {
-            std::fs::create_dir_all(folder)
-                .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
-        }
-        bundle.files.par_iter().try_for_each(|file| {
-            let path = staging.join(&file.path);
-            std::fs::write(&path, &file.bytes)
-                .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
-        })?;
-        check_against(&staging, bundle, verification)
-            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))
-    })();
-    if let Err(error) = written {
+    let staged = write_staging(&staging, &files, &links).and_then(|()| {
+        check_against(&staging, bundle, linked, verification, false)
+            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
+        before_rename()
+    });
+    if let Err(error) = staged {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
     }
+    written += files.len() + links.len();
     match std::fs::rename(&staging, &target) {
-        Ok(()) => Ok(Materialized::New),
+        Ok(()) => Ok(Materialization { outcome: Materialized::New, written }),
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            check_against(&target, bundle, verification).map(|()| Materialized::Reused)
+            check_against(&target, bundle, linked, verification, true)
+                .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
         }
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -122,8 +300,27 @@ fn stage_verify_rename(out: &Path, bundle: &Bundle, verification: Verification) 
     }
 }
 
-/// Reads every file of a bundle directory; symlinks and special files are problems.
+/// The provider of a bundle path `content/skills/<source>`: the one place a bundle may
+/// hold a link (into its store).
+fn provider_folder(relative: &str) -> Option<&str> {
+    relative.strip_prefix(SKILLS_PREFIX).filter(|source| !source.is_empty() && !source.contains('/'))
+}
+
+/// Reads every file of a bundle directory, following its provider links into the store
+/// (each store entry checked against its name); other symlinks and special files are
+/// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
+    let (files, problems) = read_all(directory)?;
+    if problems.is_empty() { Ok(files) } else { Err(problems) }
+}
+
+/// A bundle's files by path.
+type BundleFiles = BTreeMap<String, Vec<u8>>;
+
+/// [`read_bundle`] that keeps what it could read beside the problems, so that
+/// verification can name the files a damaged store entry changed. `Err` when the folder
+/// is no bundle at all.
+fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
@@ -160,7 +357,15 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             .collect::<Vec<_>>()
             .join("/");
         if entry.path_is_symlink() {
-            problems.push(format!("{relative}: is a symbolic link"));
+            match provider_folder(&relative).map(|_| slice_of_link(entry.path())) {
+                Some(Ok(Some((store, name)))) => {
+                    let (slice_files, store_problems) = store.read_slice(&name);
+                    files.extend(slice_files.into_iter().map(|(path, bytes)| (format!("{relative}/{path}"), bytes)));
+                    problems.extend(store_problems.into_iter().map(|problem| format!("{relative}: {problem}")));
+                }
+                Some(Err(problem)) => problems.push(format!("{relative}: {problem}")),
+                Some(Ok(None)) | None => problems.push(format!("{relative}: is a symbolic link")),
+            }
         } else if entry.file_type().is_file() {
             match std::fs::read(entry.path()) {
                 Ok(bytes) => {
@@ -172,7 +377,7 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
             problems.push(format!("{relative}: is not a regular file"));
         }
     }
-    if problems.is_empty() { Ok(files) } else { Err(problems) }
+    Ok((files, problems))
 }
 
 fn directory_name(directory: &Path) -> String {
@@ -189,11 +394,17 @@ pub fn verify_directory(directory: &Path) -> Result<Verified, Vec<String>> {
 }
 
 /// Verifies a bundle directory against an expected id (a staging folder has another name).
+/// Problems reading the folder or its store entries come first, then the engine's.
 pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Vec<String>> {
-    let files = read_bundle(directory)?;
-    verify(id, &files).map_err(|problems| {
-        problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect()
-    })
+    let (files, mut problems) = read_all(directory)?;
+    match verify(id, &files) {
+        Ok(verified) if problems.is_empty() => Ok(verified),
+        Ok(_) => Err(problems),
+        Err(found) => {
+            problems.extend(found.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)));
+            Err(problems)
+        }
+    }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Result<T, String> {

@@ -274,7 +274,12 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
 /// Reads `<home>/cache/fingerprints`: `Ok(None)` when there is none, `Err` with the
 /// reason for a warning when it cannot be used.
 pub fn read(home: &Path) -> Result<Option<String>, String> {
-    let path = home.join(CACHE_DIR).join(CACHE_FILE);
+    read_named(home, CACHE_FILE)
+}
+
+/// [`read`] of another cache file in `<home>/cache` (a composition's).
+pub fn read_named(home: &Path, name: &str) -> Result<Option<String>, String> {
+    let path = home.join(CACHE_DIR).join(name);
     match std::fs::symlink_metadata(&path) {
         Err(_) => return Ok(None),
         Ok(metadata) if !metadata.is_file() => return Err("it is not a regular file".to_owned()),
@@ -381,7 +386,13 @@ fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
 /// Writes the cache atomically (`atomic::replace`). Failures are ignored: the
 /// cache only saves time.
 pub fn store(home: &Path, cache: &Cache) {
-    let Some(text) = cache.to_text() else { return };
+    store_named(home, CACHE_FILE, cache.to_text().as_deref().map(str::as_bytes));
+}
+
+/// Writes `bytes` as `<home>/cache/<name>` atomically; `None` or any failure writes
+/// nothing (the cache only saves time).
+pub fn store_named(home: &Path, name: &str, bytes: Option<&[u8]>) {
+    let Some(text) = bytes else { return };
     let directory = home.join(CACHE_DIR);
     if std::fs::symlink_metadata(&directory).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
         return;
@@ -389,7 +400,7 @@ pub fn store(home: &Path, cache: &Cache) {
     if std::fs::create_dir_all(&directory).is_err() {
         return;
     }
-    let _ = crate::atomic::replace(&directory, CACHE_FILE, text.as_bytes());
+    let _ = crate::atomic::replace(&directory, name, text);
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.

@@ -90,6 +90,24 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
     Some(BareRun::Unchanged { summary: previous.summary, stats })
 }
 
+/// The files of every store entry the indexed bundles reach, each once: a damaged store
+/// entry must not pass as reused either.
+fn store_stats(home: &Path, bundles: &Path, ids: &[&String]) -> Vec<(PathBuf, Stat)> {
+    let store = crate::store::Store::of_home(home);
+    let slices: std::collections::BTreeSet<String> =
+        ids.iter().flat_map(|id| crate::store::linked_slices(&bundles.join(id))).map(|(_, name)| name).collect();
+    let trees: Vec<String> = store.reachable(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
+    let per_tree: Vec<Vec<(PathBuf, Stat)>> = trees
+        .par_iter()
+        .map(|key| {
+            let mut stats = Vec::new();
+            cache::output_stats(&store.root().join(key), &mut stats);
+            stats
+        })
+        .collect();
+    per_tree.into_iter().flatten().collect()
+}
+
 /// The fingerprints of a finished convergence: every input the session read and every
 /// output it owns.
 pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
@@ -121,6 +139,7 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             })
             .collect();
         outputs.extend(per_bundle.into_iter().flatten());
+        outputs.extend(store_stats(home, &bundles, &ids));
     }
     cache::Cache {
         identity: cache::identity(projects),

@@ -191,6 +191,7 @@ pub fn prepare(
 ) -> Result<Prepared, HostError> {
     let label = label_of(request_path);
     let text = read_request_text(request_path, &label)?;
+    loader.note(request_path, crate::observe::observe(request_path));
     let mut texts = Texts::default();
     texts.by_path.insert(label.clone(), printable(&text));
     let findings = |diagnostics: &[Diagnostic], texts: &Texts, loader: &Loader, db: &Database| {

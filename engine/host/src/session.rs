@@ -17,7 +17,7 @@ use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::bundle::{Materialized, Verification, materialize_with};
+use crate::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
 use crate::error::{Findings, HostError};
 use crate::home::{refuse_symlinked_parents, selection_for};
 use crate::load::{Loader, label_of, path_key};
@@ -57,6 +57,8 @@ pub struct Session {
     /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
     pub defer_pruning: bool,
     prune_pending: Vec<(PathBuf, Vec<String>)>,
+    /// The home's store, with the slices this session already wrote or checked.
+    store: Option<crate::store::Store>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -265,7 +267,13 @@ impl Session {
         let bundles_dir = home.join(BUNDLES_DIR);
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
         let written = record_new_bundles(&bundles_dir, &current)?;
-        let newly_verified = materialize_bundles(&bundles_dir, &bundles, &self.verified, &mut report)?;
+        let store = match self.store.take() {
+            Some(store) if store == crate::store::Store::of_home(home) => store,
+            _ => crate::store::Store::of_home(home),
+        };
+        let materialized = materialize_bundles(&bundles_dir, &store, &bundles, &self.verified, &mut report);
+        self.store = Some(store);
+        let newly_verified = materialized?;
         progress.phase("materialize bundles");
         write_artifact(home, &model, hooks, &mut report)?;
         let stale = stale_bundles(&bundles_dir, &written, &current);
@@ -559,25 +567,33 @@ fn record_new_bundles(bundles_dir: &Path, current: &[String]) -> Result<BTreeSet
 /// reused at a glance). Returns the ids now known to be in place.
 fn materialize_bundles(
     bundles_dir: &Path,
+    store: &crate::store::Store,
     bundles: &[Resolved<'_>],
     verified: &BTreeSet<String>,
     report: &mut Report,
 ) -> Result<Vec<String>, HostError> {
-    let outcomes: Vec<Result<Materialized, HostError>> = bundles
+    let outcomes: Vec<Result<crate::bundle::Materialization, HostError>> = bundles
         .par_iter()
         .map(|resolved| {
             if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
-                return Ok(Materialized::Reused);
+                return Ok(crate::bundle::Materialization { outcome: Materialized::Reused, written: 0 });
             }
-            materialize_with(bundles_dir, resolved.bundle, Verification::Light)
+            materialize_into(
+                bundles_dir,
+                resolved.bundle,
+                Placement::Linked(store),
+                Verification::Light,
+                &mut || Ok(()),
+            )
         })
         .collect();
     let mut newly_verified = Vec::new();
     for (resolved, outcome) in bundles.iter().zip(outcomes) {
-        match outcome? {
+        let materialization = outcome?;
+        match materialization.outcome {
             Materialized::New => {
                 report.bundles_new += 1;
-                report.files_written += resolved.bundle.files.len();
+                report.files_written += materialization.written;
             }
             Materialized::Reused => report.bundles_reused += 1,
         }
@@ -731,10 +747,12 @@ fn forget_pruned(bundles_dir: &Path) {
 
 /// Removes the stale bundles (ids a previous index named, or the record holds, and the
 /// new index does not). Returns how many were removed.
+/// The store entries only they reached go with them.
 fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
-    stale
-        .iter()
-        .filter(|id| is_bundle_id(id))
-        .filter(|id| std::fs::remove_dir_all(bundles_dir.join(id)).is_ok())
-        .count()
+    let stale: Vec<PathBuf> = stale.iter().filter(|id| is_bundle_id(id)).map(|id| bundles_dir.join(id)).collect();
+    let home = bundles_dir.parent().unwrap_or(bundles_dir);
+    let candidates = crate::gc::reached_by(home, &stale);
+    let pruned = stale.iter().filter(|bundle| std::fs::remove_dir_all(bundle).is_ok()).count();
+    crate::gc::prune_candidates(home, &candidates);
+    pruned
 }

@@ -23,7 +23,9 @@ use crate::transaction::{self, JOURNAL_DIR, NoFaults};
 
 /// Whether a changed path is one of our own outputs (never an input).
 fn is_output(home: &Path, path: &Path) -> bool {
-    [ARTIFACT_DIR, BUNDLES_DIR, cache::CACHE_DIR].iter().any(|folder| path.starts_with(home.join(folder)))
+    [ARTIFACT_DIR, BUNDLES_DIR, cache::CACHE_DIR, crate::store::STORE_DIR]
+        .iter()
+        .any(|folder| path.starts_with(home.join(folder)))
         || path.parent() == Some(home) && path.file_name().is_some_and(|name| name != CONFIG_FILE)
 }
 

@@ -1,0 +1,108 @@
+//! `acompose bundle export BUNDLE --out FILE.tar` and `acompose bundle import FILE.tar`:
+//! the host writes or reads the self-contained archive; this module prints the result.
+
+use std::path::{Path, PathBuf};
+
+use acompose_host::export::{export, import};
+use acompose_host::home::{BUNDLES_DIR, resolve_home};
+use acompose_host::placement::{Target, destination};
+
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, print_stdout};
+
+#[derive(Debug, clap::Args)]
+pub struct BundleArgs {
+    #[command(subcommand)]
+    pub command: BundleCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BundleCommand {
+    /// Write a bundle, with real copies of its skills, as one tar archive.
+    Export {
+        /// The bundle directory (`<out>/<id>`).
+        bundle: PathBuf,
+        /// The archive to write.
+        #[arg(long, value_name = "FILE.tar")]
+        out: PathBuf,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put an exported bundle back: verified, its skills linked into a store.
+    Import {
+        /// The archive `bundle export` wrote.
+        file: PathBuf,
+        /// Where the bundle folder goes (default: `<home>/bundles`).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The store its skills link into (default: the home's store when the output is
+        /// inside the home, else `<out>/.store`).
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    format: &'static str,
+    bundle: &'a str,
+    status: &'static str,
+    path: String,
+}
+
+fn print_report(json: bool, report: &Report<'_>) {
+    if json {
+        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(report)));
+    } else {
+        print_stdout(&format!("bundle {} ({})\npath   {}\n", report.bundle, report.status, report.path));
+    }
+}
+
+pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    match args.command {
+        BundleCommand::Export { bundle, out, json } => match export(&bundle, &out) {
+            Ok(exported) => {
+                let report = Report {
+                    format: "acompose.bundle-export.v1",
+                    bundle: &exported.id,
+                    status: "exported",
+                    path: out.display().to_string(),
+                };
+                if json || !terminal.quiet {
+                    print_report(json, &report);
+                }
+                exit::SUCCESS
+            }
+            Err(error) => report_error(&error, terminal),
+        },
+        BundleCommand::Import { file, out, store, json } => {
+            let home = resolve_home(home);
+            let out = match (out, &home) {
+                (Some(out), _) => out,
+                (None, Ok(home)) => home.join(BUNDLES_DIR),
+                (None, Err(error)) => return report_error(error, terminal),
+            };
+            let imported =
+                destination(home.ok().as_deref(), &out, &Target::Store(store)).and_then(|to| import(&file, &to));
+            match imported {
+                Ok(imported) => {
+                    let report = Report {
+                        format: "acompose.bundle-import.v1",
+                        bundle: &imported.id,
+                        status: imported.materialization.outcome.name(),
+                        path: out.join(&imported.id).display().to_string(),
+                    };
+                    if json || !terminal.quiet {
+                        print_report(json, &report);
+                    }
+                    exit::SUCCESS
+                }
+                Err(error) => report_error(&error, terminal),
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The warm path of `compose`: the same persisted fingerprints as bare convergence, one
+//! cache per composition (`<home>/cache/compose-<key>`, its printed report beside it in
+//! `compose-<key>.report`). A repeat whose inputs, bundle files, store trees and report
+//! all stat as recorded answers the report without reading a file body. Keeps no cache
+//! when the home folder does not exist (a `compose --out` run without a home).
+
+use std::path::{Path, PathBuf};
+
+use acompose_engine::store::is_slice_name;
+
+use crate::cache::{self, Cache, CheckCounters};
+use crate::load::Loader;
+use crate::observe::Stat;
+use crate::store::linked_slices;
+
+/// What a warm composition answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warm {
+    pub id: String,
+    /// The report as the composition that recorded it printed it.
+    pub report: String,
+    /// Paths stat'ed to decide.
+    pub stated: usize,
+}
+
+/// The cache key of one composition: the working folder and every setting that changes
+/// what is composed, where it goes or what is printed.
+pub fn key(settings: &[&str]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let here = std::path::absolute(".").unwrap_or_default();
+    hasher.update(here.as_os_str().as_encoded_bytes());
+    for setting in settings {
+        hasher.update(&[0]);
+        hasher.update(setting.as_bytes());
+    }
+    hasher.finalize().to_hex()[..32].to_owned()
+}
+
+fn names(key: &str) -> (String, String) {
+    (format!("compose-{key}"), format!("compose-{key}.report"))
+}
+
+/// The recorded report, when every fingerprint of the composition is unchanged.
+pub fn lookup(home: &Path, projects: &Path, key: &str) -> Option<Warm> {
+    if !home.is_dir() {
+        return None;
+    }
+    let (cache_name, report_name) = names(key);
+    let text = cache::read_named(home, &cache_name).ok()??;
+    let mut counters = CheckCounters::default();
+    let summary = cache::unchanged_at_a_glance(&text, &cache::identity(projects), &mut counters)?;
+    // The report is one of the recorded outputs: it stat'ed as written.
+    let report = std::fs::read_to_string(home.join(cache::CACHE_DIR).join(report_name)).ok()?;
+    Some(Warm { id: summary.source, report, stated: counters.stated })
+}
+
+/// The files of the store trees a bundle folder links, each once.
+fn store_tree_files(bundle: &Path, into: &mut Vec<(PathBuf, Stat)>) {
+    let mut trees = std::collections::BTreeSet::new();
+    for (store, slice) in linked_slices(bundle) {
+        for name in store.reachable(&std::iter::once(slice).collect()) {
+            if !is_slice_name(&name) && trees.insert(store.root().join(&name)) {
+                cache::output_stats(&store.root().join(&name), into);
+            }
+        }
+    }
+}
+
+/// Records a finished composition: every input the loader looked at, the bundle's own
+/// files, the store trees it links, and the report.
+pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, id: &str, bundle: &Path, report: &str) {
+    if !home.is_dir() {
+        return;
+    }
+    let (cache_name, report_name) = names(key);
+    cache::store_named(home, &report_name, Some(report.as_bytes()));
+    let mut outputs = Vec::new();
+    cache::output_stats(bundle, &mut outputs);
+    store_tree_files(bundle, &mut outputs);
+    let report_path = home.join(cache::CACHE_DIR).join(&report_name);
+    match std::fs::symlink_metadata(&report_path) {
+        Ok(metadata) if metadata.is_file() => outputs.push((report_path, Stat::of(&metadata))),
+        _ => return,
+    }
+    let mut inputs: Vec<_> = loader.observed().iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+    inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+    let fingerprints = Cache {
+        identity: cache::identity(projects),
+        summary: cache::Summary { source: id.to_owned(), ..cache::Summary::default() },
+        inputs,
+        outputs,
+    };
+    cache::store_named(home, &cache_name, fingerprints.to_text().as_deref().map(str::as_bytes));
+}

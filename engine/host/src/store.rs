@@ -1,0 +1,470 @@
+//! The content-addressed store on disk: writing skill trees and slices (staged, verified,
+//! renamed into place, made read-only, never rewritten), reading them back for `verify`,
+//! finding what the bundles of a home reference, and removing the rest (`gc`). Decides
+//! no layout (the engine's `store` module does) and writes no bundle folder.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use acompose_engine::store::{SKILLS_PREFIX, StoreSlice, StoreTree, is_slice_name, is_tree_key, slice_key, tree_key};
+
+use crate::load::error_kind;
+
+/// The store folder inside home.
+pub const STORE_DIR: &str = "store";
+/// The store folder beside bundles composed outside the home.
+pub const LOCAL_STORE_DIR: &str = ".store";
+/// The name prefix of a store entry being written; never a final entry name.
+const STAGING_PREFIX: &str = ".staging-";
+
+/// Distinguishes staging folders of one process.
+static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A store folder, and the slices this value wrote or checked whole (with their trees):
+/// a live session (watch mode) does not check them again while they exist.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    known: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+impl PartialEq for Store {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Store {}
+
+/// What one write of an entry did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    New,
+    Present,
+}
+
+fn cannot(what: &str, path: &Path, error: &std::io::Error) -> String {
+    format!("cannot {what} `{}`: {}", path.display(), error_kind(error))
+}
+
+/// Gives every folder under `path` (and `path`) its write permission back, so the tree
+/// can be removed. Failures are left to the removal to report.
+fn make_writable(path: &Path) {
+    for entry in walkdir::WalkDir::new(path).follow_links(false).into_iter().flatten() {
+        if entry.file_type().is_dir() {
+            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+/// Removes a store entry or a staging folder, read-only folders included.
+fn remove_entry(path: &Path) -> std::io::Result<()> {
+    make_writable(path);
+    std::fs::remove_dir_all(path)
+}
+
+/// Makes a staged tree read-only: files 0444, folders 0555, deepest first.
+fn seal(path: &Path) -> Result<(), String> {
+    let entries: Vec<walkdir::DirEntry> =
+        walkdir::WalkDir::new(path).follow_links(false).contents_first(true).into_iter().flatten().collect();
+    for entry in entries {
+        let mode = if entry.file_type().is_dir() {
+            0o555
+        } else if entry.file_type().is_file() {
+            0o444
+        } else {
+            continue;
+        };
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode))
+            .map_err(|error| cannot("make read-only", entry.path(), &error))?;
+    }
+    Ok(())
+}
+
+/// Creates a file read-only (0444) from the start and writes it; the open descriptor
+/// stays writable.
+fn write_read_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path)?;
+    file.write_all(bytes)
+}
+
+/// Makes a staged tree's folders read-only (0555), deepest first; its files were
+/// created read-only.
+fn seal_folders(staging: &Path, tree: &StoreTree<'_>) -> Result<(), String> {
+    let distinct: BTreeSet<PathBuf> = tree
+        .files
+        .iter()
+        .flat_map(|(path, _)| {
+            Path::new(path).ancestors().skip(1).map(|folder| staging.join(folder)).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut folders: Vec<PathBuf> = distinct.into_iter().collect();
+    folders.sort_by_key(|folder| std::cmp::Reverse(folder.components().count()));
+    for folder in folders {
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555))
+            .map_err(|error| cannot("make read-only", &folder, &error))?;
+    }
+    Ok(())
+}
+
+/// The relative path from folder `from` to `to`; both absolute and free of `.`/`..`.
+pub fn relative_path(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<Component<'_>> = from.components().collect();
+    let to: Vec<Component<'_>> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut path = PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    for component in &to[common..] {
+        path.push(component.as_os_str());
+    }
+    path
+}
+
+/// Reads a store skill tree: regular files and folders only, paths relative to the tree.
+fn read_tree(path: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(path).follow_links(false).sort_by_file_name() {
+        let entry = entry.map_err(|_| format!("store entry `{}` cannot be read", path.display()))?;
+        if entry.depth() == 0 {
+            if !entry.file_type().is_dir() {
+                return Err(format!("store entry `{}` is not a folder", path.display()));
+            }
+            continue;
+        }
+        let relative = entry
+            .path()
+            .strip_prefix(path)
+            .unwrap_or(entry.path())
+            .components()
+            .map(|component| component.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        if entry.file_type().is_file() {
+            let bytes = std::fs::read(entry.path()).map_err(|error| cannot("read", entry.path(), &error))?;
+            files.push((relative, bytes));
+        } else if !entry.file_type().is_dir() {
+            return Err(format!("store entry `{}` holds `{relative}`, which is not a regular file", path.display()));
+        }
+    }
+    Ok(files)
+}
+
+impl Store {
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Store { root: root.into(), known: std::sync::Arc::default() }
+    }
+
+    /// Whether a slice was written or checked whole by this value and is still there (a
+    /// slice and its trees leave the store together, never one without the other being
+    /// unreferenced).
+    pub fn knows_slice(&self, name: &str) -> bool {
+        let known = self.known.lock().is_ok_and(|known| known.contains(name));
+        known && self.contains(name)
+    }
+
+    /// Records a slice written or checked whole, its trees included.
+    pub fn know_slice(&self, name: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.insert(name.to_owned());
+        }
+    }
+
+    /// The store of a home.
+    pub fn of_home(home: &Path) -> Self {
+        Store::at(home.join(STORE_DIR))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Creates the store folder; refuses one that is a symbolic link.
+    pub fn create(&self) -> Result<(), String> {
+        if std::fs::symlink_metadata(&self.root).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+            return Err(format!("store `{}` is a symbolic link", self.root.display()));
+        }
+        std::fs::create_dir_all(&self.root).map_err(|error| cannot("create", &self.root, &error))
+    }
+
+    /// The absolute, resolved path of the store (it must exist).
+    pub fn canonical(&self) -> Result<PathBuf, String> {
+        self.root.canonicalize().map_err(|error| cannot("resolve", &self.root, &error))
+    }
+
+    fn staging(&self, name: &str) -> PathBuf {
+        let counter = STAGING_COUNTER.fetch_add(1, Ordering::Relaxed);
+        self.root.join(format!("{STAGING_PREFIX}{name}-{}-{counter}", std::process::id()))
+    }
+
+    /// Moves a staged, sealed entry to its final name. Another writer that got there first
+    /// wrote the same bytes (the name is their digest), so the staged copy is dropped.
+    fn publish(&self, staging: &Path, name: &str) -> Result<Written, String> {
+        let target = self.root.join(name);
+        match std::fs::rename(staging, &target) {
+            Ok(()) => Ok(Written::New),
+            Err(_) if target.is_dir() => {
+                let _ = remove_entry(staging);
+                Ok(Written::Present)
+            }
+            Err(error) => {
+                let _ = remove_entry(staging);
+                Err(cannot("move a store entry to", &target, &error))
+            }
+        }
+    }
+
+    /// Whether an entry is in place (entries are immutable: its name vouches for it).
+    pub fn contains(&self, name: &str) -> bool {
+        std::fs::symlink_metadata(self.root.join(name)).is_ok_and(|metadata| metadata.is_dir())
+    }
+
+    /// Whether a tree entry holds every file of `tree` at its size (a glance: stats only).
+    pub fn tree_looks_intact(&self, tree: &StoreTree<'_>) -> bool {
+        let root = self.root.join(&tree.key);
+        tree.files.iter().all(|(path, bytes)| {
+            std::fs::symlink_metadata(root.join(path))
+                .is_ok_and(|metadata| metadata.is_file() && metadata.len() == bytes.len() as u64)
+        })
+    }
+
+    /// Moves a damaged entry out of its name (to a staging name, then removes it): the
+    /// one case an entry's name is given to new bytes, which are the bytes it promised.
+    fn set_aside(&self, name: &str) -> Result<(), String> {
+        let aside = self.staging(&format!("damaged-{name}"));
+        let entry = self.root.join(name);
+        std::fs::rename(&entry, &aside).map_err(|error| cannot("set aside the damaged store entry", &entry, &error))?;
+        let _ = remove_entry(&aside);
+        Ok(())
+    }
+
+    /// Writes one skill tree unless it is there already. An entry found with a file
+    /// missing or of another size is damaged: it is set aside and written again.
+    pub fn put_tree(&self, tree: &StoreTree<'_>) -> Result<Written, String> {
+        if self.contains(&tree.key) {
+            if self.tree_looks_intact(tree) {
+                return Ok(Written::Present);
+            }
+            self.set_aside(&tree.key)?;
+        }
+        let staging = self.staging(&tree.key);
+        let staged = (|| -> Result<(), String> {
+            std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
+            for (path, bytes) in &tree.files {
+                let target = staging.join(path);
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
+                }
+                write_read_only(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
+            }
+            let read = read_tree(&staging)?;
+            let pairs: Vec<(&str, &[u8])> =
+                read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+            if tree_key(&pairs) != tree.key {
+                return Err(format!("the staged store entry `{}` failed verification", tree.key));
+            }
+            seal_folders(&staging, tree)
+        })();
+        if let Err(error) = staged {
+            let _ = remove_entry(&staging);
+            return Err(error);
+        }
+        self.publish(&staging, &tree.key)
+    }
+
+    /// Writes one slice (a folder of links to trees) unless it is there already.
+    pub fn put_slice(&self, slice: &StoreSlice) -> Result<Written, String> {
+        let name = slice.entry_name();
+        if self.contains(&name) {
+            if self.read_slice_links(&self.root.join(&name)).is_ok_and(|links| links == slice.skills) {
+                return Ok(Written::Present);
+            }
+            self.set_aside(&name)?;
+        }
+        let staging = self.staging(&name);
+        let staged = (|| -> Result<(), String> {
+            std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
+            for (skill, key) in &slice.skills {
+                let link = staging.join(skill);
+                std::os::unix::fs::symlink(Path::new("..").join(key), &link)
+                    .map_err(|error| cannot("link", &link, &error))?;
+            }
+            let read = self.read_slice_links(&staging)?;
+            if slice_key(&read) != slice.key {
+                return Err(format!("the staged store entry `{name}` failed verification"));
+            }
+            seal(&staging)
+        })();
+        if let Err(error) = staged {
+            let _ = remove_entry(&staging);
+            return Err(error);
+        }
+        self.publish(&staging, &name)
+    }
+
+    /// The (skill, tree key) links of a slice folder; anything else in it is a problem.
+    fn read_slice_links(&self, folder: &Path) -> Result<Vec<(String, String)>, String> {
+        let entries = std::fs::read_dir(folder).map_err(|error| cannot("read", folder, &error))?;
+        let mut links = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|error| cannot("read", folder, &error))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let target = std::fs::read_link(entry.path())
+                .map_err(|_| format!("store entry `{}` holds `{name}`, which is not a link", folder.display()))?;
+            let mut components = target.components();
+            let key = match (components.next(), components.next(), components.next()) {
+                (Some(Component::ParentDir), Some(Component::Normal(key)), None) => key.to_string_lossy().into_owned(),
+                _ => String::new(),
+            };
+            if !is_tree_key(&key) {
+                return Err(format!(
+                    "store entry `{}`: `{name}` links outside the store (`{}`)",
+                    folder.display(),
+                    target.display()
+                ));
+            }
+            links.push((name, key));
+        }
+        links.sort();
+        Ok(links)
+    }
+
+    /// Reads a slice and every tree it links, checking each against its name. Returns
+    /// (path inside the provider folder, bytes) for every file it could read, and the
+    /// problems, each naming the damaged store entry.
+    pub fn read_slice(&self, name: &str) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
+        let folder = self.root.join(name);
+        let links = match self.read_slice_links(&folder) {
+            Ok(links) => links,
+            Err(problem) => return (Vec::new(), vec![problem]),
+        };
+        let mut problems = Vec::new();
+        if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
+            problems.push(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
+        }
+        let mut files = Vec::new();
+        for (skill, key) in links {
+            let tree = self.root.join(&key);
+            match read_tree(&tree) {
+                Ok(read) => {
+                    let pairs: Vec<(&str, &[u8])> =
+                        read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+                    if tree_key(&pairs) != key {
+                        problems.push(format!(
+                            "store entry `{}` is damaged: its contents do not hash to its name",
+                            tree.display()
+                        ));
+                    }
+                    files.extend(read.into_iter().map(|(path, bytes)| (format!("{skill}/{path}"), bytes)));
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        (files, problems)
+    }
+
+    /// Removes one entry (a tree or a slice) by name.
+    pub fn remove(&self, name: &str) -> std::io::Result<()> {
+        if !(is_tree_key(name) || is_slice_name(name)) {
+            return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+        }
+        remove_entry(&self.root.join(name))
+    }
+
+    /// Entry names in the store (trees and slices), and staging folders left behind.
+    fn listing(&self) -> (BTreeSet<String>, Vec<String>) {
+        let mut entries = BTreeSet::new();
+        let mut staging = Vec::new();
+        if let Ok(read) = std::fs::read_dir(&self.root) {
+            for entry in read.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if is_tree_key(&name) || is_slice_name(&name) {
+                    entries.insert(name);
+                } else if name.starts_with(STAGING_PREFIX) {
+                    staging.push(name);
+                }
+            }
+        }
+        (entries, staging)
+    }
+
+    /// The entries a set of referenced slices reaches: the slices and their trees.
+    pub fn reachable(&self, slices: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut reached = BTreeSet::new();
+        for slice in slices {
+            reached.insert(slice.clone());
+            if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
+                reached.extend(links.into_iter().map(|(_, key)| key));
+            }
+        }
+        reached
+    }
+
+    /// Removes every entry not in `keep` (and staging folders no live writer of this
+    /// process owns), or only lists them when `dry_run`. The caller holds the home lock.
+    pub fn collect_garbage(&self, keep: &BTreeSet<String>, dry_run: bool) -> Result<Vec<String>, String> {
+        let (entries, staging) = self.listing();
+        let mut removed = Vec::new();
+        let own = format!("-{}-", std::process::id());
+        for name in entries
+            .iter()
+            .filter(|name| !keep.contains(*name))
+            .chain(staging.iter().filter(|name| !name.contains(&own)))
+        {
+            if !dry_run {
+                remove_entry(&self.root.join(name)).map_err(|error| cannot("remove", &self.root.join(name), &error))?;
+            }
+            removed.push(name.clone());
+        }
+        Ok(removed)
+    }
+}
+
+/// The slice a bundle's provider folder links to, when it is a link into a store:
+/// (the store, the slice's entry name). A link that is absolute or lands anywhere but on a
+/// slice-shaped name is refused.
+pub fn slice_of_link(link: &Path) -> Result<Option<(Store, String)>, String> {
+    let metadata = std::fs::symlink_metadata(link).map_err(|error| cannot("read", link, &error))?;
+    if !metadata.file_type().is_symlink() {
+        return Ok(None);
+    }
+    let target = std::fs::read_link(link).map_err(|error| cannot("read", link, &error))?;
+    if target.is_absolute() {
+        return Err(format!("`{}` is an absolute link; bundles link into their store relatively", link.display()));
+    }
+    let name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    if !is_slice_name(&name) {
+        return Err(format!("`{}` links to `{}`, which is not a store entry", link.display(), target.display()));
+    }
+    let parent = link.parent().unwrap_or(Path::new("."));
+    let resolved = parent.join(&target);
+    let store = resolved.parent().map(Path::to_path_buf).unwrap_or_default();
+    let store = store.canonicalize().unwrap_or(store);
+    Ok(Some((Store::at(store), name)))
+}
+
+/// The slices a bundle folder links to (its `content/skills/<source>` links).
+pub fn linked_slices(bundle: &Path) -> Vec<(Store, String)> {
+    let skills = bundle.join(SKILLS_PREFIX.trim_end_matches('/'));
+    let Ok(entries) = std::fs::read_dir(&skills) else { return Vec::new() };
+    entries.flatten().filter_map(|entry| slice_of_link(&entry.path()).ok().flatten()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_climb_to_the_common_folder() {
+        assert_eq!(
+            relative_path(Path::new("/h/bundles/id/content/skills"), Path::new("/h/store/slice-x")),
+            PathBuf::from("../../../../store/slice-x")
+        );
+        assert_eq!(relative_path(Path::new("/a"), Path::new("/a/b")), PathBuf::from("b"));
+    }
+}

@@ -1,0 +1,467 @@
+//! The content-addressed store: shared entries, writes proportional to an edit, crash
+//! recovery, `gc`, `bundle export`/`import` and `verify` through the store's links.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use acompose_engine::Database;
+use acompose_host::NoProgress;
+use acompose_host::bundle::{Placement, Verification, materialize_into, verify_directory};
+use acompose_host::load::Loader;
+use acompose_host::session::Session;
+use acompose_host::store::Store;
+use acompose_host::transaction::NoFaults;
+use common::{acompose, copy_dir};
+
+fn skill(name: &str, body: &str) -> String {
+    format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
+}
+
+/// Writes a file dated an hour back (the fingerprint cache re-hashes racily fresh files).
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(path).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
+}
+
+const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; }\n    role eval { use-repository hardware; use-repository benchmarks; }\n}\n";
+
+/// A trusted root and two skill repositories; platform and eval both admit the hardware
+/// skills.
+fn estate(root: &Path) -> (PathBuf, PathBuf) {
+    let projects = root.join("projects");
+    write(&projects.join("acme/root/.agents/roles.kdl"), ROLES);
+    write(&projects.join("acme/root/.agents/skills/estate-map/SKILL.md"), &skill("estate-map", "Where things are."));
+    for name in ["machine-cpu", "machine-gpu", "machine-tpu"] {
+        write(&projects.join(format!("example/hardware/.agents/skills/{name}/SKILL.md")), &skill(name, "Hardware."));
+    }
+    for name in ["bench-harness", "bench-report"] {
+        write(&projects.join(format!("example/benchmarks/.agents/skills/{name}/SKILL.md")), &skill(name, "Bench."));
+    }
+    write(&projects.join("acme/root/.git/HEAD"), "ref: refs/heads/main\n");
+    write(&projects.join("acme/root/.git/refs/heads/main"), "4b825dc642cb6eb9a060e54bf8d69288fbee4904\n");
+    let home = root.join("home");
+    write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    (home, projects)
+}
+
+fn converge(session: &mut Session, home: &Path, projects: &Path) -> acompose_host::session::Report {
+    let config = acompose_host::home::read_config(home, &NoProgress).expect("config");
+    session.converge(home, projects, &config, &NoProgress, &mut NoFaults, true).expect("converge")
+}
+
+fn index(home: &Path) -> BTreeMap<String, String> {
+    acompose_engine::estate::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
+        .expect("parse")
+}
+
+/// Every store entry (top-level name) with the modification times of it and its files.
+fn store_listing(store: &Path) -> BTreeMap<String, Vec<(PathBuf, SystemTime)>> {
+    let mut listing = BTreeMap::new();
+    for entry in std::fs::read_dir(store).expect("store").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let times: Vec<(PathBuf, SystemTime)> = walkdir::WalkDir::new(entry.path())
+            .follow_links(false)
+            .sort_by_file_name()
+            .into_iter()
+            .flatten()
+            .map(|item| {
+                let modified = std::fs::symlink_metadata(item.path()).and_then(|metadata| metadata.modified());
+                (item.path().to_path_buf(), modified.expect("mtime"))
+            })
+            .collect();
+        listing.insert(name, times);
+    }
+    listing
+}
+
+#[test]
+fn two_roles_that_admit_the_same_skill_share_one_store_entry() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Session::default(), &home, &projects);
+    let index = index(&home);
+    let skill_of =
+        |role: &str| home.join("bundles").join(&index[role]).join("content/skills/hardware/machine-cpu/SKILL.md");
+    let (platform, eval) = (skill_of("platform"), skill_of("eval"));
+    assert_ne!(index["platform"], index["eval"]);
+    assert!(std::fs::read_to_string(&platform).expect("opens through the links").contains("machine-cpu"));
+    let provider = home.join("bundles").join(&index["platform"]).join("content/skills/hardware");
+    assert!(std::fs::symlink_metadata(&provider).expect("provider folder").file_type().is_symlink());
+    assert!(std::fs::read_link(&provider).expect("link").is_relative());
+    let (one, two) = (std::fs::metadata(&platform).expect("one"), std::fs::metadata(&eval).expect("two"));
+    assert_eq!((one.dev(), one.ino()), (two.dev(), two.ino()), "one file for both roles");
+    let resolved = platform.canonicalize().expect("resolve");
+    assert!(resolved.starts_with(home.join("store").canonicalize().expect("store")), "{}", resolved.display());
+}
+
+#[test]
+fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Session::default(), &home, &projects);
+    let store = home.join("store");
+    let before = store_listing(&store);
+    let trees = |listing: &BTreeMap<String, Vec<(PathBuf, SystemTime)>>| -> Vec<String> {
+        listing.keys().filter(|name| !name.starts_with("slice-")).cloned().collect()
+    };
+    assert!(trees(&before).len() >= 6, "estate-map, three hardware and two benchmark skills: {:?}", before.keys());
+    std::thread::sleep(Duration::from_millis(20));
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
+    let report = converge(&mut Session::default(), &home, &projects);
+    let after = store_listing(&store);
+    let new: Vec<&String> = after.keys().filter(|name| !before.contains_key(*name)).collect();
+    let new_trees: Vec<&&String> = new.iter().filter(|name| !name.starts_with("slice-")).collect();
+    let new_slices: Vec<&&String> = new.iter().filter(|name| name.starts_with("slice-")).collect();
+    assert_eq!(new_trees.len(), 1, "one new skill tree: {new:?}");
+    assert_eq!(new_slices.len(), 1, "one new hardware slice, shared by both roles: {new:?}");
+    for (name, times) in &after {
+        if let Some(previous) = before.get(name) {
+            assert_eq!(previous, times, "{name} was rewritten");
+        }
+    }
+    let gone: Vec<&String> = before.keys().filter(|name| !after.contains_key(*name)).collect();
+    assert_eq!(gone.len(), 2, "the old tree and the old slice are pruned with the bundles: {gone:?}");
+    // Two new bundles (platform and eval), each its own files plus one link per provider.
+    assert_eq!(report.bundles_new, 2);
+    let own_and_links = |role: &str| {
+        walkdir::WalkDir::new(home.join("bundles").join(&index(&home)[role]))
+            .follow_links(false)
+            .into_iter()
+            .flatten()
+            .filter(|entry| !entry.file_type().is_dir())
+            .count()
+    };
+    let written_by_bundles = own_and_links("platform") + own_and_links("eval");
+    assert_eq!(
+        report.files_written,
+        written_by_bundles + 2 + report.roster.written.len() + report.estate_files_written
+    );
+}
+
+/// Copies a compose case next to the base person package.
+fn stage(case: &str) -> (tempfile::TempDir, PathBuf) {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path().join("case");
+    copy_dir(&common::fixtures().join("compose").join(case), &root);
+    copy_dir(&common::fixtures().join("roster/base"), &temporary.path().join("person-base"));
+    (temporary, root)
+}
+
+#[test]
+fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible() {
+    let (_temporary, root) = stage("selector-slice");
+    let mut db = Database::default();
+    let mut loader = Loader::default();
+    let prepared =
+        acompose_host::request::prepare(&mut db, &mut loader, &root.join("request.kdl"), &root.join("projects"), None)
+            .expect("prepare");
+    let out = root.join("out");
+    let store = Store::at(root.join("store"));
+    let crashed = materialize_into(&out, &prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || {
+        Err("injected crash".to_owned())
+    });
+    assert!(crashed.is_err());
+    let visible: Vec<String> = std::fs::read_dir(&out)
+        .expect("out")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(visible.is_empty(), "no bundle and no staging folder: {visible:?}");
+    for entry in std::fs::read_dir(store.root()).expect("store").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "a staging entry was left visible: {name}");
+    }
+    let again = materialize_into(&out, &prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || Ok(()))
+        .expect("the next run recovers");
+    assert_eq!(again.outcome, acompose_host::bundle::Materialized::New);
+    let placed = out.join(&prepared.bundle.id);
+    let own_and_links =
+        walkdir::WalkDir::new(&placed).into_iter().flatten().filter(|entry| !entry.file_type().is_dir()).count();
+    assert_eq!(again.written, own_and_links, "the bundle's own files and links; store entries were in place");
+    verify_directory(&placed).expect("verifies");
+}
+
+#[test]
+fn gc_removes_exactly_the_unreferenced_entries() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Session::default(), &home, &projects);
+    let store = home.join("store");
+    let referenced: Vec<String> = store_listing(&store).into_keys().collect();
+    // A composition outside convergence, into the home: its entries are referenced too.
+    let (_case, root) = stage("selector-slice");
+    let composed = acompose(
+        &root,
+        &["--home", home.to_str().expect("utf-8"), "compose", "request.kdl", "--projects-root", "projects"],
+    );
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let with_compose: Vec<String> = store_listing(&store).into_keys().collect();
+    assert!(with_compose.len() > referenced.len());
+    // An orphan tree and a staging folder a crash left behind.
+    let orphan_tree = acompose_engine::store::tree_key(&[("SKILL.md", b"orphan")]);
+    std::fs::create_dir_all(store.join(&orphan_tree)).expect("orphan");
+    std::fs::write(store.join(&orphan_tree).join("SKILL.md"), "orphan").expect("orphan file");
+    std::fs::create_dir_all(store.join(".staging-left-1-0")).expect("staging");
+    let orphan_slice = format!("slice-{}", "0".repeat(64));
+    std::fs::create_dir_all(store.join(&orphan_slice)).expect("orphan slice");
+
+    let home_flag = home.to_str().expect("utf-8");
+    let dry = acompose(temporary.path(), &["--home", home_flag, "gc", "--dry-run", "--json"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let report: serde_json::Value = serde_json::from_str(&dry.stdout).expect("json");
+    let mut expected = vec![orphan_tree.clone(), orphan_slice.clone(), ".staging-left-1-0".to_owned()];
+    expected.sort();
+    let mut listed: Vec<String> = report["removed"]
+        .as_array()
+        .expect("removed")
+        .iter()
+        .map(|name| name.as_str().expect("name").to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, expected);
+    assert!(store.join(&orphan_tree).exists(), "a dry run removes nothing");
+
+    let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let left: Vec<String> = store_listing(&store).into_keys().collect();
+    assert_eq!(left, with_compose, "exactly the unreferenced entries went");
+    for id in index(&home).values() {
+        verify_directory(&home.join("bundles").join(id)).expect("every bundle still verifies");
+    }
+}
+
+#[test]
+fn export_then_import_on_another_home_verifies_with_the_same_id() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Session::default(), &home, &projects);
+    let id = index(&home)["eval"].clone();
+    let bundle = home.join("bundles").join(&id);
+    let archive = temporary.path().join("eval.tar");
+    let exported =
+        acompose(temporary.path(), &["bundle", "export", bundle.to_str().expect("utf-8"), "--out", "eval.tar"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let first = std::fs::read(&archive).expect("archive");
+    // Real copies: the archive holds no link, and exporting again gives the same bytes.
+    let mut entries = tar::Archive::new(first.as_slice());
+    for entry in entries.entries().expect("entries") {
+        let entry = entry.expect("entry");
+        assert!(matches!(entry.header().entry_type(), tar::EntryType::Regular | tar::EntryType::Directory));
+    }
+    assert_eq!(
+        acompose(temporary.path(), &["bundle", "export", bundle.to_str().expect("utf-8"), "--out", "eval.tar"]).code,
+        0
+    );
+    assert_eq!(std::fs::read(&archive).expect("archive"), first);
+
+    let other = temporary.path().join("elsewhere/home");
+    std::fs::create_dir_all(&other).expect("other home");
+    let imported = acompose(
+        temporary.path(),
+        &["--home", other.to_str().expect("utf-8"), "bundle", "import", "eval.tar", "--json"],
+    );
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let report: serde_json::Value = serde_json::from_str(&imported.stdout).expect("json");
+    assert_eq!(report["bundle"], id.as_str());
+    let placed = other.join("bundles").join(&id);
+    let verified = acompose(temporary.path(), &["verify", placed.to_str().expect("utf-8")]);
+    assert_eq!(verified.code, 0, "{}", verified.stderr);
+    let link = placed.join("content/skills/hardware");
+    assert!(std::fs::symlink_metadata(&link).expect("provider").file_type().is_symlink(), "imported into a store");
+    assert!(
+        link.join("machine-cpu/SKILL.md")
+            .canonicalize()
+            .expect("resolve")
+            .starts_with(other.join("store").canonicalize().expect("store"))
+    );
+}
+
+#[test]
+fn a_flipped_byte_in_a_store_entry_fails_verify_naming_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Session::default(), &home, &projects);
+    let bundle = home.join("bundles").join(&index(&home)["platform"]);
+    let skill = bundle.join("content/skills/hardware/machine-gpu/SKILL.md").canonicalize().expect("resolve");
+    let entry = skill.parent().expect("tree").file_name().expect("name").to_string_lossy().into_owned();
+    let mut bytes = std::fs::read(&skill).expect("skill");
+    bytes[5] ^= 0x01;
+    let mut permissions = std::fs::metadata(&skill).expect("metadata").permissions();
+    assert!(permissions.readonly(), "store files are read-only");
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&skill, permissions).expect("writable");
+    std::fs::write(&skill, bytes).expect("flip");
+    let broken = acompose(temporary.path(), &["verify", bundle.to_str().expect("utf-8")]);
+    assert_eq!(broken.code, 1);
+    let store = home.join("store").canonicalize().expect("store");
+    assert!(broken.stderr.contains(&format!("store entry `{}", store.display())), "{}", broken.stderr);
+    assert!(broken.stderr.contains(&entry), "names the damaged entry {entry}: {}", broken.stderr);
+    assert!(broken.stderr.contains("content/skills/hardware/machine-gpu/SKILL.md"), "{}", broken.stderr);
+}
+
+#[test]
+fn a_live_watch_keeps_the_entries_its_bundles_reference() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut watcher, _) =
+        acompose_host::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress).expect("watch");
+    let home_flag = home.to_str().expect("utf-8");
+    let collect = || {
+        let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        for id in index(&home).values() {
+            verify_directory(&home.join("bundles").join(id)).expect("the watched bundles keep their entries");
+        }
+    };
+    collect();
+    let before = index(&home)["platform"].clone();
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Watched."));
+    // Bounded: the watcher reports each batch of events; a few hundred rounds is ample.
+    for _ in 0..300 {
+        if let acompose_host::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
+            break;
+        }
+    }
+    assert_ne!(index(&home)["platform"], before, "the edit reconverged");
+    // Between reconvergences the stale bundle awaits pruning; gc keeps what it links too.
+    collect();
+    watcher.stop();
+    collect();
+}
+
+#[test]
+fn a_warm_compose_answers_from_the_fingerprints_and_notices_every_change() {
+    let (temporary, root) = stage("selector-slice");
+    // Inputs changed within two seconds of a run are re-hashed by the next (racily fresh).
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    for entry in walkdir::WalkDir::new(temporary.path()).contents_first(true).into_iter().flatten() {
+        let file = if entry.file_type().is_dir() {
+            std::fs::File::open(entry.path())
+        } else {
+            std::fs::File::options().write(true).open(entry.path())
+        };
+        file.and_then(|file| file.set_modified(hour_ago)).expect("backdate");
+    }
+    let home = temporary.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let home_flag = home.to_str().expect("utf-8");
+    let compose = || {
+        let output =
+            acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects", "--stats"]);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output.stdout
+    };
+    let first = compose();
+    assert!(first.contains("(new)"), "{first}");
+    let id = first.split_whitespace().nth(1).expect("id").to_owned();
+    let warm = compose();
+    assert!(warm.starts_with(&format!("bundle {id} (reused)")), "{warm}");
+    assert!(warm.contains("read 0, hashed 0, written 0"), "no file body read: {warm}");
+    assert_eq!(
+        warm.lines().filter(|line| !line.starts_with("stats")).collect::<Vec<_>>(),
+        first.replace("(new)", "(reused)").lines().filter(|line| !line.starts_with("stats")).collect::<Vec<_>>(),
+        "the same report"
+    );
+    // A skill edited: composed again, a new bundle.
+    let skill = root.join("projects/example/hardware-knowledge/.agents/skills/machine-gpu/SKILL.md");
+    let text = std::fs::read_to_string(&skill).expect("skill");
+    write(&skill, &text.replace("\n\n", "\n\nEdited.\n\n"));
+    let edited = compose();
+    assert!(edited.contains("(new)"), "{edited}");
+    assert_ne!(edited.split_whitespace().nth(1), Some(id.as_str()));
+    // A store tree losing a file is noticed, not answered from the cache.
+    let bundle = home.join("bundles").join(edited.split_whitespace().nth(1).expect("id"));
+    let warm = compose();
+    assert!(warm.contains("(reused)") && warm.contains("read 0"), "{warm}");
+    let link = std::fs::read_dir(bundle.join("content/skills")).expect("skills").flatten().next().expect("a provider");
+    let tree = std::fs::read_dir(link.path()).expect("slice").flatten().next().expect("a skill").path();
+    let file = tree.join("SKILL.md").canonicalize().expect("resolve");
+    std::fs::remove_file(&file).expect("damage the store");
+    let output = acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects"]);
+    assert_ne!(output.code, 0, "a damaged store entry is not passed off as reused: {}", output.stdout);
+}
+
+#[test]
+fn standalone_and_named_stores_give_the_same_id() {
+    let (_temporary, root) = stage("selector-slice");
+    let run = |arguments: &[&str]| {
+        let mut all = vec!["compose", "request.kdl", "--projects-root", "projects"];
+        all.extend_from_slice(arguments);
+        let output = acompose(&root, &all);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        output.stdout.split_whitespace().nth(1).expect("id").to_owned()
+    };
+    let linked = run(&["--out", "linked"]);
+    let named = run(&["--out", "named", "--store", "shared-store"]);
+    let standalone = run(&["--out", "standalone", "--standalone"]);
+    assert_eq!(linked, named);
+    assert_eq!(linked, standalone);
+    // `--out` outside the home: the store is `<out>/.store`; `--store` names another one.
+    assert!(root.join("linked/.store").is_dir());
+    assert!(root.join("shared-store").is_dir() && !root.join("named/.store").exists());
+    let links = |bundle: &Path| {
+        walkdir::WalkDir::new(bundle).into_iter().flatten().filter(|entry| entry.path_is_symlink()).count()
+    };
+    assert!(links(&root.join("linked").join(&linked)) > 0);
+    assert_eq!(links(&root.join("standalone").join(&standalone)), 0, "real copies");
+    for bundle in [root.join("named").join(&named), root.join("standalone").join(&standalone)] {
+        verify_directory(&bundle).expect("verifies");
+    }
+    // A linked bundle in place is not passed off as standalone.
+    let refused =
+        acompose(&root, &["compose", "request.kdl", "--projects-root", "projects", "--out", "linked", "--standalone"]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("linked into a store"), "{}", refused.stderr);
+}
+
+/// An archive with one entry whose name and type are set byte by byte (the tar crate
+/// refuses to build such names itself).
+fn crafted_archive(name: &str, kind: tar::EntryType, body: &[u8]) -> Vec<u8> {
+    let mut header = tar::Header::new_ustar();
+    header.as_mut_bytes()[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_entry_type(kind);
+    header.set_size(body.len() as u64);
+    header.set_mode(0o644);
+    if kind == tar::EntryType::Symlink {
+        header.set_link_name("/etc/passwd").expect("link name");
+    }
+    header.set_cksum();
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.append(&header, body).expect("append");
+    builder.into_inner().expect("archive")
+}
+
+#[test]
+fn import_refuses_archives_that_are_no_bundle_and_writes_nothing() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let home = temporary.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let home_flag = home.to_str().expect("utf-8");
+    let cases = [
+        ("climbing", crafted_archive("0123456789abcdef/../../escaped", tar::EntryType::Regular, b"x")),
+        ("link", crafted_archive("0123456789abcdef/content/skills/a", tar::EntryType::Symlink, b"")),
+        ("foreign", crafted_archive("0123456789abcdef/manifest.json", tar::EntryType::Regular, b"{}")),
+        ("garbage", b"not an archive at all".repeat(40)),
+    ];
+    for (name, bytes) in cases {
+        let file = temporary.path().join(format!("{name}.tar"));
+        std::fs::write(&file, bytes).expect("archive");
+        let output =
+            acompose(temporary.path(), &["--home", home_flag, "bundle", "import", file.to_str().expect("utf-8")]);
+        assert_eq!(output.code, 1, "{name}: {}{}", output.stdout, output.stderr);
+        assert!(!output.stderr.contains("panicked"), "{name}: {}", output.stderr);
+    }
+    assert!(!temporary.path().join("escaped").exists());
+    assert!(!home.join("escaped").exists());
+    let placed: Vec<_> = std::fs::read_dir(home.join("bundles"))
+        .map(|entries| entries.flatten().map(|entry| entry.file_name()).collect())
+        .unwrap_or_default();
+    assert!(placed.is_empty(), "nothing placed: {placed:?}");
+}
