@@ -55,8 +55,13 @@ fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Resul
     }
     let bytes = std::fs::read(&path)
         .map_err(|error| format!("cannot read `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
-    serde_json::from_slice(&bytes).map_err(|error| {
-        format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
+    acompose_engine::bundle::read_bundle_json(name, &bytes, &path.display().to_string()).map_err(|error| match error {
+        acompose_engine::bundle::BundleJsonError::TooLarge(too_large) => {
+            format!("`{}`: {} [{}]", path.display(), too_large.message, too_large.code)
+        }
+        acompose_engine::bundle::BundleJsonError::Invalid(error) => {
+            format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
+        }
     })
 }
 

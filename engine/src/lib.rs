@@ -15,6 +15,7 @@ pub mod db;
 pub mod describe;
 pub mod diagnostic;
 pub mod estate;
+pub mod limits;
 pub mod people;
 pub mod person;
 pub mod provider;

@@ -113,9 +113,17 @@ fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, a
 
 const REQUEST_CHILDREN: &[&str] = &["person-source", "personality-library", "role", "delivery", "model-tier", "source"];
 
+/// KDL text of a request file, refused unparsed when over [`crate::limits::REQUEST_KDL`].
+fn parse_bounded(text: &str, path: &str) -> Parsed<crate::syntax::Document> {
+    match crate::limits::REQUEST_KDL.check(text.len(), path) {
+        Some(too_large) => Parsed::new(crate::syntax::Document::default(), vec![too_large]),
+        None => parse_text(text, path),
+    }
+}
+
 /// Parses `request.kdl`.
 pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
-    let parsed = parse_text(text, path);
+    let parsed = parse_bounded(text, path);
     let mut diagnostics = parsed.diagnostics;
     let mut request = Request {
         person_source: None,
@@ -280,7 +288,7 @@ pub struct Declaration {
 /// Parses a source declaration file: `source "<id>" { instruction "<id>" path="…";
 /// skill "<id>" path="…" }`. Its id must equal the request's id.
 pub fn parse_declaration(text: &str, path: &str, expected_id: &str) -> Parsed<Declaration> {
-    let parsed = parse_text(text, path);
+    let parsed = parse_bounded(text, path);
     let mut diagnostics = parsed.diagnostics;
     let mut declaration = Declaration::default();
     if !diagnostics.is_empty() {
