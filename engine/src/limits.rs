@@ -61,7 +61,7 @@ impl Limit {
             Diagnostic::error(
                 self.code,
                 format!(
-                    "the file is {}, over the limit of {} for {} (`{}`); it was not read",
+                    "the file is {}, over the limit of {} for {} (`{}`); it was not parsed",
                     human_size(length),
                     human_size(self.bytes),
                     self.input,
@@ -78,12 +78,17 @@ impl Limit {
     }
 }
 
-/// A byte count for messages: whole KiB or MiB when exact, else bytes.
+/// A byte count for messages: whole KiB or MiB when exact, else the bytes and, past a
+/// KiB, the rounded size in tenths.
 pub fn human_size(bytes: usize) -> String {
     if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB", bytes / KIB)
+    } else if bytes >= MIB {
+        format!("{bytes} bytes ({}.{} MiB)", bytes / MIB, bytes % MIB * 10 / MIB)
+    } else if bytes >= KIB {
+        format!("{bytes} bytes ({}.{} KiB)", bytes / KIB, bytes % KIB * 10 / KIB)
     } else {
         format!("{bytes} bytes")
     }
@@ -115,6 +120,9 @@ mod tests {
     fn sizes_read_as_units() {
         assert_eq!(human_size(MIB), "1 MiB");
         assert_eq!(human_size(64 * KIB), "64 KiB");
-        assert_eq!(human_size(MIB + 1), format!("{} bytes", MIB + 1));
+        assert_eq!(human_size(6_118_014), "6118014 bytes (5.8 MiB)");
+        assert_eq!(human_size(100), "100 bytes");
+        // The People reader's message says 64 KiB; this keeps it true.
+        assert_eq!(human_size(PEOPLE_FILE.bytes), "64 KiB");
     }
 }

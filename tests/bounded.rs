@@ -1,0 +1,170 @@
+//! Bounded work on hostile input, through the real binary: oversized files are refused by
+//! the limit that names them, a file of very many problems gets a bounded report, and no
+//! raw control byte from a file reaches the terminal. Never asserts a time: the bounds are
+//! counted in diagnostics.
+
+mod common;
+
+use std::path::Path;
+
+use acompose_engine::limits::{self, MAX_DIAGNOSTICS_PER_FILE};
+use common::{acompose, write_embedded};
+
+/// The issue's hostile package: `person.kdl` followed by `count` small unknown nodes of
+/// `width` bytes each (newline included).
+fn package_of_unknown_nodes(root: &Path, count: usize, width: usize) {
+    write_embedded(root);
+    let mut text = String::from("person \"core\"\n");
+    for index in 0..count {
+        // Names of one width, made unique when there is room for digits.
+        let name = if width > 2 { format!("n{index:0>digits$}", digits = width - 2) } else { "n".to_owned() };
+        text.push_str(&name);
+        text.push('\n');
+    }
+    std::fs::write(root.join("person.kdl"), text).expect("write person.kdl");
+}
+
+/// The rendered diagnostic headers (` × message` lines) of some output.
+fn reported(output: &str) -> usize {
+    output.lines().filter(|line| line.trim_start().starts_with('×')).count()
+}
+
+#[test]
+fn the_six_megabyte_package_of_437000_nodes_is_refused_by_its_size_limit() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let package = temporary.path().join("pkg");
+    package_of_unknown_nodes(&package, 437_000, 14);
+    let size = std::fs::metadata(package.join("person.kdl")).expect("stat").len();
+    assert!(size > 6_000_000, "the package is the issue's size: {size}");
+    let output = acompose(temporary.path(), &["roster", "validate", "--person-source", "pkg"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains(limits::KDL_PACKAGE_FILE.code), "{}", output.stderr);
+    assert!(reported(&output.stderr) <= MAX_DIAGNOSTICS_PER_FILE + 1, "{}", output.stderr);
+}
+
+#[test]
+fn a_package_of_437000_unknown_nodes_under_the_limit_gets_a_bounded_report() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let package = temporary.path().join("pkg");
+    package_of_unknown_nodes(&package, 437_000, 2);
+    let size = std::fs::metadata(package.join("person.kdl")).expect("stat").len();
+    assert!(size <= limits::KDL_PACKAGE_FILE.bytes as u64, "under the limit: {size}");
+    let output = acompose(temporary.path(), &["roster", "validate", "--person-source", "pkg"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    let unknown = output.stderr.lines().filter(|line| *line == "unknown-node").count();
+    assert_eq!(unknown, MAX_DIAGNOSTICS_PER_FILE, "{}", &output.stderr[..2000.min(output.stderr.len())]);
+    let omitted = 437_000 - MAX_DIAGNOSTICS_PER_FILE;
+    assert!(output.stderr.contains(&format!("and {omitted} more diagnostics in this file")), "{}", output.stderr);
+    assert_eq!(reported(&output.stderr), MAX_DIAGNOSTICS_PER_FILE + 1);
+}
+
+#[test]
+fn a_fifty_megabyte_skill_document_gets_a_size_error() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let package = temporary.path().join("pkg");
+    write_embedded(&package);
+    let skill = package.join("roles/platform/SKILL.md");
+    let mut text = std::fs::read_to_string(&skill).expect("read skill");
+    let paragraph = "Words of a paragraph that goes on.\n\n";
+    text.push_str(&paragraph.repeat(50 * 1024 * 1024 / paragraph.len()));
+    std::fs::write(&skill, text).expect("write skill");
+    let output = acompose(temporary.path(), &["roster", "validate", "--person-source", "pkg"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains(limits::SKILL_DOCUMENT.code), "{}", output.stderr);
+    assert!(output.stderr.contains("roles/platform/SKILL.md"), "{}", output.stderr);
+    assert!(output.stderr.contains("over the limit of 4 MiB"), "{}", output.stderr);
+}
+
+#[test]
+fn an_oversized_request_gets_a_size_error() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let mut text = String::from("compose {\n    role \"platform\"\n}\n");
+    // Comments keep the request valid KDL: only its size is wrong.
+    while text.len() <= limits::REQUEST_KDL.bytes {
+        text.push_str("// a comment line that only takes up room in the request file\n");
+    }
+    std::fs::write(temporary.path().join("request.kdl"), text).expect("write request");
+    let output = acompose(temporary.path(), &["compose", "request.kdl", "--out", "out"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains(limits::REQUEST_KDL.code), "{}", output.stderr);
+    assert!(!temporary.path().join("out").exists(), "nothing was written");
+}
+
+#[test]
+fn an_oversized_trace_is_refused_by_describe_diff_and_verify() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    common::copy_dir(&common::fixtures().join("compose/selector-star"), &root.join("case"));
+    common::copy_dir(&common::fixtures().join("roster/base"), &root.join("person-base"));
+    let case = root.join("case");
+    let composed = acompose(&case, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let bundle = std::fs::read_dir(case.join("out"))
+        .expect("out")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir())
+        .expect("a bundle");
+    let bundle = bundle.to_str().expect("utf-8").to_owned();
+    assert_eq!(acompose(&case, &["describe", &bundle]).code, 0);
+    // Trailing whitespace keeps the trace valid JSON: only its size is wrong.
+    let trace = Path::new(&bundle).join("trace.json");
+    let mut bytes = std::fs::read(&trace).expect("trace");
+    bytes.resize(limits::BUNDLE_TRACE.bytes + 1, b' ');
+    std::fs::write(&trace, bytes).expect("write trace");
+    for arguments in [vec!["describe", &bundle], vec!["diff", &bundle, &bundle], vec!["verify", &bundle]] {
+        let output = acompose(&case, &arguments);
+        assert_ne!(output.code, 0, "{arguments:?}");
+        let all = format!("{}{}", output.stdout, output.stderr);
+        assert!(all.contains(limits::BUNDLE_TRACE.code), "{arguments:?}: {all}");
+    }
+}
+
+/// Every C0 control byte and DEL.
+fn control_bytes() -> impl Iterator<Item = u8> {
+    (0x00..=0x1f).chain(std::iter::once(0x7f))
+}
+
+/// Fails when `output` holds a control byte other than a newline.
+fn assert_no_raw_control(output: &str, context: &str) {
+    if let Some(byte) = output.bytes().find(|byte| (*byte < 0x20 && *byte != b'\n') || *byte == 0x7f) {
+        panic!("{context}: raw byte {byte:#04x} in output:\n{}", output.escape_debug());
+    }
+}
+
+#[test]
+fn no_control_byte_from_a_file_reaches_the_terminal() {
+    for byte in control_bytes() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let package = temporary.path().join("pkg");
+        write_embedded(&package);
+        let escaped = format!("\\u{{{byte:x}}}");
+        // Names and values, through KDL escapes: an unknown node and property, a bad slug.
+        let person = format!("person \"core\"\n\"node{escaped}\" \"value{escaped}\" key{byte:x}=\"v{escaped}\"\n");
+        std::fs::write(package.join("person.kdl"), person).expect("person");
+        let role = package.join("roles/02-sysadmin.kdl");
+        let text = std::fs::read_to_string(&role).expect("role");
+        std::fs::write(&role, text.replacen("\"sysadmin\"", &format!("\"sys{escaped}admin\""), 1)).expect("role");
+        // Snippets: the raw byte in a file that fails to parse, on the reported line.
+        let mut raw = b"role \"eval\" {\n    purpose \"x".to_vec();
+        raw.push(byte);
+        raw.extend_from_slice(b"\" = =\n}\n");
+        std::fs::write(package.join("roles/03-eval.kdl"), raw).expect("raw");
+        // Names of files (NUL cannot be in one).
+        if byte != 0 {
+            let name = format!("roles/99-x{}.kdl", char::from(byte));
+            std::fs::write(package.join(name), "role \"x\"\n").expect("odd file name");
+        }
+        for verbose in [false, true] {
+            let mut arguments = vec!["roster", "validate", "--person-source", "pkg"];
+            if verbose {
+                arguments.push("-v");
+            }
+            let output = acompose(temporary.path(), &arguments);
+            assert_eq!(output.code, 1, "byte {byte:#04x}: {}", output.stderr);
+            assert!(reported(&output.stderr) >= 3, "byte {byte:#04x}: {}", output.stderr);
+            assert_no_raw_control(&output.stdout, &format!("stdout, byte {byte:#04x}"));
+            assert_no_raw_control(&output.stderr, &format!("stderr, byte {byte:#04x}"));
+        }
+    }
+}
