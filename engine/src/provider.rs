@@ -261,11 +261,15 @@ pub struct RoleView {
     pub users: BTreeMap<String, Vec<String>>,
     pub composed: Vec<Pattern>,
     pub composed_elsewhere: BTreeMap<String, Vec<String>>,
+    /// Each repository id's position in `repositories`.
+    pub repository_positions: BTreeMap<String, usize>,
 }
 
 impl RoleView {
+    /// A declared repository by id, through [`RoleView::repository_positions`] (a scan per
+    /// lookup made a role using many repositories quadratic).
     pub fn repository(&self, id: &str) -> Option<&RepositoryDeclaration> {
-        self.repositories.iter().find(|repository| repository.id == id)
+        self.repository_positions.get(id).and_then(|position| self.repositories.get(*position))
     }
 }
 
@@ -322,6 +326,12 @@ pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogu
         users: users_by_repository(root),
         composed: own.map(|own| own.composed.clone()).unwrap_or_default(),
         composed_elsewhere,
+        repository_positions: root
+            .repositories
+            .iter()
+            .enumerate()
+            .map(|(position, repository)| (repository.id.clone(), position))
+            .collect(),
     };
     Parsed::new(view, parsed.diagnostics.clone())
 }
