@@ -55,6 +55,9 @@ impl Terminal {
     }
 }
 
+/// A file's printable text and its line index, shared by every diagnostic in that file.
+type IndexedSource = (Arc<str>, Arc<LineIndex>);
+
 /// Renders diagnostics with source snippets. `text_of` returns a file's text by its
 /// display path. The header line `file:line:col` is always printed so the location is
 /// readable even without a snippet. Each file's text is fetched and indexed once, however
@@ -69,7 +72,7 @@ pub fn render_diagnostics(
     let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false);
     let mut output = String::new();
     let bounded = acompose_engine::diagnostic::bound_per_file(diagnostics.to_vec());
-    let mut sources: BTreeMap<String, Option<(Arc<str>, Arc<LineIndex>)>> = BTreeMap::new();
+    let mut sources: BTreeMap<String, Option<IndexedSource>> = BTreeMap::new();
     for diagnostic in &bounded {
         let source = diagnostic.file.as_deref().and_then(|file| {
             sources
