@@ -168,3 +168,37 @@ fn no_control_byte_from_a_file_reaches_the_terminal() {
         }
     }
 }
+
+#[test]
+fn a_roles_kdl_of_many_unknown_references_gets_a_bounded_report_with_short_hints() {
+    let mut text = String::from("repositories {\n");
+    for index in 0..50 {
+        text.push_str(&format!("    repository known{index} path=\"acme/known{index}\"\n"));
+    }
+    text.push_str("}\nroles {\n    role platform {\n");
+    for index in 0..20_000 {
+        text.push_str(&format!("        use-repository missing{index}\n"));
+    }
+    text.push_str("    }\n}\n");
+    let db = acompose_engine::Database::default();
+    let file =
+        acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), text.into_bytes());
+    let parsed = acompose_engine::provider::trusted_root(&db, file);
+    assert_eq!(parsed.value.repositories.len(), 50);
+    assert_eq!(parsed.diagnostics.len(), MAX_DIAGNOSTICS_PER_FILE + 1);
+    let last = parsed.diagnostics.last().expect("a summary");
+    assert_eq!(last.code, limits::OMITTED_DIAGNOSTICS_CODE);
+    assert!(last.message.starts_with(&format!("and {} more", 20_000 - MAX_DIAGNOSTICS_PER_FILE)), "{}", last.message);
+    let hint = &parsed.diagnostics[0].hints[0];
+    assert!(hint.contains("known0") && hint.ends_with("and 40 more"), "{hint}");
+}
+
+#[test]
+fn an_oversized_roles_kdl_is_refused_unparsed() {
+    let db = acompose_engine::Database::default();
+    let bytes = vec![b'\n'; limits::ROLES_KDL.bytes + 1];
+    let file = acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), bytes);
+    let parsed = acompose_engine::provider::trusted_root(&db, file);
+    let codes: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
+    assert_eq!(codes, [limits::ROLES_KDL.code]);
+}
