@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use acompose_cli::estate::Session;
-use acompose_cli::terminal::{ColorChoice, Terminal};
-use acompose_cli::transaction::NoFaults;
+use acompose_host::NoProgress;
+use acompose_host::session::Session;
+use acompose_host::transaction::NoFaults;
 use divan::Bencher;
 use rayon::prelude::*;
 
@@ -196,11 +196,11 @@ fn noop_convergence(bencher: Bencher) {
 fn edit_one_skill(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "watch");
-    let terminal = Terminal::new(ColorChoice::Never, true, 0);
-    let config = acompose_cli::converge::read_config(&home, &terminal).expect("config");
+    let progress = NoProgress;
+    let config = acompose_host::home::read_config(&home, &progress).expect("config");
     let mut session = Session::default();
     session.defer_pruning = true;
-    session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, true).expect("converge");
+    session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
     // repo-000 is used by the first role; skill 05 is inside its selected slice.
     let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
     let mut round = 0;
@@ -211,7 +211,7 @@ fn edit_one_skill(bencher: Bencher) {
         })
         .bench_local_values(|()| {
             session.loader.refresh(&mut session.db, &edited);
-            session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, false).expect("reconverge");
+            session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, false).expect("reconverge");
         });
 }
 
@@ -221,10 +221,10 @@ fn edit_one_skill(bencher: Bencher) {
 fn edit_one_skill_recompute_only(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "recompute");
-    let terminal = Terminal::new(ColorChoice::Never, true, 0);
-    let config = acompose_cli::converge::read_config(&home, &terminal).expect("config");
+    let progress = NoProgress;
+    let config = acompose_host::home::read_config(&home, &progress).expect("config");
     let mut session = Session::default();
-    session.converge(&home, &estate.projects, &config, &terminal, &mut NoFaults, true).expect("converge");
+    session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
     let edited = estate.projects.join("estate/repo-001/.agents/skills/skill-001-05/SKILL.md");
     let mut round = 0;
     bencher
@@ -339,10 +339,10 @@ fn noop_check_in_process(bencher: Bencher) {
     converge_process(estate, &home);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     converge_process(estate, &home);
-    let text = acompose_cli::cache::read(&home).expect("cache").expect("written");
+    let text = acompose_host::cache::read(&home).expect("cache").expect("written");
     let identity = text.lines().nth(1).and_then(|line| line.strip_prefix("identity\t")).expect("identity").to_owned();
     bencher.bench_local(|| {
-        let mut counters = acompose_cli::cache::CheckCounters::default();
-        assert!(acompose_cli::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
+        let mut counters = acompose_host::cache::CheckCounters::default();
+        assert!(acompose_host::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
     });
 }

@@ -109,7 +109,7 @@ fn different_duplicates_fail_closed_naming_both_providers() {
 
 #[test]
 fn the_compat_request_composes_and_is_reused() {
-    let compat = common::compat_dir().join("person-profile/request.kdl");
+    let compat = common::compat_dir().join("person-package/request.kdl");
     let temporary = tempfile::tempdir().expect("tempdir");
     let request = compat.to_str().expect("utf-8");
     let first = acompose(temporary.path(), &["compose", request, "--out", "bundles"]);
@@ -126,7 +126,7 @@ fn the_compat_request_composes_and_is_reused() {
         serde_json::from_str(&std::fs::read_to_string(directory.join("manifest.json")).expect("manifest"))
             .expect("json");
     assert_eq!(manifest["model_tier"], "commodity");
-    assert_eq!(manifest["person_source"], "person:example");
+    assert_eq!(manifest["person_source"], "person:sample");
 }
 
 #[test]
@@ -198,7 +198,7 @@ fn the_compat_trusted_root_admits_exactly_the_selected_slice() {
     let root = temporary.path();
     common::compat_selector_estate(
         root,
-        &["compute-stack", "machine-gpu", "machine-storage", "network-fabric", "power-budget"],
+        &["board-layout", "sensor-camera", "sensor-radar", "wiring-loom", "power-rail"],
     );
     let output = compose_in(root);
     assert_eq!(output.code, 0, "{}", output.stderr);
@@ -208,19 +208,17 @@ fn the_compat_trusted_root_admits_exactly_the_selected_slice() {
         .expect("decisions")
         .iter()
         .filter(|decision| {
-            decision["source"] == "hardware"
-                && decision["outcome"] == "selected"
-                && decision["kind"] == "ordinary-skill"
+            decision["source"] == "devices" && decision["outcome"] == "selected" && decision["kind"] == "ordinary-skill"
         })
         .filter_map(|decision| decision["subject"].as_str())
         .collect();
-    assert_eq!(selected, ["skill:compute-stack", "skill:machine-gpu", "skill:machine-storage"]);
+    assert_eq!(selected, ["skill:board-layout", "skill:sensor-camera", "skill:sensor-radar"]);
     let provider = trace["providers"]
         .as_array()
         .expect("providers")
         .iter()
-        .find(|provider| provider["source"] == "hardware")
-        .expect("hardware");
+        .find(|provider| provider["source"] == "devices")
+        .expect("devices");
     assert_eq!(provider["category"], "skill-provider");
     assert_eq!(provider["selector"]["admitted"], 3);
     assert_eq!(provider["selector"]["catalogue"], 5);
@@ -287,4 +285,33 @@ fn a_global_repository_with_selectors_gives_every_role_only_its_slice() {
     assert!(!bundle.join("content/skills/hardware/secret-keys").exists());
     let trace = trace_of(&root);
     assert_eq!(decision(&trace, "skill:secret-keys")[0]["cause"], "selector-excluded");
+}
+
+#[test]
+fn external_only_without_a_person_source_is_refused_before_anything_is_read() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        temporary.path().join("request.kdl"),
+        "compose {\n    person-policy \"external-only\"\n    role \"platform\"\n    delivery \"compiled\"\n}\n",
+    )
+    .expect("request");
+    let output = acompose(temporary.path(), &["compose", "request.kdl", "--out", "out"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("request-external-only"), "{}", output.stderr);
+    assert!(output.stderr.contains("request.kdl:2:"), "names the line: {}", output.stderr);
+    assert!(!temporary.path().join("out").exists(), "nothing is written");
+}
+
+#[test]
+fn request_nodes_for_unmodelled_concepts_compose_with_a_warning() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        temporary.path().join("request.kdl"),
+        "compose {\n    role \"platform\"\n    delivery \"compiled\"\n    density \"full\"\n    boundary-omit \"no-deploys\"\n}\n",
+    )
+    .expect("request");
+    let output = acompose(temporary.path(), &["compose", "request.kdl", "--out", "out"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(output.stderr.contains("request-node-ignored"), "{}", output.stderr);
+    assert!(output.stdout.starts_with("bundle "), "{}", output.stdout);
 }

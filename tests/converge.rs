@@ -8,8 +8,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use acompose_cli::transaction::{self, Hooks, Step};
 use acompose_engine::OutputFile;
+use acompose_host::transaction::{self, Hooks, Step};
 use common::{acompose, acompose_with};
 
 /// Every file under `root` (following nothing) with its bytes and mtime.
@@ -40,9 +40,9 @@ fn bytes_only(tree: &BTreeMap<PathBuf, (Vec<u8>, SystemTime)>) -> BTreeMap<PathB
 fn compat_args(compat: &Path) -> Vec<String> {
     vec![
         "--person-source".to_owned(),
-        compat.join("person-profile").display().to_string(),
+        compat.join("person-package").display().to_string(),
         "--personality-library".to_owned(),
-        compat.join("shared-personality-library").display().to_string(),
+        compat.join("personality-library").display().to_string(),
     ]
 }
 
@@ -83,8 +83,8 @@ fn person_json_bytes_do_not_depend_on_home_or_directory() {
     let compat = common::compat_dir().canonicalize().expect("compat fixtures");
     let config = format!(
         "person_source: {}\npersonality_libraries:\n  - {}\n",
-        compat.join("person-profile").display(),
-        compat.join("shared-personality-library").display()
+        compat.join("person-package").display(),
+        compat.join("personality-library").display()
     );
     for (root, home) in [(first.path().to_path_buf(), "a"), (second.path().join("nested/deeper"), "../../b")] {
         std::fs::create_dir_all(root.join(home)).expect("home");
@@ -118,14 +118,20 @@ fn compat_person_json_snapshot() {
     let value: serde_json::Value = serde_json::from_str(&snapshot).expect("json");
     assert_eq!(value["format"], "agent-compose.person-snapshot.v3");
     assert_eq!(value["schema_version"], 3);
-    assert_eq!(value["source"], "person:example");
-    assert_eq!(value["role_order"], serde_json::json!(["bulk-captioner", "caption-review"]));
-    assert_eq!(value["roles"]["bulk-captioner"]["personalities"], serde_json::json!(["local-guide", "shared-care"]));
-    assert_eq!(value["roles"]["bulk-captioner"]["seats"][0]["channel"], "chatbot");
-    assert_eq!(value["roles"]["bulk-captioner"]["supported_model_tiers"], serde_json::json!(["frontier", "commodity"]));
-    assert_eq!(value["roles"]["bulk-captioner"]["copy_contract"]["rules"][0]["forbid"], "upload");
-    assert_eq!(value["personalities"]["shared-care"]["aliases"], serde_json::json!(["supportive"]));
-    assert!(value["personalities"]["unused-spark"].is_object(), "unused library personalities are exported");
+    assert_eq!(value["source"], "person:sample");
+    assert_eq!(value["role_order"], serde_json::json!(["field-notes", "notes-review", "archive-keeper"]));
+    // The legacy role has only an inline briefing: its skill id is implied and the
+    // briefing is its body, reported where it was written.
+    let legacy = &value["roles"]["archive-keeper"];
+    assert_eq!(legacy["skill"], "role-archive-keeper");
+    assert_eq!(legacy["skill_source"], "person:sample/roles/03-archive-keeper.kdl#briefing");
+    assert!(legacy["briefing"].as_str().is_some_and(|text| text.starts_with("The archive keeper receives")));
+    assert_eq!(value["roles"]["field-notes"]["personalities"], serde_json::json!(["plain-speaker", "steady-hand"]));
+    assert_eq!(value["roles"]["field-notes"]["seats"][0]["channel"], "chatbot");
+    assert_eq!(value["roles"]["field-notes"]["supported_model_tiers"], serde_json::json!(["frontier", "commodity"]));
+    assert_eq!(value["roles"]["field-notes"]["copy_contract"]["rules"][0]["forbid"], "submitted");
+    assert_eq!(value["personalities"]["steady-hand"]["aliases"], serde_json::json!(["dependable"]));
+    assert!(value["personalities"]["idle-ember"].is_object(), "unused library personalities are exported");
     assert!(snapshot.ends_with("}\n"));
     insta::assert_snapshot!(snapshot);
 }
@@ -173,17 +179,17 @@ fn config_selects_an_external_source_and_removes_stale_files() {
         temporary.path().join("home/agent-compose.yaml"),
         format!(
             "person_source: {}\nperson_policy: external-only\npersonality_libraries:\n  - {}\n",
-            compat.join("person-profile").display(),
-            compat.join("shared-personality-library").display()
+            compat.join("person-package").display(),
+            compat.join("personality-library").display()
         ),
     )
     .expect("config");
     let output = acompose(temporary.path(), &["--home", "home"]);
     assert_eq!(output.code, 0, "{}", output.stderr);
-    assert!(output.stdout.contains("person:example"), "{}", output.stdout);
+    assert!(output.stdout.contains("person:sample"), "{}", output.stdout);
     assert!(!artifact.join(".agents/skills/role-platform/SKILL.md").exists(), "stale Core files are removed");
     assert!(!artifact.join(".agents/skills/role-platform").exists(), "and their empty folders");
-    assert!(artifact.join(".agents/skills/role-bulk-captioner/SKILL.md").is_file());
+    assert!(artifact.join(".agents/skills/role-field-notes/SKILL.md").is_file());
 }
 
 #[test]
@@ -427,7 +433,7 @@ fn bare_and_verify_reports_are_json_on_request() {
     assert_eq!(report["inputs_unchanged"], true);
     assert_eq!(report["files"]["written"], serde_json::json!([]));
 
-    let compat = common::compat_dir().join("person-profile/request.kdl");
+    let compat = common::compat_dir().join("person-package/request.kdl");
     let composed = acompose(temporary.path(), &["compose", compat.to_str().expect("utf-8"), "--out", "b"]);
     let id = composed.stdout.split_whitespace().nth(1).expect("id");
     let verified = acompose(temporary.path(), &["verify", &format!("b/{id}"), "--json"]);

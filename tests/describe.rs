@@ -118,13 +118,13 @@ fn describe_and_why_as_json() {
 fn the_compat_selector_estate_names_the_selector_and_its_share() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path();
-    common::compat_selector_estate(root, &["compute-stack", "machine-gpu", "network-fabric", "power-budget"]);
+    common::compat_selector_estate(root, &["board-layout", "sensor-camera", "wiring-loom", "power-rail"]);
     let output = acompose(root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let id = output.stdout.split_whitespace().nth(1).expect("id");
-    let why = acompose(root, &["describe", &format!("out/{id}"), "--why", "skill:network-fabric"]);
+    let why = acompose(root, &["describe", &format!("out/{id}"), "--why", "skill:wiring-loom"]);
     assert_eq!(why.code, 0, "{}", why.stderr);
-    assert!(why.stdout.contains("compute-stack, machine-*"), "names the selector: {}", why.stdout);
+    assert!(why.stdout.contains("board-layout, sensor-*"), "names the selector: {}", why.stdout);
     assert!(why.stdout.contains("admitted 2 of 4 catalogue skills"), "{}", why.stdout);
 }
 

@@ -8,10 +8,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acompose_cli::estate::Session;
-use acompose_cli::terminal::{ColorChoice, Terminal};
-use acompose_cli::transaction::NoFaults;
 use acompose_engine::Database;
+use acompose_host::NoProgress;
+use acompose_host::session::Session;
+use acompose_host::transaction::NoFaults;
 use common::acompose;
 
 fn skill(name: &str, body: &str) -> String {
@@ -72,12 +72,12 @@ fn estate(root: &Path) -> (PathBuf, PathBuf) {
     (home, projects)
 }
 
-fn quiet() -> Terminal {
-    Terminal::new(ColorChoice::Never, true, 0)
+fn quiet() -> NoProgress {
+    NoProgress
 }
 
 fn config(home: &Path) -> acompose_engine::converge::HostConfig {
-    acompose_cli::converge::read_config(home, &quiet()).expect("config")
+    acompose_host::home::read_config(home, &quiet()).expect("config")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
@@ -293,10 +293,10 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     // The cache is written later than two seconds after the read (a long convergence,
     // or watch mode waiting for the inputs to settle).
     std::thread::sleep(Duration::from_millis(2200));
-    let cache = acompose_cli::converge::fingerprints(&session, &home, &projects, &report);
+    let cache = acompose_host::convergence::fingerprints(&session, &home, &projects, &report);
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
     match recorded {
-        Some(acompose_cli::load::Observed::File(stat, _)) => {
+        Some(acompose_host::load::Observed::File(stat, _)) => {
             assert_eq!(stat.modified_nanos, 0, "the fresh file's time is smudged")
         }
         other => panic!("the fresh file is not recorded as a file: {other:?}"),
@@ -562,8 +562,8 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
 /// Fails every transaction step: the convergence stops after its bundles are written.
 struct FailingWrites;
 
-impl acompose_cli::transaction::Hooks for FailingWrites {
-    fn before(&mut self, _step: acompose_cli::transaction::Step<'_>) -> std::io::Result<()> {
+impl acompose_host::transaction::Hooks for FailingWrites {
+    fn before(&mut self, _step: acompose_host::transaction::Step<'_>) -> std::io::Result<()> {
         Err(std::io::Error::other("injected failure"))
     }
 }

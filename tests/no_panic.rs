@@ -50,6 +50,7 @@ proptest! {
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512), index in 0..PATHS.len()) {
         let _ = acompose_engine::syntax::parse_text(&String::from_utf8_lossy(&bytes), "x.kdl");
         let _ = acompose_engine::skill::parse_skill(&String::from_utf8_lossy(&bytes), "x.md");
+        let _ = acompose_engine::skill_rules::check_skill(&bytes, "x");
         validate_package(vec![(PATHS[index].to_owned(), bytes)]);
     }
 
@@ -61,10 +62,15 @@ proptest! {
 
     #[test]
     fn frontmatter_shaped_text_never_panics(lines in proptest::collection::vec(prop_oneof![
-        Just("---".to_owned()), Just("name: x".to_owned()), Just("# T".to_owned()), Just(String::new()), "[ -~\\r]{0,20}"
+        Just("---".to_owned()), Just("name: x".to_owned()), Just("metadata:".to_owned()), Just("  k: [1, {a: b}]".to_owned()),
+        Just("description: >".to_owned()), Just("- item".to_owned()), Just("a: &x 1".to_owned()), Just("b: *x".to_owned()), Just("# T".to_owned()), Just(String::new()), "[ -~\\r]{0,20}"
     ], 0..30)) {
         let text = lines.join("\n");
         let parsed = acompose_engine::skill::parse_skill(&text, "x.md");
         prop_assert!(parsed.value.words <= text.split_whitespace().count());
+        // Every finding's span lies inside the file, so a snippet can always be shown.
+        for finding in acompose_engine::skill_rules::check_skill(text.as_bytes(), "x").findings {
+            prop_assert!(finding.span.offset <= text.len(), "{:?}", finding);
+        }
     }
 }

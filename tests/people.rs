@@ -952,3 +952,93 @@ fn a_symlinked_bindings_file_is_refused_once() {
     let run = validate_rejects(&sandbox, "symlink-refused", &["PLANTED-binding"]);
     assert_eq!(run.stderr().matches("error[symlink-refused]").count(), 1, "{}", run.stderr());
 }
+
+// ---------------------------------------------------------------------------------------
+// Workspaces the Agent Toolkit made
+
+/// The files an Agent Toolkit workspace's lock lists, with the lock itself.
+const TOOLKIT_FILES: [&str; 4] = [
+    "schemas/person.schema.json",
+    "schemas/people-bindings.schema.json",
+    "scripts/validate-people.py",
+    "schemas/people-contracts.lock.json",
+];
+
+fn toolkit_sandbox() -> Sandbox {
+    let sandbox = Sandbox::empty();
+    sandbox.copy_fixture("toolkit-workspace");
+    sandbox
+}
+
+fn toolkit_bytes(sandbox: &Sandbox) -> Vec<String> {
+    TOOLKIT_FILES.iter().map(|relative| sandbox.read(relative)).collect()
+}
+
+#[test]
+fn a_toolkit_workspace_validates_unchanged() {
+    let sandbox = toolkit_sandbox();
+    let before = toolkit_bytes(&sandbox);
+    let run = sandbox.people(&["validate"]);
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert!(run.stdout().contains("1 configured person"), "{}", run.stdout());
+    assert_eq!(toolkit_bytes(&sandbox), before, "validation writes nothing");
+}
+
+#[test]
+fn a_drifted_file_in_a_toolkit_lock_is_drift_and_nothing_is_evaluated() {
+    for relative in ["schemas/person.schema.json", "scripts/validate-people.py"] {
+        let sandbox = toolkit_sandbox();
+        let mut text = sandbox.read(relative);
+        text.push_str("\n// changed\n");
+        sandbox.write(relative, text);
+        // A broken person would be reported if anything were evaluated.
+        sandbox.write("people/bad.json", "{ not json");
+        let run = validate_rejects(&sandbox, "contract-drift", &[]);
+        assert!(run.stderr().contains(relative), "{relative}: {}", run.stderr());
+        assert!(run.stderr().contains("nothing was evaluated"), "{}", run.stderr());
+        assert!(!run.stderr().contains("people/bad.json"), "{}", run.stderr());
+    }
+}
+
+#[test]
+fn a_file_missing_from_a_toolkit_workspace_is_reported() {
+    let sandbox = toolkit_sandbox();
+    fs::remove_file(sandbox.workspace().join("scripts/validate-people.py")).expect("remove");
+    let run = validate_rejects(&sandbox, "contract-mirror-missing", &[]);
+    assert!(run.stderr().contains("scripts/validate-people.py"), "{}", run.stderr());
+}
+
+#[test]
+fn people_init_leaves_a_toolkit_workspace_as_the_toolkit_wrote_it() {
+    let sandbox = toolkit_sandbox();
+    let before = toolkit_bytes(&sandbox);
+    let init = sandbox.people(&["init"]);
+    assert_eq!(init.code, 0, "{}", init.output());
+    assert!(init.stdout().contains("kept the Agent Toolkit's schema mirrors and lock"), "{}", init.stdout());
+    assert_eq!(toolkit_bytes(&sandbox), before, "the lock and every file it lists are untouched");
+    assert!(sandbox.exists("people/README.md"));
+    let run = sandbox.people(&["validate"]);
+    assert_eq!(run.code, 0, "{}", run.output());
+}
+
+#[test]
+fn people_saved_into_a_toolkit_workspace_satisfy_its_own_schema_mirror() {
+    let sandbox = toolkit_sandbox();
+    let add = sandbox.people(&["add", "bob", "--name", "Bob", "--role", "qa", "--goal", "Test the release."]);
+    assert_eq!(add.code, 0, "{}", add.output());
+    let edit = sandbox.people(&["edit", "ada", "--goal", "Review every change."]);
+    assert_eq!(edit.code, 0, "{}", edit.output());
+    // The workspace's own mirror (the Toolkit's schema), not the one this binary ships.
+    let schema: serde_json::Value =
+        serde_json::from_str(&sandbox.read("schemas/person.schema.json")).expect("schema json");
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    for id in ["ada", "bob"] {
+        let person: serde_json::Value =
+            serde_json::from_str(&sandbox.read(&format!("people/{id}.json"))).expect("person json");
+        let errors: Vec<String> = validator.iter_errors(&person).map(|error| error.to_string()).collect();
+        assert!(errors.is_empty(), "{id}: {errors:#?}");
+    }
+    let run = sandbox.people(&["validate"]);
+    assert_eq!(run.code, 0, "{}", run.output());
+    assert!(run.stdout().contains("2 configured people"), "{}", run.stdout());
+}

@@ -19,7 +19,7 @@ fn compat_person_profile_with_library_is_valid() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let output = common::acompose_args(temporary.path(), &["roster", "validate"], &common::compat_source_arguments());
     assert_eq!(output.code, 0, "{}", output.stderr);
-    assert!(output.stdout.contains("person:example is valid: 2 roles, 3 personalities"), "{}", output.stdout);
+    assert!(output.stdout.contains("person:sample is valid: 3 roles, 3 personalities"), "{}", output.stdout);
 }
 
 #[test]
@@ -150,13 +150,13 @@ fn roster_show_json_lists_seven_roles_with_distinct_favourites() {
 fn catalog_personalities_query_matches_aliases() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let mut tail = common::compat_source_arguments();
-    tail.extend(["--query".to_owned(), "supportive".to_owned(), "--json".to_owned()]);
+    tail.extend(["--query".to_owned(), "dependable".to_owned(), "--json".to_owned()]);
     let output = common::acompose_args(temporary.path(), &["catalog", "personalities"], &tail);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let listing: serde_json::Value = serde_json::from_str(&output.stdout).expect("json");
     let slugs: Vec<&str> =
         listing["items"].as_array().expect("items").iter().filter_map(|item| item["slug"].as_str()).collect();
-    assert_eq!(slugs, ["shared-care"]);
+    assert_eq!(slugs, ["steady-hand"]);
 }
 
 #[test]
@@ -188,4 +188,49 @@ fn role_card_is_plain_when_redirected() {
     insta::assert_snapshot!(output.stdout);
     let coloured = acompose(temporary.path(), &["--color", "always", "roster", "show", "--role", "platform"]);
     assert!(coloured.stdout.contains("\x1b[38;"), "--color always tints");
+}
+
+/// Copies the compatibility person package and its library into `to`.
+fn compat_package(to: &std::path::Path) {
+    common::copy_dir(&common::compat_dir().join("person-package"), &to.join("person"));
+    common::copy_dir(&common::compat_dir().join("personality-library"), &to.join("library"));
+}
+
+#[test]
+fn a_legacy_role_with_only_a_briefing_is_valid_and_one_with_no_body_is_not() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    compat_package(temporary.path());
+    let arguments = ["roster", "validate", "--person-source", "person", "--personality-library", "library"];
+    let valid = acompose(temporary.path(), &arguments);
+    assert_eq!(valid.code, 0, "{}", valid.stderr);
+    let legacy = temporary.path().join("person/roles/03-archive-keeper.kdl");
+    assert!(!std::fs::read_to_string(&legacy).expect("role").contains("skill "), "the fixture has no skill node");
+    assert!(!temporary.path().join("person/roles/archive-keeper").exists(), "and no role skill folder");
+
+    // Without the briefing the role has no body at all.
+    let text = std::fs::read_to_string(&legacy).expect("role");
+    let start = text.find("    briefing").expect("briefing");
+    let end = text[start..].find("\"\"\"\n    seat").map(|offset| start + offset + 4).expect("end of briefing");
+    std::fs::write(&legacy, format!("{}{}", &text[..start], &text[end..])).expect("write");
+    let missing = acompose(temporary.path(), &arguments);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("role-skill-missing"), "{}", missing.stderr);
+    assert!(missing.stderr.contains("person/roles/03-archive-keeper.kdl:1:"), "{}", missing.stderr);
+}
+
+#[test]
+fn a_short_briefing_is_refused_like_a_short_role_skill() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    compat_package(temporary.path());
+    let legacy = temporary.path().join("person/roles/03-archive-keeper.kdl");
+    let text = std::fs::read_to_string(&legacy).expect("role");
+    let start = text.find("\n\n        It never deletes").expect("third paragraph");
+    let end = text[start..].find("\n        \"\"\"").map(|offset| start + offset).expect("end");
+    std::fs::write(&legacy, format!("{}{}", &text[..start], &text[end..])).expect("write");
+    let output = acompose(
+        temporary.path(),
+        &["roster", "validate", "--person-source", "person", "--personality-library", "library"],
+    );
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("role-skill-paragraphs"), "{}", output.stderr);
 }

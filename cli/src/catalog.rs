@@ -9,9 +9,10 @@ use acompose_engine::render::tint;
 use acompose_engine::snapshot::to_json_bytes;
 use serde::Serialize;
 
-use crate::load::Loader;
-use crate::roster::{load_model, selection};
-use crate::terminal::Terminal;
+use acompose_host::artifact::load_model;
+use acompose_host::load::Loader;
+
+use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -29,6 +30,9 @@ pub struct CatalogArgs {
     /// Seats only: keep this role's seats.
     #[arg(long, value_name = "SLUG")]
     pub role: Option<String>,
+    /// Check only: repositories, `.agents/skills` folders or skill folders to check.
+    #[arg(value_name = "DIR")]
+    pub directories: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,6 +40,8 @@ pub enum CatalogKind {
     Roles,
     Personalities,
     Seats,
+    /// The Agent Skills checks of catalogues, without composing.
+    Check,
 }
 
 #[derive(Serialize)]
@@ -89,6 +95,13 @@ struct Listing<T> {
 }
 
 pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
+    if args.kind == CatalogKind::Check {
+        return crate::catalog_check::run(&args.directories, args.json, terminal);
+    }
+    if !args.directories.is_empty() {
+        print_stderr("error: folders apply to `catalog check` only\n");
+        return exit::USAGE;
+    }
     if args.query.is_some() && args.kind != CatalogKind::Personalities {
         print_stderr("error: `--query` applies to `catalog personalities` only\n");
         return exit::USAGE;
@@ -99,14 +112,18 @@ pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
     }
     let mut db = Database::default();
     let mut loader = Loader::default();
-    let model = match load_model(&mut db, &mut loader, &selection(&args.source, false), terminal) {
-        Ok(model) => model,
-        Err(code) => return code,
+    let model = match load_model(&mut db, &mut loader, &args.source.selection(false)) {
+        Ok(valid) => {
+            report_warnings(&valid.warnings, terminal);
+            valid.model
+        }
+        Err(error) => return report_error(&error, terminal),
     };
     match args.kind {
         CatalogKind::Roles => roles(&model, args.json, terminal),
         CatalogKind::Personalities => personalities(&model, args.query.as_deref(), args.json, terminal),
         CatalogKind::Seats => seats(&model, args.role.as_deref(), args.json),
+        CatalogKind::Check => exit::SUCCESS,
     }
 }
 

@@ -1,128 +1,18 @@
-//! Bare `acompose`: host convergence. Resolves home, reads the host configuration,
-//! loads and validates the person source, then writes the roster artifact in one
-//! transaction under the home lock. A missing or invalid source aborts before anything
-//! is written.
+//! Bare `acompose`: host convergence. Resolves home and the projects root from the
+//! command line and environment, asks the host to converge (fast path through the
+//! fingerprint cache, else a full convergence under the home lock) and prints the report.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acompose_engine::converge::{CONFIG_FILE, HostConfig, parse_host_config};
-use rayon::prelude::*;
+use acompose_host::cache;
+use acompose_host::convergence::{BareRun, Stats, converge_home};
+use acompose_host::home::{ARTIFACT_DIR, projects_root, resolve_home};
+use acompose_host::session::Report;
 
-use crate::cache;
-use crate::estate::{ARTIFACT_DIR, Report, Session};
-use crate::load::{EMBEDDED, Location, Observed, Selection, Stat};
-use crate::terminal::{Terminal, count_summary, render_diagnostics};
-use crate::transaction::{self, NoFaults};
+use crate::progress::TerminalProgress;
+use crate::terminal::{Terminal, report_error, stats_line, summary};
 use crate::{exit, print_stderr, print_stdout};
-
-/// How long a convergence waits for another one to finish.
-pub const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Resolves home: `--home`, else `$ACOMPOSE_HOME`, else `~/.agent-compose`.
-pub fn resolve_home(flag: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(path) = flag {
-        return Ok(path.to_path_buf());
-    }
-    if let Some(value) = std::env::var_os("ACOMPOSE_HOME").filter(|value| !value.is_empty()) {
-        return Ok(PathBuf::from(value));
-    }
-    match std::env::home_dir() {
-        Some(home) if !home.as_os_str().is_empty() => Ok(home.join(".agent-compose")),
-        _ => Err("cannot find a home directory; pass `--home DIR` or set `ACOMPOSE_HOME`".to_owned()),
-    }
-}
-
-/// Refuses a home that is a symbolic link or not a directory.
-fn check_home(home: &Path) -> Result<(), String> {
-    match std::fs::symlink_metadata(home) {
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            Err(format!("home `{}` is a symbolic link; pass the real directory", home.display()))
-        }
-        Ok(metadata) if !metadata.is_dir() => Err(format!("home `{}` is not a directory", home.display())),
-        _ => Ok(()),
-    }
-}
-
-/// Reads and parses `<home>/agent-compose.yaml` when present.
-pub fn read_config(home: &Path, terminal: &Terminal) -> Result<HostConfig, u8> {
-    let path = home.join(CONFIG_FILE);
-    let metadata = match std::fs::symlink_metadata(&path) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(HostConfig::default()),
-        Err(error) => {
-            print_stderr(&format!("error: cannot read `{}`: {}\n", path.display(), crate::load::error_kind(&error)));
-            return Err(exit::ENVIRONMENT);
-        }
-    };
-    if metadata.file_type().is_symlink() || !metadata.is_file() {
-        print_stderr(&format!("error: `{}` is not a regular file; symbolic links are refused\n", path.display()));
-        return Err(exit::INVALID);
-    }
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            print_stderr(&format!("error: cannot read `{}`: {}\n", path.display(), crate::load::error_kind(&error)));
-            return Err(exit::ENVIRONMENT);
-        }
-    };
-    let display = path.display().to_string();
-    let Ok(text) = String::from_utf8(bytes) else {
-        print_stderr(&format!("error: `{display}` is not valid UTF-8\n"));
-        return Err(exit::INVALID);
-    };
-    let parsed = parse_host_config(&text, &display);
-    if !parsed.diagnostics.is_empty() {
-        let printable = crate::load::printable(&text);
-        let text_of = |file: &str| (file == display).then(|| printable.clone());
-        print_stderr(&render_diagnostics(&parsed.diagnostics, terminal.stderr, &text_of));
-    }
-    if parsed.has_errors() {
-        print_stderr(&format!("error: `{display}` is invalid ({})\n", count_summary(&parsed.diagnostics)));
-        return Err(exit::INVALID);
-    }
-    Ok(parsed.value)
-}
-
-/// The person source a configuration selects; relative paths resolve against home.
-pub fn selection_for(config: &HostConfig, home: &Path) -> Selection {
-    let resolve = |text: &str| {
-        if text == EMBEDDED {
-            Location::Embedded
-        } else {
-            let path = Path::new(text);
-            Location::Directory(if path.is_absolute() { path.to_path_buf() } else { home.join(path) })
-        }
-    };
-    let person = config.person_source.as_ref().map_or(Location::Embedded, |(text, _)| resolve(text));
-    Selection {
-        core_rules: person == Location::Embedded,
-        person,
-        libraries: config.personality_libraries.iter().map(|(text, _)| resolve(text)).collect(),
-    }
-}
-
-/// Refuses symbolic links between home and the artifact directory.
-pub fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), String> {
-    let mut current = home.to_path_buf();
-    let relative = artifact.strip_prefix(home).unwrap_or(artifact);
-    for component in relative.components() {
-        current.push(component);
-        match std::fs::symlink_metadata(&current) {
-            Ok(metadata) if metadata.file_type().is_symlink() => {
-                return Err(format!("`{}` is a symbolic link; refusing to write through it", current.display()));
-            }
-            Ok(metadata) if !metadata.is_dir() => {
-                return Err(format!(
-                    "`{}` is not a directory; move it away so the artifact can be written",
-                    current.display()
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
 
 /// Flags of bare `acompose`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -235,54 +125,8 @@ fn print_report(
         }
     }
     if args.stats {
-        print_stdout(&stats.line());
+        print_stdout(&stats_line(stats));
     }
-}
-
-/// Counts for `--stats`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Stats {
-    pub stated: usize,
-    pub read: usize,
-    pub hashed: usize,
-    pub written: usize,
-    pub queries_executed: usize,
-    pub queries_reused: usize,
-}
-
-impl Stats {
-    pub fn line(&self) -> String {
-        format!(
-            "stats     stat'ed {}, read {}, hashed {}, written {}; queries executed {}, reused {}\n",
-            self.stated, self.read, self.hashed, self.written, self.queries_executed, self.queries_reused
-        )
-    }
-}
-
-/// The one-screen summary of a convergence.
-pub fn summary(report: &Report, elapsed: Duration) -> String {
-    let outcome = &report.roster;
-    let mut text = format!(
-        "source    {} ({} roles, {} personalities)\nartifact  {}\nfiles     {} written, {} unchanged, {} removed\n",
-        report.source,
-        report.roles,
-        report.personalities,
-        report.artifact.display(),
-        outcome.written.len(),
-        outcome.unchanged,
-        outcome.removed.len()
-    );
-    if report.bundles_new + report.bundles_reused + report.bundles_pruned > 0 {
-        text.push_str(&format!(
-            "bundles   {} new, {} reused, {} pruned\n",
-            report.bundles_new, report.bundles_reused, report.bundles_pruned
-        ));
-    }
-    if outcome.recovered {
-        text.push_str("recovered an interrupted convergence before this one\n");
-    }
-    text.push_str(&format!("time      {} ms\n", elapsed.as_millis()));
-    text
 }
 
 fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -> String {
@@ -301,143 +145,21 @@ fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -
     text
 }
 
-/// The fingerprints of a finished convergence: every input the session read and every
-/// output it owns.
-pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
-    let mut outputs = Vec::new();
-    cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
-    for file in [crate::estate::PLAN_FILE, crate::transaction::OWNERSHIP_FILE] {
-        if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
-            outputs.push((home.join(file), Stat::of(&metadata)));
-        }
-    }
-    let bundles = home.join(crate::estate::BUNDLES_DIR);
-    for file in [crate::estate::INDEX_FILE, crate::transaction::OWNERSHIP_FILE] {
-        if let Ok(metadata) = std::fs::symlink_metadata(bundles.join(file)) {
-            outputs.push((bundles.join(file), Stat::of(&metadata)));
-        }
-    }
-    if let Some(index) = std::fs::read(bundles.join(crate::estate::INDEX_FILE))
-        .ok()
-        .and_then(|bytes| acompose_engine::estate::parse_index(&bytes))
-    {
-        // Every file of every indexed bundle: a bundle missing a file must not pass as
-        // reused.
-        let ids: Vec<&String> = index.values().collect();
-        let per_bundle: Vec<Vec<(PathBuf, Stat)>> = ids
-            .par_iter()
-            .map(|id| {
-                let mut stats = Vec::new();
-                cache::output_stats(&bundles.join(id), &mut stats);
-                stats
-            })
-            .collect();
-        outputs.extend(per_bundle.into_iter().flatten());
-    }
-    cache::Cache {
-        identity: cache::identity(projects),
-        summary: cache::Summary {
-            source: report.source.clone(),
-            roles: report.roles,
-            personalities: report.personalities,
-            artifact_files: report.roster.written.len() + report.roster.unchanged,
-            bundles: report.bundles_new + report.bundles_reused,
-        },
-        inputs: {
-            let mut inputs: Vec<(PathBuf, Observed)> = session
-                .loader
-                .observed()
-                .iter()
-                // Racily fresh entries were smudged when they were observed.
-                .map(|(path, observed)| (path.clone(), *observed))
-                .collect();
-            inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
-            inputs
-        },
-        outputs,
-    }
-}
-
 /// Runs bare `acompose`.
 pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 {
     let started = Instant::now();
     let home = match resolve_home(home) {
         Ok(home) => home,
-        Err(message) => {
-            print_stderr(&format!("error: {message}\n"));
-            return exit::ENVIRONMENT;
-        }
+        Err(error) => return report_error(&error, terminal),
     };
-    if let Err(message) = check_home(&home) {
-        print_stderr(&format!("error: {message}\n"));
-        return exit::INVALID;
-    }
-    let projects = crate::compose::projects_root(args.projects_root.as_deref());
-    let identity = cache::identity(&projects);
-
-    // The fast path: nothing changed since the last convergence.
-    let text = cache::read(&home).unwrap_or_else(|reason| {
-        print_stderr(&format!("warning: discarding the fingerprint cache: {reason}\n"));
-        None
-    });
-    if let Some(text) = &text {
-        let mut counters = cache::CheckCounters::default();
-        if let Some(summary) = cache::unchanged_at_a_glance(text, &identity, &mut counters) {
-            let stats = Stats { stated: counters.stated, ..Stats::default() };
+    let projects = projects_root(args.projects_root.as_deref());
+    let progress = TerminalProgress::new(terminal);
+    match converge_home(&home, &projects, &progress) {
+        Ok(BareRun::Unchanged { summary, stats }) => {
             print_report(&home, &Found::Unchanged(&summary), &stats, args, terminal, started.elapsed());
-            return exit::SUCCESS;
+            exit::SUCCESS
         }
-    }
-    let previous = text.and_then(|text| {
-        cache::parse_for(&text, &identity)
-            .map_err(|reason| print_stderr(&format!("warning: discarding the fingerprint cache: {reason}\n")))
-            .ok()
-    });
-    if let Some(mut previous) = previous {
-        let mut counters = cache::CheckCounters::default();
-        if let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) {
-            if !touched.is_empty() {
-                for (index, observed) in touched {
-                    previous.inputs[index].1 = cache::smudge_if_racy(observed);
-                }
-                cache::store(&home, &previous);
-            }
-            let stats =
-                Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
-            print_report(&home, &Found::Unchanged(&previous.summary), &stats, args, terminal, started.elapsed());
-            return exit::SUCCESS;
-        }
-    }
-
-    let config = match read_config(&home, terminal) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    let mut session = Session::default();
-    session.loader.note(&home.join(CONFIG_FILE), crate::load::observe(&home.join(CONFIG_FILE)));
-    if let Err(error) = std::fs::create_dir_all(&home) {
-        print_stderr(&format!("error: cannot create home `{}`: {}\n", home.display(), crate::load::error_kind(&error)));
-        return exit::ENVIRONMENT;
-    }
-    let _lock = match transaction::lock(&home, LOCK_TIMEOUT) {
-        Ok(lock) => lock,
-        Err(error) => {
-            print_stderr(&format!("error: {error}\n"));
-            return error.exit_code();
-        }
-    };
-    match session.converge(&home, &projects, &config, terminal, &mut NoFaults, true) {
-        Ok(report) => {
-            cache::store(&home, &fingerprints(&session, &home, &projects, &report));
-            let counters = session.loader.counters;
-            let stats = Stats {
-                stated: session.loader.observed().len(),
-                read: counters.files_read,
-                hashed: counters.files_read,
-                written: report.files_written,
-                queries_executed: report.queries_executed,
-                queries_reused: report.queries_reused,
-            };
+        Ok(BareRun::Converged { report, stats, session }) => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
@@ -452,6 +174,6 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
             std::mem::forget(session);
             exit::SUCCESS
         }
-        Err(code) => code,
+        Err(error) => report_error(&error, terminal),
     }
 }

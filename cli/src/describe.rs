@@ -1,11 +1,10 @@
 //! `acompose describe BUNDLE` and `acompose diff A B`: provenance from `manifest.json` and
 //! `trace.json` only; the sources are never re-read.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use acompose_engine::bundle::{MANIFEST_FORMAT, Manifest};
 use acompose_engine::describe::{self, WhyError};
-use acompose_engine::trace::{self, Trace};
+use acompose_host::bundle::read_provenance as load;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -35,55 +34,6 @@ pub struct DiffArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Result<T, String> {
-    let path = bundle.join(name);
-    match std::fs::symlink_metadata(&path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            return Err(format!("`{}` is a symbolic link", path.display()));
-        }
-        Ok(metadata) if !metadata.is_file() => return Err(format!("`{}` is not a file", path.display())),
-        Ok(_) => {}
-        Err(error) => {
-            return Err(format!(
-                "bundle `{}` has no readable `{name}`: {}",
-                bundle.display(),
-                crate::load::error_kind(&error)
-            ));
-        }
-    }
-    let bytes = std::fs::read(&path)
-        .map_err(|error| format!("cannot read `{}`: {}", path.display(), crate::load::error_kind(&error)))?;
-    acompose_engine::bundle::read_bundle_json(name, &bytes, &path.display().to_string()).map_err(|error| match error {
-        acompose_engine::bundle::BundleJsonError::TooLarge(too_large) => {
-            format!("`{}`: {} [{}]", path.display(), too_large.message, too_large.code)
-        }
-        acompose_engine::bundle::BundleJsonError::Invalid(error) => {
-            format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
-        }
-    })
-}
-
-/// Reads a bundle's manifest and trace; the id is the directory's name.
-pub fn load(bundle: &Path) -> Result<(String, Manifest, Trace), String> {
-    if !bundle.is_dir() {
-        return Err(format!("`{}` is not a bundle directory", bundle.display()));
-    }
-    let manifest: Manifest = read_json(bundle, "manifest.json")?;
-    if manifest.format != MANIFEST_FORMAT {
-        return Err(format!("`{}` holds an unknown manifest format", bundle.join("manifest.json").display()));
-    }
-    let trace: Trace = read_json(bundle, "trace.json")?;
-    if trace.format != trace::FORMAT {
-        return Err(format!("`{}` holds an unknown trace format", bundle.join("trace.json").display()));
-    }
-    let id = bundle
-        .canonicalize()
-        .ok()
-        .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
-        .unwrap_or_default();
-    Ok((id, manifest, trace))
 }
 
 pub fn run(args: DescribeArgs, terminal: &Terminal) -> u8 {

@@ -1,20 +1,17 @@
-//! The acompose command line: parses arguments, reads files into the engine's database,
-//! renders reports and writes outputs. All I/O of the program lives in this crate.
+//! The acompose command line: parses arguments, dispatches each command to the host
+//! (`acompose_host`), renders its reports and diagnostics, and chooses the exit code.
+//! Reads and writes no file itself: every disk access is the host's.
 
-pub mod artifact;
-pub mod cache;
 pub mod catalog;
+pub mod catalog_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;
-pub mod estate;
 pub mod exit;
-pub mod load;
 pub mod people;
 pub mod progress;
 pub mod roster;
 pub mod terminal;
-pub mod transaction;
 pub mod verify;
 pub mod watch;
 
@@ -22,6 +19,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use acompose_host::load::{Location, Selection};
 use clap::{Args, Parser, Subcommand};
 
 use crate::terminal::{ColorChoice, Terminal};
@@ -66,6 +64,19 @@ pub struct SourceArgs {
     /// A personality library directory, or `roster:core`; repeatable, in order.
     #[arg(long = "personality-library", value_name = "DIR")]
     pub personality_libraries: Vec<String>,
+}
+
+impl SourceArgs {
+    /// The selection these flags name. The Core rules apply to the embedded default.
+    pub fn selection(&self, core_rules: bool) -> Selection {
+        let person = self.person_source.as_deref().map_or(Location::Embedded, Location::parse);
+        let embedded = person == Location::Embedded;
+        Selection {
+            person,
+            libraries: self.personality_libraries.iter().map(|text| Location::parse(text)).collect(),
+            core_rules: core_rules || embedded,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

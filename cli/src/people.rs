@@ -1,21 +1,16 @@
 //! `acompose people …`: durable, reviewed collaborators in a workspace. Parses the
-//! arguments, reads the workspace through `storage`, hands bytes to
+//! arguments, reads the workspace through the host (`acompose_host::people`), hands bytes to
 //! `acompose_engine::people` and prints its reports. Declarations only: no command here
 //! starts a process or infers runtime activity.
 
 mod edit;
 mod import;
 mod resolve;
-mod storage;
 
 use std::path::PathBuf;
 
-use acompose_engine::people::contract;
-use acompose_engine::people::workspace::{self, PEOPLE_DIRECTORY};
-use acompose_engine::people::{Person, is_slug, printable, report};
-
-pub use storage::Stop;
-use storage::Workspace;
+use acompose_engine::people::{report, workspace};
+use acompose_host::people::{Stop, Workspace, checked_id, existing_person, initialise, save_person};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -141,66 +136,26 @@ pub fn report_stop(stop: Stop, json: bool) -> u8 {
             exit::INVALID
         }
         Stop::Io(error) => {
-            print_stderr(&format!("error: {error:#}\n"));
+            print_stderr(&format!("error: {error}\n"));
             exit::ENVIRONMENT
         }
     }
 }
 
-/// Checks a Person id from the command line before it becomes part of a path.
-pub fn checked_id(id: &str) -> Result<&str, Stop> {
-    if is_slug(id) {
-        Ok(id)
-    } else {
-        Err(Stop::Invalid(format!(
-            "`{}` is not a Person id: ids are lowercase slugs (`^[a-z0-9][a-z0-9_-]*$`, at most 64 characters)",
-            printable(id)
-        )))
-    }
-}
-
-/// Reads and checks one existing Person.
-pub fn existing_person(workspace: &Workspace, id: &str) -> Result<Person, Stop> {
-    let Some(bytes) = workspace.person_file(id)? else {
-        return Err(Stop::Invalid(format!("there is no Person `{id}` in `{PEOPLE_DIRECTORY}/`")));
-    };
-    workspace::check_person(PEOPLE_DIRECTORY, &format!("{id}.json"), &bytes).map_err(Stop::Findings)
-}
-
-/// Writes a changed Person over its file after checking the exact bytes to be written.
-pub fn save_person(workspace: &Workspace, person: &Person) -> Result<String, Stop> {
-    let name = format!("{}.json", checked_id(&person.id)?);
-    let bytes = acompose_engine::people::document::person_bytes(person);
-    workspace::check_person(PEOPLE_DIRECTORY, &name, &bytes).map_err(Stop::Findings)?;
-    let folder = workspace.people_folder()?;
-    workspace.refuse_symlinks(&[&format!("{PEOPLE_DIRECTORY}/{name}")])?;
-    storage::replace(&folder, &name, &bytes)?;
-    Ok(format!("{PEOPLE_DIRECTORY}/{name}"))
-}
-
 fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::create(&args.workspace.workspace)?;
-    let readme = format!("{PEOPLE_DIRECTORY}/README.md");
-    let mirrors = contract::mirror_files();
-    let mut destinations = vec![PEOPLE_DIRECTORY, readme.as_str(), "schemas"];
-    destinations.extend(mirrors.iter().map(|file| file.path.as_str()));
-    // Every destination is checked before the first byte is written.
-    workspace.refuse_symlinks(&destinations)?;
-    let people = workspace.people_folder()?;
-    let schemas = workspace.storage_folder("schemas")?;
-    let readme_written = storage::create_new(&people, "README.md", report::people_readme().as_bytes())?;
-    let mut written = Vec::new();
-    if readme_written {
-        written.push(readme.clone());
-    }
-    for file in &mirrors {
-        let name = file.path.rsplit('/').next().unwrap_or(&file.path);
-        storage::replace(&schemas, name, &file.bytes)?;
-        written.push(file.path.clone());
-    }
+    let initialised = initialise(&workspace)?;
     if !terminal.quiet {
-        let kept = if readme_written { String::new() } else { format!("; kept the existing `{readme}`") };
-        print_stdout(&format!("initialised the people workspace: wrote {}{kept}\n", written.join(", ")));
+        let mut kept = if initialised.readme_written {
+            String::new()
+        } else {
+            format!("; kept the existing `{}`", initialised.readme)
+        };
+        if initialised.kept_toolkit_contract {
+            kept.push_str("; kept the Agent Toolkit's schema mirrors and lock");
+        }
+        let wrote = if initialised.written.is_empty() { "nothing".to_owned() } else { initialised.written.join(", ") };
+        print_stdout(&format!("initialised the people workspace: wrote {wrote}{kept}\n"));
     }
     Ok(())
 }

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use acompose_engine::Database;
-use acompose_engine::person::PersonModel;
 use acompose_engine::render;
+use acompose_host::artifact::{load_model, write_roster};
+use acompose_host::load::{EMBEDDED, Loader, Location, Selection, label_of};
 
-use crate::load::{Loader, Location, Selection};
-use crate::terminal::{Terminal, count_summary, render_diagnostics};
+use crate::terminal::{Terminal, count_summary, render_diagnostics, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -64,40 +64,6 @@ pub struct ShowArgs {
     pub role: Option<String>,
 }
 
-/// Turns source flags into a selection. The Core rules apply to the embedded default.
-pub fn selection(source: &SourceArgs, core_rules: bool) -> Selection {
-    let person = source.person_source.as_deref().map_or(Location::Embedded, Location::parse);
-    let embedded = person == Location::Embedded;
-    Selection {
-        person,
-        libraries: source.personality_libraries.iter().map(|text| Location::parse(text)).collect(),
-        core_rules: core_rules || embedded,
-    }
-}
-
-/// Loads and validates; on errors prints them and returns `Err(exit code)`.
-pub fn load_model(
-    db: &mut Database,
-    loader: &mut Loader,
-    selection: &Selection,
-    terminal: &Terminal,
-) -> Result<PersonModel, u8> {
-    let source = loader.load(db, selection);
-    let parsed = acompose_engine::person::person_model(db, source);
-    if !parsed.diagnostics.is_empty() {
-        let text_of = |path: &str| loader.text_of(db, path);
-        let rendered = render_diagnostics(&parsed.diagnostics, terminal.stderr, &text_of);
-        if parsed.has_errors() || !terminal.quiet {
-            print_stderr(&rendered);
-        }
-    }
-    if parsed.has_errors() {
-        print_stderr(&format!("error: the person source is invalid ({})\n", count_summary(&parsed.diagnostics)));
-        return Err(exit::INVALID);
-    }
-    Ok(parsed.value.clone())
-}
-
 pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     if args.command.is_some()
         && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty())
@@ -111,7 +77,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     let mut loader = Loader::default();
     match args.command {
         Some(RosterCommand::Validate(validate)) => {
-            let selection = selection(&validate.source, validate.core_rules);
+            let selection = validate.source.selection(validate.core_rules);
             let source = loader.load(&mut db, &selection);
             let parsed = acompose_engine::person::person_model(&db, source);
             if validate.json {
@@ -141,10 +107,12 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         Some(RosterCommand::Show(show)) => {
-            let selection = selection(&show.source, false);
-            let model = match load_model(&mut db, &mut loader, &selection, terminal) {
-                Ok(model) => model,
-                Err(code) => return code,
+            let model = match load_model(&mut db, &mut loader, &show.source.selection(false)) {
+                Ok(valid) => {
+                    report_warnings(&valid.warnings, terminal);
+                    valid.model
+                }
+                Err(error) => return report_error(&error, terminal),
             };
             if show.json {
                 print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::person_json(&model)));
@@ -168,13 +136,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         None => match args.out {
-            Some(out) => crate::artifact::render_roster_out(
-                &mut db,
-                &mut loader,
-                &selection(&args.source, false),
-                &out,
-                terminal,
-            ),
+            Some(out) => render_roster_out(&mut db, &mut loader, &args.source.selection(false), &out, terminal),
             None => {
                 print_stderr("error: `acompose roster` needs a subcommand (`validate`, `show`) or `--out DIR`\n");
                 exit::USAGE
@@ -185,8 +147,42 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
 
 fn source_label(selection: &Selection) -> String {
     match &selection.person {
-        Location::Embedded => crate::load::EMBEDDED.to_owned(),
-        Location::Directory(path) => crate::load::label_of(path),
+        Location::Embedded => EMBEDDED.to_owned(),
+        Location::Directory(path) => label_of(path),
+    }
+}
+
+/// `roster --out DIR`: the roster artifact rendered anywhere, with the same transaction
+/// as host convergence.
+fn render_roster_out(
+    db: &mut Database,
+    loader: &mut Loader,
+    selection: &Selection,
+    out: &std::path::Path,
+    terminal: &Terminal,
+) -> u8 {
+    let model = match load_model(db, loader, selection) {
+        Ok(valid) => {
+            report_warnings(&valid.warnings, terminal);
+            valid.model
+        }
+        Err(error) => return report_error(&error, terminal),
+    };
+    match write_roster(&model, out) {
+        Ok(outcome) => {
+            if !terminal.quiet {
+                print_stdout(&format!(
+                    "roster {} -> {}: {} written, {} unchanged, {} removed\n",
+                    model.source,
+                    out.display(),
+                    outcome.written.len(),
+                    outcome.unchanged,
+                    outcome.removed.len()
+                ));
+            }
+            exit::SUCCESS
+        }
+        Err(error) => report_error(&error, terminal),
     }
 }
 

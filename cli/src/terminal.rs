@@ -1,13 +1,19 @@
 //! How output reaches the terminal: colour decisions (`--color`, `NO_COLOR`, TTY,
-//! `COLORTERM`) and diagnostic rendering with miette.
+//! `COLORTERM`), diagnostic rendering with miette, and the rendering every command shares
+//! (host errors, warnings, `--stats`, the convergence summary).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::print_stderr;
 use acompose_engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
 use acompose_engine::render::Palette;
 use acompose_engine::{Diagnostic, Severity};
+use acompose_host::convergence::Stats;
+use acompose_host::session::Report;
+use acompose_host::{Blame, Findings, HostError};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -99,6 +105,7 @@ pub fn render_diagnostics(
         let severity = match diagnostic.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
+            Severity::Note | Severity::Detail => miette::Severity::Advice,
         };
         let mut report = MietteDiagnostic::new(sanitize_lines(&diagnostic.message))
             .with_code(diagnostic.code)
@@ -134,10 +141,82 @@ pub fn render_diagnostics(
     output
 }
 
+/// The diagnostics a terminal shows: detail only under `-v`.
+pub fn visible(diagnostics: &[Diagnostic], terminal: Terminal) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .filter(|diagnostic| terminal.verbose > 0 || diagnostic.severity != Severity::Detail)
+        .cloned()
+        .collect()
+}
+
 /// `N error(s), M warning(s)`.
 pub fn count_summary(diagnostics: &[Diagnostic]) -> String {
     let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
-    let warnings = diagnostics.len() - errors;
+    let warnings = diagnostics.iter().filter(|diagnostic| diagnostic.severity == Severity::Warning).count();
     let plural = |count: usize, word: &str| if count == 1 { format!("1 {word}") } else { format!("{count} {word}s") };
     format!("{}, {}", plural(errors, "error"), plural(warnings, "warning"))
+}
+
+/// Prints why a host operation stopped and returns the exit code it calls for.
+pub fn report_error(error: &HostError, terminal: &Terminal) -> u8 {
+    match error {
+        HostError::Diagnostics { subject, findings } => {
+            let shown = visible(&findings.diagnostics, *terminal);
+            print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
+            print_stderr(&format!("error: {subject} ({})\n", count_summary(&findings.diagnostics)));
+        }
+        other => print_stderr(&format!("error: {other}\n")),
+    }
+    exit_code(error)
+}
+
+/// The exit code of a host error: invalid input or a failed environment.
+pub fn exit_code(error: &HostError) -> u8 {
+    match error.blame() {
+        Blame::Input => crate::exit::INVALID,
+        Blame::Environment => crate::exit::ENVIRONMENT,
+    }
+}
+
+/// Prints warnings unless `--quiet`.
+pub fn report_warnings(findings: &Findings, terminal: &Terminal) {
+    if !findings.is_empty() && !terminal.quiet {
+        let shown = visible(&findings.diagnostics, *terminal);
+        print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
+    }
+}
+
+/// The `--stats` line.
+pub fn stats_line(stats: &Stats) -> String {
+    format!(
+        "stats     stat'ed {}, read {}, hashed {}, written {}; queries executed {}, reused {}\n",
+        stats.stated, stats.read, stats.hashed, stats.written, stats.queries_executed, stats.queries_reused
+    )
+}
+
+/// The one-screen summary of a convergence.
+pub fn summary(report: &Report, elapsed: Duration) -> String {
+    let outcome = &report.roster;
+    let mut text = format!(
+        "source    {} ({} roles, {} personalities)\nartifact  {}\nfiles     {} written, {} unchanged, {} removed\n",
+        report.source,
+        report.roles,
+        report.personalities,
+        report.artifact.display(),
+        outcome.written.len(),
+        outcome.unchanged,
+        outcome.removed.len()
+    );
+    if report.bundles_new + report.bundles_reused + report.bundles_pruned > 0 {
+        text.push_str(&format!(
+            "bundles   {} new, {} reused, {} pruned\n",
+            report.bundles_new, report.bundles_reused, report.bundles_pruned
+        ));
+    }
+    if outcome.recovered {
+        text.push_str("recovered an interrupted convergence before this one\n");
+    }
+    text.push_str(&format!("time      {} ms\n", elapsed.as_millis()));
+    text
 }

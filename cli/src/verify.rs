@@ -1,10 +1,8 @@
-//! `acompose verify BUNDLE`: read a bundle directory (refusing symlinks and anything but
-//! folders and regular files) and re-check it with the engine.
+//! `acompose verify BUNDLE`: the host reads the bundle directory (refusing symlinks and
+//! anything but folders and regular files) and re-checks it with the engine; this module
+//! prints the result.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use acompose_engine::bundle::{Verified, verify};
+use acompose_host::bundle::verify_directory;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -16,80 +14,6 @@ pub struct VerifyArgs {
     /// Print the result as JSON (`acompose.verify.v1`).
     #[arg(long)]
     pub json: bool,
-}
-
-/// Reads every file of a bundle directory; symlinks and special files are problems.
-pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
-    match std::fs::symlink_metadata(directory) {
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
-        }
-        Ok(metadata) if metadata.is_dir() => {}
-        Ok(_) => return Err(vec![format!("`{}` is not a directory", directory.display())]),
-        Err(error) => {
-            return Err(vec![format!("cannot open `{}`: {}", directory.display(), crate::load::error_kind(&error))]);
-        }
-    }
-    // A folder without a manifest is not a bundle; do not read the rest of it.
-    if !std::fs::symlink_metadata(directory.join("manifest.json")).is_ok_and(|metadata| metadata.is_file()) {
-        return Err(vec![format!("`{}` is not a bundle: it has no `manifest.json`", directory.display())]);
-    }
-    let mut files = BTreeMap::new();
-    let mut problems = Vec::new();
-    for entry in walkdir::WalkDir::new(directory).follow_links(false).sort_by_file_name() {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(_) => {
-                problems.push("an entry cannot be read".to_owned());
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
-        }
-        let relative = entry
-            .path()
-            .strip_prefix(directory)
-            .unwrap_or(entry.path())
-            .components()
-            .map(|component| component.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        if entry.path_is_symlink() {
-            problems.push(format!("{relative}: is a symbolic link"));
-        } else if entry.file_type().is_file() {
-            match std::fs::read(entry.path()) {
-                Ok(bytes) => {
-                    files.insert(relative, bytes);
-                }
-                Err(error) => problems.push(format!("{relative}: {}", crate::load::error_kind(&error))),
-            }
-        } else if !entry.file_type().is_dir() {
-            problems.push(format!("{relative}: is not a regular file"));
-        }
-    }
-    if problems.is_empty() { Ok(files) } else { Err(problems) }
-}
-
-fn directory_name(directory: &Path) -> String {
-    directory
-        .canonicalize()
-        .ok()
-        .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
-        .unwrap_or_default()
-}
-
-/// Verifies a bundle directory whose name must be its id.
-pub fn verify_directory(directory: &Path) -> Result<Verified, Vec<String>> {
-    verify_directory_named(directory, &directory_name(directory))
-}
-
-/// Verifies a bundle directory against an expected id (a staging folder has another name).
-pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Vec<String>> {
-    let files = read_bundle(directory)?;
-    verify(id, &files).map_err(|problems| {
-        problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect()
-    })
 }
 
 pub fn run(args: VerifyArgs, terminal: &Terminal) -> u8 {

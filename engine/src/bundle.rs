@@ -535,6 +535,18 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
                 ),
             ));
         }
+        // The loading split sums to the bytes; a trace written before the split has zeros.
+        let parts =
+            provider.metadata_bytes.saturating_add(provider.instruction_bytes).saturating_add(provider.resource_bytes);
+        if parts != provider.context_bytes && parts != 0 {
+            problems.push(problem(
+                "trace.json",
+                format!(
+                    "provider `{}` splits its {} bytes into {parts} (metadata, instructions, resources)",
+                    provider.source, provider.context_bytes
+                ),
+            ));
+        }
         if provider.approximate_tokens != approximate_tokens(provider.context_bytes) {
             problems.push(problem(
                 "trace.json",

@@ -1,12 +1,14 @@
 //! Skill catalogues: a repository's `.agents/skills/<name>/` (ordinary skills) and
-//! `.agents/composed/<name>/` (composed skills), and skill tree digests. Reads the file
-//! list and per-file summaries; never decides which skill is selected.
+//! `.agents/composed/<name>/` (composed skills), folders there that are not skills, skill
+//! tree digests and the loading split of each skill's bytes. Reads the file list and
+//! per-file summaries; never decides which skill is selected, nor what a finding does.
 
 use std::collections::BTreeMap;
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::skill::{hash_folded, skill_document};
+use crate::skill_rules::{SkillCheck, skill_check};
 
 /// One repository or declared source as the driver read it. `available` is false when
 /// its folder does not exist; `files` are relative to the root (for declarations the
@@ -54,21 +56,35 @@ pub struct FileSummary {
     pub raw_length: u64,
     pub folded_length: u64,
     pub digest: [u8; 32],
+    /// Holds a NUL byte or is not UTF-8: counted in bytes, never as tokens.
+    pub binary: bool,
+}
+
+impl FileSummary {
+    /// The summary of bytes held in memory (person package skills).
+    pub fn of_bytes(bytes: &[u8]) -> FileSummary {
+        let mut hasher = blake3::Hasher::new();
+        hash_folded(&mut hasher, bytes);
+        let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
+        FileSummary {
+            raw_length: bytes.len() as u64,
+            folded_length: bytes.len() as u64 - crlf,
+            digest: *hasher.finalize().as_bytes(),
+            binary: is_binary(bytes),
+        }
+    }
+}
+
+/// Whether bytes are binary as far as a context window is concerned.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
 }
 
 /// The per-file summary: the firewall between a file's bytes and every catalogue-wide
 /// computation.
 #[salsa::tracked(returns(ref))]
 pub fn file_summary(db: &dyn salsa::Database, file: SourceFile) -> FileSummary {
-    let bytes = file.bytes(db);
-    let mut hasher = blake3::Hasher::new();
-    hash_folded(&mut hasher, bytes);
-    let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
-    FileSummary {
-        raw_length: bytes.len() as u64,
-        folded_length: bytes.len() as u64 - crlf,
-        digest: *hasher.finalize().as_bytes(),
-    }
+    FileSummary::of_bytes(file.bytes(db))
 }
 
 /// One file of a skill folder.
@@ -91,6 +107,44 @@ pub struct CatalogueSkill {
     /// Raw bytes of all members.
     pub bytes: u64,
     pub description: String,
+    /// How the bytes load into a harness (SPEC 6.6): the three parts sum to `bytes`.
+    pub budget: SkillBudget,
+    /// The Agent Skills check of an ordinary skill; composed skills have none.
+    pub check: Option<SkillCheck>,
+}
+
+/// A skill's bytes split the way harnesses load them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SkillBudget {
+    /// The name and description harnesses list up front (always in context).
+    pub metadata_bytes: u64,
+    /// The rest of the entry file, loaded when the skill is used.
+    pub instruction_bytes: u64,
+    /// Every other file, loaded on demand.
+    pub resource_bytes: u64,
+    /// The part of `resource_bytes` in binary files, never counted as tokens.
+    pub binary_bytes: u64,
+}
+
+impl SkillBudget {
+    /// Splits an entry file of `entry_length` bytes listed as `name` + `description`,
+    /// beside resources; metadata never exceeds the entry file, so the parts sum exactly.
+    pub fn split(name: &str, description: &str, entry_length: u64, resources: u64, binary: u64) -> SkillBudget {
+        let metadata = (name.len() as u64 + description.len() as u64).min(entry_length);
+        SkillBudget {
+            metadata_bytes: metadata,
+            instruction_bytes: entry_length - metadata,
+            resource_bytes: resources,
+            binary_bytes: binary,
+        }
+    }
+
+    pub fn add(&mut self, other: SkillBudget) {
+        self.metadata_bytes += other.metadata_bytes;
+        self.instruction_bytes += other.instruction_bytes;
+        self.resource_bytes += other.resource_bytes;
+        self.binary_bytes += other.binary_bytes;
+    }
 }
 
 impl CatalogueSkill {
@@ -116,6 +170,9 @@ pub struct CatalogueListing {
     /// `.agents/roles.kdl`, when the root is a trusted root.
     pub roles: Option<SourceFile>,
     pub instructions: Vec<Instruction>,
+    /// Folders under `.agents/skills/` without a `SKILL.md` (shared references, scripts):
+    /// not skills, recorded so the trace can say so.
+    pub not_skills: Vec<String>,
 }
 
 impl CatalogueListing {
@@ -167,6 +224,18 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
         members.sort_by(|a, b| a.0.cmp(&b.0));
         let entry = members.iter().find(|(path, _)| path == kind.entry_file()).map(|(_, file)| *file);
         let Some(entry) = entry else {
+            if kind == SkillKind::Ordinary {
+                diagnostics.push(
+                    Diagnostic::note(
+                        "not-a-skill",
+                        format!("folder `{}` has no `SKILL.md`; it is not a skill and is left out", sanitize(&name)),
+                    )
+                    .in_file(format!("{}/{}", catalogue.label(db), skill_folder(kind, &name)))
+                    .hint("a folder of shared references beside skills is fine; add `SKILL.md` to make it a skill"),
+                );
+                listing.not_skills.push(name);
+                continue;
+            }
             diagnostics.push(
                 Diagnostic::error(
                     "skill-file-missing",
@@ -178,8 +247,14 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             continue;
         };
         let document = skill_document(db, entry);
-        diagnostics.extend(document.diagnostics.iter().cloned());
-        if let Some(declared) = &document.value.name
+        // Ordinary skills are judged by the Agent Skills rules (`skill_check`) under the
+        // composition's policy; the line reader's complaints would only repeat them.
+        let check = (kind == SkillKind::Ordinary).then(|| skill_check(db, entry).clone());
+        if kind == SkillKind::Composed {
+            diagnostics.extend(document.diagnostics.iter().cloned());
+        }
+        if kind == SkillKind::Composed
+            && let Some(declared) = &document.value.name
             && declared != &name
         {
             diagnostics.push(
@@ -196,6 +271,22 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             members.iter().map(|(path, file)| (path.clone(), file_summary(db, *file))).collect();
         let digest = tree_digest(&summaries);
         let bytes = summaries.iter().map(|(_, summary)| summary.raw_length).sum();
+        let description = check
+            .as_ref()
+            .and_then(|check| check.frontmatter.description.clone())
+            .or_else(|| document.value.description.clone())
+            .unwrap_or_default();
+        let listed_name =
+            check.as_ref().and_then(|check| check.frontmatter.name.clone()).unwrap_or_else(|| name.clone());
+        let entry_length: u64 =
+            summaries.iter().filter(|(path, _)| path == kind.entry_file()).map(|(_, summary)| summary.raw_length).sum();
+        let resources = bytes - entry_length;
+        let binary = summaries
+            .iter()
+            .filter(|(path, summary)| path != kind.entry_file() && summary.binary)
+            .map(|(_, summary)| summary.raw_length)
+            .sum();
+        let budget = SkillBudget::split(&listed_name, &description, entry_length, resources, binary);
         let skill = CatalogueSkill {
             name: name.clone(),
             kind,
@@ -210,7 +301,9 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
                 .collect(),
             digest,
             bytes,
-            description: document.value.description.clone().unwrap_or_default(),
+            description,
+            budget,
+            check,
         };
         match kind {
             SkillKind::Ordinary => listing.ordinary.push(skill),

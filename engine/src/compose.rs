@@ -9,13 +9,14 @@
 //!    skill; then inactive personalities and inactive roles' skills and methods;
 //! 3. every provider in precedence order: its `source:<id>` decision, then its ordinary
 //!    skills in catalogue order, its composed skills in catalogue order, its
-//!    instructions; excluded providers keep their place in that order.
+//!    instructions, then its folders without `SKILL.md` (`not-a-skill`); excluded
+//!    providers keep their place in that order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalogue::catalogue_names;
 use crate::catalogue::{
-    Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillKind, catalogue_listing, tree_digest,
+    Catalogue, CatalogueListing, CatalogueSkill, FileSummary, SkillBudget, SkillKind, catalogue_listing, tree_digest,
 };
 use crate::db::{PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
@@ -23,7 +24,8 @@ use crate::person::{PersonModel, validate::person_model};
 use crate::provider::{RoleView, role_view};
 use crate::request::Delivery;
 use crate::selector::{Matcher, Pattern};
-use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
+use crate::skill_rules::{FindingLevel, SkillPolicy};
+use crate::trace::{Decision, FindingRecord, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
 
 /// The id of the person package among the providers.
 pub const PERSON_SOURCE_ID: &str = "person";
@@ -78,6 +80,10 @@ pub struct Composition {
     pub role_span: Option<Span>,
     #[returns(copy)]
     pub tier_span: Option<Span>,
+    /// What Agent Skills findings do (request `skill-policy`, `--strict`, the host's
+    /// `skill_policy`).
+    #[returns(copy)]
+    pub skill_policy: SkillPolicy,
 }
 
 /// One selected catalogue skill and the files that go into the bundle.
@@ -147,14 +153,16 @@ struct Candidate {
 }
 
 fn bytes_summary(bytes: &[u8]) -> FileSummary {
-    let mut hasher = blake3::Hasher::new();
-    crate::skill::hash_folded(&mut hasher, bytes);
-    let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
-    FileSummary {
-        raw_length: bytes.len() as u64,
-        folded_length: bytes.len() as u64 - crlf,
-        digest: *hasher.finalize().as_bytes(),
-    }
+    FileSummary::of_bytes(bytes)
+}
+
+/// Adds the budget split fields to a provider report.
+fn with_budget(mut report: ProviderReport, budget: SkillBudget) -> ProviderReport {
+    report.metadata_bytes = budget.metadata_bytes;
+    report.instruction_bytes = budget.instruction_bytes;
+    report.resource_bytes = budget.resource_bytes;
+    report.binary_bytes = budget.binary_bytes;
+    report
 }
 
 struct Resolver<'db> {
@@ -190,7 +198,16 @@ impl Resolver<'_> {
             reason,
             selectors,
             winner: None,
+            metadata_bytes: None,
+            findings: Vec::new(),
         });
+    }
+
+    /// Records the listed size of the skill the last decision is about.
+    fn listed(&mut self, metadata_bytes: u64) {
+        if let Some(last) = self.decisions.last_mut() {
+            last.metadata_bytes = Some(metadata_bytes);
+        }
     }
 
     fn error(
@@ -315,6 +332,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     // 2. The person package.
     let mut person_skills = Vec::new();
     let mut person_bytes = 0u64;
+    let mut person_budget = SkillBudget::default();
     let mut deliver_person_skill = |resolver: &mut Resolver<'_>,
                                     id: &str,
                                     bytes: &[u8],
@@ -325,6 +343,13 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         let digest = tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         let _ = resolver.claim(id, PERSON_SOURCE_ID, &digest, || format!("{PERSON_SOURCE_ID}/{id}"));
         resolver.decide(format!("skill:{id}"), kind, PERSON_SOURCE_ID, Outcome::Delivered, cause, reason, Vec::new());
+        let text = String::from_utf8_lossy(bytes);
+        let document = crate::skill::parse_skill(&text, id);
+        let name = document.value.name.as_deref().unwrap_or(id);
+        let description = document.value.description.as_deref().unwrap_or("");
+        let budget = SkillBudget::split(name, description, bytes.len() as u64, 0, 0);
+        resolver.listed(budget.metadata_bytes);
+        person_budget.add(budget);
         person_bytes += bytes.len() as u64;
         person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.to_vec() });
     };
@@ -417,19 +442,26 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         }
     }
     let person_count = person_skills.len();
-    resolver.providers.push(ProviderReport {
-        source: PERSON_SOURCE_ID.to_owned(),
-        category: "person-package".to_owned(),
-        scope: "role".to_owned(),
-        outcome: Outcome::Selected,
-        cause: "person-package".to_owned(),
-        reason: format!("the selected person source `{}` always comes first", model.source),
-        location: model.source.clone(),
-        skills: person_count,
-        context_bytes: person_bytes,
-        approximate_tokens: approximate_tokens(person_bytes),
-        selector: None,
-    });
+    resolver.providers.push(with_budget(
+        ProviderReport {
+            source: PERSON_SOURCE_ID.to_owned(),
+            category: "person-package".to_owned(),
+            scope: "role".to_owned(),
+            outcome: Outcome::Selected,
+            cause: "person-package".to_owned(),
+            reason: format!("the selected person source `{}` always comes first", model.source),
+            location: model.source.clone(),
+            skills: person_count,
+            context_bytes: person_bytes,
+            approximate_tokens: approximate_tokens(person_bytes),
+            metadata_bytes: 0,
+            instruction_bytes: 0,
+            resource_bytes: 0,
+            binary_bytes: 0,
+            selector: None,
+        },
+        person_budget,
+    ));
     let mut sources = vec![ManifestSource {
         id: PERSON_SOURCE_ID.to_owned(),
         category: "person-package".to_owned(),
@@ -498,8 +530,17 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         let listing = catalogue_listing(db, catalogue);
         resolver.diagnostics.extend(listing.diagnostics.iter().cloned());
         let listing = &listing.value;
-        let (context_bytes, count, selector) =
-            select_from(&mut resolver, &candidate, &admission, listing, &slug, &mut selected);
+        let (provider_budget, count, selector) = select_from(
+            &mut resolver,
+            &candidate,
+            &admission,
+            listing,
+            &slug,
+            composition.skill_policy(db),
+            &mut selected,
+        );
+        let context_bytes =
+            provider_budget.metadata_bytes + provider_budget.instruction_bytes + provider_budget.resource_bytes;
         let (cause, reason) = match &admission {
             Admission::Whole { cause, reason } => (*cause, reason.clone()),
             Admission::Selector { reason, .. } => ("selector-admitted", reason.clone()),
@@ -518,19 +559,37 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
             );
             instructions.push((candidate.id.clone(), instruction.id.clone(), instruction.file));
         }
-        resolver.providers.push(ProviderReport {
-            source: candidate.id.clone(),
-            category: candidate.category.to_owned(),
-            scope: candidate.scope.clone(),
-            outcome: Outcome::Selected,
-            cause: cause.to_owned(),
-            reason,
-            location: candidate.location.clone(),
-            skills: count,
-            context_bytes,
-            approximate_tokens: approximate_tokens(context_bytes),
-            selector,
-        });
+        for folder in &listing.not_skills {
+            resolver.decide(
+                format!("skill:{folder}"),
+                "folder",
+                &candidate.id,
+                Outcome::Excluded,
+                "not-a-skill",
+                format!("`.agents/skills/{folder}` holds no `SKILL.md`"),
+                Vec::new(),
+            );
+        }
+        resolver.providers.push(with_budget(
+            ProviderReport {
+                source: candidate.id.clone(),
+                category: candidate.category.to_owned(),
+                scope: candidate.scope.clone(),
+                outcome: Outcome::Selected,
+                cause: cause.to_owned(),
+                reason,
+                location: candidate.location.clone(),
+                skills: count,
+                context_bytes,
+                approximate_tokens: approximate_tokens(context_bytes),
+                metadata_bytes: 0,
+                instruction_bytes: 0,
+                resource_bytes: 0,
+                binary_bytes: 0,
+                selector,
+            },
+            provider_budget,
+        ));
         sources.push(ManifestSource {
             id: candidate.id.clone(),
             category: candidate.category.to_owned(),
@@ -610,19 +669,24 @@ fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &
         skills: 0,
         context_bytes: 0,
         approximate_tokens: 0,
+        metadata_bytes: 0,
+        instruction_bytes: 0,
+        resource_bytes: 0,
+        binary_bytes: 0,
         selector,
     });
 }
 
-/// Selects a provider's skills; returns (bytes, count, selector report).
+/// Selects a provider's skills; returns (budget, count, selector report).
 fn select_from(
     resolver: &mut Resolver<'_>,
     candidate: &Candidate,
     admission: &Admission,
     listing: &CatalogueListing,
     slug: &str,
+    policy: SkillPolicy,
     selected: &mut Vec<SelectedSkill>,
-) -> (u64, usize, Option<SelectorReport>) {
+) -> (SkillBudget, usize, Option<SelectorReport>) {
     let db = resolver.db;
     let source_reason = match admission {
         Admission::Whole { reason, .. } | Admission::Selector { reason, .. } => reason.clone(),
@@ -642,7 +706,7 @@ fn select_from(
         Vec::new(),
     );
 
-    let mut bytes = 0u64;
+    let mut budget = SkillBudget::default();
     let mut count = 0usize;
     let mut take =
         |resolver: &mut Resolver<'_>, skill: &CatalogueSkill, cause: &str, reason: String, selectors: Vec<String>| {
@@ -666,6 +730,50 @@ fn select_from(
                 );
                 return;
             }
+            // The Agent Skills findings, under the composition's policy.
+            let mut records = Vec::new();
+            // A later byte-identical copy is shadowed; its findings were told for the first.
+            let shadowed = resolver.taken.get(&skill.name).is_some_and(|(_, digest)| digest == &skill.digest);
+            if let Some(check) = skill.check.as_ref().filter(|_| !shadowed) {
+                let entry = file();
+                let severity = if policy == SkillPolicy::Strict {
+                    crate::diagnostic::Severity::Error
+                } else {
+                    crate::diagnostic::Severity::Warning
+                };
+                for finding in &check.findings {
+                    resolver.diagnostics.push(finding.diagnostic(&entry, severity));
+                    if finding.level != FindingLevel::Extension {
+                        records.push(FindingRecord {
+                            code: finding.code.to_owned(),
+                            level: finding.level.name().to_owned(),
+                            message: finding.message.clone(),
+                            consequence: finding.consequence.to_owned(),
+                        });
+                    }
+                }
+                if policy == SkillPolicy::Skip && check.has_violations() {
+                    let codes: Vec<&str> = check
+                        .findings
+                        .iter()
+                        .filter(|finding| finding.level == FindingLevel::Violation)
+                        .map(|finding| finding.code)
+                        .collect();
+                    resolver.decide(
+                        skill.subject(),
+                        skill_kind_name(skill.kind),
+                        &candidate.id,
+                        Outcome::Excluded,
+                        "invalid-skill",
+                        format!("breaks the Agent Skills rules ({}); skill policy `skip`", codes.join(", ")),
+                        selectors,
+                    );
+                    if let Some(last) = resolver.decisions.last_mut() {
+                        last.findings = records;
+                    }
+                    return;
+                }
+            }
             match resolver.claim(&skill.name, &candidate.id, &skill.digest, file) {
                 Ok(()) => {
                     resolver.decide(
@@ -677,7 +785,11 @@ fn select_from(
                         reason,
                         selectors,
                     );
-                    bytes += skill.bytes;
+                    resolver.listed(skill.budget.metadata_bytes);
+                    if let Some(last) = resolver.decisions.last_mut() {
+                        last.findings = records;
+                    }
+                    budget.add(skill.budget);
                     count += 1;
                     selected.push(SelectedSkill {
                         source: candidate.id.clone(),
@@ -708,6 +820,8 @@ fn select_from(
                         reason: format!("a byte-identical copy from `{winner}` comes first"),
                         selectors,
                         winner: Some(winner),
+                        metadata_bytes: None,
+                        findings: Vec::new(),
                     });
                 }
                 Err(None) => {}
@@ -859,7 +973,7 @@ fn select_from(
             }
         }
     }
-    (bytes, count, selector_report)
+    (budget, count, selector_report)
 }
 
 /// Lists every provider after the person package, in precedence order: request sources,

@@ -16,7 +16,7 @@ use crate::{PersonSource, render, snapshot};
 pub const CONFIG_FILE: &str = "agent-compose.yaml";
 
 /// Whether an embedded fallback is allowed when no person source is configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PersonPolicy {
     /// Use `person_source` when set, else the embedded `roster:core`.
     #[default]
@@ -33,9 +33,12 @@ pub struct HostConfig {
     pub personality_libraries: Vec<(String, Span)>,
     /// `owner/repo` repositories under the projects root.
     pub operating_context: Vec<(String, Span)>,
+    /// `skill_policy`: what Agent Skills findings do to every composition of the host.
+    pub skill_policy: crate::skill_rules::SkillPolicy,
 }
 
-const KNOWN_KEYS: [&str; 4] = ["person_source", "person_policy", "personality_libraries", "operating_context"];
+const KNOWN_KEYS: [&str; 5] =
+    ["person_source", "person_policy", "personality_libraries", "operating_context", "skill_policy"];
 
 /// The byte offset of a 1-based line and column (columns count characters).
 fn offset_at(text: &str, position: Position) -> usize {
@@ -173,6 +176,19 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
                 None => {}
             },
             "personality_libraries" => config.personality_libraries = reader.list(value, &pointer, key),
+            "skill_policy" => {
+                if let Some((policy, span)) = reader.scalar(value, &pointer, key) {
+                    match crate::skill_rules::SkillPolicy::from_name(&policy) {
+                        Some(policy) => config.skill_policy = policy,
+                        None => reader.diagnostics.push(
+                            Diagnostic::error("config-value", format!("unknown skill policy `{}`", sanitize(&policy)))
+                                .in_file(path)
+                                .at(Some(span))
+                                .hint("use `warn`, `strict` or `skip`"),
+                        ),
+                    }
+                }
+            }
             "operating_context" => {
                 config.operating_context = reader.list(value, &pointer, key);
                 for (repository, span) in &config.operating_context {
@@ -280,6 +296,13 @@ mod tests {
         assert_eq!(parsed.value.person_policy, PersonPolicy::ExternalOnly);
         assert_eq!(parsed.value.operating_context[0].0, "acme/root");
         assert!(parse_host_config("", "c.yaml").diagnostics.is_empty());
+    }
+
+    #[test]
+    fn reads_the_skill_policy() {
+        let parsed = parse_host_config("skill_policy: strict\n", "c.yaml");
+        assert_eq!(parsed.value.skill_policy, crate::skill_rules::SkillPolicy::Strict);
+        assert_eq!(codes("skill_policy: loose\n"), ["config-value"]);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub fn rule(cause: &str) -> &'static str {
         "duplicate-path" => "providers with the same folder collapse; the first in precedence order wins",
         "not-admitted" => "a repository no role uses and that is not global is not admitted",
         "declared-instruction" => "instructions a declaration lists are delivered with the bundle",
+        "not-a-skill" => "a folder under `.agents/skills/` without `SKILL.md` holds resources, not a skill",
+        "invalid-skill" => "with skill policy `skip`, a skill that breaks an Agent Skills rule is left out",
         _ => "see the reason",
     }
 }
@@ -86,6 +88,10 @@ pub struct BudgetRow {
     pub skills: usize,
     pub context_bytes: u64,
     pub approximate_tokens: u64,
+    pub metadata_bytes: u64,
+    pub instruction_bytes: u64,
+    pub resource_bytes: u64,
+    pub binary_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
 }
@@ -96,6 +102,74 @@ pub struct Budget {
     pub total_skills: usize,
     pub total_bytes: u64,
     pub total_tokens: u64,
+    pub total_metadata_bytes: u64,
+    pub total_instruction_bytes: u64,
+    pub total_resource_bytes: u64,
+    pub total_binary_bytes: u64,
+    /// Target harnesses whose skill listing the bundle's metadata overflows.
+    pub listing_warnings: Vec<ListingWarning>,
+}
+
+/// A harness's budget for the skill listing it puts in context before truncating.
+#[derive(Debug, Clone, Copy)]
+pub struct ListingBudget {
+    pub harness: &'static str,
+    pub characters: u64,
+    pub basis: &'static str,
+}
+
+/// The listing budgets of target harnesses. Codex documents about 2 % of the context
+/// window, or 8,000 characters when the window is unknown; a bundle does not know the
+/// window, so the fallback applies.
+pub const LISTING_BUDGETS: [ListingBudget; 1] = [ListingBudget {
+    harness: "Codex",
+    characters: 8_000,
+    basis: "about 2 % of the context window, or 8,000 characters when it is unknown",
+}];
+
+/// The bundle's metadata exceeds a harness's listing budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListingWarning {
+    pub harness: String,
+    pub budget_characters: u64,
+    pub metadata_bytes: u64,
+    pub basis: String,
+    /// Skills past the budget, in listing order: the ones the harness would cut.
+    pub cut: Vec<String>,
+}
+
+/// Checks the listed skills (`metadata_bytes` on decisions, in trace order) against
+/// every target harness's listing budget.
+pub fn listing_warnings(trace: &Trace) -> Vec<ListingWarning> {
+    let listed: Vec<(&str, u64)> = trace
+        .decisions
+        .iter()
+        .filter(|decision| matches!(decision.outcome, Outcome::Selected | Outcome::Delivered))
+        .filter_map(|decision| decision.metadata_bytes.map(|bytes| (decision.name(), bytes)))
+        .collect();
+    let total = listed.iter().fold(0u64, |sum, (_, bytes)| sum.saturating_add(*bytes));
+    LISTING_BUDGETS
+        .iter()
+        .filter(|budget| total > budget.characters)
+        .map(|budget| {
+            let mut running = 0u64;
+            let cut = listed
+                .iter()
+                .filter(|(_, bytes)| {
+                    running = running.saturating_add(*bytes);
+                    running > budget.characters
+                })
+                .map(|(name, _)| (*name).to_owned())
+                .collect();
+            ListingWarning {
+                harness: budget.harness.to_owned(),
+                budget_characters: budget.characters,
+                metadata_bytes: total,
+                basis: budget.basis.to_owned(),
+                cut,
+            }
+        })
+        .collect()
 }
 
 pub fn budget(trace: &Trace) -> Budget {
@@ -108,6 +182,10 @@ pub fn budget(trace: &Trace) -> Budget {
             skills: provider.skills,
             context_bytes: provider.context_bytes,
             approximate_tokens: provider.approximate_tokens,
+            metadata_bytes: provider.metadata_bytes,
+            instruction_bytes: provider.instruction_bytes,
+            resource_bytes: provider.resource_bytes,
+            binary_bytes: provider.binary_bytes,
             selector: provider.selector.as_ref().map(|selector| {
                 format!("{} admitted {} of {}", selector.patterns.join(", "), selector.admitted, selector.catalogue)
             }),
@@ -115,7 +193,13 @@ pub fn budget(trace: &Trace) -> Budget {
         .collect();
     // The figures come from a bundle, which may be hostile: add without overflowing.
     let total_bytes = providers.iter().fold(0u64, |sum, row| sum.saturating_add(row.context_bytes));
+    let sum = |part: fn(&BudgetRow) -> u64| providers.iter().fold(0u64, |sum, row| sum.saturating_add(part(row)));
     Budget {
+        total_metadata_bytes: sum(|row| row.metadata_bytes),
+        total_instruction_bytes: sum(|row| row.instruction_bytes),
+        total_resource_bytes: sum(|row| row.resource_bytes),
+        total_binary_bytes: sum(|row| row.binary_bytes),
+        listing_warnings: listing_warnings(trace),
         total_skills: providers.iter().fold(0usize, |sum, row| sum.saturating_add(row.skills)),
         total_bytes,
         total_tokens: crate::trace::approximate_tokens(total_bytes),
@@ -267,6 +351,55 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         "  {:<id_width$}  {:>6} {:>9} {:>8}",
         "total", report.total_skills, report.total_bytes, report.total_tokens
     );
+    // How those bytes load: metadata is always listed, instructions load when a skill is
+    // used, resources on demand; binary resources never count as tokens.
+    let _ = writeln!(
+        text,
+        "  {:<id_width$}  {:>9} {:>12} {:>9}  (bytes)",
+        "loading", "metadata", "instructions", "resources"
+    );
+    for row in &report.providers {
+        let _ = writeln!(
+            text,
+            "  {:<id_width$}  {:>9} {:>12} {:>9}",
+            row.source, row.metadata_bytes, row.instruction_bytes, row.resource_bytes
+        );
+    }
+    let tokens = crate::trace::approximate_tokens;
+    let _ = writeln!(
+        text,
+        "  {:<id_width$}  {:>9} {:>12} {:>9}",
+        "total", report.total_metadata_bytes, report.total_instruction_bytes, report.total_resource_bytes
+    );
+    let _ = writeln!(
+        text,
+        "  {:<id_width$}  {:>9} {:>12} {:>9}{}",
+        "~tokens",
+        tokens(report.total_metadata_bytes),
+        tokens(report.total_instruction_bytes),
+        tokens(report.total_resource_bytes.saturating_sub(report.total_binary_bytes)),
+        if report.total_binary_bytes > 0 {
+            format!("  ({} bytes of binary files not counted)", report.total_binary_bytes)
+        } else {
+            String::new()
+        }
+    );
+    for warning in &report.listing_warnings {
+        let message = format!(
+            "{} would list {} bytes of skill metadata but keeps about {} characters ({}); it would cut: {}",
+            warning.harness,
+            warning.metadata_bytes,
+            warning.budget_characters,
+            warning.basis,
+            warning.cut.join(", ")
+        );
+        let _ = writeln!(
+            text,
+            "  {} {}",
+            tint(palette, outcome_colour(Outcome::Shadowed), "warning:"),
+            wrap(&message, 68, 4)
+        );
+    }
 
     let _ = writeln!(text, "\n{}", bold(palette, "selection"));
     let subject_width =
@@ -341,6 +474,9 @@ pub struct WhyEntry {
     pub selectors: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub winner: Option<String>,
+    /// Agent Skills findings the trace recorded for the skill.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::trace::FindingRecord>,
     /// The provider this subject came from (or is), with its scope, selector and budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<ProviderReport>,
@@ -384,6 +520,7 @@ pub fn why(trace: &Trace, item: &str) -> Result<Why, WhyError> {
             rule: rule(&decision.cause).to_owned(),
             selectors: decision.selectors.clone(),
             winner: decision.winner.clone(),
+            findings: decision.findings.clone(),
             provider: provider_of(&decision.source),
         })
         .collect();
@@ -441,6 +578,11 @@ pub fn why_text(why: &Why, palette: Palette) -> String {
         if let Some(winner) = &entry.winner {
             let _ = writeln!(text, "  kept      the copy from `{winner}`");
         }
+        for finding in &entry.findings {
+            let _ =
+                writeln!(text, "  finding   {} ({}): {}", finding.code, finding.level, wrap(&finding.message, 60, 12));
+            let _ = writeln!(text, "            {}", wrap(&finding.consequence, 68, 12));
+        }
         if let Some(provider) = &entry.provider {
             let _ = writeln!(
                 text,
@@ -462,8 +604,13 @@ pub fn why_text(why: &Why, palette: Palette) -> String {
             }
             let _ = writeln!(
                 text,
-                "  budget    {} skills, {} bytes, ~{} tokens",
-                provider.skills, provider.context_bytes, provider.approximate_tokens
+                "  budget    {} skills, {} bytes, ~{} tokens ({} metadata, {} instructions, {} resources)",
+                provider.skills,
+                provider.context_bytes,
+                provider.approximate_tokens,
+                provider.metadata_bytes,
+                provider.instruction_bytes,
+                provider.resource_bytes
             );
         }
     }

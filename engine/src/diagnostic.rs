@@ -11,11 +11,14 @@ pub const MAX_DIAGNOSTICS_PER_FILE: usize = 100;
 /// The code of the summary diagnostic that stands for the omitted ones.
 pub const OMITTED_DIAGNOSTICS_CODE: &str = "diagnostics-omitted";
 
-/// How bad a diagnostic is. Errors fail a command; warnings are printed and allowed.
+/// How bad a diagnostic is. Errors fail a command; warnings and notes are printed and
+/// allowed; detail is printed only when asked for (`-v`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     Error,
     Warning,
+    Note,
+    Detail,
 }
 
 /// A byte range inside one source file.
@@ -50,6 +53,10 @@ impl Diagnostic {
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
         Self { severity: Severity::Warning, ..Self::error(code, message) }
+    }
+
+    pub fn note(code: &'static str, message: impl Into<String>) -> Self {
+        Self { severity: Severity::Note, ..Self::error(code, message) }
     }
 
     pub fn in_file(mut self, file: impl Into<String>) -> Self {

@@ -25,6 +25,7 @@ pub mod selector;
 pub mod snapshot;
 
 pub mod skill;
+pub mod skill_rules;
 
 pub mod syntax;
 pub mod trace;

@@ -1,9 +1,11 @@
 //! Compose requests (`request.kdl`) and source declaration files. Owns their grammar and
-//! path rules (relative, no `..`); it does not read the paths it names.
+//! path rules (relative, no `..`) and the person policy's rule that an external-only
+//! request names an external person source; it does not read the paths it names.
 
 use std::collections::BTreeMap;
 
-use crate::diagnostic::{Parsed, Span, sanitize};
+use crate::converge::PersonPolicy;
+use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::person::reader::Reader;
 use crate::syntax::{Node, Value, parse_text};
 
@@ -52,6 +54,10 @@ pub struct Request {
     pub delivery: Option<Delivery>,
     pub model_tier: Option<(String, Span)>,
     pub sources: Vec<RequestSource>,
+    /// `person-policy "external-only"` refuses the embedded `roster:core` fallback.
+    pub person_policy: PersonPolicy,
+    /// `skill-policy`: what Agent Skills findings do; `None` is the default (`warn`).
+    pub skill_policy: Option<crate::skill_rules::SkillPolicy>,
 }
 
 /// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
@@ -111,7 +117,29 @@ fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, a
     }
 }
 
-const REQUEST_CHILDREN: &[&str] = &["person-source", "personality-library", "role", "delivery", "model-tier", "source"];
+const REQUEST_CHILDREN: &[&str] = &[
+    "person-source",
+    "personality-library",
+    "role",
+    "delivery",
+    "model-tier",
+    "source",
+    "person-policy",
+    "density",
+    "identity",
+    "boundary-omit",
+];
+
+/// Nodes the Go program's requests carry for concepts this project does not model yet.
+/// They are read (so such requests compose) and each draws a warning saying it is ignored.
+fn warn_unmodelled(reader: &mut Reader<'_>, node: &Node, what: &str) {
+    reader.diagnostics.push(
+        Diagnostic::warning("request-node-ignored", format!("`{}` is accepted but ignored: {what}", node.name))
+            .in_file(reader.path)
+            .at(Some(node.name_span))
+            .hint("remove the node to silence this warning; docs/compatibility.md lists why"),
+    );
+}
 
 /// KDL text of a request file, refused unparsed when over [`crate::limits::REQUEST_KDL`].
 fn parse_bounded(text: &str, path: &str) -> Parsed<crate::syntax::Document> {
@@ -132,6 +160,8 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
         delivery: None,
         model_tier: None,
         sources: Vec::new(),
+        person_policy: PersonPolicy::Default,
+        skill_policy: None,
     };
     if !diagnostics.is_empty() {
         return Parsed::new(request, diagnostics);
@@ -158,6 +188,7 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
     reader.allowed_properties(compose, &[]);
     let mut seen = BTreeMap::new();
     let mut source_ids: BTreeMap<String, Span> = BTreeMap::new();
+    let mut policy_span = None;
     for child in &compose.children {
         match child.name.as_str() {
             "person-source" | "role" | "delivery" | "model-tier" => {
@@ -181,6 +212,62 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
                             "use `native-skills` or `compiled`",
                         ),
                     },
+                }
+            }
+            "person-policy" | "density" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                let Some((value, span)) = reader.single_string(child) else { continue };
+                match (child.name.as_str(), value.as_str()) {
+                    ("person-policy", "external-only") => {
+                        request.person_policy = PersonPolicy::ExternalOnly;
+                        policy_span = Some(span);
+                    }
+                    ("person-policy", "default") => request.person_policy = PersonPolicy::Default,
+                    ("person-policy", other) => reader.report(
+                        "unknown-person-policy",
+                        span,
+                        format!("`{}` is not a person policy", sanitize(other)),
+                        "use `external-only` (or `default`, the same as leaving the node out)",
+                    ),
+                    // The Go program removed `density`; it still accepts the old default.
+                    (_, "full") => {}
+                    (_, other) => reader.report(
+                        "density-removed",
+                        span,
+                        format!("`density \"{}\"` is no longer supported", sanitize(other)),
+                        "delete the node (only the legacy `density \"full\"` is accepted)",
+                    ),
+                }
+            }
+            "identity" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.argument_count(child, 0, Some(0));
+                reader.allowed_properties(child, &["name"]);
+                reader.no_children(child);
+                if reader.string_property(child, "name", true).is_some() {
+                    warn_unmodelled(
+                        &mut reader,
+                        child,
+                        "a request does not rename the role; the identity comes from the person package",
+                    );
+                }
+            }
+            "boundary-omit" => {
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                if reader.argument_count(child, 1, None) {
+                    let _names = reader.string_arguments(child);
+                    warn_unmodelled(
+                        &mut reader,
+                        child,
+                        "role boundaries are not modelled, so there is nothing to omit",
+                    );
                 }
             }
             "personality-library" => {
@@ -253,8 +340,36 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
                     request.sources.push(RequestSource { id, location, required, span });
                 }
             }
-            _ => reader.unknown_node(child, "`compose`", REQUEST_CHILDREN),
+            "skill-policy" => {
+                if !reader.singleton(&mut seen, child) {
+                    continue;
+                }
+                reader.allowed_properties(child, &[]);
+                reader.no_children(child);
+                let Some((value, span)) = reader.single_string(child) else { continue };
+                match crate::skill_rules::SkillPolicy::from_name(&value) {
+                    Some(policy) => request.skill_policy = Some(policy),
+                    None => reader.report(
+                        "unknown-skill-policy",
+                        span,
+                        format!("`{}` is not a skill policy", sanitize(&value)),
+                        "use `warn`, `strict` or `skip`",
+                    ),
+                }
+            }
+            _ => reader.unknown_node(child, "`compose`", &[REQUEST_CHILDREN, &["skill-policy"]].concat()),
         }
+    }
+    // External-only means the request never falls back to the embedded roster.
+    if let Some(span) = policy_span
+        && request.person_source.as_deref().is_none_or(|source| source == "roster:core")
+    {
+        reader.report(
+            "request-external-only",
+            span,
+            "`person-policy \"external-only\"` needs an external `person-source`",
+            "add `person-source \"<folder>\"` naming a person package, or remove the policy",
+        );
     }
     if request.role.is_none() && !seen.contains_key("role") {
         reader.report("missing-node", compose.name_span, "the request names no `role`", "add `role \"<slug>\"`");
@@ -378,6 +493,63 @@ mod tests {
             let codes: Vec<_> = parse_request(&text, "r.kdl").diagnostics.iter().map(|d| d.code).collect();
             assert_eq!(codes, ["request-path"], "{bad}");
         }
+    }
+
+    fn codes(text: &str) -> Vec<&'static str> {
+        parse_request(text, "r.kdl").diagnostics.iter().map(|diagnostic| diagnostic.code).collect()
+    }
+
+    #[test]
+    fn external_only_needs_an_external_person_source() {
+        let with_source = parse_request(
+            "compose { person-source \"me\"; person-policy \"external-only\"; role \"r\"; delivery \"compiled\" }",
+            "r.kdl",
+        );
+        assert!(with_source.diagnostics.is_empty(), "{:?}", with_source.diagnostics);
+        assert_eq!(with_source.value.person_policy, PersonPolicy::ExternalOnly);
+        assert_eq!(
+            codes("compose { person-policy \"external-only\"; role \"r\"; delivery \"compiled\" }"),
+            ["request-external-only"]
+        );
+        assert_eq!(
+            codes(
+                "compose { person-source \"roster:core\"; person-policy \"external-only\"; role \"r\"; delivery \"compiled\" }"
+            ),
+            ["request-external-only"]
+        );
+        assert_eq!(
+            codes("compose { person-policy \"sometimes\"; role \"r\"; delivery \"compiled\" }"),
+            ["unknown-person-policy"]
+        );
+    }
+
+    #[test]
+    fn legacy_and_unmodelled_nodes_are_read() {
+        assert!(codes("compose { density \"full\"; role \"r\"; delivery \"compiled\" }").is_empty());
+        assert_eq!(codes("compose { density \"lean\"; role \"r\"; delivery \"compiled\" }"), ["density-removed"]);
+        let parsed = parse_request(
+            "compose { identity name=\"guide\"; boundary-omit \"a\" \"b\"; role \"r\"; delivery \"compiled\" }",
+            "r.kdl",
+        );
+        assert!(!parsed.has_errors(), "{:?}", parsed.diagnostics);
+        let warnings: Vec<_> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
+        assert_eq!(warnings, ["request-node-ignored", "request-node-ignored"]);
+        assert_eq!(codes("compose { boundary-omit; role \"r\"; delivery \"compiled\" }"), ["argument-count"]);
+        assert_eq!(codes("compose { identity; role \"r\"; delivery \"compiled\" }"), ["missing-property"]);
+    }
+
+    #[test]
+    fn reads_the_skill_policy() {
+        let parsed = parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"skip\" }", "r.kdl");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.value.skill_policy, Some(crate::skill_rules::SkillPolicy::Skip));
+        let codes: Vec<_> =
+            parse_request("compose { role \"r\"; delivery \"compiled\"; skill-policy \"lax\" }", "r.kdl")
+                .diagnostics
+                .iter()
+                .map(|d| d.code)
+                .collect();
+        assert_eq!(codes, ["unknown-skill-policy"]);
     }
 
     #[test]

@@ -43,6 +43,24 @@ pub struct Decision {
     /// For a shadowed skill: the source whose copy won.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub winner: Option<String>,
+    /// For a delivered or selected skill: the bytes of its name and description, as
+    /// harnesses list them up front.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_bytes: Option<u64>,
+    /// The Agent Skills findings about the skill, so `--why` can explain them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<FindingRecord>,
+}
+
+/// One Agent Skills finding as the trace keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingRecord {
+    pub code: String,
+    /// `violation`, `doubt` or `extension`.
+    pub level: String,
+    pub message: String,
+    pub consequence: String,
 }
 
 impl Decision {
@@ -84,6 +102,18 @@ pub struct ProviderReport {
     pub skills: usize,
     pub context_bytes: u64,
     pub approximate_tokens: u64,
+    /// `context_bytes` split the way harnesses load skills (SPEC 6.6): names and
+    /// descriptions (always listed), entry-file bodies (on use) and other files (on
+    /// demand); the three sum to `context_bytes`.
+    #[serde(default)]
+    pub metadata_bytes: u64,
+    #[serde(default)]
+    pub instruction_bytes: u64,
+    #[serde(default)]
+    pub resource_bytes: u64,
+    /// The part of `resource_bytes` in binary files, which never count as tokens.
+    #[serde(default)]
+    pub binary_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<SelectorReport>,
 }

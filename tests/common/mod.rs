@@ -43,7 +43,7 @@ pub fn fixtures() -> PathBuf {
 
 /// The public example packages of the Go program, kept outside the repository.
 pub fn compat_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/compat/agent-compose-examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat")
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {
@@ -156,14 +156,14 @@ pub fn materialize_case(case: &Path, to: &Path) -> Vec<String> {
     arguments
 }
 
-/// `--person-source <compat person-profile> --personality-library <compat library>`.
+/// `--person-source <compat person-package> --personality-library <compat library>`.
 pub fn compat_source_arguments() -> Vec<String> {
     let compat = compat_dir();
     vec![
         "--person-source".to_owned(),
-        compat.join("person-profile").display().to_string(),
+        compat.join("person-package").display().to_string(),
         "--personality-library".to_owned(),
-        compat.join("shared-personality-library").display().to_string(),
+        compat.join("personality-library").display().to_string(),
     ]
 }
 
@@ -174,14 +174,14 @@ pub fn acompose_args(directory: &Path, head: &[&str], tail: &[String]) -> Output
     acompose(directory, &arguments)
 }
 
-/// A trusted root built from the compat `role-provider-selector/roles.kdl`, a hardware
+/// A trusted root built from the compat `provider-selector/roles.kdl`, a device-notes
 /// repository holding `skills`, and a request composing `platform` from the root.
 pub fn compat_selector_estate(root: &Path, skills: &[&str]) {
-    let roles = std::fs::read_to_string(compat_dir().join("role-provider-selector/roles.kdl")).expect("roles.kdl");
+    let roles = std::fs::read_to_string(compat_dir().join("provider-selector/roles.kdl")).expect("roles.kdl");
     std::fs::create_dir_all(root.join("trusted/.agents")).expect("mkdir");
     std::fs::write(root.join("trusted/.agents/roles.kdl"), roles).expect("roles");
     for name in skills {
-        let folder = root.join("projects/example/hardware-knowledge/.agents/skills").join(name);
+        let folder = root.join("projects/sample/device-notes/.agents/skills").join(name);
         std::fs::create_dir_all(&folder).expect("mkdir");
         std::fs::write(
             folder.join("SKILL.md"),

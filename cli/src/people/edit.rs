@@ -2,11 +2,11 @@
 //! written to canonical bytes, checked exactly as `validate` would check the file, and
 //! only then written atomically.
 
-use acompose_engine::people::workspace::{self, PEOPLE_DIRECTORY};
-use acompose_engine::people::{Avatar, Isolation, Person, document};
+use acompose_engine::people::{Avatar, Isolation, Person};
 
-use super::storage::{self, Stop, Workspace};
-use super::{WorkspaceArgs, checked_id, existing_person, save_person};
+use acompose_host::people::{Stop, Workspace, checked_id, create_person, existing_person, save_person};
+
+use super::WorkspaceArgs;
 use crate::print_stdout;
 use crate::terminal::Terminal;
 
@@ -218,21 +218,6 @@ pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
         print_stdout(&format!("added `{id}` (wrote `{path}`); nothing was started\n"));
     }
     Ok(())
-}
-
-/// Writes a new Person file after checking its exact bytes; refuses to replace one.
-pub fn create_person(workspace: &Workspace, person: &Person) -> Result<String, Stop> {
-    let id = checked_id(&person.id)?;
-    let name = format!("{id}.json");
-    let path = format!("{PEOPLE_DIRECTORY}/{name}");
-    let bytes = document::person_bytes(person);
-    workspace::check_person(PEOPLE_DIRECTORY, &name, &bytes).map_err(Stop::Findings)?;
-    let folder = workspace.people_folder()?;
-    workspace.refuse_symlinks(&[&path])?;
-    if !storage::create_new(&folder, &name, &bytes)? {
-        return Err(Stop::Invalid(format!("`{path}` already exists; edit it with `acompose people edit {id}`")));
-    }
-    Ok(path)
 }
 
 pub fn run_edit(args: &EditArgs, terminal: &Terminal) -> Result<(), Stop> {

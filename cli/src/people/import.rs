@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use acompose_engine::people::hire::{self, Overrides};
 use acompose_engine::people::report;
 
-use super::edit::create_person;
-use super::storage::{Stop, Workspace, input_label, read_input_file};
-use super::{WorkspaceArgs, checked_id};
+use acompose_host::people::storage::{input_label, read_input_file};
+use acompose_host::people::{Stop, Workspace, checked_id, create_person};
+
+use super::WorkspaceArgs;
 use crate::print_stdout;
 use crate::terminal::Terminal;
 

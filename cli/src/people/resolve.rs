@@ -10,8 +10,9 @@ use acompose_engine::people::resolve::{self as resolution, Assignment};
 use acompose_engine::people::{Finding, printable, report, workspace};
 
 use super::WorkspaceArgs;
-use super::storage::{Stop, Workspace, input_label, read_input_file};
 use crate::{print_stderr, print_stdout};
+use acompose_host::people::storage::{input_label, read_input_file};
+use acompose_host::people::{Stop, Workspace};
 
 #[derive(Debug, clap::Args)]
 pub struct ResolveArgs {

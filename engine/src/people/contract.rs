@@ -1,8 +1,11 @@
 //! The schema mirrors a workspace carries (`schemas/*.schema.json`) and their SHA-256
 //! lock. Owns what `people init` writes and the check `people validate` runs before any
 //! schema is used: a mirror that differs from its lock, or a lock that names a contract
-//! this binary does not ship, is reported as drift and never evaluated. It does not
-//! evaluate schemas itself.
+//! this binary does not ship, is reported as drift and never evaluated. A lock in the
+//! Agent Toolkit's own format is handed to `toolkit_lock`. It does not evaluate schemas
+//! itself.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -10,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::finding::Finding;
 use super::schema::{BINDINGS_SCHEMA, PERSON_SCHEMA};
-use super::{BINDINGS_SPEC, PERSON_SPEC, json};
+use super::{BINDINGS_SPEC, PERSON_SPEC, json, toolkit_lock};
 use crate::OutputFile;
 
 pub const PERSON_SCHEMA_PATH: &str = "schemas/person.schema.json";
@@ -25,6 +28,22 @@ pub struct ContractFiles {
     pub person_schema: Option<Vec<u8>>,
     pub bindings_schema: Option<Vec<u8>>,
     pub lock: Option<Vec<u8>>,
+    /// The bytes of every path an Agent Toolkit lock lists (`listed_paths`); empty for
+    /// this project's own lock.
+    pub listed: BTreeMap<String, Option<Vec<u8>>>,
+}
+
+/// The workspace files the driver must read besides the two mirrors and the lock: those
+/// an Agent Toolkit lock lists (its validator script among them). Empty otherwise.
+pub fn listed_paths(lock: &[u8]) -> Vec<String> {
+    if toolkit_lock::is_toolkit_lock(lock) { toolkit_lock::listed_paths(lock) } else { Vec::new() }
+}
+
+/// What `people init` writes under `schemas/` given the lock already there: nothing when
+/// the Agent Toolkit made the workspace (its mirrors and lock stay exactly as its own
+/// validator expects them), else both mirrors and this project's lock.
+pub fn init_files(existing_lock: Option<&[u8]>) -> Vec<OutputFile> {
+    if existing_lock.is_some_and(toolkit_lock::is_toolkit_lock) { Vec::new() } else { mirror_files() }
 }
 
 /// One mirrored schema: where it lives, which spec it is and its shipped text.
@@ -93,6 +112,9 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
                 .hint("run `acompose people init` to write the schema mirrors and their lock"),
         ];
     };
+    if toolkit_lock::is_toolkit_lock(lock) {
+        return toolkit_lock::verify(LOCK_PATH, lock, &files.listed);
+    }
     let Some(locked) = locked_hashes(lock) else {
         return vec![
             Finding::error("contract-lock-invalid", LOCK_PATH, "the schema lock is not a people-contracts lock")
@@ -181,6 +203,7 @@ mod tests {
             person_schema: bytes(PERSON_SCHEMA_PATH),
             bindings_schema: bytes(BINDINGS_SCHEMA_PATH),
             lock: bytes(LOCK_PATH),
+            listed: BTreeMap::new(),
         }
     }
 

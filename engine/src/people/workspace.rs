@@ -258,6 +258,7 @@ mod tests {
             person_schema: bytes(contract::PERSON_SCHEMA_PATH),
             bindings_schema: bytes(contract::BINDINGS_SCHEMA_PATH),
             lock: bytes(contract::LOCK_PATH),
+            listed: std::collections::BTreeMap::new(),
         }
     }
 

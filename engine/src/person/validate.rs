@@ -547,6 +547,8 @@ fn load_role(
             format!("write `skill \"{expected_skill}\"`"),
         ),
         Some(_) => {}
+        // A legacy role carries its body inline; its skill id is implied as `role-<slug>`.
+        None if declaration.briefing.is_some() => {}
         None => context.report(
             file,
             role_span,

@@ -1,0 +1,228 @@
+//! The Agent Skills checks of catalogues without composing (`acompose catalog check`).
+//! Finds the skills on disk (a repository, a `.agents/skills` folder or one skill
+//! folder), hands each `SKILL.md` to the engine's rules and returns a report. It does not
+//! compose, write, print or follow symbolic links.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::diagnostic::{Diagnostic, Severity, line_column, sanitize};
+use acompose_engine::skill_rules::check_skill;
+use serde::Serialize;
+
+use crate::error::HostError;
+
+pub const FORMAT: &str = "acompose.catalog-check.v1";
+
+/// A `SKILL.md` larger than this is refused unread: no harness lists such a file, and the
+/// check must stay bounded.
+const MAX_SKILL_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, Serialize)]
+pub struct FindingRow {
+    pub code: String,
+    pub level: &'static str,
+    pub severity: &'static str,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub consequence: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SkillRow {
+    pub name: String,
+    pub path: String,
+    pub findings: Vec<FindingRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CatalogueRow {
+    pub path: String,
+    pub skills: Vec<SkillRow>,
+    pub not_skills: Vec<String>,
+}
+
+/// The JSON report of `catalog check` (`format` names its version).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub format: &'static str,
+    pub catalogues: Vec<CatalogueRow>,
+    pub skills: usize,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+/// What a check found: the report, every diagnostic, and the text of each file a
+/// diagnostic points at (for rendering snippets).
+#[derive(Debug)]
+pub struct Checked {
+    pub report: Report,
+    pub diagnostics: Vec<Diagnostic>,
+    pub texts: BTreeMap<String, String>,
+    /// Folders without `SKILL.md`, over every catalogue.
+    pub not_skills: usize,
+}
+
+/// What a folder given on the command line turned out to be.
+enum Target {
+    /// One skill folder (it holds `SKILL.md`).
+    Skill(PathBuf),
+    /// A folder of skill folders (`.agents/skills`, or a repository's).
+    Skills(PathBuf),
+}
+
+fn target_of(directory: &Path) -> Option<Target> {
+    let is_file = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file());
+    let is_folder = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir());
+    if !is_folder(directory) {
+        return None;
+    }
+    if is_file(&directory.join("SKILL.md")) {
+        return Some(Target::Skill(directory.to_path_buf()));
+    }
+    let conventional = directory.join(".agents").join("skills");
+    if is_folder(&conventional) {
+        return Some(Target::Skills(conventional));
+    }
+    Some(Target::Skills(directory.to_path_buf()))
+}
+
+fn display(path: &Path) -> String {
+    sanitize(&path.to_string_lossy().replace('\\', "/"))
+}
+
+/// Sub-folders of a skills folder in lexical order; plain files and links are ignored.
+fn folders_in(directory: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(directory)?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .map(|entry| entry.path())
+        .collect();
+    folders.sort();
+    Ok(folders)
+}
+
+struct Checker {
+    diagnostics: Vec<Diagnostic>,
+    texts: BTreeMap<String, String>,
+    rows: Vec<CatalogueRow>,
+}
+
+impl Checker {
+    fn skill(&mut self, folder: &Path) -> SkillRow {
+        let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let entry = folder.join("SKILL.md");
+        let label = display(&entry);
+        let mut row = SkillRow { name: sanitize(&name), path: label.clone(), findings: Vec::new() };
+        let too_large = std::fs::symlink_metadata(&entry).is_ok_and(|metadata| metadata.len() > MAX_SKILL_FILE_BYTES);
+        let bytes = if too_large {
+            Err(format!("it is larger than {MAX_SKILL_FILE_BYTES} bytes"))
+        } else {
+            std::fs::read(&entry).map_err(|error| crate::load::error_kind(&error))
+        };
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            Err(why) => {
+                self.diagnostics.push(
+                    Diagnostic::error("skill-unreadable", format!("cannot read `SKILL.md`: {why}")).in_file(label),
+                );
+                return row;
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let check = check_skill(&bytes, &name);
+        for finding in &check.findings {
+            let diagnostic = finding.diagnostic(&label, Severity::Error);
+            let (line, column) = line_column(&text, finding.span.offset);
+            row.findings.push(FindingRow {
+                code: finding.code.to_owned(),
+                level: finding.level.name(),
+                severity: severity_name(diagnostic.severity),
+                line,
+                column,
+                message: finding.message.clone(),
+                consequence: finding.consequence.to_owned(),
+            });
+            self.diagnostics.push(diagnostic);
+        }
+        self.texts.insert(label, text);
+        row
+    }
+
+    fn catalogue(&mut self, target: Target) {
+        match target {
+            Target::Skill(folder) => {
+                let skill = self.skill(&folder);
+                self.rows.push(CatalogueRow { path: display(&folder), skills: vec![skill], not_skills: Vec::new() });
+            }
+            Target::Skills(directory) => {
+                let mut row = CatalogueRow { path: display(&directory), skills: Vec::new(), not_skills: Vec::new() };
+                let folders = match folders_in(&directory) {
+                    Ok(folders) => folders,
+                    Err(error) => {
+                        self.diagnostics.push(
+                            Diagnostic::error(
+                                "catalogue-unreadable",
+                                format!("cannot list the folder: {}", crate::load::error_kind(&error)),
+                            )
+                            .in_file(row.path.clone()),
+                        );
+                        self.rows.push(row);
+                        return;
+                    }
+                };
+                for folder in folders {
+                    if std::fs::symlink_metadata(folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file()) {
+                        let skill = self.skill(&folder);
+                        row.skills.push(skill);
+                    } else {
+                        let name =
+                            folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+                        self.diagnostics.push(
+                            Diagnostic::note(
+                                "not-a-skill",
+                                format!("folder `{}` has no `SKILL.md`; it is not a skill", sanitize(&name)),
+                            )
+                            .in_file(display(&folder))
+                            .hint("a folder of shared references beside skills is fine; harnesses do not list it"),
+                        );
+                        row.not_skills.push(sanitize(&name));
+                    }
+                }
+                self.rows.push(row);
+            }
+        }
+    }
+}
+
+fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+        Severity::Detail => "detail",
+    }
+}
+
+/// Checks every folder (the current folder when none is given).
+pub fn check(directories: &[PathBuf]) -> Result<Checked, HostError> {
+    let directories = if directories.is_empty() { vec![PathBuf::from(".")] } else { directories.to_vec() };
+    let mut checker = Checker { diagnostics: Vec::new(), texts: BTreeMap::new(), rows: Vec::new() };
+    for directory in &directories {
+        match target_of(directory) {
+            Some(target) => checker.catalogue(target),
+            None => return Err(HostError::invalid(directory, format!("`{}` is not a folder", display(directory)))),
+        }
+    }
+    let errors = checker.diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+    let warnings = checker.diagnostics.iter().filter(|diagnostic| diagnostic.severity == Severity::Warning).count();
+    let skills = checker.rows.iter().map(|row| row.skills.len()).sum();
+    let not_skills = checker.rows.iter().map(|row| row.not_skills.len()).sum();
+    Ok(Checked {
+        report: Report { format: FORMAT, catalogues: checker.rows, skills, errors, warnings },
+        diagnostics: checker.diagnostics,
+        texts: checker.texts,
+        not_skills,
+    })
+}

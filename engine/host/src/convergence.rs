@@ -1,0 +1,147 @@
+//! Bare `acompose` without the command line: the fast path through the fingerprint cache,
+//! then a full convergence under the home lock, and the fingerprints it leaves for the
+//! next run. Renders nothing; the caller prints the returned `BareRun`.
+
+use std::path::{Path, PathBuf};
+
+use acompose_engine::converge::CONFIG_FILE;
+use rayon::prelude::*;
+
+use crate::cache;
+use crate::error::HostError;
+use crate::home::{
+    ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, check_home, create_home, read_config,
+};
+use crate::observe::{Observed, Stat, observe};
+use crate::progress::Progress;
+use crate::session::{Report, Session};
+use crate::transaction::{self, NoFaults, OWNERSHIP_FILE};
+
+/// Counts for `--stats`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    pub stated: usize,
+    pub read: usize,
+    pub hashed: usize,
+    pub written: usize,
+    pub queries_executed: usize,
+    pub queries_reused: usize,
+}
+
+/// What one bare run found.
+pub enum BareRun {
+    /// Nothing changed since the last convergence; nothing was written but the cache.
+    Unchanged { summary: cache::Summary, stats: Stats },
+    /// A convergence ran. The session is handed back so a caller about to exit can let
+    /// the operating system reclaim it instead of freeing every memo.
+    Converged { report: Report, stats: Stats, session: Box<Session> },
+}
+
+/// Runs bare `acompose` in `home`: the fast path when nothing changed, else a full
+/// convergence under the home lock; either way the fingerprint cache is brought up to
+/// date. Warnings (a discarded cache, diagnostics) go to `progress`.
+pub fn converge_home(home: &Path, projects: &Path, progress: &dyn Progress) -> Result<BareRun, HostError> {
+    check_home(home)?;
+    if let Some(unchanged) = fast_path(home, projects, progress) {
+        return Ok(unchanged);
+    }
+    let config = read_config(home, progress)?;
+    let mut session = Box::new(Session::default());
+    session.loader.note(&home.join(CONFIG_FILE), observe(&home.join(CONFIG_FILE)));
+    create_home(home)?;
+    let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
+    let report = session.converge(home, projects, &config, progress, &mut NoFaults, true)?;
+    cache::store(home, &fingerprints(&session, home, projects, &report));
+    let counters = session.loader.counters;
+    let stats = Stats {
+        stated: session.loader.observed().len(),
+        read: counters.files_read,
+        hashed: counters.files_read,
+        written: report.files_written,
+        queries_executed: report.queries_executed,
+        queries_reused: report.queries_reused,
+    };
+    Ok(BareRun::Converged { report, stats, session })
+}
+
+/// The fast path: the cache says nothing changed, at a glance (stats only) or after
+/// hashing the files whose metadata moved.
+fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
+    let identity = cache::identity(projects);
+    let discarding = |reason: String| progress.warn(&format!("discarding the fingerprint cache: {reason}"));
+    let text = cache::read(home).unwrap_or_else(|reason| {
+        discarding(reason);
+        None
+    })?;
+    let mut counters = cache::CheckCounters::default();
+    if let Some(summary) = cache::unchanged_at_a_glance(&text, &identity, &mut counters) {
+        return Some(BareRun::Unchanged { summary, stats: Stats { stated: counters.stated, ..Stats::default() } });
+    }
+    let mut previous = cache::parse_for(&text, &identity).map_err(discarding).ok()?;
+    let mut counters = cache::CheckCounters::default();
+    let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) else { return None };
+    if !touched.is_empty() {
+        for (index, observed) in touched {
+            previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
+        }
+        cache::store(home, &previous);
+    }
+    let stats = Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
+    Some(BareRun::Unchanged { summary: previous.summary, stats })
+}
+
+/// The fingerprints of a finished convergence: every input the session read and every
+/// output it owns.
+pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
+    let mut outputs = Vec::new();
+    cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
+    for file in [PLAN_FILE, OWNERSHIP_FILE] {
+        if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
+            outputs.push((home.join(file), Stat::of(&metadata)));
+        }
+    }
+    let bundles = home.join(BUNDLES_DIR);
+    for file in [INDEX_FILE, OWNERSHIP_FILE] {
+        if let Ok(metadata) = std::fs::symlink_metadata(bundles.join(file)) {
+            outputs.push((bundles.join(file), Stat::of(&metadata)));
+        }
+    }
+    if let Some(index) =
+        std::fs::read(bundles.join(INDEX_FILE)).ok().and_then(|bytes| acompose_engine::estate::parse_index(&bytes))
+    {
+        // Every file of every indexed bundle: a bundle missing a file must not pass as
+        // reused.
+        let ids: Vec<&String> = index.values().collect();
+        let per_bundle: Vec<Vec<(PathBuf, Stat)>> = ids
+            .par_iter()
+            .map(|id| {
+                let mut stats = Vec::new();
+                cache::output_stats(&bundles.join(id), &mut stats);
+                stats
+            })
+            .collect();
+        outputs.extend(per_bundle.into_iter().flatten());
+    }
+    cache::Cache {
+        identity: cache::identity(projects),
+        summary: cache::Summary {
+            source: report.source.clone(),
+            roles: report.roles,
+            personalities: report.personalities,
+            artifact_files: report.roster.written.len() + report.roster.unchanged,
+            bundles: report.bundles_new + report.bundles_reused,
+        },
+        inputs: {
+            let mut inputs: Vec<(PathBuf, Observed)> = session
+                .loader
+                .observed()
+                .iter()
+                // Racily fresh entries were smudged when they were observed.
+                .map(|(path, observed)| (path.clone(), *observed))
+                .collect();
+            inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+            inputs
+        },
+        outputs,
+    }
+}

@@ -1,0 +1,590 @@
+//! Reading person sources and catalogues from disk (or from the embedded roster) into
+//! salsa inputs. Symlinks anywhere are refused; every file's bytes are read here and
+//! nowhere else. Inputs are set only when their bytes changed, and every path looked at
+//! is recorded so the fingerprint cache can tell later whether anything changed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+pub use crate::observe::{Observed, Stat, observe};
+use acompose_engine::catalogue::Catalogue;
+use acompose_engine::{Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
+use salsa::Durability;
+use salsa::Setter;
+
+/// The spelling that selects the embedded default.
+pub const EMBEDDED: &str = "roster:core";
+
+/// Where a person source comes from: the embedded default or a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Embedded,
+    Directory(PathBuf),
+}
+
+impl Location {
+    pub fn parse(text: &str) -> Self {
+        if text == EMBEDDED { Location::Embedded } else { Location::Directory(PathBuf::from(text)) }
+    }
+}
+
+/// What to load: a person package and its libraries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub person: Location,
+    pub libraries: Vec<Location>,
+    pub core_rules: bool,
+}
+
+impl Selection {
+    pub fn embedded() -> Self {
+        Selection { person: Location::Embedded, libraries: Vec::new(), core_rules: true }
+    }
+}
+
+/// Files read from disk: `(relative path, bytes)`, the problems met and every path
+/// looked at.
+#[derive(Default)]
+pub struct Read {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub observed: Vec<(PathBuf, Observed)>,
+}
+
+/// How much the loader read, for `--stats`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadCounters {
+    pub files_read: usize,
+    pub bytes_read: u64,
+}
+
+/// What a watched root is, so a change under it can be re-read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Root {
+    Package { label: String, kind: PackageKind },
+    Catalogue { label: String },
+}
+
+/// Keeps the salsa inputs of loaded packages and catalogues so a reload only sets what
+/// changed.
+#[derive(Default)]
+pub struct Loader {
+    files: HashMap<(String, String), SourceFile>,
+    packages: BTreeMap<(String, PackageKind), Package>,
+    catalogues: BTreeMap<String, Catalogue>,
+    source: Option<PersonSource>,
+    roots: BTreeMap<PathBuf, Root>,
+    observed: HashMap<PathBuf, Observed>,
+    last_selection: Option<Selection>,
+    pub counters: ReadCounters,
+}
+
+/// Turns a path into a label: as the user wrote it, with `/` separators.
+pub fn label_of(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let trimmed = text.trim_end_matches('/');
+    let trimmed = trimmed.strip_prefix("./").filter(|rest| !rest.is_empty()).unwrap_or(trimmed);
+    if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
+}
+
+/// The resolved identity of a folder, for collapsing providers with the same folder.
+pub fn path_key(path: &Path) -> String {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
+}
+
+/// A short, stable description of an I/O error (no OS-specific wording).
+pub fn error_kind(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::NotADirectory => "not a directory".to_owned(),
+        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+fn relative_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .map(|component| component.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Walks `start` (under `root`) without following links, reading every regular file.
+/// Names starting with `.` are skipped below `start`. `what` names the container in
+/// diagnostics ("package", "catalogue").
+fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
+    let walker = walkdir::WalkDir::new(start)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                let path = error.path().map_or_else(
+                    || label.to_owned(),
+                    |path| {
+                        let relative = relative_path(root, path);
+                        if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") }
+                    },
+                );
+                read.diagnostics.push(
+                    Diagnostic::error("unreadable-file", format!("cannot read this entry of the {what}"))
+                        .in_file(path)
+                        .hint("check its permissions"),
+                );
+                continue;
+            }
+        };
+        let relative = relative_path(root, entry.path());
+        if entry.path_is_symlink() {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("symbolic links are not allowed in a {what}"))
+                    .in_file(if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") })
+                    .hint("replace the link with the file or folder it points to"),
+            );
+            continue;
+        }
+        if entry.file_type().is_dir() {
+            if let Ok(metadata) = entry.metadata() {
+                read.observed.push((entry.path().to_path_buf(), Observed::Directory(Stat::of(&metadata))));
+            }
+            continue;
+        }
+        if !entry.file_type().is_file() {
+            read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint(format!("a {what} holds only folders and regular files")),
+            );
+            continue;
+        }
+        // The metadata of the opened file is taken before its bytes, so a write racing
+        // the read makes the cache see a change next time rather than miss one.
+        match read_with_stat(entry.path()) {
+            Ok(None) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
+                    .in_file(format!("{label}/{relative}"))
+                    .hint(format!("a {what} holds only folders and regular files")),
+            ),
+            Ok(Some((stat, bytes))) => {
+                read.observed
+                    .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
+                read.files.push((relative, bytes));
+            }
+            Err(error) => read.diagnostics.push(
+                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
+                    .in_file(format!("{label}/{relative}"))
+                    .hint("check its permissions"),
+            ),
+        }
+    }
+}
+
+/// Opens a file, stats the opened file and reads it whole: one path lookup, and the
+/// metadata belongs to the very bytes read. `None` when what was opened is not a
+/// regular file (it was swapped after the folder was listed).
+fn read_with_stat(path: &Path) -> std::io::Result<Option<(Stat, Vec<u8>)>> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0).saturating_add(1));
+    file.read_to_end(&mut bytes)?;
+    Ok(Some((Stat::of(&metadata), bytes)))
+}
+
+/// Reads a whole package directory.
+fn read_package(root: &Path, label: &str) -> Read {
+    let mut read = Read::default();
+    let problem = match std::fs::symlink_metadata(root) {
+        Err(error) => Some(
+            Diagnostic::error(
+                "package-missing",
+                format!("cannot open person source `{label}`: {}", error_kind(&error)),
+            )
+            .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+        ),
+        Ok(metadata) if metadata.file_type().is_symlink() => Some(
+            Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                .hint("pass the real directory; packages may not contain or be symbolic links"),
+        ),
+        Ok(metadata) if !metadata.is_dir() => Some(
+            Diagnostic::error("package-not-directory", format!("`{label}` is not a directory"))
+                .hint("a person source is a package directory"),
+        ),
+        Ok(_) => None,
+    };
+    if let Some(problem) = problem {
+        read.observed.push((root.to_path_buf(), Observed::Missing));
+        read.diagnostics.push(problem.in_file(label));
+        return read;
+    }
+    walk(root, root, label, "package", &mut read);
+    read
+}
+
+/// The parts of a repository a catalogue is made of.
+const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agents/roles.kdl"];
+
+/// Reads the catalogue parts of a repository; `None` when the folder does not exist.
+pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
+    let mut read = Read::default();
+    match std::fs::symlink_metadata(root) {
+        Err(_) => return None,
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
+                    .in_file(label)
+                    .hint("point at the real folder"),
+            );
+            return Some(read);
+        }
+        Ok(metadata) if !metadata.is_dir() => return None,
+        // The root itself is fingerprinted, so replacing it (by a symlink, say) is seen.
+        Ok(metadata) => read.observed.push((root.to_path_buf(), Observed::Directory(Stat::of(&metadata)))),
+    }
+    let agents = root.join(".agents");
+    match std::fs::symlink_metadata(&agents) {
+        Err(error) => {
+            read.observed.push((agents, Observed::absent(&error)));
+            return Some(read);
+        }
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            read.diagnostics.push(
+                Diagnostic::error("symlink-refused", "symbolic links are not allowed in a catalogue")
+                    .in_file(format!("{label}/.agents"))
+                    .hint("replace the link with the folder it points to"),
+            );
+            return Some(read);
+        }
+        Ok(metadata) => read.observed.push((agents, Observed::Directory(Stat::of(&metadata)))),
+    }
+    for part in CATALOGUE_PARTS {
+        let path = root.join(part);
+        if let Err(error) = std::fs::symlink_metadata(&path) {
+            read.observed.push((path, Observed::absent(&error)));
+            continue;
+        }
+        walk(root, &path, label, "catalogue", &mut read);
+    }
+    read.files.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(read)
+}
+
+/// Reads every file of a folder (no symlinks followed).
+pub fn read_folder(root: &Path, label: &str) -> Read {
+    let mut read = Read::default();
+    walk(root, root, label, "folder", &mut read);
+    read
+}
+
+impl Loader {
+    fn record(&mut self, read: &mut Read) {
+        self.counters.files_read += read.files.len();
+        self.counters.bytes_read += read.files.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+        // Racily fresh entries are smudged now, as they are observed: how fresh a file or
+        // folder was is measured against the moment it was read, not the moment the cache
+        // is written, which may be much later (a long convergence, or watch mode).
+        for (path, observed) in read.observed.drain(..) {
+            self.observed.insert(path, crate::observe::smudge_if_racy(observed));
+        }
+    }
+
+    /// Every path read or looked at so far, for the fingerprint cache.
+    pub fn observed(&self) -> &HashMap<PathBuf, Observed> {
+        &self.observed
+    }
+
+    /// Records a path read outside the loader (the host configuration).
+    pub fn note(&mut self, path: &Path, observed: Observed) {
+        self.observed.insert(path.to_path_buf(), crate::observe::smudge_if_racy(observed));
+    }
+
+    /// The person source of `selection` as loaded before, reading it only when the
+    /// selection changed (watch mode re-reads changed packages with `refresh`).
+    pub fn load_cached(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
+        match self.source {
+            Some(source) if self.last_selection.as_ref() == Some(selection) => source,
+            _ => self.load(db, selection),
+        }
+    }
+
+    /// Loads a selection, reading packages from disk again and setting what changed.
+    pub fn load(&mut self, db: &mut Database, selection: &Selection) -> PersonSource {
+        self.last_selection = Some(selection.clone());
+        let package = self.package(db, &selection.person, PackageKind::Person);
+        let libraries: Vec<Package> =
+            selection.libraries.iter().map(|location| self.package(db, location, PackageKind::Library)).collect();
+        match self.source {
+            Some(source) => {
+                if source.package(db) != package {
+                    source.set_package(db).to(package);
+                }
+                if source.libraries(db) != &libraries {
+                    source.set_libraries(db).to(libraries);
+                }
+                if source.core_rules(db) != selection.core_rules {
+                    source.set_core_rules(db).to(selection.core_rules);
+                }
+                source
+            }
+            None => {
+                let source = PersonSource::new(db, package, libraries, selection.core_rules);
+                self.source = Some(source);
+                source
+            }
+        }
+    }
+
+    fn package(&mut self, db: &mut Database, location: &Location, kind: PackageKind) -> Package {
+        let (label, embedded, mut read, durability) = match location {
+            Location::Embedded => (
+                EMBEDDED.to_owned(),
+                true,
+                Read {
+                    files: acompose_roster::files()
+                        .iter()
+                        .map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec()))
+                        .collect(),
+                    ..Read::default()
+                },
+                Durability::HIGH,
+            ),
+            Location::Directory(path) => {
+                let label = label_of(path);
+                let read = read_package(path, &label);
+                self.roots.insert(path.clone(), Root::Package { label: label.clone(), kind });
+                (label, false, read, Durability::MEDIUM)
+            }
+        };
+        if !embedded {
+            self.record(&mut read);
+        }
+        let files: Vec<SourceFile> = std::mem::take(&mut read.files)
+            .into_iter()
+            .map(|(relative, bytes)| self.file(db, &label, relative, bytes, durability, durability))
+            .collect();
+        match self.packages.get(&(label.clone(), kind)) {
+            Some(&package) => {
+                if package.files(db) != &files {
+                    package.set_files(db).with_durability(durability).to(files);
+                }
+                if package.load_diagnostics(db) != &read.diagnostics {
+                    package.set_load_diagnostics(db).to(read.diagnostics);
+                }
+                package
+            }
+            None => {
+                let package = Package::builder(label.clone(), kind, embedded, files, read.diagnostics)
+                    .durability(durability)
+                    .new(db);
+                self.packages.insert((label, kind), package);
+                package
+            }
+        }
+    }
+
+    /// Sets (or updates) one file input, keyed by its origin label and relative path: new
+    /// with `durability`, and with `changed` once its bytes change.
+    fn file(
+        &mut self,
+        db: &mut Database,
+        label: &str,
+        relative: String,
+        bytes: Vec<u8>,
+        durability: Durability,
+        changed: Durability,
+    ) -> SourceFile {
+        let key = (label.to_owned(), relative.clone());
+        match self.files.get(&key) {
+            Some(&file) => {
+                if file.bytes(db) != &bytes {
+                    file.set_bytes(db).with_durability(changed).to(bytes);
+                }
+                file
+            }
+            None => {
+                let file = SourceFile::builder(label.to_owned(), relative, bytes).durability(durability).new(db);
+                self.files.insert(key, file);
+                file
+            }
+        }
+    }
+
+    /// Sets (or updates) a catalogue input from files already read.
+    ///
+    /// Durability follows how likely an input is to change again. Catalogue files start
+    /// MEDIUM, and a skill file whose bytes change drops to LOW. Editing that skill again
+    /// then makes salsa re-verify only the LOW memos that depend on it (its summary, its
+    /// catalogue's listing, the resolutions of the roles that admit it), while the memos
+    /// of the thousands of untouched files pass on their durability without walking their
+    /// dependencies. Everything that many roles read without needing the bytes stays
+    /// MEDIUM when it changes — the catalogue's file list (skill names come from it and
+    /// from paths), its availability and `roles.kdl` — because salsa cannot backdate a
+    /// value whose durability dropped, and every role would re-plan once.
+    pub fn catalogue_from(
+        &mut self,
+        db: &mut Database,
+        label: &str,
+        available: bool,
+        read_files: Vec<(String, Vec<u8>)>,
+        diagnostics: Vec<Diagnostic>,
+    ) -> Catalogue {
+        let files: Vec<SourceFile> = read_files
+            .into_iter()
+            .map(|(relative, bytes)| {
+                let changed = if relative == ".agents/roles.kdl" { Durability::MEDIUM } else { Durability::LOW };
+                self.file(db, label, relative, bytes, Durability::MEDIUM, changed)
+            })
+            .collect();
+        match self.catalogues.get(label) {
+            Some(&catalogue) => {
+                if catalogue.available(db) != available {
+                    catalogue.set_available(db).to(available);
+                }
+                if catalogue.files(db) != &files {
+                    catalogue.set_files(db).to(files);
+                }
+                if catalogue.load_diagnostics(db) != &diagnostics {
+                    catalogue.set_load_diagnostics(db).to(diagnostics);
+                }
+                catalogue
+            }
+            None => {
+                let catalogue = Catalogue::builder(label.to_owned(), available, files, diagnostics)
+                    .durability(Durability::MEDIUM)
+                    .new(db);
+                self.catalogues.insert(label.to_owned(), catalogue);
+                catalogue
+            }
+        }
+    }
+
+    /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
+    /// `.agents/roles.kdl`) without walking the rest of the repository.
+    pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        let read = read_catalogue(root, label);
+        self.apply_catalogue(db, root, label, read)
+    }
+
+    /// Sets a catalogue input from a read done elsewhere (reads can run in parallel;
+    /// setting inputs cannot).
+    pub fn apply_catalogue(&mut self, db: &mut Database, root: &Path, label: &str, read: Option<Read>) -> Catalogue {
+        self.roots.insert(root.to_path_buf(), Root::Catalogue { label: label.to_owned() });
+        match read {
+            Some(mut read) => {
+                self.record(&mut read);
+                self.catalogue_from(db, label, true, read.files, read.diagnostics)
+            }
+            None => {
+                self.observed.insert(root.to_path_buf(), Observed::Missing);
+                self.catalogue_from(db, label, false, Vec::new(), Vec::new())
+            }
+        }
+    }
+
+    /// Whether `root` was read before (and is still the catalogue of `label`).
+    pub fn has_catalogue(&self, root: &Path, label: &str) -> bool {
+        self.catalogues.contains_key(label) && self.roots.contains_key(root)
+    }
+
+    /// The catalogues of `roots`, reading in parallel those not read yet (all of them
+    /// when `fresh`).
+    pub fn catalogues(&mut self, db: &mut Database, roots: &[(PathBuf, String)], fresh: bool) -> Vec<Catalogue> {
+        use rayon::prelude::*;
+        let pending: Vec<&(PathBuf, String)> =
+            roots.iter().filter(|(root, label)| fresh || !self.has_catalogue(root, label)).collect();
+        let reads: Vec<Option<Read>> = pending.par_iter().map(|(root, label)| read_catalogue(root, label)).collect();
+        for ((root, label), read) in pending.into_iter().zip(reads) {
+            self.apply_catalogue(db, root, label, read);
+        }
+        roots
+            .iter()
+            .map(|(root, label)| match self.catalogues.get(label) {
+                Some(&catalogue) => catalogue,
+                None => self.catalogue(db, root, label),
+            })
+            .collect()
+    }
+
+    /// The catalogue of `root`, read only the first time it is asked for.
+    pub fn cached_catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
+        match self.catalogues.get(label) {
+            Some(&catalogue) if self.roots.contains_key(root) => catalogue,
+            _ => self.catalogue(db, root, label),
+        }
+    }
+
+    /// Re-reads the package or catalogue that contains `path`. Returns whether `path`
+    /// belonged to one.
+    pub fn refresh(&mut self, db: &mut Database, path: &Path) -> bool {
+        let Some((root, kind)) = self
+            .roots
+            .iter()
+            .filter(|(root, _)| path.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())
+            .map(|(root, kind)| (root.clone(), kind.clone()))
+        else {
+            return false;
+        };
+        match kind {
+            Root::Catalogue { label } => {
+                self.catalogue(db, &root, &label);
+            }
+            Root::Package { kind, .. } => {
+                self.package(db, &Location::Directory(root), kind);
+            }
+        }
+        true
+    }
+
+    /// The text of a loaded file by its display path, for rendering diagnostics.
+    pub fn text_of(&self, db: &Database, display_path: &str) -> Option<String> {
+        self.files
+            .values()
+            .find(|file| file.display_path(db) == display_path)
+            .map(|file| printable(&String::from_utf8_lossy(file.bytes(db))))
+    }
+
+    /// The folders being read, for watching.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.keys().cloned().collect()
+    }
+}
+
+/// Replaces control characters (other than newline, tab and carriage return) with `?`,
+/// one per byte so diagnostic offsets still point at the same places.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|character| {
+            let keep = !character.is_control() || matches!(character, '\n' | '\t' | '\r');
+            if keep { vec![character] } else { vec!['?'; character.len_utf8()] }
+        })
+        .collect()
+}
+
+/// Reads a whole file unless its size, asked before any byte is read, is over `limit`:
+/// then the limit's diagnostic (labelled with the path) and nothing read. The read itself
+/// stops one byte past the limit, so a file that grows while read costs no more.
+pub fn read_limited(
+    path: &Path,
+    limit: acompose_engine::limits::Limit,
+) -> std::io::Result<Result<Vec<u8>, Diagnostic>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let length = file.metadata()?.len();
+    let label = path.display().to_string();
+    if let Some(too_large) = limit.check(usize::try_from(length).unwrap_or(usize::MAX), &label) {
+        return Ok(Err(too_large));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0).saturating_add(1));
+    file.take(limit.bytes as u64 + 1).read_to_end(&mut bytes)?;
+    Ok(limit.check(bytes.len(), &label).map_or(Ok(bytes), Err))
+}

@@ -1,0 +1,268 @@
+//! `compose` requests on disk: reading a request, its declared sources and its trusted
+//! roots into salsa inputs and resolving one bundle. Writes nothing; materializing the
+//! bundle is `bundle::materialize`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::bundle::{Bundle, composition_bundle};
+use acompose_engine::compose::{Composition, CompositionSource, SourceKind};
+use acompose_engine::request::{SourceLocation, parse_declaration, parse_request};
+use acompose_engine::{Database, Diagnostic};
+
+use crate::error::{Findings, HostError};
+use crate::load::{EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder};
+
+/// Texts of files the request names, for rendering diagnostics outside packages.
+#[derive(Default)]
+struct Texts {
+    by_path: BTreeMap<String, String>,
+}
+
+/// Reads a declared source into a virtual catalogue: declared skills under
+/// `.agents/skills/<id>/`, instructions under `instructions/<id>.md`.
+fn read_declaration(
+    db: &mut Database,
+    loader: &mut Loader,
+    id: &str,
+    file: &Path,
+    texts: &mut Texts,
+) -> (acompose_engine::catalogue::Catalogue, Vec<Diagnostic>) {
+    let label = label_of(file);
+    let mut diagnostics = Vec::new();
+    let text = match std::fs::symlink_metadata(file) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            diagnostics.push(
+                Diagnostic::error("symlink-refused", format!("declaration `{label}` is a symbolic link"))
+                    .in_file(label.clone()),
+            );
+            None
+        }
+        Ok(_) => match std::fs::read(file).map(String::from_utf8) {
+            Ok(Ok(text)) => Some(text),
+            _ => {
+                diagnostics.push(
+                    Diagnostic::error("unreadable-file", "cannot read the declaration as UTF-8 text")
+                        .in_file(label.clone()),
+                );
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let Some(text) = text else {
+        // A missing declaration makes the source unavailable; an unreadable one is broken.
+        let exists = !diagnostics.is_empty();
+        let catalogue = loader.catalogue_from(db, &label, exists, Vec::new(), diagnostics);
+        return (catalogue, Vec::new());
+    };
+    texts.by_path.insert(label.clone(), printable(&text));
+    let parsed = parse_declaration(&text, &label, id);
+    diagnostics.extend(parsed.diagnostics.iter().cloned());
+    let folder = file.parent().unwrap_or(Path::new("."));
+    let (mut files, load) = declared_files(folder, &parsed.value, &label);
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let catalogue = loader.catalogue_from(db, &label, true, files, load);
+    (catalogue, diagnostics)
+}
+
+/// The files a declaration names (instructions, skill folders), as catalogue paths, with
+/// a diagnostic for each one that is missing or unreadable.
+fn declared_files(
+    folder: &Path,
+    declaration: &acompose_engine::request::Declaration,
+    label: &str,
+) -> (Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
+    let mut files = Vec::new();
+    let mut load = Vec::new();
+    for entry in &declaration.instructions {
+        match std::fs::symlink_metadata(folder.join(&entry.path)) {
+            Ok(metadata) if metadata.is_file() => match std::fs::read(folder.join(&entry.path)) {
+                Ok(bytes) => files.push((format!("instructions/{}.md", entry.id), bytes)),
+                Err(_) => load.push(
+                    Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))
+                        .in_file(label.to_owned())
+                        .at(Some(entry.span)),
+                ),
+            },
+            _ => load.push(
+                Diagnostic::error(
+                    "declared-path-missing",
+                    format!("instruction `{}` points at no regular file", entry.id),
+                )
+                .in_file(label.to_owned())
+                .at(Some(entry.span))
+                .hint("paths are relative to the declaration file's folder; symbolic links are refused"),
+            ),
+        }
+    }
+    for entry in &declaration.skills {
+        let skill_folder = folder.join(&entry.path);
+        let has_skill =
+            std::fs::symlink_metadata(skill_folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file());
+        let is_folder = std::fs::symlink_metadata(&skill_folder).is_ok_and(|metadata| metadata.is_dir());
+        if !is_folder || !has_skill {
+            load.push(
+                Diagnostic::error(
+                    "declared-path-missing",
+                    format!("skill `{}` points at no folder with a `SKILL.md`", entry.id),
+                )
+                .in_file(label.to_owned())
+                .at(Some(entry.span))
+                .hint("a declared skill path names a folder holding `SKILL.md`"),
+            );
+            continue;
+        }
+        let read = read_folder(&skill_folder, &format!("{label}:{}", entry.id));
+        load.extend(read.diagnostics);
+        for (relative, bytes) in read.files {
+            files.push((format!(".agents/skills/{}/{relative}", entry.id), bytes));
+        }
+    }
+    (files, load)
+}
+
+/// Everything `compose` resolved, ready to materialize.
+pub struct Prepared {
+    pub bundle: Bundle,
+    /// Warnings met on the way (no errors: those stop `prepare`).
+    pub warnings: Findings,
+    pub model: acompose_engine::person::PersonModel,
+}
+
+/// The request's text; an unreadable or non-UTF-8 request is invalid input.
+fn read_request_text(request_path: &Path, label: &str) -> Result<String, HostError> {
+    match std::fs::read(request_path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| HostError::invalid(request_path, format!("request `{label}` is not valid UTF-8"))),
+        Err(error) => {
+            Err(HostError::invalid(request_path, format!("cannot read request `{label}`: {}", error_kind(&error))))
+        }
+    }
+}
+
+/// Reads every source the request names (roots and declarations, relative to its
+/// folder) into catalogue inputs; returns them with the declarations' diagnostics.
+fn request_sources(
+    db: &mut Database,
+    loader: &mut Loader,
+    request: &acompose_engine::request::Request,
+    folder: &Path,
+    texts: &mut Texts,
+) -> (Vec<CompositionSource>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    let mut sources = Vec::new();
+    for request_source in &request.sources {
+        let (kind, catalogue, key) = match &request_source.location {
+            SourceLocation::Root(root) => {
+                let path = folder.join(root);
+                let catalogue = loader.catalogue(db, &path, &label_of(&path));
+                (SourceKind::Root, catalogue, path_key(&path))
+            }
+            SourceLocation::Declaration(file) => {
+                let path = folder.join(file);
+                let (catalogue, problems) = read_declaration(db, loader, &request_source.id, &path, texts);
+                diagnostics.extend(problems);
+                (SourceKind::Declaration, catalogue, path_key(&path))
+            }
+        };
+        let location = match &request_source.location {
+            SourceLocation::Root(path) | SourceLocation::Declaration(path) => path.clone(),
+        };
+        sources.push(CompositionSource {
+            id: request_source.id.clone(),
+            kind,
+            required: request_source.required,
+            location,
+            path_key: key,
+            catalogue,
+        });
+    }
+    (sources, diagnostics)
+}
+
+/// Reads and resolves a request: the bundle, or every diagnostic that stopped it.
+pub fn prepare(
+    db: &mut Database,
+    loader: &mut Loader,
+    request_path: &Path,
+    projects: &Path,
+    skill_policy: Option<acompose_engine::skill_rules::SkillPolicy>,
+) -> Result<Prepared, HostError> {
+    let label = label_of(request_path);
+    let text = read_request_text(request_path, &label)?;
+    let mut texts = Texts::default();
+    texts.by_path.insert(label.clone(), printable(&text));
+    let findings = |diagnostics: &[Diagnostic], texts: &Texts, loader: &Loader, db: &Database| {
+        Findings::collect(diagnostics.to_vec(), |path| {
+            texts.by_path.get(path).cloned().or_else(|| loader.text_of(db, path))
+        })
+    };
+    let parsed = parse_request(&text, &label);
+    if parsed.has_errors() {
+        return Err(HostError::Diagnostics {
+            subject: format!("request `{label}` is invalid"),
+            findings: findings(&parsed.diagnostics, &texts, loader, db),
+        });
+    }
+    // Warnings about request nodes that are read but ignored are shown with the rest.
+    let (request, request_warnings) = (parsed.value, parsed.diagnostics);
+    let folder = request_path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
+    let locate = |text: &str| {
+        if text == EMBEDDED { Location::Embedded } else { Location::Directory(folder.join(text)) }
+    };
+    let person = request.person_source.as_deref().map_or(Location::Embedded, locate);
+    let selection = Selection {
+        core_rules: person == Location::Embedded,
+        person,
+        libraries: request.personality_libraries.iter().map(|text| locate(text)).collect(),
+    };
+    let source = loader.load(db, &selection);
+
+    let (sources, source_diagnostics) = request_sources(db, loader, &request, &folder, &mut texts);
+    let mut diagnostics = request_warnings;
+    diagnostics.extend(source_diagnostics);
+    // Repositories named by trusted roots, read under the projects root.
+    for source in &sources {
+        if let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles
+            && let Some(text) = loader.text_of(db, &roles_file.display_path(db))
+        {
+            texts.by_path.insert(roles_file.display_path(db), text);
+        }
+    }
+    let repositories = crate::session::trusted_repositories(db, loader, &sources, projects, false).inputs;
+    let composition = Composition::new(
+        db,
+        source,
+        request.role.as_ref().map(|(slug, _)| slug.clone()).unwrap_or_default(),
+        request.delivery.unwrap_or(acompose_engine::request::Delivery::NativeSkills),
+        request.model_tier.as_ref().map_or_else(|| "frontier".to_owned(), |(tier, _)| tier.clone()),
+        sources,
+        repositories,
+        label.clone(),
+        request.role.as_ref().map(|(_, span)| *span),
+        request.model_tier.as_ref().map(|(_, span)| *span),
+        // A policy given by the caller (`compose --strict`) wins over the request's own.
+        skill_policy.or(request.skill_policy).unwrap_or_default(),
+    );
+    let result = composition_bundle(db, composition);
+    diagnostics.extend(result.diagnostics.iter().cloned());
+    // Catalogue files that diagnostics point at.
+    for diagnostic in &diagnostics {
+        if let Some(file) = &diagnostic.file
+            && !texts.by_path.contains_key(file)
+            && let Some(text) = loader.text_of(db, file)
+        {
+            texts.by_path.insert(file.clone(), text);
+        }
+    }
+    let all = findings(&diagnostics, &texts, loader, db);
+    match &result.value {
+        Some(bundle) if !all.has_errors() => {
+            let model = acompose_engine::person::person_model(db, source).value.clone();
+            Ok(Prepared { bundle: bundle.clone(), warnings: all, model })
+        }
+        _ => Err(HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all }),
+    }
+}

@@ -1,0 +1,694 @@
+//! A convergence session: the live database and loader behind bare `acompose` and
+//! `acompose watch`. Converges the roster artifact and, when trusted roots are
+//! configured, one bundle per role, the bundle index and the repository plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use acompose_engine::bundle::{Bundle, composition_bundle};
+use acompose_engine::compose::{Composition, CompositionSource, RepositoryInput, SourceKind};
+use acompose_engine::converge::{HostConfig, roster_files};
+use acompose_engine::estate::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::person::PersonModel;
+use acompose_engine::provider::trusted_root;
+use acompose_engine::request::Delivery;
+use acompose_engine::trace::Trace;
+use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
+use rayon::prelude::*;
+use salsa::Setter;
+
+use crate::bundle::{Materialized, Verification, materialize_with};
+use crate::error::{Findings, HostError};
+use crate::home::{refuse_symlinked_parents, selection_for};
+use crate::load::{Loader, label_of, path_key};
+use crate::observe::observe;
+use crate::progress::Progress;
+use crate::transaction::{self, Hooks, Outcome};
+
+pub use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, PLAN_FILE, WRITTEN_FILE};
+
+/// What one convergence did.
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    pub source: String,
+    pub roles: usize,
+    pub personalities: usize,
+    pub artifact: PathBuf,
+    pub roster: Outcome,
+    pub bundles_new: usize,
+    pub bundles_reused: usize,
+    pub bundles_pruned: usize,
+    pub estate_files_written: usize,
+    /// Files written in total (roster, index, plan, new bundles).
+    pub files_written: usize,
+    pub queries_executed: usize,
+    pub queries_reused: usize,
+}
+
+/// The live state: database, loader and one composition input per role.
+#[derive(Default)]
+pub struct Session {
+    pub db: Database,
+    pub loader: Loader,
+    compositions: BTreeMap<String, Composition>,
+    config_key: Option<String>,
+    /// Bundle ids this session wrote or checked; watch mode does not check them again.
+    verified: BTreeSet<String>,
+    /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
+    pub defer_pruning: bool,
+    prune_pending: Vec<(PathBuf, Vec<String>)>,
+}
+
+/// A source id for an operating-context repository: its name as a slug, or
+/// `owner-name` when two repositories share a name.
+fn context_ids(repositories: &[String]) -> Vec<String> {
+    let slug = |text: &str| {
+        let lowered: String = text
+            .to_lowercase()
+            .chars()
+            .map(|character| if character.is_ascii_alphanumeric() { character } else { '-' })
+            .collect();
+        let trimmed = lowered.trim_matches('-').to_owned();
+        if trimmed.is_empty() { "repository".to_owned() } else { trimmed }
+    };
+    let names: Vec<String> = repositories.iter().map(|path| slug(path.rsplit('/').next().unwrap_or(path))).collect();
+    repositories
+        .iter()
+        .zip(&names)
+        .map(|(path, name)| {
+            if names.iter().filter(|other| *other == name).count() > 1 || name == "person" {
+                slug(&path.replace('/', "-"))
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
+}
+
+/// `owner/repo` paths as folders under the projects root, with their labels.
+fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
+    repositories
+        .iter()
+        .map(|repository| {
+            let path = projects.join(repository);
+            let label = label_of(&path);
+            (path, label)
+        })
+        .collect()
+}
+
+/// The revision and resolved identity of each root, looked up in parallel.
+fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
+    roots.par_iter().map(|(path, _)| (git_revision(path), path_key(path))).collect()
+}
+
+/// The repositories trusted roots declare, as read under the projects root.
+pub struct TrustedRepositories {
+    pub inputs: Vec<RepositoryInput>,
+    /// Their folders and labels, in the same order.
+    pub roots: Vec<(PathBuf, String)>,
+    /// `owner/repo` → the revision its `.git` names.
+    pub revisions: BTreeMap<String, String>,
+}
+
+/// Reads (in parallel; only those not read yet unless `fresh`) every repository the
+/// trusted roots among `sources` declare. Shared by `compose` and estate convergence.
+pub fn trusted_repositories(
+    db: &mut Database,
+    loader: &mut Loader,
+    sources: &[CompositionSource],
+    projects: &Path,
+    fresh: bool,
+) -> TrustedRepositories {
+    let mut paths: Vec<String> = Vec::new();
+    for source in sources.iter().filter(|source| source.kind == SourceKind::Root) {
+        let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles else {
+            continue;
+        };
+        for repository in &trusted_root(db, roles_file).value.repositories {
+            if !paths.contains(&repository.path) {
+                paths.push(repository.path.clone());
+            }
+        }
+    }
+    let roots = roots_under(projects, &paths);
+    let catalogues = loader.catalogues(db, &roots, fresh);
+    let mut revisions = BTreeMap::new();
+    let mut inputs = Vec::new();
+    for ((path, catalogue), (revision, path_key)) in paths.iter().zip(catalogues).zip(facts(&roots)) {
+        if let Some(revision) = revision {
+            revisions.insert(path.clone(), revision);
+        }
+        inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
+    }
+    TrustedRepositories { inputs, roots, revisions }
+}
+
+/// The files a revision is read from (`.git/HEAD`, the branch's ref, `packed-refs`), to
+/// fingerprint: a commit must make the next run converge again.
+pub fn revision_sources(repository: &Path) -> Vec<PathBuf> {
+    let git = repository.join(".git");
+    let mut paths = vec![git.join("HEAD")];
+    if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
+        && let Some(reference) = head.trim().strip_prefix("ref: ")
+        && !reference.contains("..")
+    {
+        paths.push(git.join(reference));
+        paths.push(git.join("packed-refs"));
+    }
+    paths
+}
+
+/// The revision `.git/HEAD` names, without running git: a detached hash, or the hash of
+/// the branch it points to (loose ref or packed-refs), or the branch name.
+pub fn git_revision(repository: &Path) -> Option<String> {
+    let git = repository.join(".git");
+    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(reference) = head.strip_prefix("ref: ") else {
+        return Some(head.to_owned())
+            .filter(|hash| hash.len() >= 7 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    };
+    if reference.contains("..") {
+        return None;
+    }
+    if let Ok(hash) = std::fs::read_to_string(git.join(reference)) {
+        return Some(hash.trim().to_owned());
+    }
+    let packed = std::fs::read_to_string(git.join("packed-refs")).unwrap_or_default();
+    packed
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .find(|(_, name)| *name == reference)
+        .map(|(hash, _)| hash.to_owned())
+        .or_else(|| Some(reference.trim_start_matches("refs/heads/").to_owned()))
+}
+
+impl Session {
+    /// A session over a given database (tests pass one that logs executed queries).
+    pub fn with_database(db: Database) -> Self {
+        Session { db, ..Session::default() }
+    }
+
+    /// Recomputes every role's bundle in the live database without writing anything:
+    /// the in-memory half of a reconvergence (used by the benchmarks). Returns how many
+    /// bundles are ready.
+    pub fn recompute_bundles(&self) -> usize {
+        let compositions: Vec<Composition> = self.compositions.values().copied().collect();
+        compositions
+            .par_iter()
+            .map_with(self.db.clone(), |db, composition| {
+                usize::from(composition_bundle(db, *composition).value.is_some())
+            })
+            .sum()
+    }
+
+    /// Whether a deferred convergence left stale bundles to prune.
+    pub fn has_pending_prune(&self) -> bool {
+        !self.prune_pending.is_empty()
+    }
+
+    /// Removes the stale bundles a deferred convergence left; returns how many. The
+    /// caller holds the home lock.
+    pub fn prune(&mut self) -> usize {
+        let pending = std::mem::take(&mut self.prune_pending);
+        // A bundle a later index names again (an edit undone) is kept.
+        let named: Vec<String> = pending
+            .last()
+            .and_then(|(folder, _)| std::fs::read(folder.join(INDEX_FILE)).ok())
+            .and_then(|bytes| parse_index(&bytes))
+            .map(|index| index.into_values().collect())
+            .unwrap_or_default();
+        let folders: BTreeSet<PathBuf> = pending.iter().map(|(folder, _)| folder.clone()).collect();
+        let pruned = pending
+            .into_iter()
+            .map(|(folder, stale)| {
+                let stale: Vec<String> = stale.into_iter().filter(|id| !named.contains(id)).collect();
+                prune_bundles(&folder, &stale)
+            })
+            .sum();
+        for folder in &folders {
+            forget_pruned(folder);
+        }
+        pruned
+    }
+
+    /// Converges home once. Reads sources with `fresh` (every file again) or reuses the
+    /// inputs already loaded (watch mode, after `refresh`). Nothing is written until every
+    /// role resolved without errors.
+    pub fn converge(
+        &mut self,
+        home: &Path,
+        projects: &Path,
+        config: &HostConfig,
+        progress: &dyn Progress,
+        hooks: &mut dyn Hooks,
+        fresh: bool,
+    ) -> Result<Report, HostError> {
+        let _ = self.db.take_query_counts();
+        progress.phase_clock_reset();
+        let config_key = format!("{config:?}|{}", projects.display());
+        let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
+        self.config_key = Some(config_key);
+        let (source, model) = self.read_person_source(home, config, reload, progress)?;
+        let estate = self.read_estate(projects, config, reload, progress);
+        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
+        progress.phase("resolve and build bundles");
+        let bundles = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
+        let mut report = Report {
+            source: model.source.clone(),
+            roles: model.roles.len(),
+            personalities: model.personalities.len(),
+            artifact: home.join(ARTIFACT_DIR),
+            ..Report::default()
+        };
+        let bundles_dir = home.join(BUNDLES_DIR);
+        let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
+        let written = record_new_bundles(&bundles_dir, &current)?;
+        let newly_verified = materialize_bundles(&bundles_dir, &bundles, &self.verified, &mut report)?;
+        progress.phase("materialize bundles");
+        write_artifact(home, &model, hooks, &mut report)?;
+        let stale = stale_bundles(&bundles_dir, &written, &current);
+        write_index_and_plan(home, &bundles_dir, &model.source, &bundles, &estate, hooks, &mut report)?;
+        self.verified.extend(newly_verified);
+        progress.phase("write artifact, index and plan; prune");
+        report.files_written += report.estate_files_written;
+        self.prune_or_defer(&bundles_dir, stale, &mut report);
+        let (executed, reused) = self.db.take_query_counts();
+        report.queries_executed = executed;
+        report.queries_reused = reused;
+        Ok(report)
+    }
+
+    /// Read: loads the person source (again when `reload`) and validates it. Errors stop
+    /// the convergence; warnings go to `progress`.
+    fn read_person_source(
+        &mut self,
+        home: &Path,
+        config: &HostConfig,
+        reload: bool,
+        progress: &dyn Progress,
+    ) -> Result<(PersonSource, PersonModel), HostError> {
+        let selection = selection_for(config, home);
+        let source = if reload || self.loader.observed().is_empty() {
+            self.loader.load(&mut self.db, &selection)
+        } else {
+            self.loader.load_cached(&mut self.db, &selection)
+        };
+        progress.phase("load person source");
+        let parsed = acompose_engine::person::person_model(&self.db, source);
+        let findings = Findings::collect(parsed.diagnostics.clone(), |path| self.loader.text_of(&self.db, path));
+        if parsed.has_errors() {
+            return Err(HostError::Diagnostics { subject: "the person source is invalid".to_owned(), findings });
+        }
+        if !findings.is_empty() {
+            progress.diagnostics(&findings);
+        }
+        let model = parsed.value.clone();
+        progress.phase("validate person source");
+        Ok((source, model))
+    }
+
+    /// Read: the operating-context repositories and the repositories their trusted roots
+    /// declare, with their revisions (fingerprinted so a commit is noticed).
+    fn read_estate(&mut self, projects: &Path, config: &HostConfig, reload: bool, progress: &dyn Progress) -> Estate {
+        let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
+        let ids = context_ids(&repositories);
+        progress.begin("reading repositories", repositories.len());
+        let context_roots = roots_under(projects, &repositories);
+        let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
+        progress.advance(context_roots.len());
+        let context_facts = facts(&context_roots);
+        let mut estate = Estate::default();
+        for (((repository, id), catalogue), (revision, path_key)) in
+            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
+        {
+            if let Some(revision) = &revision {
+                estate.revisions.insert(repository.clone(), revision.clone());
+            }
+            estate.context_entries.push(ContextEntry {
+                repository: repository.clone(),
+                revision,
+                available: catalogue.available(&self.db),
+            });
+            estate.sources.push(CompositionSource {
+                id: id.clone(),
+                kind: SourceKind::Root,
+                required: true,
+                location: repository.clone(),
+                path_key,
+                catalogue,
+            });
+        }
+        let trusted = trusted_repositories(&mut self.db, &mut self.loader, &estate.sources, projects, reload);
+        progress.extend(trusted.inputs.len());
+        progress.advance(trusted.inputs.len());
+        estate.revisions.extend(trusted.revisions);
+        estate.repositories = trusted.inputs;
+        progress.finish();
+        for (root, _) in context_roots.iter().chain(&trusted.roots) {
+            for path in revision_sources(root) {
+                self.loader.note(&path, observe(&path));
+            }
+        }
+        progress.phase("read catalogues");
+        estate
+    }
+
+    /// Resolve: one composition per role, whose bundles are computed in parallel on
+    /// clones of the database (the results stay memoized in the live one).
+    fn resolve_roles(
+        &mut self,
+        source: PersonSource,
+        model: &PersonModel,
+        estate: &Estate,
+        skill_policy: acompose_engine::skill_rules::SkillPolicy,
+    ) -> Vec<(String, String, Composition)> {
+        let mut roles: Vec<(String, String, Composition)> = Vec::new();
+        if estate.sources.is_empty() {
+            return roles;
+        }
+        for role in &model.roles {
+            let tier = if role.model_tiers.iter().any(|tier| tier == "frontier") {
+                "frontier".to_owned()
+            } else {
+                role.model_tiers.first().cloned().unwrap_or_else(|| "frontier".to_owned())
+            };
+            let composition =
+                self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories, skill_policy);
+            roles.push((role.slug.clone(), tier, composition));
+        }
+        self.compositions.retain(|slug, _| model.role(slug).is_some());
+        roles.par_iter().for_each_with(self.db.clone(), |db, (_, _, composition)| {
+            let _ = composition_bundle(db, *composition);
+        });
+        roles
+    }
+
+    /// Record: stale bundles are removed now, or left for [`Session::prune`] in watch mode.
+    fn prune_or_defer(&mut self, bundles_dir: &Path, stale: Vec<String>, report: &mut Report) {
+        if self.defer_pruning {
+            // Watch mode: the index is written, so readers no longer need the stale
+            // bundles; they are removed when the inputs settle (`prune`), not while
+            // edits keep coming.
+            self.prune_pending.push((bundles_dir.to_path_buf(), stale));
+        } else {
+            report.bundles_pruned = prune_bundles(bundles_dir, &stale);
+            forget_pruned(bundles_dir);
+        }
+    }
+
+    fn composition(
+        &mut self,
+        person: acompose_engine::PersonSource,
+        role: &str,
+        tier: &str,
+        sources: &[CompositionSource],
+        repositories: &[RepositoryInput],
+        skill_policy: acompose_engine::skill_rules::SkillPolicy,
+    ) -> Composition {
+        let db = &mut self.db;
+        match self.compositions.get(role) {
+            Some(&composition) => {
+                if composition.person(db) != person {
+                    composition.set_person(db).to(person);
+                }
+                if composition.model_tier(db) != tier {
+                    composition.set_model_tier(db).to(tier.to_owned());
+                }
+                if composition.sources(db) != sources {
+                    composition.set_sources(db).to(sources.to_vec());
+                }
+                if composition.repositories(db) != repositories {
+                    composition.set_repositories(db).to(repositories.to_vec());
+                }
+                if composition.skill_policy(db) != skill_policy {
+                    composition.set_skill_policy(db).to(skill_policy);
+                }
+                composition
+            }
+            None => {
+                let composition = Composition::new(
+                    db,
+                    person,
+                    role.to_owned(),
+                    Delivery::NativeSkills,
+                    tier.to_owned(),
+                    sources.to_vec(),
+                    repositories.to_vec(),
+                    PLAN_FILE.to_owned(),
+                    None,
+                    None,
+                    skill_policy,
+                );
+                self.compositions.insert(role.to_owned(), composition);
+                composition
+            }
+        }
+    }
+}
+
+/// What the estate's repositories contribute to every role's composition.
+#[derive(Default)]
+struct Estate {
+    sources: Vec<CompositionSource>,
+    repositories: Vec<RepositoryInput>,
+    context_entries: Vec<ContextEntry>,
+    /// `owner/repo` → the revision its `.git` names.
+    revisions: BTreeMap<String, String>,
+}
+
+/// One role's bundle and the trace of its resolution, borrowed from the database.
+struct Resolved<'db> {
+    role: &'db str,
+    tier: &'db str,
+    bundle: &'db Bundle,
+    trace: &'db Trace,
+}
+
+/// Resolve: every role's bundle, or every diagnostic when any role has an error.
+fn resolved_bundles<'db>(
+    db: &'db Database,
+    loader: &Loader,
+    roles: &'db [(String, String, Composition)],
+    progress: &dyn Progress,
+) -> Result<Vec<Resolved<'db>>, HostError> {
+    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut bundles = Vec::new();
+    for (role, tier, composition) in roles {
+        let result = composition_bundle(db, *composition);
+        diagnostics.extend(result.diagnostics.iter().cloned());
+        let resolution = acompose_engine::compose::resolve(db, *composition).value.as_ref();
+        if let (Some(bundle), Some(resolution)) = (&result.value, resolution) {
+            bundles.push(Resolved { role, tier, bundle, trace: &resolution.trace });
+        }
+    }
+    diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
+    diagnostics.dedup();
+    let findings = Findings::collect(diagnostics, |path| loader.text_of(db, path));
+    if findings.has_errors() {
+        return Err(HostError::Diagnostics { subject: "the estate cannot be converged".to_owned(), findings });
+    }
+    if !findings.is_empty() {
+        progress.diagnostics(&findings);
+    }
+    Ok(bundles)
+}
+
+/// Materialize, first step: records the bundles this run will create before any folder
+/// appears (a bundle already on disk is either named by the previous index, recorded
+/// already, or not the estate's: `compose --out`). Returns the whole record.
+fn record_new_bundles(bundles_dir: &Path, current: &[String]) -> Result<BTreeSet<String>, HostError> {
+    let mut written = read_written(bundles_dir);
+    let before = written.len();
+    written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
+    if written.len() != before {
+        write_written(bundles_dir, &written).map_err(|message| HostError::environment(bundles_dir, message))?;
+    }
+    remove_abandoned_staging(bundles_dir);
+    Ok(written)
+}
+
+/// Materialize: every bundle, in parallel (bundles this session already checked are
+/// reused at a glance). Returns the ids now known to be in place.
+fn materialize_bundles(
+    bundles_dir: &Path,
+    bundles: &[Resolved<'_>],
+    verified: &BTreeSet<String>,
+    report: &mut Report,
+) -> Result<Vec<String>, HostError> {
+    let outcomes: Vec<Result<Materialized, HostError>> = bundles
+        .par_iter()
+        .map(|resolved| {
+            if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
+                return Ok(Materialized::Reused);
+            }
+            materialize_with(bundles_dir, resolved.bundle, Verification::Light)
+        })
+        .collect();
+    let mut newly_verified = Vec::new();
+    for (resolved, outcome) in bundles.iter().zip(outcomes) {
+        match outcome? {
+            Materialized::New => {
+                report.bundles_new += 1;
+                report.files_written += resolved.bundle.files.len();
+            }
+            Materialized::Reused => report.bundles_reused += 1,
+        }
+        newly_verified.push(resolved.bundle.id.clone());
+    }
+    Ok(newly_verified)
+}
+
+/// Write the artifact: the roster artifact in one transaction.
+fn write_artifact(
+    home: &Path,
+    model: &PersonModel,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(), HostError> {
+    let files = roster_files(model);
+    refuse_symlinked_parents(home, &report.artifact)?;
+    report.roster = transaction::apply(&report.artifact, &files, hooks)?;
+    report.files_written += report.roster.written.len();
+    Ok(())
+}
+
+/// The bundles this convergence may prune: those the previous index named (a `compose
+/// --out` into the same folder is not ours to remove) and those an earlier convergence
+/// materialized but never got to name, less the current ones. Read before the new index
+/// is written.
+fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[String]) -> Vec<String> {
+    let previously_named: Vec<String> = std::fs::read(bundles_dir.join(INDEX_FILE))
+        .ok()
+        .and_then(|bytes| parse_index(&bytes))
+        .map(|index| index.into_values().collect())
+        .unwrap_or_default();
+    previously_named
+        .into_iter()
+        .chain(written.iter().cloned())
+        .filter(|id| !current.contains(id))
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect()
+}
+
+/// Index and plan: `bundles/index.json` and `repository-plan.json`, each in its own
+/// transaction (removed when the estate has no bundles any more).
+fn write_index_and_plan(
+    home: &Path,
+    bundles_dir: &Path,
+    source: &str,
+    bundles: &[Resolved<'_>],
+    estate: &Estate,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(), HostError> {
+    let (index_files, plan_files) = if bundles.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let index_entries: Vec<(&str, &str)> =
+            bundles.iter().map(|resolved| (resolved.role, resolved.bundle.id.as_str())).collect();
+        let plans: Vec<RolePlan<'_>> = bundles
+            .iter()
+            .map(|resolved| RolePlan {
+                role: resolved.role,
+                bundle: &resolved.bundle.id,
+                model_tier: resolved.tier,
+                trace: resolved.trace,
+            })
+            .collect();
+        (
+            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
+            vec![OutputFile {
+                path: PLAN_FILE.to_owned(),
+                bytes: repository_plan_json(source, &estate.context_entries, &plans, &estate.revisions),
+            }],
+        )
+    };
+    if bundles_dir.exists() || !index_files.is_empty() {
+        let outcome = transaction::apply(bundles_dir, &index_files, hooks)?;
+        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    }
+    if home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists() {
+        let outcome = transaction::apply(home, &plan_files, hooks)?;
+        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    }
+    Ok(())
+}
+
+/// How old a staging folder must be before it counts as abandoned: materializing a bundle
+/// takes well under a second, so an hour leaves any live composition alone.
+const ABANDONED_STAGING: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes `.staging-<id>-<pid>` folders a crashed materialization left in the bundles
+/// folder, once they are [`ABANDONED_STAGING`] old. Failures are ignored: a leftover only
+/// takes space.
+fn remove_abandoned_staging(bundles_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(bundles_dir) else { return };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(".staging-")) else { continue };
+        let shaped = rest.split_once('-').is_some_and(|(id, pid)| {
+            is_bundle_id(id) && !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit())
+        });
+        let abandoned = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|metadata| metadata.modified().ok())
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age >= ABANDONED_STAGING);
+        if shaped && abandoned {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+fn is_bundle_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+/// The ids in `bundles/.acompose-written` (none when it is missing or unreadable).
+fn read_written(bundles_dir: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(bundles_dir.join(WRITTEN_FILE))
+        .map(|text| text.lines().filter(|id| is_bundle_id(id)).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Replaces `bundles/.acompose-written` atomically.
+fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), String> {
+    let problem = |error: std::io::Error| {
+        format!("cannot record the bundles in `{}`: {}", bundles_dir.display(), crate::load::error_kind(&error))
+    };
+    if std::fs::symlink_metadata(bundles_dir).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return Err(format!("`{}` is a symbolic link", bundles_dir.display()));
+    }
+    std::fs::create_dir_all(bundles_dir).map_err(problem)?;
+    let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
+    crate::atomic::replace(bundles_dir, WRITTEN_FILE, text.as_bytes()).map_err(|error| match error.cause {
+        Some(cause) => problem(cause),
+        None => error.message,
+    })
+}
+
+/// After pruning: the record keeps only the bundles still on disk (the named ones, and
+/// any a failed removal left behind, to be tried again).
+fn forget_pruned(bundles_dir: &Path) {
+    let ids = read_written(bundles_dir);
+    let kept: BTreeSet<String> = ids.iter().filter(|id| bundles_dir.join(id).is_dir()).cloned().collect();
+    if kept != ids {
+        let _ = write_written(bundles_dir, &kept);
+    }
+}
+
+/// Removes the stale bundles (ids a previous index named, or the record holds, and the
+/// new index does not). Returns how many were removed.
+fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
+    stale
+        .iter()
+        .filter(|id| is_bundle_id(id))
+        .filter(|id| std::fs::remove_dir_all(bundles_dir.join(id)).is_ok())
+        .count()
+}

@@ -1,0 +1,265 @@
+//! The reports of People sessions, as text and as JSON bytes: the start review, the
+//! listing of records and what reconciliation changed. Values that came from files or
+//! the command line are shown only after control characters are replaced. Nothing here
+//! decides what is valid or what runs.
+
+use serde::Serialize;
+
+use super::displayable;
+use super::session::{Interruption, SessionRecord};
+use super::start::StartReview;
+
+/// The start review as text, printed before anything runs.
+pub fn review_text(review: &StartReview) -> String {
+    let mut text = String::from("start review: nothing has run yet\n");
+    let mut line = |label: &str, value: String| text.push_str(&format!("  {label:<14} {value}\n"));
+    line("person:", format!("{} — {} ({})", review.person_id, displayable(&review.person_name), review.role));
+    line("project:", format!("{} → {}", review.project_id, displayable(&review.cwd)));
+    line("runner:", format!("{} (`{}`)", review.runner.name, review.runner.binary));
+    line("model:", review.model.clone().unwrap_or_else(|| "the runner's default".to_owned()));
+    line("command:", displayable_command(review));
+    line(
+        "time limit:",
+        match review.max_seconds {
+            Some(seconds) => format!("{seconds} s, enforced: the runner's process group is ended"),
+            None => "none declared".to_owned(),
+        },
+    );
+    for limit in &review.unsupported {
+        line("not enforced:", format!("`{}`: {}", limit.field(), limit.explanation()));
+    }
+    if !review.unsupported.is_empty() {
+        text.push_str("  these limits are not enforced; starting needs --acknowledge-unsupported\n");
+    }
+    text.push_str("initial prompt:\n");
+    for prompt_line in review.prompt.lines() {
+        text.push_str(&format!("  | {prompt_line}\n"));
+    }
+    if !review.prompt_in_argv {
+        text.push_str("this runner takes no initial prompt: it opens without one; copy the prompt above into it\n");
+    }
+    text
+}
+
+/// The command line, with each line break of the prompt shown as the two characters
+/// `\n` so the review stays one line per label; the argv itself is unchanged.
+fn displayable_command(review: &StartReview) -> String {
+    review.command_line().replace('\n', "\\n").replace('\t', "\\t")
+}
+
+/// The start review as JSON.
+pub fn review_json(review: &StartReview) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        person_id: &'a str,
+        person: &'a str,
+        role: &'a str,
+        project_id: &'a str,
+        cwd: &'a str,
+        runner: &'static str,
+        binary: &'static str,
+        model: Option<&'a str>,
+        argv: &'a [String],
+        prompt: &'a str,
+        prompt_in_argv: bool,
+        max_seconds: Option<u64>,
+        unsupported: Vec<&'static str>,
+    }
+    super::document::json_bytes(&Document {
+        format: "acompose.people-start-review.v1",
+        person_id: &review.person_id,
+        person: &review.person_name,
+        role: &review.role,
+        project_id: &review.project_id,
+        cwd: &review.cwd,
+        runner: review.runner.name,
+        binary: review.runner.binary,
+        model: review.model.as_deref(),
+        argv: &review.argv,
+        prompt: &review.prompt,
+        prompt_in_argv: review.prompt_in_argv,
+        max_seconds: review.max_seconds,
+        unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
+    })
+}
+
+/// One line per record reconciliation ended.
+pub fn interruptions_text(interruptions: &[Interruption]) -> String {
+    interruptions
+        .iter()
+        .map(|interruption| {
+            format!(
+                "session {} was {} and is now interrupted: {}\n",
+                interruption.record.id,
+                interruption.previous.as_str(),
+                interruption.reason.message()
+            )
+        })
+        .collect()
+}
+
+/// The records as a table, in the order given (newest first from the listing).
+pub fn sessions_text(records: &[SessionRecord]) -> String {
+    let id_width = records.iter().map(|record| record.id.len()).max().unwrap_or(0).max("ID".len());
+    let person_width = records.iter().map(|record| record.person_id.len()).max().unwrap_or(0).max("PERSON".len());
+    let project_width = records.iter().map(|record| record.project_id.len()).max().unwrap_or(0).max("PROJECT".len());
+    let mut text = format!(
+        "{:<id_width$}  {:<11}  {:<person_width$}  {:<project_width$}  {:<8}  {:<20}  EXIT\n",
+        "ID", "STATUS", "PERSON", "PROJECT", "RUNNER", "STARTED"
+    );
+    for record in records {
+        let exit = record.exit_code.map_or_else(|| "-".to_owned(), |code| code.to_string());
+        text.push_str(&format!(
+            "{:<id_width$}  {:<11}  {:<person_width$}  {:<project_width$}  {:<8}  {:<20}  {exit}\n",
+            record.id,
+            record.status.as_str(),
+            record.person_id,
+            record.project_id,
+            record.provider,
+            record.started_at.as_str(),
+        ));
+    }
+    let count = records.len();
+    text.push_str(&format!(
+        "{count} {}; records are lifecycle evidence: no session can be resumed\n",
+        if count == 1 { "session" } else { "sessions" }
+    ));
+    text
+}
+
+/// The records as JSON, with the ids reconciliation interrupted on this run.
+pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], refused_files: usize) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        resumable: bool,
+        sessions: Vec<Entry<'a>>,
+        interrupted_now: Vec<&'a str>,
+        refused_files: usize,
+    }
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        id: &'a str,
+        person_id: &'a str,
+        person: &'a str,
+        role: &'a str,
+        project_id: &'a str,
+        cwd: &'a str,
+        provider: &'a str,
+        model: Option<&'a str>,
+        status: &'static str,
+        started_at: &'a str,
+        ended_at: Option<&'a str>,
+        exit_code: Option<i32>,
+    }
+    super::document::json_bytes(&Document {
+        format: "acompose.people-sessions.v1",
+        resumable: false,
+        sessions: records
+            .iter()
+            .map(|record| Entry {
+                id: &record.id,
+                person_id: &record.person_id,
+                person: &record.person,
+                role: &record.role,
+                project_id: &record.project_id,
+                cwd: &record.cwd,
+                provider: &record.provider,
+                model: record.model.as_deref(),
+                status: record.status.as_str(),
+                started_at: record.started_at.as_str(),
+                ended_at: record.ended_at.as_ref().map(|ended_at| ended_at.as_str()),
+                exit_code: record.exit_code,
+            })
+            .collect(),
+        interrupted_now: interruptions.iter().map(|interruption| interruption.record.id.as_str()).collect(),
+        refused_files,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::model::{Isolation, Person};
+    use super::super::session::{Launch, Observation, Timestamp, reconcile};
+    use super::super::start::{StartRequest, review_start};
+    use super::super::workspace::Roster;
+    use super::*;
+
+    fn review(person: Person, runner: &str) -> Option<StartReview> {
+        let roster = Roster { people: vec![person], ..Roster::default() };
+        let request = StartRequest {
+            person_id: "pam",
+            project_id: "desk",
+            project_folder: "/work/desk\u{1b}]0;x",
+            runner,
+            model: None,
+            task: Some("Order paper."),
+        };
+        review_start(&roster, &request).ok()
+    }
+
+    #[test]
+    fn the_review_shows_command_prompt_and_limits() {
+        let mut pam = Person::new("pam", "Pam\u{1b}[31m", "reception", "Keep the desk running.");
+        pam.budget.max_seconds = Some(60);
+        pam.isolation = Some(Isolation::Session);
+        let text = review(pam, "copilot").map(|review| review_text(&review)).unwrap_or_default();
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(text.contains("  command:       copilot -i 'You are working as the reception of project desk.\\n\\n"));
+        assert!(text.contains("  time limit:    60 s, enforced"));
+        assert!(text.contains("  not enforced:  `isolation`: session isolation is not provided"));
+        assert!(text.contains("--acknowledge-unsupported"));
+        assert!(text.contains("  | Your task for this session: Order paper.\n"));
+        assert!(!text.contains("copy the prompt"));
+    }
+
+    #[test]
+    fn the_review_of_a_copy_only_runner_offers_the_prompt() {
+        let pam = Person::new("pam", "Pam", "reception", "Goal.");
+        let review = review(pam, "cursor");
+        let text = review.as_ref().map(review_text).unwrap_or_default();
+        assert!(text.contains("  command:       cursor-agent\n"));
+        assert!(text.contains("copy the prompt above"));
+        assert!(!text.contains("not enforced"));
+        let json: serde_json::Value =
+            serde_json::from_slice(&review.as_ref().map(review_json).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(json["argv"], serde_json::json!(["cursor-agent"]));
+        assert_eq!(json["prompt_in_argv"], serde_json::json!(false));
+    }
+
+    #[test]
+    fn listings_say_sessions_cannot_be_resumed_and_name_what_was_interrupted() {
+        let mut record = SessionRecord::launching(Launch {
+            id: "s-1".to_owned(),
+            person_id: "pam".to_owned(),
+            person: "Pam".to_owned(),
+            role: "reception".to_owned(),
+            project_id: "desk".to_owned(),
+            cwd: "/work/desk".to_owned(),
+            provider: "claude".to_owned(),
+            model: None,
+            started_at: Timestamp::from_unix_seconds(0),
+        });
+        assert_eq!(record.mark_running(5, 50), Ok(()));
+        let observations = BTreeMap::from([("s-1".to_owned(), Observation::Gone)]);
+        let interruptions = reconcile(std::slice::from_ref(&record), &observations, &Timestamp::from_unix_seconds(60));
+        let records: Vec<SessionRecord> =
+            interruptions.iter().map(|interruption| interruption.record.clone()).collect();
+        assert_eq!(
+            interruptions_text(&interruptions),
+            "session s-1 was running and is now interrupted: its process no longer exists\n"
+        );
+        let text = sessions_text(&records);
+        assert!(text.contains("s-1  interrupted  pam     desk     claude    1970-01-01T00:00:00Z  -\n"), "{text}");
+        assert!(text.ends_with("1 session; records are lifecycle evidence: no session can be resumed\n"));
+        let json: serde_json::Value =
+            serde_json::from_slice(&sessions_json(&records, &interruptions, 2)).unwrap_or_default();
+        assert_eq!(json["resumable"], serde_json::json!(false));
+        assert_eq!(json["interrupted_now"], serde_json::json!(["s-1"]));
+        assert_eq!(json["sessions"][0]["ended_at"], serde_json::json!("1970-01-01T00:01:00Z"));
+        assert_eq!(json["refused_files"], serde_json::json!(2));
+    }
+}

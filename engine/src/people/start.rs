@@ -1,0 +1,341 @@
+//! The start of a People session as data: the initial prompt, the review shown before
+//! anything runs, and every reason a start is refused, as typed values.
+//!
+//! The driver resolves the project folder (`projects/<id>` must be a link to a folder)
+//! and finds the runner on `PATH`; it passes the results in. The one-time task enters
+//! the prompt and the argv and nothing else: [`StartReview::launch`] builds the first
+//! record without it.
+
+use super::model::{Isolation, Person};
+use super::runner::{ArgvError, Runner, argv_text, invocation, runner};
+use super::session::{Launch, Timestamp};
+use super::{is_slug, workspace::Roster};
+
+/// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
+pub const MAX_TASK_BYTES: usize = 8 * 1024;
+/// The environment hint naming the Person of a session.
+pub const PERSON_ID_VARIABLE: &str = "AGENT_TOOLKIT_PERSON_ID";
+/// The environment hint naming the session.
+pub const SESSION_ID_VARIABLE: &str = "AGENT_TOOLKIT_SESSION_ID";
+
+/// What the user asked to start.
+#[derive(Debug, Clone, Copy)]
+pub struct StartRequest<'a> {
+    pub person_id: &'a str,
+    pub project_id: &'a str,
+    /// The canonical project folder the driver resolved `projects/<project_id>` to.
+    pub project_folder: &'a str,
+    pub runner: &'a str,
+    pub model: Option<&'a str>,
+    pub task: Option<&'a str>,
+}
+
+/// A declared limit a local PTY cannot enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsupportedLimit {
+    MaxTokens,
+    MaxCostUsd,
+    Isolation(Isolation),
+}
+
+impl UnsupportedLimit {
+    /// The person@1 field that declares it.
+    pub fn field(self) -> &'static str {
+        match self {
+            UnsupportedLimit::MaxTokens => "budget.max_tokens",
+            UnsupportedLimit::MaxCostUsd => "budget.max_cost_usd",
+            UnsupportedLimit::Isolation(_) => "isolation",
+        }
+    }
+
+    pub fn explanation(self) -> &'static str {
+        match self {
+            UnsupportedLimit::MaxTokens => "a token limit cannot be enforced: the runner's usage is not visible",
+            UnsupportedLimit::MaxCostUsd => "a cost limit cannot be enforced: the runner's spending is not visible",
+            UnsupportedLimit::Isolation(Isolation::Worktree) => {
+                "worktree isolation is not provided: the runner works in the project folder itself"
+            }
+            UnsupportedLimit::Isolation(_) => {
+                "session isolation is not provided: the runner shares this machine's user"
+            }
+        }
+    }
+}
+
+/// Why a start was refused. Nothing is written for any of these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartRejection {
+    MissingPerson,
+    ArchivedPerson,
+    InvalidProjectId,
+    UnknownRunner,
+    ModelNotTaken {
+        runner: &'static str,
+    },
+    InvalidModel,
+    TaskTooLong,
+    /// The Person declares limits the PTY cannot enforce and they were not acknowledged.
+    UnacknowledgedLimits(Vec<UnsupportedLimit>),
+}
+
+impl StartRejection {
+    pub fn message(&self) -> &'static str {
+        match self {
+            StartRejection::MissingPerson => "no Person with this id is configured in the workspace",
+            StartRejection::ArchivedPerson => "this Person is archived; restore them before starting a session",
+            StartRejection::InvalidProjectId => "a project id must be a lowercase slug",
+            StartRejection::UnknownRunner => "this runner is not in the runner table",
+            StartRejection::ModelNotTaken { .. } => "this runner takes no model option",
+            StartRejection::InvalidModel => {
+                "a model must be a reference: letters, digits and `._:/-`, not starting with `-`"
+            }
+            StartRejection::TaskTooLong => "the task is longer than 8 KiB",
+            StartRejection::UnacknowledgedLimits(_) => {
+                "this Person declares limits a local terminal cannot enforce; start again with --acknowledge-unsupported"
+            }
+        }
+    }
+}
+
+/// Everything shown before a session starts. `argv` is exactly what is spawned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartReview {
+    pub person_id: String,
+    pub person_name: String,
+    pub role: String,
+    pub project_id: String,
+    pub cwd: String,
+    pub runner: &'static Runner,
+    pub model: Option<String>,
+    pub prompt: String,
+    pub argv: Vec<String>,
+    /// False for runners that take no prompt: the review offers `prompt` for copying.
+    pub prompt_in_argv: bool,
+    /// Declared limits that are not enforced; the start needs them acknowledged.
+    pub unsupported: Vec<UnsupportedLimit>,
+    /// `budget.max_seconds`: the limit that is enforced, by ending the process group.
+    pub max_seconds: Option<u64>,
+}
+
+/// Builds the review of a start, refusing a missing or archived Person, a bad project
+/// id, a runner not in the table, a model the runner does not take and an oversized
+/// task. Unacknowledged limits are checked by [`StartReview::confirm`], so a dry run can
+/// still show them.
+pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<StartReview, StartRejection> {
+    let person = roster.person(request.person_id).ok_or(StartRejection::MissingPerson)?;
+    if !person.is_active() {
+        return Err(StartRejection::ArchivedPerson);
+    }
+    if !is_slug(request.project_id) {
+        return Err(StartRejection::InvalidProjectId);
+    }
+    let runner = runner(request.runner).ok_or(StartRejection::UnknownRunner)?;
+    let task = request.task.map(str::trim).filter(|task| !task.is_empty());
+    if task.is_some_and(|task| task.len() > MAX_TASK_BYTES) {
+        return Err(StartRejection::TaskTooLong);
+    }
+    let prompt = initial_prompt(person, request.project_id, task);
+    let invocation = invocation(runner, request.model, &prompt).map_err(|error| match error {
+        ArgvError::ModelNotTaken { runner } => StartRejection::ModelNotTaken { runner },
+        ArgvError::InvalidModel => StartRejection::InvalidModel,
+    })?;
+    Ok(StartReview {
+        person_id: person.id.clone(),
+        person_name: person.name.clone(),
+        role: person.role.clone(),
+        project_id: request.project_id.to_owned(),
+        cwd: request.project_folder.to_owned(),
+        runner,
+        model: request.model.map(str::to_owned),
+        prompt,
+        argv: invocation.argv,
+        prompt_in_argv: invocation.prompt_in_argv,
+        unsupported: unsupported_limits(person),
+        max_seconds: person.budget.max_seconds,
+    })
+}
+
+/// The limits of `person` a local PTY cannot enforce, in a fixed order.
+pub fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
+    let mut limits = Vec::new();
+    if person.budget.max_tokens.is_some() {
+        limits.push(UnsupportedLimit::MaxTokens);
+    }
+    if person.budget.max_cost_usd.is_some() {
+        limits.push(UnsupportedLimit::MaxCostUsd);
+    }
+    if let Some(isolation) = person.isolation.filter(|isolation| *isolation != Isolation::Inherited) {
+        limits.push(UnsupportedLimit::Isolation(isolation));
+    }
+    limits
+}
+
+/// The initial prompt: fixed sentences around the Person's role and goal, the project
+/// id and, when given, the one-time task. Control characters other than line breaks and
+/// tabs become U+FFFD, so the text shown in the review is the text the runner receives.
+/// It always starts with `You`, never with `-`, so a positional prompt is never read as
+/// an option.
+pub fn initial_prompt(person: &Person, project_id: &str, task: Option<&str>) -> String {
+    let mut prompt = format!(
+        "You are working as the {} of project {}.\n\nYour standing goal: {}\n",
+        person.role,
+        project_id,
+        person.goal.trim()
+    );
+    if let Some(task) = task {
+        prompt.push_str(&format!("\nYour task for this session: {task}\n"));
+    }
+    prompt
+        .chars()
+        .map(
+            |character| {
+                if character.is_control() && !matches!(character, '\n' | '\t') { '\u{fffd}' } else { character }
+            },
+        )
+        .collect()
+}
+
+impl StartReview {
+    /// Whether the start may go ahead: every unsupported limit must be acknowledged.
+    pub fn confirm(&self, acknowledge_unsupported: bool) -> Result<(), StartRejection> {
+        if self.unsupported.is_empty() || acknowledge_unsupported {
+            Ok(())
+        } else {
+            Err(StartRejection::UnacknowledgedLimits(self.unsupported.clone()))
+        }
+    }
+
+    /// The first record's inputs. The task is not among them.
+    pub fn launch(&self, session_id: &str, started_at: Timestamp) -> Launch {
+        Launch {
+            id: session_id.to_owned(),
+            person_id: self.person_id.clone(),
+            person: self.person_name.clone(),
+            role: self.role.clone(),
+            project_id: self.project_id.clone(),
+            cwd: self.cwd.clone(),
+            provider: self.runner.name.to_owned(),
+            model: self.model.clone(),
+            started_at,
+        }
+    }
+
+    /// The environment hints the runner starts with, in a fixed order.
+    pub fn environment(&self, session_id: &str) -> Vec<(&'static str, String)> {
+        vec![(PERSON_ID_VARIABLE, self.person_id.clone()), (SESSION_ID_VARIABLE, session_id.to_owned())]
+    }
+
+    /// The argv as one copyable shell line.
+    pub fn command_line(&self) -> String {
+        argv_text(&self.argv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::session::{SessionRecord, record_bytes};
+    use super::*;
+
+    fn roster() -> Roster {
+        let mut pam = Person::new("pam", "Pam", "reception", "Keep the desk running.");
+        pam.budget.max_seconds = Some(120);
+        let mut dwight = Person::new("dwight", "Dwight", "sales", "Sell paper.");
+        dwight.budget.max_tokens = Some(1000);
+        dwight.budget.max_cost_usd = Some(2.0);
+        dwight.isolation = Some(Isolation::Worktree);
+        let mut jan = Person::new("jan", "Jan", "manager", "Manage.");
+        jan.archived = true;
+        let mut kelly = Person::new("kelly", "Kelly", "support", "Help.");
+        kelly.isolation = Some(Isolation::Inherited);
+        Roster { people: vec![pam, dwight, jan, kelly], ..Roster::default() }
+    }
+
+    fn request<'a>(person_id: &'a str, runner: &'a str) -> StartRequest<'a> {
+        StartRequest {
+            person_id,
+            project_id: "desk",
+            project_folder: "/work/desk",
+            runner,
+            model: None,
+            task: Some("Order more paper."),
+        }
+    }
+
+    #[test]
+    fn the_prompt_is_role_goal_and_task_in_fixed_sentences() {
+        let review = review_start(&roster(), &request("pam", "claude"));
+        let prompt = review.as_ref().map(|review| review.prompt.clone()).unwrap_or_default();
+        assert_eq!(
+            prompt,
+            "You are working as the reception of project desk.\n\nYour standing goal: Keep the desk running.\n\nYour task for this session: Order more paper.\n"
+        );
+        assert_eq!(review.map(|review| review.argv), Ok(vec!["claude".to_owned(), prompt]));
+        let without = initial_prompt(&Person::new("a", "A", "qa", "Test.\u{1b}[2J"), "p", None);
+        assert_eq!(without, "You are working as the qa of project p.\n\nYour standing goal: Test.\u{fffd}[2J\n");
+    }
+
+    #[test]
+    fn the_task_reaches_argv_but_not_the_record() {
+        let review = review_start(&roster(), &request("pam", "gemini")).expect("the request is valid");
+        assert!(review.argv.iter().any(|argument| argument.contains("Order more paper.")));
+        let launch = review.launch("20261201-090000-pam-00000001", Timestamp::from_unix_seconds(0));
+        let bytes = record_bytes(&SessionRecord::launching(launch));
+        assert!(!String::from_utf8_lossy(&bytes).contains("Order more paper."));
+        assert!(String::from_utf8_lossy(&bytes).contains("\"provider\": \"gemini\""));
+        assert_eq!(review.max_seconds, Some(120));
+        assert_eq!(
+            review.environment("s-1"),
+            vec![(PERSON_ID_VARIABLE, "pam".to_owned()), (SESSION_ID_VARIABLE, "s-1".to_owned())]
+        );
+    }
+
+    #[test]
+    fn unsupported_limits_need_acknowledgement() {
+        let review = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
+        let limits = vec![
+            UnsupportedLimit::MaxTokens,
+            UnsupportedLimit::MaxCostUsd,
+            UnsupportedLimit::Isolation(Isolation::Worktree),
+        ];
+        assert_eq!(review.unsupported, limits);
+        assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
+        assert_eq!(review.confirm(true), Ok(()));
+        let kelly = review_start(&roster(), &request("kelly", "codex")).expect("the request is valid");
+        assert_eq!(kelly.unsupported, Vec::new());
+        assert_eq!(kelly.confirm(false), Ok(()));
+    }
+
+    #[test]
+    fn every_rejection_is_a_typed_value() {
+        let roster = roster();
+        let rejected = |request: StartRequest<'_>| review_start(&roster, &request).err();
+        assert_eq!(rejected(request("nobody", "claude")), Some(StartRejection::MissingPerson));
+        assert_eq!(rejected(request("jan", "claude")), Some(StartRejection::ArchivedPerson));
+        assert_eq!(rejected(request("pam", "vim")), Some(StartRejection::UnknownRunner));
+        assert_eq!(
+            rejected(StartRequest { model: Some("gpt"), ..request("pam", "cursor") }),
+            Some(StartRejection::ModelNotTaken { runner: "cursor" })
+        );
+        assert_eq!(
+            rejected(StartRequest { model: Some("-x"), ..request("pam", "claude") }),
+            Some(StartRejection::InvalidModel)
+        );
+        assert_eq!(
+            rejected(StartRequest { project_id: "../etc", ..request("pam", "claude") }),
+            Some(StartRejection::InvalidProjectId)
+        );
+        let long = "x".repeat(MAX_TASK_BYTES + 1);
+        assert_eq!(
+            rejected(StartRequest { task: Some(&long), ..request("pam", "claude") }),
+            Some(StartRejection::TaskTooLong)
+        );
+    }
+
+    #[test]
+    fn copy_only_runners_keep_the_prompt_out_of_argv() {
+        let review = review_start(&roster(), &request("pam", "cursor")).expect("the request is valid");
+        assert_eq!(review.argv, vec!["cursor-agent".to_owned()]);
+        assert!(!review.prompt_in_argv);
+        assert!(review.prompt.contains("Order more paper."));
+    }
+}
