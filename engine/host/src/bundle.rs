@@ -68,7 +68,16 @@ fn check_against(directory: &Path, bundle: &Bundle, verification: Verification) 
 /// Writes a bundle into `out/<id>`: staging folder, verification, rename. An existing
 /// bundle is verified and reused; a damaged one is an error. Files are written in
 /// parallel after their folders exist.
+///
+/// Under the lock of `out`: the staging folders and temporaries interrupted runs left
+/// there are removed first (no other run is live in `out` while the lock is held).
 pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, HostError> {
+    let target = out.join(&bundle.id);
+    std::fs::create_dir_all(out).map_err(|error| {
+        HostError::environment(&target, format!("cannot create `{}`: {}", out.display(), error_kind(&error)))
+    })?;
+    let _lock = crate::transaction::lock(out, crate::home::LOCK_TIMEOUT)?;
+    crate::debris::remove(out);
     materialize_with(out, bundle, Verification::Full)
 }
 

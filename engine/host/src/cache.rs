@@ -380,16 +380,30 @@ fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
 
 /// Writes the cache atomically (`atomic::replace`). Failures are ignored: the
 /// cache only saves time.
-pub fn store(home: &Path, cache: &Cache) {
-    let Some(text) = cache.to_text() else { return };
+pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::transaction::Hooks) -> Result<(), String> {
+    let Some(text) = cache.to_text() else { return Ok(()) };
     let directory = home.join(CACHE_DIR);
+    let problem = |error: &std::io::Error| {
+        format!(
+            "cannot save the fingerprint cache in `{}`: {}; the next run converges in full",
+            directory.display(),
+            crate::load::error_kind(error)
+        )
+    };
     if std::fs::symlink_metadata(&directory).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-        return;
+        return Err(format!(
+            "cannot save the fingerprint cache: `{}` is a symbolic link; the next run converges in full",
+            directory.display()
+        ));
     }
-    if std::fs::create_dir_all(&directory).is_err() {
-        return;
-    }
-    let _ = crate::atomic::replace(&directory, CACHE_FILE, text.as_bytes());
+    std::fs::create_dir_all(&directory).map_err(|error| problem(&error))?;
+    let target = directory.join(CACHE_FILE);
+    hooks.before(crate::transaction::Step::WriteTemporary(&target)).map_err(|error| problem(&error))?;
+    // The temporary is removed when the write fails (it is dropped unpersisted).
+    crate::atomic::replace(&directory, CACHE_FILE, text.as_bytes()).map_err(|error| match &error.cause {
+        Some(cause) => problem(cause),
+        None => format!("{}; the next run converges in full", error.message),
+    })
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.

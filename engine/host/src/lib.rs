@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod cache;
 pub mod catalog_check;
 pub mod convergence;
+pub mod debris;
 pub mod error;
 pub mod home;
 pub mod load;

@@ -66,9 +66,15 @@ pub enum TransactionError {
     /// file where a folder belongs). Nothing was changed.
     #[error("refused to write `{}`: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
-    /// An I/O failure; the previous contents were restored.
-    #[error("cannot write `{}`: {}; the previous contents were restored", path.display(), crate::load::error_kind(error))]
-    Io { path: PathBuf, error: io::Error },
+    /// An I/O failure. `restored` tells whether something had been changed and was rolled
+    /// back (the message says "restored" only then); otherwise nothing was changed.
+    #[error(
+        "cannot write `{}`: {}; {}",
+        path.display(),
+        crate::load::error_kind(error),
+        if *restored { "the previous contents were restored" } else { "nothing was changed" }
+    )]
+    Io { path: PathBuf, error: io::Error, restored: bool },
     /// An I/O failure while restoring; the journal folder was kept for the next run.
     #[error(
         "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
@@ -98,7 +104,7 @@ fn refused(path: &Path, reason: impl Into<String>) -> TransactionError {
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> TransactionError + '_ {
-    move |error| TransactionError::Io { path: path.to_path_buf(), error }
+    move |error| TransactionError::Io { path: path.to_path_buf(), error, restored: false }
 }
 
 /// One journaled action, undone in reverse order on failure.
@@ -417,6 +423,69 @@ impl Journal<'_> {
 
 /// Makes `root` hold exactly `files` (plus foreign files that are not in the way).
 pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result<Outcome, TransactionError> {
+    let mut outcomes = apply_unit(root, &[Part { folder: "", files }], hooks)?;
+    Ok(outcomes.pop().unwrap_or_default())
+}
+
+/// One owned output directory of a unit: its folder relative to the unit's root (`""`
+/// for the root itself) and exactly the files it must hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Part<'a> {
+    pub folder: &'a str,
+    pub files: &'a [OutputFile],
+}
+
+/// A part's plan, with its paths made relative to the unit's root.
+struct PartPlan {
+    writes: Vec<(OutputFile, bool, bool)>,
+    removals: Vec<String>,
+    outcome: Outcome,
+}
+
+fn under(folder: &str, path: &str) -> String {
+    if folder.is_empty() { path.to_owned() } else { format!("{folder}/{path}") }
+}
+
+/// Plans one part: recovers what an older run left in its own journal, refuses what is
+/// in the way, and lists its writes (the ownership record last) and removals.
+fn plan_part(root: &Path, part: &Part<'_>) -> Result<PartPlan, TransactionError> {
+    if !part.folder.is_empty() && !is_safe_relative(part.folder) {
+        return Err(refused(&root.join(part.folder), "the output names an unsafe path"));
+    }
+    let directory = if part.folder.is_empty() { root.to_path_buf() } else { root.join(part.folder) };
+    match fs::symlink_metadata(&directory) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            return Err(refused(&directory, "it is a symbolic link"));
+        }
+        Ok(metadata) if !metadata.is_dir() => return Err(refused(&directory, "it is not a directory")),
+        Ok(_) | Err(_) => {}
+    }
+    let exists = directory.is_dir();
+    let recovered = if exists && !part.folder.is_empty() { recover(&directory)? } else { false };
+    let plan = plan(&directory, part.files, exists)?;
+    let mut writes: Vec<(OutputFile, bool, bool)> = plan
+        .writes
+        .iter()
+        .map(|(file, existed)| {
+            (OutputFile { path: under(part.folder, &file.path), bytes: file.bytes.clone() }, *existed, true)
+        })
+        .collect();
+    if plan.record_changed {
+        let record = OutputFile { path: under(part.folder, OWNERSHIP_FILE), bytes: plan.record };
+        writes.push((record, directory.join(OWNERSHIP_FILE).is_file(), false));
+    }
+    Ok(PartPlan {
+        writes,
+        removals: plan.removals.iter().map(|path| under(part.folder, path)).collect(),
+        outcome: Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() },
+    })
+}
+
+/// Makes every part hold exactly its files, as one unit: one journal in `root` covers
+/// every write and removal of every part, so a failure (or a crash, recovered by the next
+/// run) leaves all parts as they were, and success leaves all of them new. Returns one
+/// outcome per part, in order, with paths relative to the part.
+pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Result<Vec<Outcome>, TransactionError> {
     match fs::symlink_metadata(root) {
         Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
         Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
@@ -424,13 +493,13 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
     }
     let root_exists = root.is_dir();
     let recovered = if root_exists { recover(root)? } else { false };
-    let plan = plan(root, files, root_exists)?;
-    let mut outcome = Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() };
-    if plan.writes.is_empty() && plan.removals.is_empty() && !plan.record_changed {
-        return Ok(outcome);
+    let mut plans = parts.iter().map(|part| plan_part(root, part)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(first) = plans.first_mut() {
+        first.outcome.recovered |= recovered;
     }
-
-    // Execute, journaling each step first.
+    if plans.iter().all(|plan| plan.writes.is_empty() && plan.removals.is_empty()) {
+        return Ok(plans.into_iter().map(|plan| plan.outcome).collect());
+    }
     let mut journal = Journal {
         root,
         directory: root.join(JOURNAL_DIR),
@@ -440,48 +509,58 @@ pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result
         temporaries: 0,
     };
     let mut created_root = false;
+    let mut removed = Vec::new();
     let result = (|| -> Result<(), TransactionError> {
         if !root_exists {
             hooks.before(Step::CreateDirectory(root)).map_err(io_error(root))?;
             fs::create_dir_all(root).map_err(io_error(root))?;
             created_root = true;
         }
-        let ownership = OutputFile { path: OWNERSHIP_FILE.to_owned(), bytes: plan.record.clone() };
-        let record_existed = root.join(OWNERSHIP_FILE).is_file();
-        let mut all_writes = plan.writes.clone();
-        if plan.record_changed {
-            all_writes.push((&ownership, record_existed));
-        }
-        for (file, exists) in all_writes {
-            journal.write_file(file, exists, hooks)?;
-            if file.path != OWNERSHIP_FILE {
-                outcome.written.push(file.path.clone());
+        for (plan, part) in plans.iter_mut().zip(parts) {
+            for (file, exists, counted) in &plan.writes {
+                journal.write_file(file, *exists, hooks)?;
+                if *counted {
+                    plan.outcome.written.push(relative_to(part.folder, &file.path));
+                }
             }
         }
-        for path in &plan.removals {
-            journal.remove_file(path, hooks)?;
-            outcome.removed.push(path.clone());
+        for (plan, part) in plans.iter_mut().zip(parts) {
+            for path in &plan.removals {
+                journal.remove_file(path, hooks)?;
+                plan.outcome.removed.push(relative_to(part.folder, path));
+                removed.push(path.clone());
+            }
         }
         journal.record(Action::Committed, hooks)?;
         Ok(())
     })();
-
     match result {
         Ok(()) => {
             // Committed: the journal only holds backups now. A failure to delete them is
             // harmless (the next run sees the commit line and deletes them).
             let _ = fs::remove_dir_all(&journal.directory);
-            remove_empty_folders(root, &outcome.removed);
-            Ok(outcome)
+            remove_empty_folders(root, &removed);
+            Ok(plans.into_iter().map(|plan| plan.outcome).collect())
         }
-        Err(error) => {
+        Err(mut error) => {
             roll_back(journal.root, &journal.directory, &journal.actions)?;
             let _ = fs::remove_dir_all(&journal.directory);
             if created_root {
                 let _ = fs::remove_dir(root);
             }
+            if let TransactionError::Io { restored, .. } = &mut error {
+                *restored = !journal.actions.is_empty() || created_root;
+            }
             Err(error)
         }
+    }
+}
+
+fn relative_to(folder: &str, path: &str) -> String {
+    if folder.is_empty() {
+        path.to_owned()
+    } else {
+        path.strip_prefix(folder).and_then(|rest| rest.strip_prefix('/')).unwrap_or(path).to_owned()
     }
 }
 
