@@ -202,3 +202,79 @@ fn an_oversized_roles_kdl_is_refused_unparsed() {
     let codes: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
     assert_eq!(codes, [limits::ROLES_KDL.code]);
 }
+
+/// Every file under `root` with its bytes, for byte-identical comparisons.
+fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.file_type().is_file())
+        .map(|entry| {
+            let relative = entry.path().strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+            (relative, std::fs::read(entry.path()).expect("read"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn an_unportable_skill_folder_name_is_refused_where_the_catalogue_is_read() {
+    for name in ["esc\u{1b}[31mred", "new\nline", "con", "bell\u{7}"] {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        let (home, projects) = common::generated_estate(root, 2);
+        let bare = ["--home", "home", "--projects-root", "projects"];
+        assert_eq!(acompose(root, &bare).code, 0);
+        // The lock file is rewritten by every run; everything else must stay as it was.
+        let before: Vec<_> =
+            tree_bytes(&home).into_iter().filter(|(path, _)| !path.ends_with(".acompose.lock")).collect();
+        let folder = projects.join("example/repo0/.agents/skills").join(name);
+        std::fs::create_dir_all(&folder).expect("odd folder");
+        std::fs::write(folder.join("SKILL.md"), "---\nname: odd\ndescription: Odd.\n---\n\nOdd.\n").expect("skill");
+        let context = name.escape_debug().to_string();
+        let output = acompose(root, &bare);
+        assert_eq!(output.code, 1, "{context}: an input error: {}", output.stderr);
+        assert!(output.stderr.contains("unportable-name"), "{context}: {}", output.stderr);
+        assert_no_raw_control(&output.stdout, &context);
+        assert_no_raw_control(&output.stderr, &context);
+        let after: Vec<_> =
+            tree_bytes(&home).into_iter().filter(|(path, _)| !path.ends_with(".acompose.lock")).collect();
+        assert!(before == after, "{context}: previous bundles and index are byte-identical");
+        // `compose` refuses it the same way.
+        std::fs::write(
+            root.join("request.kdl"),
+            "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"root\" root=\"projects/acme/root\"\n}\n",
+        )
+        .expect("request");
+        let composed = acompose(root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
+        assert_eq!(composed.code, 1, "{context}: {}", composed.stderr);
+        assert_no_raw_control(&composed.stderr, &context);
+        assert!(!root.join("out").exists() || std::fs::read_dir(root.join("out")).expect("out").count() <= 1);
+    }
+}
+
+#[test]
+fn a_roles_kdl_naming_100000_missing_repositories_gets_a_bounded_report() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (_home, projects) = common::generated_estate(root, 1);
+    let mut roles = String::from("repositories {\n");
+    for index in 0..100_000 {
+        roles.push_str(&format!("    repository missing{index} path=\"nowhere/missing{index}\"\n"));
+    }
+    roles.push_str("}\nroles {\n    role platform {\n");
+    for index in 0..100_000 {
+        roles.push_str(&format!("        use-repository missing{index}\n"));
+    }
+    roles.push_str("    }\n}\n");
+    std::fs::write(projects.join("acme/root/.agents/roles.kdl"), roles).expect("roles.kdl");
+    let output = acompose(root, &["--home", "home", "--projects-root", "projects"]);
+    let shown = reported(&output.stderr);
+    assert!(shown <= MAX_DIAGNOSTICS_PER_FILE + 1, "at most the bound and a summary: {shown}");
+    assert!(output.stderr.len() < 200_000, "a bounded report: {} bytes", output.stderr.len());
+    assert!(output.code == 0 || output.code == 1, "{}", output.stderr);
+    if shown > MAX_DIAGNOSTICS_PER_FILE {
+        assert!(output.stderr.contains(limits::OMITTED_DIAGNOSTICS_CODE), "{}", output.stderr);
+    }
+}

@@ -214,6 +214,9 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
                 folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
             }
+            ["instructions", name] if name.ends_with(".md") && !crate::bundle::is_portable_path(name) => {
+                diagnostics.push(unportable_name(&catalogue.label(db), relative));
+            }
             ["instructions", name] if name.ends_with(".md") => {
                 listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
             }
@@ -222,6 +225,15 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
     }
     for ((kind, name), mut members) in folders {
         members.sort_by(|a, b| a.0.cmp(&b.0));
+        // A name that cannot be a portable path could never be delivered (a bundle holding
+        // it fails verification): refused here, before anything is staged, named escaped.
+        if let Some(unportable) = std::iter::once(name.clone())
+            .chain(members.iter().map(|(path, _)| format!("{name}/{path}")))
+            .find(|path| !crate::bundle::is_portable_path(path))
+        {
+            diagnostics.push(unportable_name(&catalogue.label(db), &skill_folder(kind, &unportable)));
+            continue;
+        }
         let entry = members.iter().find(|(path, _)| path == kind.entry_file()).map(|(_, file)| *file);
         let Some(entry) = entry else {
             if kind == SkillKind::Ordinary {
@@ -312,6 +324,17 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
     }
     listing.instructions.sort_by(|a, b| a.id.cmp(&b.id));
     Parsed::new(listing, diagnostics)
+}
+
+/// The error for a catalogue path that cannot be a portable file name (control bytes, a
+/// newline, a space, a reserved device name, …); the path is shown escaped.
+fn unportable_name(label: &str, relative: &str) -> Diagnostic {
+    Diagnostic::error(
+        "unportable-name",
+        format!("`{}` is not a portable name, so it cannot be delivered", sanitize(relative)),
+    )
+    .in_file(sanitize(&format!("{label}/{relative}")))
+    .hint("rename it to letters, digits, `.`, `_` and `-` (not starting with `.`, not a device name like `con`)")
 }
 
 /// The folder of a skill inside its root.
