@@ -278,3 +278,39 @@ fn a_roles_kdl_naming_100000_missing_repositories_gets_a_bounded_report() {
         assert!(output.stderr.contains(limits::OMITTED_DIAGNOSTICS_CODE), "{}", output.stderr);
     }
 }
+
+#[test]
+fn no_control_byte_from_an_estate_reaches_the_terminal() {
+    for byte in control_bytes() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        let (_home, projects) = common::generated_estate(root, 1);
+        let raw = char::from(byte);
+        // A folder name (NUL and `/` cannot be in one), a frontmatter name and value, and a
+        // body line, all holding the raw byte.
+        let skills = projects.join("example/repo0/.agents/skills");
+        if byte != 0 {
+            let folder = skills.join(format!("odd{raw}name"));
+            std::fs::create_dir_all(&folder).expect("odd folder");
+            std::fs::write(folder.join("SKILL.md"), "---\nname: odd\ndescription: Odd.\n---\n\nOdd.\n").expect("skill");
+        }
+        let text = format!("---\nname: skill0{raw}alpha\ndescription: The {raw} skill.\n---\n\nA body {raw} line.\n");
+        std::fs::write(skills.join("skill0-alpha/SKILL.md"), text).expect("skill");
+        std::fs::write(
+            root.join("request.kdl"),
+            "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"root\" root=\"projects/acme/root\"\n}\n",
+        )
+        .expect("request");
+        let context = format!("byte {byte:#04x}");
+        for arguments in [
+            vec!["--home", "home", "--projects-root", "projects"],
+            vec!["--home", "home", "--projects-root", "projects", "-v"],
+            vec!["compose", "request.kdl", "--out", "out", "--projects-root", "projects"],
+        ] {
+            let output = acompose(root, &arguments);
+            assert!(matches!(output.code, 0 | 1), "{context} {arguments:?}: {}", output.stderr);
+            assert_no_raw_control(&output.stdout, &format!("stdout, {context}, {arguments:?}"));
+            assert_no_raw_control(&output.stderr, &format!("stderr, {context}, {arguments:?}"));
+        }
+    }
+}

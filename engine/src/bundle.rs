@@ -349,20 +349,7 @@ pub struct Verified {
     pub files: usize,
 }
 
-/// Whether a bundle path is portable: `[A-Za-z0-9._-]` segments, not `.`/`..`, no
-/// leading dot or trailing dot, not a Windows device name.
-pub fn is_portable_path(path: &str) -> bool {
-    const RESERVED: [&str; 6] = ["con", "prn", "aux", "nul", "com1", "lpt1"];
-    !path.is_empty()
-        && path.split('/').all(|segment| {
-            !segment.is_empty()
-                && !segment.starts_with('.')
-                && !segment.ends_with('.')
-                && segment.len() <= 255
-                && segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
-                && !RESERVED.contains(&segment.split('.').next().unwrap_or_default().to_ascii_lowercase().as_str())
-        })
-}
+pub use crate::portable::is_portable_path;
 
 /// Why a bundle's `manifest.json` or `trace.json` could not be read.
 #[derive(Debug)]

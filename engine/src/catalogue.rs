@@ -214,7 +214,7 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
                 folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
             }
-            ["instructions", name] if name.ends_with(".md") && !crate::bundle::is_portable_path(name) => {
+            ["instructions", name] if name.ends_with(".md") && !crate::portable::is_portable_path(name) => {
                 diagnostics.push(unportable_name(&catalogue.label(db), relative));
             }
             ["instructions", name] if name.ends_with(".md") => {
@@ -229,7 +229,7 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
         // it fails verification): refused here, before anything is staged, named escaped.
         if let Some(unportable) = std::iter::once(name.clone())
             .chain(members.iter().map(|(path, _)| format!("{name}/{path}")))
-            .find(|path| !crate::bundle::is_portable_path(path))
+            .find(|path| !crate::portable::is_portable_path(path))
         {
             diagnostics.push(unportable_name(&catalogue.label(db), &skill_folder(kind, &unportable)));
             continue;

@@ -18,6 +18,7 @@ pub mod estate;
 pub mod limits;
 pub mod people;
 pub mod person;
+pub mod portable;
 pub mod provider;
 pub mod render;
 pub mod request;

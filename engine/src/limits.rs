@@ -51,6 +51,22 @@ pub const ALL: &[Limit] =
 /// every limit can be read in one place.
 pub use crate::diagnostic::{MAX_DIAGNOSTICS_PER_FILE, OMITTED_DIAGNOSTICS_CODE};
 
+/// The limit of a file a package (`in_package`) or a catalogue holds, by its path in its
+/// root, when its kind has one: the loader checks it before reading the file. Other files
+/// (a skill's resources) have no limit of their own.
+pub fn for_file(relative: &str, in_package: bool) -> Option<Limit> {
+    let name = relative.rsplit('/').next().unwrap_or(relative);
+    if !in_package && relative == ".agents/roles.kdl" {
+        Some(ROLES_KDL)
+    } else if name == "SKILL.md" || name == "COMPOSED.md" {
+        Some(SKILL_DOCUMENT)
+    } else if in_package && name.ends_with(".kdl") {
+        Some(KDL_PACKAGE_FILE)
+    } else {
+        None
+    }
+}
+
 impl Limit {
     /// `None` when `length` is within the limit, else the diagnostic that names it.
     pub fn check(self, length: usize, path: &str) -> Option<Diagnostic> {
@@ -114,6 +130,16 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), ALL.len());
+    }
+
+    #[test]
+    fn files_get_the_limit_of_their_kind() {
+        assert_eq!(for_file(".agents/roles.kdl", false), Some(ROLES_KDL));
+        assert_eq!(for_file(".agents/skills/a/SKILL.md", false), Some(SKILL_DOCUMENT));
+        assert_eq!(for_file(".agents/skills/a/notes.kdl", false), None);
+        assert_eq!(for_file("roles/01-builder.kdl", true), Some(KDL_PACKAGE_FILE));
+        assert_eq!(for_file("person.kdl", true), Some(KDL_PACKAGE_FILE));
+        assert_eq!(for_file("definitions/INVARIANT.md", true), None);
     }
 
     #[test]

@@ -221,7 +221,7 @@ fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Resul
     }
     let limit = if name == "trace.json" { limits::BUNDLE_TRACE } else { limits::BUNDLE_MANIFEST };
     let label = path.display().to_string();
-    let bytes = crate::load::read_limited(&path, limit)
+    let bytes = crate::load::read_limited(&path, &label, limit)
         .map_err(|error| format!("cannot read `{}`: {}", path.display(), error_kind(&error)))?
         .map_err(|too_large| format!("`{label}`: {} [{}]", too_large.message, too_large.code))?;
     read_bundle_json(name, &bytes, &label).map_err(|error| match error {
