@@ -215,7 +215,7 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
                 folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
             }
             ["instructions", name] if name.ends_with(".md") && !crate::portable::is_portable_path(name) => {
-                diagnostics.push(unportable_name(&catalogue.label(db), relative));
+                diagnostics.push(unportable_name(catalogue.label(db), relative));
             }
             ["instructions", name] if name.ends_with(".md") => {
                 listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
@@ -230,14 +230,14 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
         // (an editor's `SKILL.md.~1~`) is left out with a warning; both are named escaped
         // and never staged.
         if !crate::portable::is_portable_path(&name) {
-            diagnostics.push(unportable_name(&catalogue.label(db), &skill_folder(kind, &name)));
+            diagnostics.push(unportable_name(catalogue.label(db), &skill_folder(kind, &name)));
             continue;
         }
         members.retain(|(path, _)| {
             let portable = crate::portable::is_portable_path(path);
             if !portable {
                 let relative = skill_folder(kind, &format!("{name}/{path}"));
-                diagnostics.push(unportable_member(&catalogue.label(db), &relative));
+                diagnostics.push(unportable_member(catalogue.label(db), &relative));
             }
             portable
         });
