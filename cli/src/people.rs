@@ -1,11 +1,13 @@
 //! `acompose people …`: durable, reviewed collaborators in a workspace. Parses the
 //! arguments, reads the workspace through the host (`acompose_host::people`), hands bytes to
-//! `acompose_engine::people` and prints its reports. Declarations only: no command here
-//! starts a process or infers runtime activity.
+//! `acompose_engine::people` and prints its reports. Only `start` runs anything: a
+//! reviewed runner, through the host's session runner (`session`).
 
+mod attach;
 mod edit;
 mod import;
 mod resolve;
+mod session;
 
 use std::path::PathBuf;
 
@@ -44,6 +46,14 @@ pub enum PeopleCommand {
     Import(import::ImportArgs),
     /// Preview which Person fills each role of a swarm recipe; nothing is started.
     Resolve(resolve::ResolveArgs),
+    /// List the known runners and where each is installed on PATH.
+    Runners(session::RunnersArgs),
+    /// Review, then start a runner for a Person in a project, in a terminal.
+    Start(Box<session::StartArgs>),
+    /// List session records, newest first; ended processes become `interrupted`.
+    Sessions(session::SessionsArgs),
+    /// Stop a running session: its process group is ended.
+    Stop(session::StopArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -111,6 +121,13 @@ pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
             let json = resolve.json;
             (resolve::run(&resolve), json)
         }
+        PeopleCommand::Runners(runners) => (session::run_runners(&runners), false),
+        PeopleCommand::Start(start) => (session::run_start(&start, terminal), false),
+        PeopleCommand::Sessions(sessions) => {
+            let json = sessions.json;
+            (session::run_sessions(&sessions, terminal), json)
+        }
+        PeopleCommand::Stop(stop) => (session::run_stop(&stop, terminal), false),
     };
     match outcome {
         Ok(()) => exit::SUCCESS,

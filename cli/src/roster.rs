@@ -78,20 +78,20 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     match args.command {
         Some(RosterCommand::Validate(validate)) => {
             let selection = validate.source.selection(validate.core_rules);
-            let source = loader.load(&mut db, &selection);
-            let parsed = acompose_engine::person::person_model(&db, source);
+            let validation = acompose_host::artifact::validate(&mut db, &mut loader, &selection);
+            let diagnostics = &validation.findings.diagnostics;
             if validate.json {
-                print_stdout(&String::from_utf8_lossy(&diagnostics_json(&parsed.diagnostics)));
-            } else if !parsed.diagnostics.is_empty() {
-                let text_of = |path: &str| loader.text_of(&db, path);
-                print_stderr(&render_diagnostics(&parsed.diagnostics, terminal.stderr, &text_of));
+                print_stdout(&String::from_utf8_lossy(&diagnostics_json(diagnostics)));
+            } else if !diagnostics.is_empty() {
+                let text_of = |path: &str| validation.findings.text_of(path);
+                print_stderr(&render_diagnostics(diagnostics, terminal.stderr, &text_of));
             }
-            let model = &parsed.value;
-            if parsed.has_errors() {
+            let model = &validation.model;
+            if validation.has_errors {
                 print_stderr(&format!(
                     "error: `{}` is invalid ({})\n",
                     source_label(&selection),
-                    count_summary(&parsed.diagnostics)
+                    count_summary(diagnostics)
                 ));
                 return exit::INVALID;
             }
@@ -101,7 +101,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
                     model.source,
                     model.roles.len(),
                     model.personalities.len(),
-                    count_summary(&parsed.diagnostics)
+                    count_summary(diagnostics)
                 ));
             }
             exit::SUCCESS

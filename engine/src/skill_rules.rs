@@ -291,10 +291,10 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
                 if !valid {
                     check.findings.push(finding(
                         "skill-allowed-tools-invalid",
-                        FindingLevel::Violation,
+                        FindingLevel::Doubt,
                         value_span,
                         "`allowed-tools` is neither text nor a list of text".to_owned(),
-                        LISTED_WRONGLY,
+                        "the specification makes `allowed-tools` a space-separated list of tool names; a harness may ignore a value of another shape",
                     ));
                 }
             }

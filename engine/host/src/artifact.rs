@@ -20,13 +20,32 @@ pub struct ValidModel {
 
 /// Loads `selection` and validates it: the model, or every diagnostic when it has errors.
 pub fn load_model(db: &mut Database, loader: &mut Loader, selection: &Selection) -> Result<ValidModel, HostError> {
+    let validation = validate(db, loader, selection);
+    if validation.has_errors {
+        return Err(HostError::Diagnostics {
+            subject: "the person source is invalid".to_owned(),
+            findings: validation.findings,
+        });
+    }
+    Ok(ValidModel { model: validation.model, warnings: validation.findings })
+}
+
+/// The outcome of validating a person source: its model (complete as far as the files
+/// allow), every diagnostic with the texts of the files it names, and whether any of them
+/// is an error.
+#[derive(Debug, Clone)]
+pub struct Validation {
+    pub model: PersonModel,
+    pub findings: Findings,
+    pub has_errors: bool,
+}
+
+/// Loads `selection` and applies every roster rule, keeping warnings and errors alike.
+pub fn validate(db: &mut Database, loader: &mut Loader, selection: &Selection) -> Validation {
     let source = loader.load(db, selection);
     let parsed = acompose_engine::person::person_model(db, source);
     let findings = Findings::collect(parsed.diagnostics.clone(), |path| loader.text_of(db, path));
-    if parsed.has_errors() {
-        return Err(HostError::Diagnostics { subject: "the person source is invalid".to_owned(), findings });
-    }
-    Ok(ValidModel { model: parsed.value.clone(), warnings: findings })
+    Validation { model: parsed.value.clone(), has_errors: parsed.has_errors(), findings }
 }
 
 /// Writes the roster artifact of `model` into `out` in one transaction, creating `out`

@@ -1,9 +1,9 @@
 //! The acompose host: every read and write of the disk around the pure engine — loading
 //! packages and catalogues into salsa inputs, the fingerprint cache, transactions and
 //! locks, bundle materialization and verification, estate sessions, the watch loop's
-//! reaction to events and People storage. It never prints, never exits and never reads
-//! the command line: it returns reports and errors as data and tells of progress through
-//! [`Progress`].
+//! reaction to events, People storage and People sessions (records, the PTY runner). It
+//! never prints, never exits and never reads the command line: it returns reports and
+//! errors as data and tells of progress through [`Progress`].
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

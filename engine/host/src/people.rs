@@ -2,6 +2,9 @@
 //! checked and written atomically. The engine validates; this module only refuses
 //! symlinks, bad ids and files in the way, and writes.
 
+pub mod process;
+pub mod session_runner;
+pub mod sessions;
 pub mod storage;
 
 use acompose_engine::people::workspace::{self, PEOPLE_DIRECTORY};

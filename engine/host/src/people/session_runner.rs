@@ -1,0 +1,397 @@
+//! The PTY runner of People sessions: starts a reviewed runner in a pseudo-terminal and
+//! keeps its record truthful until it ends. The runner is its own session and process
+//! group leader (so the whole group can be signalled), works in the project folder and
+//! gets the environment hints of the review. `launching` is written before the spawn and
+//! `running` after it, both under the sessions lock; the end is written when the runner
+//! has exited and its group is empty.
+//!
+//! A [`SessionHandle`] exposes the terminal (reader, writer, resize) and how to stop it;
+//! it does no terminal handling of its own, so the cli and a server use it alike.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acompose_engine::people::session::{self, Ending, MAX_RECORDS, SessionRecord};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, waitid};
+
+use super::process;
+use super::sessions::{Clock, Reviewed, lock, read_record, reconcile_locked, rejected, sessions_folder, write_record};
+use super::storage::{Stop, Workspace};
+use crate::atomic::FileError;
+
+/// The size of a terminal in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TerminalSize {
+    pub rows: u16,
+    pub cols: u16,
+}
+
+impl Default for TerminalSize {
+    fn default() -> Self {
+        Self { rows: 24, cols: 80 }
+    }
+}
+
+impl TerminalSize {
+    fn pty(self) -> PtySize {
+        PtySize { rows: self.rows.max(1), cols: self.cols.max(1), pixel_width: 0, pixel_height: 0 }
+    }
+}
+
+/// How a reviewed start goes ahead.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchOptions {
+    /// The user acknowledged the limits a local PTY cannot enforce.
+    pub acknowledge_unsupported: bool,
+    pub size: TerminalSize,
+    /// The time between SIGTERM and SIGKILL when the session is ended.
+    pub grace: Duration,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        Self { acknowledge_unsupported: false, size: TerminalSize::default(), grace: super::sessions::DEFAULT_GRACE }
+    }
+}
+
+enum Event {
+    /// The runner exited (it is not collected yet).
+    Exited,
+    /// Someone asked to stop the session.
+    Stop,
+}
+
+/// A started session. Call [`SessionHandle::wait`] to see it to its end: that is what
+/// enforces `budget.max_seconds` and writes the final record.
+pub struct SessionHandle {
+    record: SessionRecord,
+    folder: PathBuf,
+    master: Arc<Mutex<Box<dyn MasterPty + Send>>>,
+    child: Box<dyn Child + Send + Sync>,
+    events: Receiver<Event>,
+    sender: Sender<Event>,
+    max_seconds: Option<u64>,
+    grace: Duration,
+    clock: Arc<dyn Clock>,
+    started: Instant,
+    /// Whether the end was recorded (by `wait`, or by the drop of an unwaited handle).
+    concluded: bool,
+}
+
+impl Drop for SessionHandle {
+    /// A handle dropped without `wait` (an error while attaching, a closed connection)
+    /// stops its session rather than leave a runner nobody watches.
+    fn drop(&mut self) {
+        if !self.concluded {
+            let _ = self.conclude(Cause::Stopped);
+        }
+    }
+}
+
+/// Asks a session to stop, from any thread; the session then ends as `stopped`.
+#[derive(Clone)]
+pub struct Stopper {
+    sender: Sender<Event>,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        // A session that already ended has dropped its receiver; nothing to stop.
+        let _ = self.sender.send(Event::Stop);
+    }
+}
+
+/// Resizes a session's terminal, from any thread.
+#[derive(Clone)]
+pub struct Resizer {
+    master: Arc<Mutex<Box<dyn MasterPty + Send>>>,
+}
+
+impl Resizer {
+    pub fn resize(&self, size: TerminalSize) -> Result<(), Stop> {
+        let master = self.master.lock().map_err(|_| terminal_error("the terminal is no longer usable"))?;
+        master.resize(size.pty()).map_err(|error| terminal_error(&format!("cannot resize the terminal: {error}")))
+    }
+}
+
+/// How a session ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The final record as it is on disk.
+    pub record: SessionRecord,
+    /// Whether the runner's process group was empty at the end (nothing it started
+    /// survives).
+    pub group_empty: bool,
+}
+
+fn terminal_error(message: &str) -> Stop {
+    Stop::Io(FileError::new(std::path::Path::new("/dev/ptmx"), message.to_owned()))
+}
+
+/// Starts a reviewed session. Refuses unacknowledged limits and a full sessions folder
+/// before anything is written. Reconciles the folder, writes `launching`, spawns the
+/// runner in a PTY, writes `running` with its pid and start time; a spawn that fails is
+/// recorded as `failed`.
+pub fn start_session(
+    workspace: &Workspace,
+    reviewed: &Reviewed,
+    options: &LaunchOptions,
+    clock: Arc<dyn Clock>,
+) -> Result<SessionHandle, Stop> {
+    reviewed.review.confirm(options.acknowledge_unsupported).map_err(rejected)?;
+    let folder = sessions_folder(workspace, true)?.ok_or_else(|| terminal_error("no sessions folder"))?;
+    let guard = lock(&folder)?;
+    let listing = reconcile_locked(&folder, clock.as_ref())?;
+    let mut refused: Vec<&str> = listing.findings.iter().map(|finding| finding.file.as_str()).collect();
+    refused.dedup();
+    let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
+    if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {
+        return Err(Stop::Invalid(format!(
+            "`{}` is full ({MAX_RECORDS} records); move old records out before starting another session",
+            session::SESSIONS_DIRECTORY
+        )));
+    }
+    let mut record = launching_record(&folder, reviewed, clock.as_ref())?;
+    let spawned = spawn(reviewed, &record.id, options.size);
+    let (master, child) = match spawned {
+        Ok(spawned) => spawned,
+        Err(error) => {
+            let _ = record.end(Ending::SpawnFailed, clock.now());
+            write_record(&folder, &record, false)?;
+            return Err(error);
+        }
+    };
+    let pid = child.process_id().unwrap_or(0);
+    let start = process::stat(pid).ok().flatten().map(|stat| stat.start);
+    let running = start.ok_or(()).and_then(|start| record.mark_running(pid, start).map_err(|_| ()));
+    if running.is_err() {
+        let _ = process::end_group(pid, options.grace);
+        let _ = record.end(Ending::SpawnFailed, clock.now());
+        write_record(&folder, &record, false)?;
+        return Err(terminal_error("the runner started but its process could not be observed"));
+    }
+    if let Err(error) = write_record(&folder, &record, false) {
+        // A runner whose record cannot say `running` is not left running.
+        let _ = process::end_group(pid, options.grace);
+        return Err(error);
+    }
+    drop(guard);
+    let (sender, events) = mpsc::channel();
+    watch_exit(pid, sender.clone());
+    Ok(SessionHandle {
+        record,
+        folder,
+        master: Arc::new(Mutex::new(master)),
+        child,
+        events,
+        sender,
+        max_seconds: reviewed.review.max_seconds,
+        grace: options.grace,
+        clock,
+        started: Instant::now(),
+        concluded: false,
+    })
+}
+
+/// Writes the `launching` record under a new id (another nonce when the name is taken).
+fn launching_record(folder: &std::path::Path, reviewed: &Reviewed, clock: &dyn Clock) -> Result<SessionRecord, Stop> {
+    let now = clock.now();
+    for attempt in 0..16u32 {
+        let Some(id) = session::session_id(&now, &reviewed.review.person_id, nonce(attempt)) else {
+            break;
+        };
+        let record = SessionRecord::launching(reviewed.review.launch(&id, now.clone()));
+        if write_record(folder, &record, true)? {
+            return Ok(record);
+        }
+    }
+    Err(Stop::Invalid("no free session id could be found; try again".to_owned()))
+}
+
+/// A random number from the standard library's per-process hash keys.
+fn nonce(attempt: u32) -> u32 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u32(attempt);
+    hasher.write_u32(std::process::id());
+    let value = hasher.finish();
+    u32::try_from(value & u64::from(u32::MAX)).unwrap_or_default()
+}
+
+type Spawned = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>);
+
+/// Opens a PTY and spawns the reviewed argv in it: `argv[0]` is the binary found on
+/// `PATH`, the rest is exactly the review's.
+fn spawn(reviewed: &Reviewed, session_id: &str, size: TerminalSize) -> Result<Spawned, Stop> {
+    let failed = |message: String| Stop::Io(FileError::new(&reviewed.program, message));
+    let pair = native_pty_system()
+        .openpty(size.pty())
+        .map_err(|error| terminal_error(&format!("cannot open a terminal for the runner: {error}")))?;
+    let mut argv = vec![reviewed.program.clone().into_os_string()];
+    argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
+    let mut command = CommandBuilder::from_argv(argv);
+    command.cwd(&reviewed.project_folder);
+    for (name, value) in reviewed.review.environment(session_id) {
+        command.env(name, value);
+    }
+    let child = pair
+        .slave
+        .spawn_command(command)
+        .map_err(|error| failed(format!("cannot start `{}`: {error}", reviewed.program.display())))?;
+    // The runner holds the terminal's other end now; ours would keep it open forever.
+    drop(pair.slave);
+    Ok((pair.master, child))
+}
+
+/// Tells `sender` when `pid` has exited, without collecting it: the pid stays taken
+/// until the end is recorded, so no reconciliation can mistake it for gone.
+fn watch_exit(pid: u32, sender: Sender<Event>) {
+    std::thread::spawn(move || {
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            while let Err(rustix::io::Errno::INTR) =
+                waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT)
+            {}
+        }
+        let _ = sender.send(Event::Exited);
+    });
+}
+
+/// How the wait ended before the runner was collected.
+#[derive(Clone, Copy)]
+enum Cause {
+    Exited,
+    Stopped,
+    TimedOut,
+}
+
+impl SessionHandle {
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// The record as written when the runner started (`running`).
+    pub fn record(&self) -> &SessionRecord {
+        &self.record
+    }
+
+    /// A reader of the terminal's output. Reading ends (EOF or an error) once the
+    /// runner and everything it started have exited.
+    pub fn reader(&self) -> Result<Box<dyn Read + Send>, Stop> {
+        let master = self.master.lock().map_err(|_| terminal_error("the terminal is no longer usable"))?;
+        master.try_clone_reader().map_err(|error| terminal_error(&format!("cannot read the terminal: {error}")))
+    }
+
+    /// The writer of the terminal's input; it can be taken once.
+    pub fn take_writer(&self) -> Result<Box<dyn Write + Send>, Stop> {
+        let master = self.master.lock().map_err(|_| terminal_error("the terminal is no longer usable"))?;
+        master.take_writer().map_err(|error| terminal_error(&format!("cannot write to the terminal: {error}")))
+    }
+
+    pub fn resizer(&self) -> Resizer {
+        Resizer { master: Arc::clone(&self.master) }
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper { sender: self.sender.clone() }
+    }
+
+    /// Waits for the session to end and records how: `completed`/`failed` when the
+    /// runner exits on its own (ended by SIGINT, the terminal's Ctrl-C, counts as
+    /// `stopped`), `timed_out` when `max_seconds` runs out, `stopped` when a
+    /// [`Stopper`] asked. Ending sends SIGTERM to the runner's group, then SIGKILL after
+    /// the grace period; whatever of the group is left when the runner exits is ended
+    /// the same way. A record another process already ended (`people stop`) is kept.
+    pub fn wait(mut self) -> Result<Finished, Stop> {
+        let cause = self.wait_for_cause();
+        self.conclude(cause)
+    }
+
+    /// Ends what is left of the runner's group, collects the runner and writes the end.
+    fn conclude(&mut self, cause: Cause) -> Result<Finished, Stop> {
+        self.concluded = true;
+        let group = self.record.pid.unwrap_or(0);
+        if !matches!(cause, Cause::Exited) {
+            self.end_runner(group);
+        }
+        let group_empty = process::end_group(group, self.grace).unwrap_or(false);
+        let guard = lock(&self.folder)?;
+        let exit_code = self.collect();
+        let ending = match (cause, exit_code) {
+            (Cause::Exited, Some(code)) if code == 128 + Signal::INT.as_raw() => Ending::Stopped { exit_code },
+            (Cause::Exited, Some(code)) => Ending::Exited { exit_code: code },
+            (Cause::Exited, None) => Ending::Interrupted,
+            (Cause::Stopped, _) => Ending::Stopped { exit_code },
+            (Cause::TimedOut, _) => Ending::TimedOut { exit_code },
+        };
+        let on_disk = read_record(&self.folder, &self.record.id).ok().flatten();
+        let record = match on_disk {
+            Some(record) if record.status.is_terminal() => record,
+            _ => {
+                let mut record = self.record.clone();
+                record.end(ending, self.clock.now()).map_err(|error| Stop::Invalid(error.message().to_owned()))?;
+                write_record(&self.folder, &record, false)?;
+                record
+            }
+        };
+        drop(guard);
+        Ok(Finished { record, group_empty })
+    }
+
+    fn wait_for_cause(&self) -> Cause {
+        let event = match self.max_seconds.map(|seconds| self.started + Duration::from_secs(seconds)) {
+            Some(deadline) => match self.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => return Cause::TimedOut,
+                Err(RecvTimeoutError::Disconnected) => return Cause::Exited,
+            },
+            None => self.events.recv().unwrap_or(Event::Exited),
+        };
+        match event {
+            Event::Exited => Cause::Exited,
+            Event::Stop => Cause::Stopped,
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after the grace period if the runner has not
+    /// exited, then waits (bounded) for its exit.
+    fn end_runner(&self, group: u32) {
+        let _ = process::signal_group(group, Signal::TERM);
+        if self.exited_within(self.grace) {
+            return;
+        }
+        let _ = process::signal_group(group, Signal::KILL);
+        self.exited_within(self.grace);
+    }
+
+    fn exited_within(&self, limit: Duration) -> bool {
+        let until = Instant::now() + limit;
+        loop {
+            match self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Event::Exited) => return true,
+                Ok(Event::Stop) => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Collects the runner's exit status: its code, or 128 + the signal that ended it.
+    fn collect(&mut self) -> Option<i32> {
+        let child: &mut dyn Child = self.child.as_mut();
+        if let Some(child) = child.downcast_mut::<std::process::Child>() {
+            use std::os::unix::process::ExitStatusExt as _;
+            let status = match child.try_wait() {
+                Ok(Some(status)) => status,
+                _ => return None,
+            };
+            return status.code().or_else(|| status.signal().map(|signal| 128 + signal));
+        }
+        match self.child.try_wait() {
+            Ok(Some(status)) => i32::try_from(status.exit_code()).ok(),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! People sessions on disk: the records folder `<workspace>/.agent-toolkit/sessions/`, its
+//! lock, listing with reconciliation, runner discovery on `PATH`, the start review and
+//! `stop`. The engine decides (`people::session`, `people::start`); this module reads the
+//! clock (through [`Clock`]), the process table and the files, and writes the records.
+//! Starting the runner itself is `session_runner`.
+//!
+//! Every write happens under the folder's lock (`.acompose.lock`): a launcher holds it
+//! from writing `launching` until writing `running`, so a `launching` record found under
+//! the lock was left by a launcher that died.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, Metadata};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use acompose_engine::people::runner::{RUNNERS, Runner, runner};
+use acompose_engine::people::session::{
+    self, Ending, Interruption, MAX_RECORD_BYTES, MAX_RECORDS, SESSIONS_DIRECTORY, SessionRecord, Status, Timestamp,
+    check_record, checked_record_bytes, processes_to_observe, reconcile,
+};
+use acompose_engine::people::start::{StartRejection, StartRequest, StartReview, review_start};
+use acompose_engine::people::{Finding, Roster, SourceFile, is_slug, printable};
+
+use super::storage::{Stop, Workspace};
+use super::{checked_id, existing_person, process};
+use crate::atomic::{At as _, FileError};
+use crate::transaction;
+
+/// How long a command waits for another writer of the sessions folder.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time between SIGTERM and SIGKILL when a session is ended.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+/// The folder of the Agent Toolkit inside a workspace.
+const TOOLKIT_DIRECTORY: &str = ".agent-toolkit";
+/// The folder of project links inside a workspace.
+pub const PROJECTS_DIRECTORY: &str = "projects";
+
+/// Where the time of a record comes from. The driver reads the system clock; tests pass
+/// a fixed one.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// The system clock, in whole UTC seconds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let seconds = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+        Timestamp::from_unix_seconds(seconds)
+    }
+}
+
+/// A clock that always reads the same time.
+#[derive(Debug, Clone)]
+pub struct FixedClock(pub Timestamp);
+
+impl Clock for FixedClock {
+    fn now(&self) -> Timestamp {
+        self.0.clone()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The records folder
+
+/// The sessions folder of a workspace, checked: neither `.agent-toolkit` nor `sessions`
+/// may be a symlink. `create` makes the missing folders; otherwise a missing folder is
+/// `None`.
+pub fn sessions_folder(workspace: &Workspace, create: bool) -> Result<Option<PathBuf>, Stop> {
+    workspace.refuse_symlinks(&[TOOLKIT_DIRECTORY, SESSIONS_DIRECTORY])?;
+    if create {
+        workspace.storage_folder(TOOLKIT_DIRECTORY)?;
+        return workspace.storage_folder(SESSIONS_DIRECTORY).map(Some);
+    }
+    let path = workspace.path(SESSIONS_DIRECTORY);
+    match fs::symlink_metadata(&path) {
+        Ok(metadata) if metadata.is_dir() => Ok(Some(path)),
+        Ok(_) => Err(Stop::Io(FileError::new(&path, format!("`{}` is not a folder", path.display())))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(Stop::Io(FileError::caused(&path, format!("cannot inspect `{}`", path.display()), error))),
+    }
+}
+
+/// Takes the lock of the sessions folder.
+pub fn lock(folder: &Path) -> Result<transaction::Lock, Stop> {
+    transaction::lock(folder, LOCK_TIMEOUT).map_err(|error| match error {
+        transaction::TransactionError::LockTimeout { path, .. } => Stop::Io(FileError::new(
+            &path,
+            format!("another command is writing session records (`{}` stayed locked)", path.display()),
+        )),
+        other => Stop::Io(FileError::new(folder, other.to_string())),
+    })
+}
+
+/// Reads the files of the sessions folder for the engine. Dot files are the lock and
+/// temporaries; symlinks and folders are refused; at most `MAX_RECORDS + 1` other names
+/// are taken, and above `MAX_RECORDS` none is read (the engine refuses the folder).
+fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Finding>), Stop> {
+    let listing = fs::read_dir(folder).at(folder, || format!("cannot list `{}`", folder.display()))?;
+    let mut names = Vec::new();
+    for item in listing {
+        let item = item.at(folder, || format!("cannot list `{}`", folder.display()))?;
+        let name = item.file_name().to_string_lossy().into_owned();
+        if !name.starts_with('.') {
+            names.push(name);
+        }
+        if names.len() > MAX_RECORDS {
+            let files = names.into_iter().map(|name| SourceFile::new(name, Vec::new())).collect();
+            return Ok((files, Vec::new()));
+        }
+    }
+    names.sort();
+    let mut files = Vec::new();
+    let mut refused = Vec::new();
+    for name in names {
+        let relative = format!("{SESSIONS_DIRECTORY}/{}", printable(&name));
+        let path = folder.join(&name);
+        let metadata = fs::symlink_metadata(&path).at(&path, || format!("cannot inspect `{}`", path.display()))?;
+        if metadata.file_type().is_symlink() {
+            refused.push(Finding::symlink_refused(&relative));
+        } else if !metadata.is_file() {
+            refused.push(Finding::error("not-a-record", &relative, "only session record files belong here"));
+        } else {
+            files.push(SourceFile::new(name, read_record_file(&path, &metadata)?));
+        }
+    }
+    Ok((files, refused))
+}
+
+/// Reads at most `MAX_RECORD_BYTES + 1` bytes of a file found to be a regular file,
+/// refusing a swap between the inspection and the open.
+fn read_record_file(path: &Path, inspected: &Metadata) -> Result<Vec<u8>, Stop> {
+    let file = File::open(path).at(path, || format!("cannot open `{}`", path.display()))?;
+    let opened = file.metadata().at(path, || format!("cannot inspect `{}`", path.display()))?;
+    if !same_file(inspected, &opened) {
+        return Err(Stop::Io(FileError::new(path, format!("`{}` changed while it was read", path.display()))));
+    }
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(MAX_RECORD_BYTES + 1).unwrap_or(u64::MAX);
+    file.take(limit).read_to_end(&mut bytes).at(path, || format!("cannot read `{}`", path.display()))?;
+    Ok(bytes)
+}
+
+#[cfg(unix)]
+fn same_file(left: &Metadata, right: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    left.dev() == right.dev() && left.ino() == right.ino() && right.is_file()
+}
+
+#[cfg(not(unix))]
+fn same_file(_left: &Metadata, right: &Metadata) -> bool {
+    right.is_file()
+}
+
+/// Writes `record` into `folder`: a new file when `create` (false if the name is taken),
+/// else over the existing one. Only bytes a later listing accepts are written.
+pub(crate) fn write_record(folder: &Path, record: &SessionRecord, create: bool) -> Result<bool, Stop> {
+    let bytes = checked_record_bytes(record).map_err(Stop::Findings)?;
+    let name = record.file_name();
+    let target = folder.join(&name);
+    if fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return Err(Stop::Findings(vec![Finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
+    }
+    if create {
+        return Ok(crate::atomic::create_new(folder, &name, &bytes)?);
+    }
+    crate::atomic::replace(folder, &name, &bytes)?;
+    Ok(true)
+}
+
+/// Reads one record of the folder by id, `None` when there is no such file.
+pub(crate) fn read_record(folder: &Path, id: &str) -> Result<Option<SessionRecord>, Stop> {
+    let name = format!("{id}.json");
+    let path = folder.join(&name);
+    let metadata = match fs::symlink_metadata(&path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(Stop::Io(FileError::caused(&path, format!("cannot inspect `{}`", path.display()), error)));
+        }
+    };
+    if metadata.file_type().is_symlink() {
+        return Err(Stop::Findings(vec![Finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
+    }
+    let bytes = read_record_file(&path, &metadata)?;
+    check_record(&name, &bytes).map(Some).map_err(Stop::Findings)
+}
+
+// ---------------------------------------------------------------------------------------
+// Listing and reconciliation
+
+/// The records of a workspace, newest first, after reconciliation.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Valid records, newest first, as they are on disk now (interruptions applied).
+    pub records: Vec<SessionRecord>,
+    /// What was wrong with the files that were not read as records; they are left as
+    /// they are.
+    pub findings: Vec<Finding>,
+    /// The records this listing changed to `interrupted`.
+    pub interruptions: Vec<Interruption>,
+}
+
+/// Lists the sessions of a workspace and reconciles them: active records whose process
+/// is gone (or whose pid now names a process with another start time) become
+/// `interrupted` on disk. A workspace without a sessions folder has no sessions.
+pub fn list_sessions(workspace: &Workspace, clock: &dyn Clock) -> Result<Listing, Stop> {
+    let Some(folder) = sessions_folder(workspace, false)? else {
+        return Ok(Listing::default());
+    };
+    let _lock = lock(&folder)?;
+    reconcile_locked(&folder, clock)
+}
+
+/// Reads, reconciles and writes back, with the folder's lock held by the caller.
+pub(crate) fn reconcile_locked(folder: &Path, clock: &dyn Clock) -> Result<Listing, Stop> {
+    let (files, refused) = read_folder(folder)?;
+    let listing = session::read_records(&files, refused);
+    let mut observations = std::collections::BTreeMap::new();
+    for (id, pid) in processes_to_observe(&listing.records) {
+        let observation = process::observe(pid).map_err(|error| {
+            Stop::Io(FileError::caused(Path::new("/proc"), format!("cannot look up process {pid}"), error))
+        })?;
+        observations.insert(id.to_owned(), observation);
+    }
+    let interruptions = reconcile(&listing.records, &observations, &clock.now());
+    for interruption in &interruptions {
+        write_record(folder, &interruption.record, false)?;
+    }
+    let records = listing
+        .records
+        .into_iter()
+        .map(|record| {
+            interruptions
+                .iter()
+                .find(|interruption| interruption.record.id == record.id)
+                .map_or(record, |interruption| interruption.record.clone())
+        })
+        .collect();
+    Ok(Listing { records, findings: listing.findings, interruptions })
+}
+
+// ---------------------------------------------------------------------------------------
+// Runners on PATH
+
+/// One row of the runner table and where its binary was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundRunner {
+    pub runner: &'static Runner,
+    /// The first executable file named like the runner's binary on `PATH`, if any.
+    pub path: Option<PathBuf>,
+}
+
+/// Every row of the runner table with its binary looked up on `path_variable` (the
+/// value of `PATH`, passed in by the caller).
+pub fn discover_runners(path_variable: Option<&OsStr>) -> Vec<FoundRunner> {
+    RUNNERS.iter().map(|runner| FoundRunner { runner, path: find_binary(runner.binary, path_variable) }).collect()
+}
+
+/// The first executable regular file called `binary` in the folders of `path_variable`.
+/// Empty and relative entries are skipped: a runner is never taken from the current
+/// folder by accident.
+pub fn find_binary(binary: &str, path_variable: Option<&OsStr>) -> Option<PathBuf> {
+    let path_variable = path_variable?;
+    std::env::split_paths(path_variable)
+        .filter(|folder| folder.is_absolute())
+        .map(|folder| folder.join(binary))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|metadata| metadata.is_file())
+}
+
+// ---------------------------------------------------------------------------------------
+// The start review
+
+/// What a user asks to start (the cli's flags, or a request to the server).
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub person_id: String,
+    pub project_id: String,
+    pub runner: String,
+    pub model: Option<String>,
+    /// The one-time task: it reaches the prompt and argv and is written nowhere.
+    pub task: Option<String>,
+}
+
+/// A start review with what the driver resolved for it.
+#[derive(Debug, Clone)]
+pub struct Reviewed {
+    pub review: StartReview,
+    /// The runner's binary as found on `PATH`; `review.argv[0]` names it.
+    pub program: PathBuf,
+    /// The project folder (`review.cwd`), canonical.
+    pub project_folder: PathBuf,
+}
+
+/// Builds the review of a start without writing anything: the Person must exist and be
+/// active, `projects/<project>` must be a link to an existing folder, the runner must be
+/// in the table and on `path_variable`, the model one the runner takes.
+pub fn review_session(
+    workspace: &Workspace,
+    options: &StartOptions,
+    path_variable: Option<&OsStr>,
+) -> Result<Reviewed, Stop> {
+    let person = existing_person(workspace, checked_id(&options.person_id)?)?;
+    let roster = Roster { people: vec![person], ..Roster::default() };
+    // The engine checks everything but the folder and PATH; a dry review with a
+    // placeholder folder reports those rejections first, before the disk is asked.
+    let mut request = StartRequest {
+        person_id: &options.person_id,
+        project_id: &options.project_id,
+        project_folder: "/",
+        runner: &options.runner,
+        model: options.model.as_deref(),
+        task: options.task.as_deref(),
+    };
+    review_start(&roster, &request).map_err(rejected)?;
+    let project_folder = project_folder(workspace, &options.project_id)?;
+    let Some(runner) = runner(&options.runner) else {
+        return Err(rejected(StartRejection::UnknownRunner));
+    };
+    let Some(program) = find_binary(runner.binary, path_variable) else {
+        return Err(Stop::Invalid(format!(
+            "the runner `{}` is not installed: no executable `{}` was found on PATH",
+            runner.name, runner.binary
+        )));
+    };
+    let folder_text = project_folder
+        .to_str()
+        .ok_or_else(|| Stop::Invalid(format!("the folder of project `{}` is not a UTF-8 path", options.project_id)))?;
+    request.project_folder = folder_text;
+    let review = review_start(&roster, &request).map_err(rejected)?;
+    Ok(Reviewed { review, program, project_folder })
+}
+
+/// A start rejection as the stop the cli and the server report.
+pub fn rejected(rejection: StartRejection) -> Stop {
+    Stop::Invalid(rejection.message().to_owned())
+}
+
+/// Resolves `projects/<project_id>`: it must be a symlink to an existing folder (and
+/// `projects` itself a real folder). Returns the canonical folder.
+pub fn project_folder(workspace: &Workspace, project_id: &str) -> Result<PathBuf, Stop> {
+    if !is_slug(project_id) {
+        return Err(rejected(StartRejection::InvalidProjectId));
+    }
+    workspace.refuse_symlinks(&[PROJECTS_DIRECTORY])?;
+    let link = workspace.path(&format!("{PROJECTS_DIRECTORY}/{project_id}"));
+    let not_a_link = || {
+        Stop::Invalid(format!(
+            "`{PROJECTS_DIRECTORY}/{project_id}` must be a symbolic link to the project's folder; \
+             create it with `ln -s /path/to/project {PROJECTS_DIRECTORY}/{project_id}`"
+        ))
+    };
+    match fs::symlink_metadata(&link) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {}
+        _ => return Err(not_a_link()),
+    }
+    let target = fs::canonicalize(&link).map_err(|_| {
+        Stop::Invalid(format!("`{PROJECTS_DIRECTORY}/{project_id}` is a link to something that does not exist"))
+    })?;
+    if !target.is_dir() {
+        return Err(Stop::Invalid(format!("`{PROJECTS_DIRECTORY}/{project_id}` is a link to a file, not a folder")));
+    }
+    Ok(target)
+}
+
+// ---------------------------------------------------------------------------------------
+// Stopping a session from another process
+
+/// What `stop` did.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    /// The record as written (`stopped`), or as found when it had already ended.
+    pub record: SessionRecord,
+    /// False when the session had already ended; nothing was signalled.
+    pub signalled: bool,
+    /// Whether the runner's process group was empty afterwards.
+    pub group_empty: bool,
+}
+
+/// Stops a running session: its record becomes `stopped` (under the lock, after
+/// reconciliation so a dead or reused pid is never signalled), then its process group
+/// gets SIGTERM and, after `grace`, SIGKILL. A session that already ended is left as it
+/// is.
+pub fn stop_session(workspace: &Workspace, id: &str, clock: &dyn Clock, grace: Duration) -> Result<Stopped, Stop> {
+    if !session::is_session_id(id) {
+        return Err(Stop::Invalid(format!("`{}` is not a session id", printable(id))));
+    }
+    let no_session = || Stop::Invalid(format!("there is no session `{id}` in `{SESSIONS_DIRECTORY}/`"));
+    let folder = sessions_folder(workspace, false)?.ok_or_else(no_session)?;
+    let guard = lock(&folder)?;
+    let listing = reconcile_locked(&folder, clock)?;
+    let mut record = match listing.records.into_iter().find(|record| record.id == id) {
+        Some(record) => record,
+        None => {
+            // A refused record is reported as such rather than as missing.
+            read_record(&folder, id)?;
+            return Err(no_session());
+        }
+    };
+    let Some(group) = record.pid.filter(|_| record.status == Status::Running) else {
+        return Ok(Stopped { record, signalled: false, group_empty: true });
+    };
+    record
+        .end(Ending::Stopped { exit_code: None }, clock.now())
+        .map_err(|error| Stop::Invalid(error.message().to_owned()))?;
+    write_record(&folder, &record, false)?;
+    drop(guard);
+    let group_empty = process::end_group(group, grace)
+        .map_err(|error| Stop::Io(FileError::caused(&folder, format!("cannot signal process group {group}"), error)))?;
+    Ok(Stopped { record, signalled: true, group_empty })
+}
