@@ -173,10 +173,21 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
         if entry.path_is_symlink() {
             problems.push(format!("{relative}: is a symbolic link"));
         } else if entry.file_type().is_file() {
-            match std::fs::read(entry.path()) {
-                Ok(bytes) => {
+            // The manifest and the trace have size limits: checked before they are read.
+            let limit = match relative.as_str() {
+                "manifest.json" => Some(limits::BUNDLE_MANIFEST),
+                "trace.json" => Some(limits::BUNDLE_TRACE),
+                _ => None,
+            };
+            let read = match limit {
+                Some(limit) => crate::load::read_limited(entry.path(), &relative, limit),
+                None => std::fs::read(entry.path()).map(Ok),
+            };
+            match read {
+                Ok(Ok(bytes)) => {
                     files.insert(relative, bytes);
                 }
+                Ok(Err(too_large)) => problems.push(format!("{relative}: {}", too_large.message)),
                 Err(error) => problems.push(format!("{relative}: {}", error_kind(&error))),
             }
         } else if !entry.file_type().is_dir() {

@@ -599,3 +599,23 @@ pub fn read_limited(
     file.take(limit.bytes as u64 + 1).read_to_end(&mut bytes)?;
     Ok(limit.check(bytes.len(), label).map_or(Ok(bytes), Err))
 }
+
+#[cfg(test)]
+mod limited_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_its_limit_is_refused_by_its_size() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let limit = acompose_engine::limits::REQUEST_KDL;
+        let path = temporary.path().join("request.kdl");
+        // Sparse: a size over the limit whose bytes were never written, so refusing it
+        // by its size costs nothing.
+        std::fs::File::create(&path).and_then(|file| file.set_len(limit.bytes as u64 * 64)).expect("sparse file");
+        let refused = read_limited(&path, "request.kdl", limit).expect("opened");
+        assert_eq!(refused.map_err(|diagnostic| diagnostic.code), Err(limit.code));
+        std::fs::write(&path, "compose {}\n").expect("small file");
+        let read = read_limited(&path, "request.kdl", limit).expect("opened");
+        assert_eq!(read.ok().as_deref(), Some(&b"compose {}\n"[..]));
+    }
+}
