@@ -131,6 +131,7 @@ fn killed_convergences_leave_one_generation_and_recover_without_debris() {
     let mut moments = Moments(0x5eed_0018);
     let mut interrupted = 0;
     let mut mid_commit_kills = 0;
+    let mut torn_kills = 0;
     let mut round = 0;
     while interrupted < CONVERGENCE_KILLS && round < 3 * CONVERGENCE_KILLS {
         round += 1;
@@ -145,10 +146,9 @@ fn killed_convergences_leave_one_generation_and_recover_without_debris() {
         let (code, _, stderr) = run(root, &BARE);
         assert_eq!(code, 0, "{context}: the recovery run succeeds: {stderr}");
         let recovered = generation(&home);
-        assert!(
-            torn_until_recovery || after_kill == previous || after_kill == recovered,
-            "{context}: all old or all new: {after_kill:?}"
-        );
+        let one_generation = after_kill == previous || after_kill == recovered;
+        assert!(torn_until_recovery || one_generation, "{context}: all old or all new: {after_kill:?}");
+        torn_kills += usize::from(!one_generation);
         assert_consistent(&home, &context);
         assert_eq!(debris(&home), Vec::<PathBuf>::new(), "{context}: nothing left over");
         let (code, stdout, stderr) = run(root, &BARE);
@@ -156,7 +156,10 @@ fn killed_convergences_leave_one_generation_and_recover_without_debris() {
         assert!(stdout.contains("0 written"), "{context}: the next run writes nothing: {stdout}");
     }
     assert_eq!(interrupted, CONVERGENCE_KILLS, "kills that interrupted a run, in {round} rounds");
-    eprintln!("{interrupted} kills in {round} rounds, {mid_commit_kills} inside the output transaction");
+    eprintln!(
+        "{interrupted} kills in {round} rounds: {mid_commit_kills} inside the output transaction, \
+         {torn_kills} of them between its first and last rename"
+    );
 }
 
 /// Every folder in `out` is a whole bundle that verifies; returns how many.

@@ -234,6 +234,9 @@ struct Journal<'a> {
     actions: Vec<Action>,
     backups: usize,
     temporaries: usize,
+    /// Whether anything outside the journal folder was changed (a folder created, a file
+    /// moved or renamed): only then is a rollback a restore.
+    changed: bool,
 }
 
 impl Journal<'_> {
@@ -373,11 +376,23 @@ fn plan<'a>(root: &Path, files: &'a [OutputFile], root_exists: bool) -> Result<P
     Ok(Plan { writes, removals, unchanged, record, record_changed })
 }
 
+/// A file ready to be swapped in: its temporary is written and flushed, and a backup
+/// name is reserved when an old file must be moved aside.
+struct Staged {
+    path: String,
+    temporary: PathBuf,
+    backup: Option<String>,
+}
+
 impl Journal<'_> {
-    /// Writes one file: missing folders (one level at a time, journaled), a temporary in
-    /// the journal folder, the old file moved aside, the temporary renamed into place.
-    fn write_file(&mut self, file: &OutputFile, exists: bool, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let target = self.root.join(&file.path);
+    /// Stages one file: missing folders (one level at a time, journaled), then a flushed
+    /// temporary in the journal folder. Nothing visible changes yet.
+    fn stage_file(
+        &mut self,
+        file: &OutputFile,
+        exists: bool,
+        hooks: &mut dyn Hooks,
+    ) -> Result<Staged, TransactionError> {
         let mut prefix = String::new();
         let segments: Vec<&str> = file.path.split('/').collect();
         for segment in &segments[..segments.len() - 1] {
@@ -387,9 +402,10 @@ impl Journal<'_> {
             prefix.push_str(segment);
             let folder = self.root.join(&prefix);
             if !folder.is_dir() {
-                self.record(Action::CreatedDirectory(prefix.clone()), hooks)?;
+                self.record_all(vec![Action::CreatedDirectory(prefix.clone())], hooks)?;
                 hooks.before(Step::CreateDirectory(&folder)).map_err(io_error(&folder))?;
                 fs::create_dir(&folder).map_err(io_error(&folder))?;
+                self.changed = true;
             }
         }
         // Temporaries live in the journal folder, which this run created: nothing
@@ -399,25 +415,53 @@ impl Journal<'_> {
         let temporary = self.next_temporary();
         hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
         crate::atomic::write_new_synced(&temporary, &file.bytes).map_err(io_error(&temporary))?;
-        if exists {
-            let backup = self.next_backup();
-            self.record(Action::Replaced(file.path.clone(), backup.clone()), hooks)?;
-            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-            fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))?;
-        } else {
-            self.record(Action::Created(file.path.clone()), hooks)?;
-        }
-        hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
-        fs::rename(&temporary, &target).map_err(io_error(&target))
+        let backup = exists.then(|| self.next_backup());
+        Ok(Staged { path: file.path.clone(), temporary, backup })
     }
 
-    /// Removes one file by moving it into the journal folder.
-    fn remove_file(&mut self, path: &str, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let target = self.root.join(path);
-        let backup = self.next_backup();
-        self.record(Action::Removed(path.to_owned(), backup.clone()), hooks)?;
-        hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-        fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))
+    /// Journals several actions with one write and one flush (each undo tolerates an
+    /// action that never happened, so intent may be journaled ahead of the steps).
+    fn record_all(&mut self, actions: Vec<Action>, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        if actions.is_empty() {
+            return Ok(());
+        }
+        let path = self.directory.join("journal");
+        self.open(hooks)?;
+        hooks.before(Step::Journal).map_err(io_error(&path))?;
+        let text: String = actions.iter().map(Action::line).collect();
+        if let Some(file) = self.file.as_mut() {
+            file.write_all(text.as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
+        }
+        self.actions.extend(actions);
+        Ok(())
+    }
+
+    /// Swaps staged files in and moves removed ones aside, back to back: every step was
+    /// journaled before, so the outputs are mid-change for as short a time as renames take.
+    fn swap(
+        &mut self,
+        staged: &[Staged],
+        removals: &[(String, String)],
+        hooks: &mut dyn Hooks,
+    ) -> Result<(), TransactionError> {
+        for file in staged {
+            let target = self.root.join(&file.path);
+            if let Some(backup) = &file.backup {
+                hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+                fs::rename(&target, self.directory.join(backup)).map_err(io_error(&target))?;
+                self.changed = true;
+            }
+            hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
+            fs::rename(&file.temporary, &target).map_err(io_error(&target))?;
+            self.changed = true;
+        }
+        for (path, backup) in removals {
+            let target = self.root.join(path);
+            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+            fs::rename(&target, self.directory.join(backup)).map_err(io_error(&target))?;
+            self.changed = true;
+        }
+        Ok(())
     }
 }
 
@@ -507,6 +551,7 @@ pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Res
         actions: Vec::new(),
         backups: 0,
         temporaries: 0,
+        changed: false,
     };
     let mut created_root = false;
     let mut removed = Vec::new();
@@ -516,21 +561,32 @@ pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Res
             fs::create_dir_all(root).map_err(io_error(root))?;
             created_root = true;
         }
+        // Stage every file, journal every swap in one write, then swap them all.
+        let mut staged = Vec::new();
+        let mut removals = Vec::new();
         for (plan, part) in plans.iter_mut().zip(parts) {
             for (file, exists, counted) in &plan.writes {
-                journal.write_file(file, *exists, hooks)?;
+                staged.push(journal.stage_file(file, *exists, hooks)?);
                 if *counted {
                     plan.outcome.written.push(relative_to(part.folder, &file.path));
                 }
             }
-        }
-        for (plan, part) in plans.iter_mut().zip(parts) {
             for path in &plan.removals {
-                journal.remove_file(path, hooks)?;
+                removals.push((path.clone(), journal.next_backup()));
                 plan.outcome.removed.push(relative_to(part.folder, path));
                 removed.push(path.clone());
             }
         }
+        let mut intent: Vec<Action> = staged
+            .iter()
+            .map(|file| match &file.backup {
+                Some(backup) => Action::Replaced(file.path.clone(), backup.clone()),
+                None => Action::Created(file.path.clone()),
+            })
+            .collect();
+        intent.extend(removals.iter().map(|(path, backup)| Action::Removed(path.clone(), backup.clone())));
+        journal.record_all(intent, hooks)?;
+        journal.swap(&staged, &removals, hooks)?;
         journal.record(Action::Committed, hooks)?;
         Ok(())
     })();
@@ -549,7 +605,7 @@ pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Res
                 let _ = fs::remove_dir(root);
             }
             if let TransactionError::Io { restored, .. } = &mut error {
-                *restored = !journal.actions.is_empty() || created_root;
+                *restored = journal.changed || created_root;
             }
             Err(error)
         }
