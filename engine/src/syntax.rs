@@ -125,11 +125,7 @@ fn too_deep(text: &str) -> Option<TooDeep> {
                     return Some(TooDeep::Slashdash(offset));
                 }
             }
-            b'}' => {
-                if open.pop() == Some(true) {
-                    slashdashed -= 1;
-                }
-            }
+            b'}' => slashdashed -= usize::from(open.pop() == Some(true)),
             _ => {}
         }
         // `/-` then only spaces, line breaks or line continuations before the `{`.
