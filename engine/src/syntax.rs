@@ -128,11 +128,12 @@ fn too_deep(text: &str) -> Option<TooDeep> {
             b'}' => slashdashed -= usize::from(open.pop() == Some(true)),
             _ => {}
         }
-        // `/-` then only spaces, line breaks or line continuations before the `{`.
+        // A `{` counts as slashdashed when a `/-` came earlier in the same node: since the
+        // last line break, `;` or `}` (blocks the parser may try more than one way).
         pending_slashdash = match byte {
             b'-' if offset > 0 && bytes[offset - 1] == b'/' => true,
-            b' ' | b'\t' | b'\n' | b'\r' | b'\\' => pending_slashdash,
-            _ => false,
+            b'\n' | b'\r' | b';' | b'}' => false,
+            _ => pending_slashdash,
         };
     }
     None
@@ -248,8 +249,8 @@ mod tests {
         let parsed = parse_text(&nested(MAX_SLASHDASH_NESTING + 1), "f.kdl");
         assert_eq!(parsed.diagnostics.len(), 1);
         assert_eq!(parsed.diagnostics[0].code, "kdl-too-deep");
-        // Spaces and line breaks between `/-` and `{` do not hide a level.
-        let spaced = "a /- \n{\n".repeat(MAX_SLASHDASH_NESTING + 1);
+        // Whatever stands between `/-` and `{` in the node does not hide a level.
+        let spaced = "a /-b \\ * c {\n".repeat(MAX_SLASHDASH_NESTING + 1);
         assert_eq!(parse_text(&spaced, "f.kdl").diagnostics[0].code, "kdl-too-deep");
         // Plain blocks nest as deep as before.
         let plain = "a {\n".repeat(MAX_SLASHDASH_NESTING * 4) + &"}".repeat(MAX_SLASHDASH_NESTING * 4);
