@@ -304,21 +304,29 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
 }
 
 #[test]
-fn abandoned_staging_folders_are_removed() {
+fn staging_folders_and_temporaries_no_live_run_owns_are_removed() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, _) = estate(temporary.path());
     let arguments = ["--home", "home", "--projects-root", "projects"];
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
     let bundles = home.join("bundles");
-    let abandoned = bundles.join(".staging-0123456789abcdef-4242");
+    let old = bundles.join(".staging-0123456789abcdef-4242");
     let recent = bundles.join(".staging-fedcba9876543210-4343");
     let foreign = bundles.join(".staging-notes");
-    for folder in [&abandoned, &recent, &foreign] {
+    for folder in [&old, &recent, &foreign] {
         write(&folder.join("manifest.json"), "{}");
     }
     let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
-    for folder in [&abandoned, &foreign] {
+    for folder in [&old, &foreign] {
         std::fs::File::open(folder).and_then(|handle| handle.set_modified(two_hours_ago)).expect("date back");
+    }
+    let temporaries = [
+        bundles.join(".acompose-a1b2c3.tmp"),
+        home.join("cache/.acompose-d4e5f6.tmp"),
+        home.join(".acompose-g7h8i9.tmp"),
+    ];
+    for path in &temporaries {
+        write(path, "half written");
     }
     // A change, so the run converges rather than stopping at the fingerprint check.
     write(
@@ -326,8 +334,12 @@ fn abandoned_staging_folders_are_removed() {
         &skill("machine-cpu", "Again."),
     );
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
-    assert!(!abandoned.exists(), "an hour-old staging folder is gone");
-    assert!(recent.is_dir(), "a recent one may belong to a running composition");
+    // Under the home and bundles locks no other run is live: every staging folder and
+    // temporary goes, whatever its age.
+    assert!(!old.exists() && !recent.exists(), "staging folders are gone");
+    for path in &temporaries {
+        assert!(!path.exists(), "{} is gone", path.display());
+    }
     assert!(foreign.is_dir(), "a folder not named like a staging folder is not ours");
 }
 
@@ -559,12 +571,16 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
     assert!(home.join("bundles").join(&composed_id).is_dir(), "the composed bundle stays");
 }
 
-/// Fails every transaction step: the convergence stops after its bundles are written.
+/// Fails every transaction step (not the bundle record): the convergence stops after its
+/// bundles are written.
 struct FailingWrites;
 
 impl acompose_host::transaction::Hooks for FailingWrites {
-    fn before(&mut self, _step: acompose_host::transaction::Step<'_>) -> std::io::Result<()> {
-        Err(std::io::Error::other("injected failure"))
+    fn before(&mut self, step: acompose_host::transaction::Step<'_>) -> std::io::Result<()> {
+        match step {
+            acompose_host::transaction::Step::WriteTemporary(path) if path.ends_with(".acompose-written") => Ok(()),
+            _ => Err(std::io::Error::other("injected failure")),
+        }
     }
 }
 

@@ -2,11 +2,13 @@
 //! `COLORTERM`), diagnostic rendering with miette, and the rendering every command shares
 //! (host errors, warnings, `--stats`, the convergence summary).
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::print_stderr;
-use acompose_engine::diagnostic::line_column;
+use acompose_engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
 use acompose_engine::render::Palette;
 use acompose_engine::{Diagnostic, Severity};
 use acompose_host::convergence::Stats;
@@ -59,9 +61,14 @@ impl Terminal {
     }
 }
 
+/// A file's printable text and its line index, shared by every diagnostic in that file.
+type IndexedSource = (Arc<str>, Arc<LineIndex>);
+
 /// Renders diagnostics with source snippets. `text_of` returns a file's text by its
 /// display path. The header line `file:line:col` is always printed so the location is
-/// readable even without a snippet.
+/// readable even without a snippet. Each file's text is fetched and indexed once, however
+/// many diagnostics it has, and made safe to print (control bytes replaced, offsets kept)
+/// before miette quotes it; messages, hints and paths are sanitized too.
 pub fn render_diagnostics(
     diagnostics: &[Diagnostic],
     palette: Palette,
@@ -70,11 +77,26 @@ pub fn render_diagnostics(
     let theme = if palette == Palette::Plain { GraphicalTheme::unicode_nocolor() } else { GraphicalTheme::unicode() };
     let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false);
     let mut output = String::new();
-    for diagnostic in diagnostics {
-        let text = diagnostic.file.as_deref().and_then(text_of);
-        let location = match (&diagnostic.file, diagnostic.span, &text) {
-            (Some(file), Some(span), Some(text)) => {
-                let (line, column) = line_column(text, span.offset);
+    let bounded = acompose_engine::diagnostic::bound_per_file(diagnostics.to_vec());
+    let mut sources: BTreeMap<String, Option<IndexedSource>> = BTreeMap::new();
+    for diagnostic in &bounded {
+        let source = diagnostic.file.as_deref().and_then(|file| {
+            sources
+                .entry(file.to_owned())
+                .or_insert_with(|| {
+                    text_of(file).map(|text| {
+                        let safe: Arc<str> = Arc::from(snippet_safe(&text));
+                        let lines = Arc::new(LineIndex::new(&safe));
+                        (safe, lines)
+                    })
+                })
+                .clone()
+        });
+        let text = source.as_ref().map(|(text, _)| Arc::clone(text));
+        let shown_file = diagnostic.file.as_deref().map(sanitize);
+        let location = match (&shown_file, diagnostic.span, &source) {
+            (Some(file), Some(span), Some((text, lines))) => {
+                let (line, column) = lines.line_column(text, span.offset);
                 format!("{file}:{line}:{column}")
             }
             (Some(file), _, _) => file.clone(),
@@ -85,10 +107,12 @@ pub fn render_diagnostics(
             Severity::Warning => miette::Severity::Warning,
             Severity::Note | Severity::Detail => miette::Severity::Advice,
         };
-        let mut report =
-            MietteDiagnostic::new(diagnostic.message.clone()).with_code(diagnostic.code).with_severity(severity);
+        let mut report = MietteDiagnostic::new(sanitize_lines(&diagnostic.message))
+            .with_code(diagnostic.code)
+            .with_severity(severity);
         if !diagnostic.hints.is_empty() {
-            report = report.with_help(diagnostic.hints.join("\n"));
+            report = report
+                .with_help(diagnostic.hints.iter().map(|hint| sanitize_lines(hint)).collect::<Vec<_>>().join("\n"));
         }
         if let (Some(span), Some(_)) = (diagnostic.span, &text) {
             report = report.with_label(LabeledSpan::at(span.offset..span.offset + span.length, "here"));
@@ -96,7 +120,7 @@ pub fn render_diagnostics(
         if !location.is_empty() {
             output.push_str(&format!("{location}\n"));
         }
-        let rendered = match (text, &diagnostic.file) {
+        let rendered = match (text, &shown_file) {
             (Some(text), Some(file)) if diagnostic.span.is_some() => {
                 let report = miette::Report::new(report).with_source_code(NamedSource::new(file, text));
                 let mut buffer = String::new();

@@ -349,19 +349,31 @@ pub struct Verified {
     pub files: usize,
 }
 
-/// Whether a bundle path is portable: `[A-Za-z0-9._-]` segments, not `.`/`..`, no
-/// leading dot or trailing dot, not a Windows device name.
-pub fn is_portable_path(path: &str) -> bool {
-    const RESERVED: [&str; 6] = ["con", "prn", "aux", "nul", "com1", "lpt1"];
-    !path.is_empty()
-        && path.split('/').all(|segment| {
-            !segment.is_empty()
-                && !segment.starts_with('.')
-                && !segment.ends_with('.')
-                && segment.len() <= 255
-                && segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
-                && !RESERVED.contains(&segment.split('.').next().unwrap_or_default().to_ascii_lowercase().as_str())
-        })
+pub use crate::portable::is_portable_path;
+
+/// Why a bundle's `manifest.json` or `trace.json` could not be read.
+#[derive(Debug)]
+pub enum BundleJsonError {
+    /// Over its size limit ([`crate::limits::BUNDLE_MANIFEST`], [`crate::limits::BUNDLE_TRACE`]);
+    /// the diagnostic names the limit. The bytes were not parsed.
+    TooLarge(crate::diagnostic::Diagnostic),
+    /// Not JSON of the expected shape.
+    Invalid(serde_json::Error),
+}
+
+/// Reads a bundle's `manifest.json` or `trace.json` (`name`) as every reader of bundles
+/// does: refused unparsed when over its size limit, then parsed. `label` names the file
+/// in the size diagnostic.
+pub fn read_bundle_json<T: serde::de::DeserializeOwned>(
+    name: &str,
+    bytes: &[u8],
+    label: &str,
+) -> Result<T, BundleJsonError> {
+    let limit = if name == "trace.json" { crate::limits::BUNDLE_TRACE } else { crate::limits::BUNDLE_MANIFEST };
+    if let Some(too_large) = limit.check(bytes.len(), label) {
+        return Err(BundleJsonError::TooLarge(too_large));
+    }
+    serde_json::from_slice(bytes).map_err(BundleJsonError::Invalid)
 }
 
 /// Re-checks a bundle from its files: manifest ↔ content digests, the id, trace ↔
@@ -379,7 +391,7 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             problems.push(problem("manifest.json", "missing".to_owned()));
             None
         }
-        Some(bytes) => match serde_json::from_slice::<Manifest>(bytes) {
+        Some(bytes) => match read_bundle_json::<Manifest>("manifest.json", bytes, "manifest.json") {
             Ok(manifest) if manifest.format == MANIFEST_FORMAT => Some(manifest),
             Ok(manifest) => {
                 problems.push(problem(
@@ -388,7 +400,11 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
                 ));
                 None
             }
-            Err(error) => {
+            Err(BundleJsonError::TooLarge(too_large)) => {
+                problems.push(problem("manifest.json", too_large.message));
+                None
+            }
+            Err(BundleJsonError::Invalid(error)) => {
                 problems.push(problem("manifest.json", format!("not a bundle manifest: {}", error_summary(&error))));
                 None
             }
@@ -399,13 +415,17 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             problems.push(problem("trace.json", "missing".to_owned()));
             None
         }
-        Some(bytes) => match serde_json::from_slice::<Trace>(bytes) {
+        Some(bytes) => match read_bundle_json::<Trace>("trace.json", bytes, "trace.json") {
             Ok(trace) if trace.format == crate::trace::FORMAT => Some(trace),
             Ok(_) => {
                 problems.push(problem("trace.json", "unknown trace format".to_owned()));
                 None
             }
-            Err(error) => {
+            Err(BundleJsonError::TooLarge(too_large)) => {
+                problems.push(problem("trace.json", too_large.message));
+                None
+            }
+            Err(BundleJsonError::Invalid(error)) => {
                 problems.push(problem("trace.json", format!("not a trace: {}", error_summary(&error))));
                 None
             }

@@ -214,6 +214,9 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
                 folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
             }
+            ["instructions", name] if name.ends_with(".md") && !crate::portable::is_portable_path(name) => {
+                diagnostics.push(unportable_name(catalogue.label(db), relative));
+            }
             ["instructions", name] if name.ends_with(".md") => {
                 listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
             }
@@ -222,6 +225,22 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
     }
     for ((kind, name), mut members) in folders {
         members.sort_by(|a, b| a.0.cmp(&b.0));
+        // A name that cannot be a portable path could never be delivered (a bundle holding
+        // it fails verification): a skill folder so named is an error, a file inside one
+        // (an editor's `SKILL.md.~1~`) is left out with a warning; both are named escaped
+        // and never staged.
+        if !crate::portable::is_portable_path(&name) {
+            diagnostics.push(unportable_name(catalogue.label(db), &skill_folder(kind, &name)));
+            continue;
+        }
+        members.retain(|(path, _)| {
+            let portable = crate::portable::is_portable_path(path);
+            if !portable {
+                let relative = skill_folder(kind, &format!("{name}/{path}"));
+                diagnostics.push(unportable_member(catalogue.label(db), &relative));
+            }
+            portable
+        });
         let entry = members.iter().find(|(path, _)| path == kind.entry_file()).map(|(_, file)| *file);
         let Some(entry) = entry else {
             if kind == SkillKind::Ordinary {
@@ -312,6 +331,28 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
     }
     listing.instructions.sort_by(|a, b| a.id.cmp(&b.id));
     Parsed::new(listing, diagnostics)
+}
+
+/// The error for a catalogue path that cannot be a portable file name (control bytes, a
+/// newline, a space, a reserved device name, …); the path is shown escaped.
+fn unportable_name(label: &str, relative: &str) -> Diagnostic {
+    Diagnostic::error(
+        "unportable-name",
+        format!("`{}` is not a portable name, so it cannot be delivered", sanitize(relative)),
+    )
+    .in_file(sanitize(&format!("{label}/{relative}")))
+    .hint("rename it to letters, digits, `.`, `_` and `-` (not starting with `.`, not a device name like `con`)")
+}
+
+/// The warning for a file inside a skill folder whose name is not portable: it is left
+/// out of the skill.
+fn unportable_member(label: &str, relative: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "unportable-name",
+        format!("`{}` is not a portable name; the file is left out of the skill", sanitize(relative)),
+    )
+    .in_file(sanitize(&format!("{label}/{relative}")))
+    .hint("rename it to letters, digits, `.`, `_` and `-` to deliver it, or remove it")
 }
 
 /// The folder of a skill inside its root.

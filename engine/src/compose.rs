@@ -12,7 +12,7 @@
 //!    instructions, then its folders without `SKILL.md` (`not-a-skill`); excluded
 //!    providers keep their place in that order.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalogue::catalogue_names;
 use crate::catalogue::{
@@ -986,7 +986,11 @@ fn gather_candidates(
     resolver: &mut Resolver<'_>,
 ) -> Vec<Candidate> {
     let repositories = composition.repositories(db);
-    let repository_input = |path: &str| repositories.iter().find(|repository| repository.path == path);
+    // Looked up by path once per repository: a map keeps a root of many repositories linear.
+    // Collected in reverse so that, as with a scan, the first input of a path wins.
+    let inputs_by_path: BTreeMap<&str, &RepositoryInput> =
+        repositories.iter().rev().map(|repository| (repository.path.as_str(), repository)).collect();
+    let repository_input = |path: &str| inputs_by_path.get(path).copied();
     let mut request_sources = Vec::new();
     let mut trusted_roots: Vec<(String, SourceFile, RoleView)> = Vec::new();
     for source in composition.sources(db) {
@@ -1036,11 +1040,11 @@ fn gather_candidates(
             view: None,
         }
     };
-    let mut listed: Vec<(String, String)> = Vec::new();
+    let mut listed: BTreeSet<(String, String)> = BTreeSet::new();
     for (root_id, roles_file, root) in &trusted_roots {
         for id in &root.globals {
             let Some(repository) = root.repository(id) else { continue };
-            listed.push((root_id.clone(), id.clone()));
+            listed.insert((root_id.clone(), id.clone()));
             // A global repository with `skill` selectors gives every role its bounded slice.
             let (category, admission) = if repository.is_skill_provider() {
                 (
@@ -1068,10 +1072,10 @@ fn gather_candidates(
     for (root_id, roles_file, root) in &trusted_roots {
         for id in &root.used {
             let Some(repository) = root.repository(id) else { continue };
-            if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == id) {
+            if listed.contains(&(root_id.clone(), id.clone())) {
                 continue;
             }
-            listed.push((root_id.clone(), id.clone()));
+            listed.insert((root_id.clone(), id.clone()));
             let admission = if repository.is_skill_provider() {
                 Admission::Selector {
                     patterns: repository.selectors.clone(),
@@ -1094,7 +1098,7 @@ fn gather_candidates(
     }
     for (root_id, _, root) in &trusted_roots {
         for repository in &root.repositories {
-            if listed.iter().any(|(listed_root, listed_id)| listed_root == root_id && listed_id == &repository.id) {
+            if listed.contains(&(root_id.clone(), repository.id.clone())) {
                 continue;
             }
             let users = root.users.get(&repository.id).cloned().unwrap_or_default();

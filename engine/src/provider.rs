@@ -2,7 +2,7 @@
 //! repositories and per-role use. Owns that grammar; resolution (who wins, what is
 //! selected) is in `compose`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Parsed, Span, sanitize};
@@ -78,11 +78,17 @@ fn read_patterns(reader: &mut Reader<'_>, node: &Node) -> Option<Pattern> {
     Some(Pattern { text, span })
 }
 
+/// How many declared repositories an `unknown-repository` hint names.
+const KNOWN_IN_HINT: usize = 10;
+
 /// Parses one `.agents/roles.kdl`.
 #[salsa::tracked(returns(ref))]
 pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<TrustedRoot> {
-    let parsed = kdl_document(db, file);
     let path = file.display_path(db);
+    if let Some(too_large) = crate::limits::ROLES_KDL.check(file.bytes(db).len(), &path) {
+        return Parsed::new(TrustedRoot::default(), vec![too_large]);
+    }
+    let parsed = kdl_document(db, file);
     let mut diagnostics = parsed.diagnostics.clone();
     let mut root = TrustedRoot::default();
     if !diagnostics.is_empty() {
@@ -90,6 +96,10 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
     }
     let mut reader = Reader::new(&path);
     let mut seen = BTreeMap::new();
+    // Ids and slugs seen so far: a lookup per declaration through these sets keeps a
+    // root of many repositories linear (a scan of the list each time was quadratic).
+    let mut repository_ids: BTreeSet<String> = BTreeSet::new();
+    let mut role_slugs: BTreeSet<String> = BTreeSet::new();
     for node in &parsed.value.nodes {
         match node.name.as_str() {
             "repositories" => {
@@ -105,7 +115,7 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                             if !reader.slug(&id, span, "repository id") {
                                 continue;
                             }
-                            if root.repository(&id).is_some() {
+                            if repository_ids.contains(&id) {
                                 reader.report(
                                     "duplicate-repository",
                                     span,
@@ -136,6 +146,7 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                                     selectors.push(pattern);
                                 }
                             }
+                            repository_ids.insert(id.clone());
                             root.repositories.push(RepositoryDeclaration {
                                 id,
                                 path: repository_path,
@@ -170,7 +181,7 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
                         reader.slug(&slug, span, "role slug");
                         continue;
                     }
-                    if root.role(&slug).is_some() {
+                    if !role_slugs.insert(slug.clone()) {
                         reader.report(
                             "duplicate-role",
                             span,
@@ -210,23 +221,31 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
         .cloned()
         .chain(root.roles.iter().flat_map(|role| role.repositories.iter().cloned()))
         .collect();
+    // The hint names the declared repositories once, and only the first few of them, so
+    // that many unknown references do not each repeat a list as long as the root.
+    let known_hint = {
+        let known: Vec<&str> =
+            root.repositories.iter().take(KNOWN_IN_HINT).map(|repository| repository.id.as_str()).collect();
+        match root.repositories.len() {
+            0 => "declare it first".to_owned(),
+            count if count > KNOWN_IN_HINT => {
+                format!("declared: {}, and {} more", known.join(", "), count - KNOWN_IN_HINT)
+            }
+            _ => format!("declared: {}", known.join(", ")),
+        }
+    };
     for (id, span) in references {
-        if root.repository(&id).is_none() {
-            let known: Vec<&str> = root.repositories.iter().map(|repository| repository.id.as_str()).collect();
+        if !repository_ids.contains(&id) {
             reader.report(
                 "unknown-repository",
                 span,
                 format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
-                if known.is_empty() {
-                    "declare it first".to_owned()
-                } else {
-                    format!("declared: {}", known.join(", "))
-                },
+                known_hint.clone(),
             );
         }
     }
     diagnostics.append(&mut reader.diagnostics);
-    Parsed::new(root, diagnostics)
+    Parsed::new(root, crate::diagnostic::bound_per_file(diagnostics))
 }
 
 /// What one role sees of a trusted root: every repository, the globals, the
@@ -242,12 +261,34 @@ pub struct RoleView {
     pub users: BTreeMap<String, Vec<String>>,
     pub composed: Vec<Pattern>,
     pub composed_elsewhere: BTreeMap<String, Vec<String>>,
+    /// Each repository id's position in `repositories`.
+    pub repository_positions: BTreeMap<String, usize>,
 }
 
 impl RoleView {
+    /// A declared repository by id, through [`RoleView::repository_positions`] (a scan per
+    /// lookup made a role using many repositories quadratic).
     pub fn repository(&self, id: &str) -> Option<&RepositoryDeclaration> {
-        self.repositories.iter().find(|repository| repository.id == id)
+        self.repository_positions.get(id).and_then(|position| self.repositories.get(*position))
     }
+}
+
+/// Every declared repository with the roles that use it, in declaration order, built in
+/// one pass over the roles (asking [`TrustedRoot::users_of`] per repository is quadratic).
+fn users_by_repository(root: &TrustedRoot) -> BTreeMap<String, Vec<String>> {
+    let mut users: BTreeMap<String, Vec<String>> =
+        root.repositories.iter().map(|repository| (repository.id.clone(), Vec::new())).collect();
+    for role in &root.roles {
+        let mut counted: BTreeSet<&str> = BTreeSet::new();
+        for (used, _) in &role.repositories {
+            if counted.insert(used.as_str())
+                && let Some(slugs) = users.get_mut(used)
+            {
+                slugs.push(role.slug.clone());
+            }
+        }
+    }
+    users
 }
 
 /// The view of one role on the trusted root of `catalogue` (empty without `roles.kdl`).
@@ -282,15 +323,15 @@ pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogu
         repositories: root.repositories.clone(),
         globals: root.globals.iter().map(|(id, _)| id.clone()).collect(),
         used: own.map(|own| own.repositories.iter().map(|(id, _)| id.clone()).collect()).unwrap_or_default(),
-        users: root
-            .repositories
-            .iter()
-            .map(|repository| {
-                (repository.id.clone(), root.users_of(&repository.id).into_iter().map(str::to_owned).collect())
-            })
-            .collect(),
+        users: users_by_repository(root),
         composed: own.map(|own| own.composed.clone()).unwrap_or_default(),
         composed_elsewhere,
+        repository_positions: root
+            .repositories
+            .iter()
+            .enumerate()
+            .map(|(position, repository)| (repository.id.clone(), position))
+            .collect(),
     };
     Parsed::new(view, parsed.diagnostics.clone())
 }

@@ -141,9 +141,17 @@ fn warn_unmodelled(reader: &mut Reader<'_>, node: &Node, what: &str) {
     );
 }
 
+/// KDL text of a request file, refused unparsed when over [`crate::limits::REQUEST_KDL`].
+fn parse_bounded(text: &str, path: &str) -> Parsed<crate::syntax::Document> {
+    match crate::limits::REQUEST_KDL.check(text.len(), path) {
+        Some(too_large) => Parsed::new(crate::syntax::Document::default(), vec![too_large]),
+        None => parse_text(text, path),
+    }
+}
+
 /// Parses `request.kdl`.
 pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
-    let parsed = parse_text(text, path);
+    let parsed = parse_bounded(text, path);
     let mut diagnostics = parsed.diagnostics;
     let mut request = Request {
         person_source: None,
@@ -395,7 +403,7 @@ pub struct Declaration {
 /// Parses a source declaration file: `source "<id>" { instruction "<id>" path="…";
 /// skill "<id>" path="…" }`. Its id must equal the request's id.
 pub fn parse_declaration(text: &str, path: &str, expected_id: &str) -> Parsed<Declaration> {
-    let parsed = parse_text(text, path);
+    let parsed = parse_bounded(text, path);
     let mut diagnostics = parsed.diagnostics;
     let mut declaration = Declaration::default();
     if !diagnostics.is_empty() {

@@ -28,6 +28,9 @@ pub struct SkillDocument {
 #[salsa::tracked(returns(ref))]
 pub fn skill_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<SkillDocument> {
     let path = file.display_path(db);
+    if let Some(too_large) = crate::limits::SKILL_DOCUMENT.check(file.bytes(db).len(), &path) {
+        return Parsed::new(SkillDocument::default(), vec![too_large]);
+    }
     match std::str::from_utf8(file.bytes(db)) {
         Ok(text) => parse_skill(text, &path),
         Err(error) => Parsed::new(

@@ -91,33 +91,67 @@ pub fn kdl_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Docume
 /// hostile file could otherwise exhaust the stack; no roster file comes close.
 pub const MAX_NESTING: usize = 128;
 
-/// The first offset where `{` nesting exceeds [`MAX_NESTING`]. Braces inside strings
+/// The deepest nesting of slashdashed children blocks (`/-{ … }` inside `/-{ … }`). The
+/// KDL parser's work doubles (or worse) with each such level: a 243-byte file of 27 of
+/// them ran for minutes (found by the `roles_kdl` fuzz target). Commenting out a block
+/// inside a commented-out block inside another is as deep as a real file goes.
+pub const MAX_SLASHDASH_NESTING: usize = 4;
+
+/// Why a file is refused before parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TooDeep {
+    Braces(usize),
+    Slashdash(usize),
+}
+
+/// The first offset where `{` nesting exceeds [`MAX_NESTING`], or slashdashed children
+/// blocks nest deeper than [`MAX_SLASHDASH_NESTING`]. Braces inside strings and comments
 /// count too: this is a conservative bound, not a parse.
-fn too_deep(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (offset, byte) in text.bytes().enumerate() {
+fn too_deep(text: &str) -> Option<TooDeep> {
+    // One entry per open `{`: whether it opened a slashdashed children block.
+    let mut open: Vec<bool> = Vec::new();
+    let mut slashdashed = 0usize;
+    let mut pending_slashdash = false;
+    let bytes = text.as_bytes();
+    for (offset, &byte) in bytes.iter().enumerate() {
         match byte {
             b'{' => {
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(offset);
+                open.push(pending_slashdash);
+                slashdashed += usize::from(pending_slashdash);
+                if open.len() > MAX_NESTING {
+                    return Some(TooDeep::Braces(offset));
+                }
+                if slashdashed > MAX_SLASHDASH_NESTING {
+                    return Some(TooDeep::Slashdash(offset));
                 }
             }
-            b'}' => depth = depth.saturating_sub(1),
+            b'}' => slashdashed -= usize::from(open.pop() == Some(true)),
             _ => {}
         }
+        // A `{` counts as slashdashed when a `/-` came earlier in the same node: since the
+        // last line break, `;` or `}` (blocks the parser may try more than one way).
+        pending_slashdash = match byte {
+            b'-' if offset > 0 && bytes[offset - 1] == b'/' => true,
+            b'\n' | b'\r' | b';' | b'}' => false,
+            _ => pending_slashdash,
+        };
     }
     None
 }
 
 /// Parses KDL text; `path` is only used to label diagnostics.
 pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
-    if let Some(offset) = too_deep(text) {
-        let diagnostic =
-            Diagnostic::error("kdl-too-deep", format!("`{{` blocks nest more than {MAX_NESTING} levels deep"))
-                .in_file(path)
-                .at(Some(Span::new(offset, 1)))
-                .hint("flatten the document; roster files need only a few levels");
+    if let Some(too_deep) = too_deep(text) {
+        let (offset, message) = match too_deep {
+            TooDeep::Braces(offset) => (offset, format!("`{{` blocks nest more than {MAX_NESTING} levels deep")),
+            TooDeep::Slashdash(offset) => {
+                (offset, format!("slashdashed `/-{{` blocks nest more than {MAX_SLASHDASH_NESTING} levels deep"))
+            }
+        };
+        let diagnostic = Diagnostic::error("kdl-too-deep", message)
+            .in_file(path)
+            .at(Some(Span::new(offset, 1)))
+            .hint("flatten the document; roster files need only a few levels");
         return Parsed::new(Document::default(), vec![diagnostic]);
     }
     match kdl::KdlDocument::parse_v2(text) {
@@ -207,6 +241,21 @@ fn convert_node(node: &kdl::KdlNode) -> Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nested_slashdashed_blocks_are_refused_before_parsing() {
+        let nested = |levels: usize| "a /-{\n".repeat(levels) + &"}\n".repeat(levels);
+        assert!(parse_text(&nested(MAX_SLASHDASH_NESTING), "f.kdl").diagnostics.is_empty());
+        let parsed = parse_text(&nested(MAX_SLASHDASH_NESTING + 1), "f.kdl");
+        assert_eq!(parsed.diagnostics.len(), 1);
+        assert_eq!(parsed.diagnostics[0].code, "kdl-too-deep");
+        // Whatever stands between `/-` and `{` in the node does not hide a level.
+        let spaced = "a /-b \\ * c {\n".repeat(MAX_SLASHDASH_NESTING + 1);
+        assert_eq!(parse_text(&spaced, "f.kdl").diagnostics[0].code, "kdl-too-deep");
+        // Plain blocks nest as deep as before.
+        let plain = "a {\n".repeat(MAX_SLASHDASH_NESTING * 4) + &"}".repeat(MAX_SLASHDASH_NESTING * 4);
+        assert!(parse_text(&plain, "f.kdl").diagnostics.is_empty());
+    }
 
     #[test]
     fn deep_nesting_is_refused_before_parsing() {

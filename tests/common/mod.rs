@@ -195,3 +195,101 @@ pub fn compat_selector_estate(root: &Path, skills: &[&str]) {
     )
     .expect("request");
 }
+
+/// A generated estate for fault and crash tests, under `root`: a trusted root
+/// `acme/root` declaring `repositories` skill repositories (two skills each) and one role
+/// per repository, a home whose person source is a copy of `roster:core` in `home/person`
+/// (so `person.json` can change), every file dated an hour back. Returns (home, projects).
+pub fn generated_estate(root: &Path, repositories: usize) -> (PathBuf, PathBuf) {
+    let projects = root.join("projects");
+    let home = root.join("home");
+    let skill = |name: &str, body: &str| format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n{body}\n");
+    let mut roles = String::from("repositories {\n");
+    for index in 0..repositories {
+        roles.push_str(&format!("    repository repo{index} path=\"example/repo{index}\"\n"));
+        for name in ["alpha", "beta"] {
+            let name = format!("skill{index}-{name}");
+            write_file(
+                &projects.join(format!("example/repo{index}/.agents/skills/{name}/SKILL.md")),
+                &skill(&name, "Body."),
+            );
+        }
+    }
+    roles.push_str("}\nroles {\n    role platform {\n");
+    for index in 0..repositories {
+        roles.push_str(&format!("        use-repository repo{index}\n"));
+    }
+    roles.push_str("    }\n}\n");
+    write_file(&projects.join("acme/root/.agents/roles.kdl"), &roles);
+    write_file(&projects.join("acme/root/.agents/skills/estate-map/SKILL.md"), &skill("estate-map", "Where."));
+    write_embedded(&home.join("person"));
+    write_file(&home.join("agent-compose.yaml"), "person_source: person\noperating_context:\n  - acme/root\n");
+    backdate_tree(root);
+    (home, projects)
+}
+
+/// A change to every output of a generated estate: a skill body (a bundle, the index and
+/// the plan) and a role's purpose (`person.json`). `round` makes each change new.
+pub fn change_estate(home: &Path, projects: &Path, round: usize) {
+    let skill = projects.join("example/repo0/.agents/skills/skill0-alpha/SKILL.md");
+    write_file(
+        &skill,
+        &format!("---\nname: skill0-alpha\ndescription: The skill0-alpha skill.\n---\n\nRound {round}.\n"),
+    );
+    let role = home.join("person/roles/02-sysadmin.kdl");
+    let text = std::fs::read_to_string(&role).expect("role");
+    let start = text.find("purpose \"").expect("a purpose") + "purpose \"".len();
+    let end = start + text[start..].find('"').expect("closing quote");
+    write_file(&role, &format!("{}Round {round}.{}", &text[..start], &text[end..]));
+    backdate_tree(home.join("person").as_path());
+    backdate_tree(projects);
+}
+
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Dates every file and folder under `root` an hour back, so nothing counts as racily
+/// fresh for the fingerprint cache.
+pub fn backdate_tree(root: &Path) {
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for path in walkdir_entries(root) {
+        let handle =
+            if path.is_dir() { std::fs::File::open(&path) } else { std::fs::File::options().write(true).open(&path) };
+        let _ = handle.and_then(|handle| handle.set_modified(hour_ago));
+    }
+}
+
+/// The three outputs that must always agree — index, plan and `person.json` — each as its
+/// length and a digest of its bytes (None when missing), short enough to read in a
+/// failed assertion.
+pub fn generation(home: &Path) -> [Option<String>; 3] {
+    let digest = |path: PathBuf| {
+        std::fs::read(path).ok().map(|bytes| {
+            use std::hash::{Hash as _, Hasher as _};
+            let mut hasher = std::hash::DefaultHasher::new();
+            bytes.hash(&mut hasher);
+            format!("{} bytes, {:016x}", bytes.len(), hasher.finish())
+        })
+    };
+    [
+        digest(home.join("bundles/index.json")),
+        digest(home.join("repository-plan.json")),
+        digest(home.join("sources/personality/person.json")),
+    ]
+}
+
+/// Every file left by an interrupted writer anywhere under `home`: staging folders,
+/// temporaries and transaction journals.
+pub fn debris(home: &Path) -> Vec<PathBuf> {
+    walkdir_entries(home)
+        .into_iter()
+        .filter(|path| {
+            let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            name.starts_with(".staging-")
+                || (name.starts_with(".acompose-") && name.ends_with(".tmp"))
+                || name == ".acompose-transaction"
+        })
+        .collect()
+}

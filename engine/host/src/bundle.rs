@@ -15,6 +15,8 @@ use rayon::prelude::*;
 use crate::error::HostError;
 use crate::load::error_kind;
 use crate::store::{Store, Written, relative_path, slice_of_link};
+use acompose_engine::bundle::{BundleJsonError, read_bundle_json};
+use acompose_engine::limits;
 
 /// Whether a bundle was written now or found already in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +126,16 @@ pub struct Materialization {
 
 /// Writes a standalone bundle into `out/<id>`: staging folder, verification, rename. An
 /// existing bundle is verified and reused; a damaged one is an error.
+///
+/// Under the lock of `out`: the staging folders and temporaries interrupted runs left
+/// there are removed first (no other run is live in `out` while the lock is held).
 pub fn materialize(out: &Path, bundle: &Bundle) -> Result<Materialized, HostError> {
+    let target = out.join(&bundle.id);
+    std::fs::create_dir_all(out).map_err(|error| {
+        HostError::environment(&target, format!("cannot create `{}`: {}", out.display(), error_kind(&error)))
+    })?;
+    let _lock = crate::transaction::lock(out, crate::home::LOCK_TIMEOUT)?;
+    crate::debris::remove(out);
     materialize_with(out, bundle, Verification::Full)
 }
 
@@ -367,10 +378,21 @@ fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>>
                 Some(Ok(None)) | None => problems.push(format!("{relative}: is a symbolic link")),
             }
         } else if entry.file_type().is_file() {
-            match std::fs::read(entry.path()) {
-                Ok(bytes) => {
+            // The manifest and the trace have size limits: checked before they are read.
+            let limit = match relative.as_str() {
+                "manifest.json" => Some(limits::BUNDLE_MANIFEST),
+                "trace.json" => Some(limits::BUNDLE_TRACE),
+                _ => None,
+            };
+            let read = match limit {
+                Some(limit) => crate::load::read_limited(entry.path(), &relative, limit),
+                None => std::fs::read(entry.path()).map(Ok),
+            };
+            match read {
+                Ok(Ok(bytes)) => {
                     files.insert(relative, bytes);
                 }
+                Ok(Err(too_large)) => problems.push(format!("{relative}: {}", too_large.message)),
                 Err(error) => problems.push(format!("{relative}: {}", error_kind(&error))),
             }
         } else if !entry.file_type().is_dir() {
@@ -419,10 +441,16 @@ fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Resul
             return Err(format!("bundle `{}` has no readable `{name}`: {}", bundle.display(), error_kind(&error)));
         }
     }
-    let bytes =
-        std::fs::read(&path).map_err(|error| format!("cannot read `{}`: {}", path.display(), error_kind(&error)))?;
-    serde_json::from_slice(&bytes).map_err(|error| {
-        format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
+    let limit = if name == "trace.json" { limits::BUNDLE_TRACE } else { limits::BUNDLE_MANIFEST };
+    let label = path.display().to_string();
+    let bytes = crate::load::read_limited(&path, &label, limit)
+        .map_err(|error| format!("cannot read `{}`: {}", path.display(), error_kind(&error)))?
+        .map_err(|too_large| format!("`{label}`: {} [{}]", too_large.message, too_large.code))?;
+    read_bundle_json(name, &bytes, &label).map_err(|error| match error {
+        BundleJsonError::TooLarge(too_large) => format!("`{label}`: {} [{}]", too_large.message, too_large.code),
+        BundleJsonError::Invalid(error) => {
+            format!("`{}` is not a valid {name} (line {}, column {})", path.display(), error.line(), error.column())
+        }
     })
 }
 

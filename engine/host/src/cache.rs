@@ -383,24 +383,47 @@ fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
     pieces
 }
 
-/// Writes the cache atomically (`atomic::replace`). Failures are ignored: the
-/// cache only saves time.
-pub fn store(home: &Path, cache: &Cache) {
-    store_named(home, CACHE_FILE, cache.to_text().as_deref().map(str::as_bytes));
+/// Writes the cache atomically (`atomic::replace`). A failure is returned as the warning
+/// to show (the cache only saves time; the temporary never stays behind).
+pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::transaction::Hooks) -> Result<(), String> {
+    match cache.to_text() {
+        Some(text) => write_named(home, CACHE_FILE, text.as_bytes(), hooks),
+        None => Ok(()),
+    }
 }
 
 /// Writes `bytes` as `<home>/cache/<name>` atomically; `None` or any failure writes
-/// nothing (the cache only saves time).
+/// nothing (a composition's cache only saves time, and its compose still succeeded).
 pub fn store_named(home: &Path, name: &str, bytes: Option<&[u8]>) {
-    let Some(text) = bytes else { return };
+    if let Some(bytes) = bytes {
+        let _ = write_named(home, name, bytes, &mut crate::transaction::NoFaults);
+    }
+}
+
+/// Writes `bytes` as `<home>/cache/<name>` atomically, refusing a linked cache folder.
+fn write_named(home: &Path, name: &str, bytes: &[u8], hooks: &mut dyn crate::transaction::Hooks) -> Result<(), String> {
     let directory = home.join(CACHE_DIR);
+    let problem = |error: &std::io::Error| {
+        format!(
+            "cannot save the fingerprint cache in `{}`: {}; the next run converges in full",
+            directory.display(),
+            crate::load::error_kind(error)
+        )
+    };
     if std::fs::symlink_metadata(&directory).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-        return;
+        return Err(format!(
+            "cannot save the fingerprint cache: `{}` is a symbolic link; the next run converges in full",
+            directory.display()
+        ));
     }
-    if std::fs::create_dir_all(&directory).is_err() {
-        return;
-    }
-    let _ = crate::atomic::replace(&directory, name, text);
+    std::fs::create_dir_all(&directory).map_err(|error| problem(&error))?;
+    let target = directory.join(name);
+    hooks.before(crate::transaction::Step::WriteTemporary(&target)).map_err(|error| problem(&error))?;
+    // The temporary is removed when the write fails (it is dropped unpersisted).
+    crate::atomic::replace(&directory, name, bytes).map_err(|error| match &error.cause {
+        Some(cause) => problem(cause),
+        None => format!("{}; the next run converges in full", error.message),
+    })
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.

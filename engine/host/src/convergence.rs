@@ -15,7 +15,7 @@ use crate::home::{
 use crate::observe::{Observed, Stat, observe};
 use crate::progress::Progress;
 use crate::session::{Report, Session};
-use crate::transaction::{self, NoFaults, OWNERSHIP_FILE};
+use crate::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 
 /// Counts for `--stats`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,6 +41,18 @@ pub enum BareRun {
 /// convergence under the home lock; either way the fingerprint cache is brought up to
 /// date. Warnings (a discarded cache, diagnostics) go to `progress`.
 pub fn converge_home(home: &Path, projects: &Path, progress: &dyn Progress) -> Result<BareRun, HostError> {
+    converge_home_with(home, projects, progress, &mut NoFaults)
+}
+
+/// [`converge_home`] with every write of the convergence (the transaction and its
+/// journal, the bundle record, the fingerprint cache) going through `hooks` first, so a
+/// test can fail any one of them.
+pub fn converge_home_with(
+    home: &Path,
+    projects: &Path,
+    progress: &dyn Progress,
+    hooks: &mut dyn Hooks,
+) -> Result<BareRun, HostError> {
     check_home(home)?;
     if let Some(unchanged) = fast_path(home, projects, progress) {
         return Ok(unchanged);
@@ -50,8 +62,10 @@ pub fn converge_home(home: &Path, projects: &Path, progress: &dyn Progress) -> R
     session.loader.note(&home.join(CONFIG_FILE), observe(&home.join(CONFIG_FILE)));
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
-    let report = session.converge(home, projects, &config, progress, &mut NoFaults, true)?;
-    cache::store(home, &fingerprints(&session, home, projects, &report));
+    let report = session.converge(home, projects, &config, progress, hooks, true)?;
+    if let Err(message) = cache::store(home, &fingerprints(&session, home, projects, &report), hooks) {
+        progress.warn(&message);
+    }
     let counters = session.loader.counters;
     let stats = Stats {
         stated: session.loader.observed().len(),
@@ -84,7 +98,9 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
         for (index, observed) in touched {
             previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
         }
-        cache::store(home, &previous);
+        if let Err(message) = cache::store(home, &previous, &mut NoFaults) {
+            progress.warn(&message);
+        }
     }
     let stats = Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
     Some(BareRun::Unchanged { summary: previous.summary, stats })

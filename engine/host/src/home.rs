@@ -85,8 +85,15 @@ pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, H
             format!("`{}` is not a regular file; symbolic links are refused", path.display()),
         ));
     }
-    let bytes = std::fs::read(&path).map_err(|error| HostError::environment(&path, unreadable(&error)))?;
     let display = path.display().to_string();
+    let bytes = match crate::load::read_limited(&path, &display, acompose_engine::limits::PEOPLE_FILE) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(too_large)) => {
+            let findings = Findings::collect(vec![too_large], |_| None);
+            return Err(HostError::Diagnostics { subject: format!("`{display}` is refused"), findings });
+        }
+        Err(error) => return Err(HostError::environment(&path, unreadable(&error))),
+    };
     let Ok(text) = String::from_utf8(bytes) else {
         return Err(HostError::invalid(&path, format!("`{display}` is not valid UTF-8")));
     };

@@ -16,6 +16,7 @@ pub mod cache;
 pub mod catalog_check;
 pub mod compose_cache;
 pub mod convergence;
+pub mod debris;
 pub mod error;
 pub mod export;
 pub mod gc;

@@ -163,6 +163,17 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
             );
             continue;
         }
+        // A file over its kind's size limit is refused by its size, never read.
+        let limit = acompose_engine::limits::for_file(&relative, what == "package");
+        if let (Some(limit), Ok(metadata)) = (limit, entry.metadata())
+            && let Some(too_large) =
+                limit.check(usize::try_from(metadata.len()).unwrap_or(usize::MAX), &format!("{label}/{relative}"))
+        {
+            // Fingerprinted by its metadata alone: a change of size or time is seen.
+            read.observed.push((entry.path().to_path_buf(), Observed::File(Stat::of(&metadata), [0; 32])));
+            read.diagnostics.push(too_large);
+            continue;
+        }
         // The metadata of the opened file is taken before its bytes, so a write racing
         // the read makes the cache see a change next time rather than miss one.
         match read_with_stat(entry.path()) {
@@ -568,4 +579,43 @@ pub fn printable(text: &str) -> String {
             if keep { vec![character] } else { vec!['?'; character.len_utf8()] }
         })
         .collect()
+}
+
+/// Reads a whole file unless its size, asked before any byte is read, is over `limit`:
+/// then the limit's diagnostic (labelled with the path) and nothing read. The read itself
+/// stops one byte past the limit, so a file that grows while read costs no more.
+pub fn read_limited(
+    path: &Path,
+    label: &str,
+    limit: acompose_engine::limits::Limit,
+) -> std::io::Result<Result<Vec<u8>, Diagnostic>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let length = file.metadata()?.len();
+    if let Some(too_large) = limit.check(usize::try_from(length).unwrap_or(usize::MAX), label) {
+        return Ok(Err(too_large));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0).saturating_add(1));
+    file.take(limit.bytes as u64 + 1).read_to_end(&mut bytes)?;
+    Ok(limit.check(bytes.len(), label).map_or(Ok(bytes), Err))
+}
+
+#[cfg(test)]
+mod limited_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_its_limit_is_refused_by_its_size() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let limit = acompose_engine::limits::REQUEST_KDL;
+        let path = temporary.path().join("request.kdl");
+        // Sparse: a size over the limit whose bytes were never written, so refusing it
+        // by its size costs nothing.
+        std::fs::File::create(&path).and_then(|file| file.set_len(limit.bytes as u64 * 64)).expect("sparse file");
+        let refused = read_limited(&path, "request.kdl", limit).expect("opened");
+        assert_eq!(refused.map_err(|diagnostic| diagnostic.code), Err(limit.code));
+        std::fs::write(&path, "compose {}\n").expect("small file");
+        let read = read_limited(&path, "request.kdl", limit).expect("opened");
+        assert_eq!(read.ok().as_deref(), Some(&b"compose {}\n"[..]));
+    }
 }

@@ -71,6 +71,16 @@ pub fn place(destination: &Destination, bundle: &Bundle) -> Result<Materializati
         Some(home) => Some(transaction::lock(home, LOCK_TIMEOUT)?),
         None => None,
     };
+    // Under the lock of the output folder no other run is live there: what interrupted
+    // runs left in it goes, and so do the staging folders of a store only this folder's
+    // writers use (its own `.store`) or one the home lock guards.
+    let _out_lock = transaction::lock(&destination.out, LOCK_TIMEOUT)?;
+    crate::debris::remove(&destination.out);
+    if let Some(store) = &destination.store
+        && (destination.home.is_some() || store.root() == destination.out.join(LOCAL_STORE_DIR))
+    {
+        store.remove_staging();
+    }
     let placement = match &destination.store {
         Some(store) => Placement::Linked(store),
         None => Placement::Standalone,

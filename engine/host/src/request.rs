@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use acompose_engine::bundle::{Bundle, composition_bundle};
 use acompose_engine::compose::{Composition, CompositionSource, SourceKind};
 use acompose_engine::request::{SourceLocation, parse_declaration, parse_request};
-use acompose_engine::{Database, Diagnostic};
+use acompose_engine::{Database, Diagnostic, limits};
 
 use crate::error::{Findings, HostError};
-use crate::load::{EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder};
+use crate::load::{
+    EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder, read_limited,
+};
 
 /// Texts of files the request names, for rendering diagnostics outside packages.
 #[derive(Default)]
@@ -38,8 +40,12 @@ fn read_declaration(
             );
             None
         }
-        Ok(_) => match std::fs::read(file).map(String::from_utf8) {
-            Ok(Ok(text)) => Some(text),
+        Ok(_) => match read_limited(file, &label, limits::REQUEST_KDL).map(|read| read.map(String::from_utf8)) {
+            Ok(Ok(Ok(text))) => Some(text),
+            Ok(Err(too_large)) => {
+                diagnostics.push(too_large);
+                None
+            }
             _ => {
                 diagnostics.push(
                     Diagnostic::error("unreadable-file", "cannot read the declaration as UTF-8 text")
@@ -77,8 +83,13 @@ fn declared_files(
     let mut load = Vec::new();
     for entry in &declaration.instructions {
         match std::fs::symlink_metadata(folder.join(&entry.path)) {
-            Ok(metadata) if metadata.is_file() => match std::fs::read(folder.join(&entry.path)) {
-                Ok(bytes) => files.push((format!("instructions/{}.md", entry.id), bytes)),
+            Ok(metadata) if metadata.is_file() => match read_limited(
+                &folder.join(&entry.path),
+                &format!("{label}: instruction `{}`", entry.id),
+                limits::SKILL_DOCUMENT,
+            ) {
+                Ok(Ok(bytes)) => files.push((format!("instructions/{}.md", entry.id), bytes)),
+                Ok(Err(too_large)) => load.push(too_large.in_file(label.to_owned()).at(Some(entry.span))),
                 Err(_) => load.push(
                     Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))
                         .in_file(label.to_owned())
@@ -132,9 +143,13 @@ pub struct Prepared {
 
 /// The request's text; an unreadable or non-UTF-8 request is invalid input.
 fn read_request_text(request_path: &Path, label: &str) -> Result<String, HostError> {
-    match std::fs::read(request_path) {
-        Ok(bytes) => String::from_utf8(bytes)
+    match read_limited(request_path, label, limits::REQUEST_KDL) {
+        Ok(Ok(bytes)) => String::from_utf8(bytes)
             .map_err(|_| HostError::invalid(request_path, format!("request `{label}` is not valid UTF-8"))),
+        Ok(Err(too_large)) => Err(HostError::Diagnostics {
+            subject: format!("request `{label}` is refused"),
+            findings: Findings::collect(vec![too_large], |_| None),
+        }),
         Err(error) => {
             Err(HostError::invalid(request_path, format!("cannot read request `{label}`: {}", error_kind(&error))))
         }

@@ -122,13 +122,15 @@ pub fn trusted_repositories(
     projects: &Path,
     fresh: bool,
 ) -> TrustedRepositories {
+    // First-seen order, deduplicated through a set: a roles.kdl may name 100,000 paths.
     let mut paths: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for source in sources.iter().filter(|source| source.kind == SourceKind::Root) {
         let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles else {
             continue;
         };
         for repository in &trusted_root(db, roles_file).value.repositories {
-            if !paths.contains(&repository.path) {
+            if seen.insert(repository.path.clone()) {
                 paths.push(repository.path.clone());
             }
         }
@@ -266,7 +268,10 @@ impl Session {
         };
         let bundles_dir = home.join(BUNDLES_DIR);
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
-        let written = record_new_bundles(&bundles_dir, &current)?;
+        // Held until the outputs are written: a `compose --out` into the same folder waits,
+        // so nothing live there is taken for debris (nor is this run's staging by it).
+        let _bundles_lock = lock_and_clean(home, &bundles_dir)?;
+        let written = record_new_bundles(&bundles_dir, &current, hooks)?;
         let store = match self.store.take() {
             Some(store) if store == crate::store::Store::of_home(home) => store,
             _ => crate::store::Store::of_home(home),
@@ -275,9 +280,8 @@ impl Session {
         self.store = Some(store);
         let newly_verified = materialized?;
         progress.phase("materialize bundles");
-        write_artifact(home, &model, hooks, &mut report)?;
         let stale = stale_bundles(&bundles_dir, &written, &current);
-        write_index_and_plan(home, &bundles_dir, &model.source, &bundles, &estate, hooks, &mut report)?;
+        write_outputs(home, &model, &bundles, &estate, hooks, &mut report)?;
         self.verified.extend(newly_verified);
         progress.phase("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
@@ -552,15 +556,47 @@ fn resolved_bundles<'db>(
 /// Materialize, first step: records the bundles this run will create before any folder
 /// appears (a bundle already on disk is either named by the previous index, recorded
 /// already, or not the estate's: `compose --out`). Returns the whole record.
-fn record_new_bundles(bundles_dir: &Path, current: &[String]) -> Result<BTreeSet<String>, HostError> {
+fn record_new_bundles(
+    bundles_dir: &Path,
+    current: &[String],
+    hooks: &mut dyn Hooks,
+) -> Result<BTreeSet<String>, HostError> {
     let mut written = read_written(bundles_dir);
     let before = written.len();
     written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
     if written.len() != before {
+        let record = bundles_dir.join(WRITTEN_FILE);
+        hooks.before(transaction::Step::WriteTemporary(&record)).map_err(|error| {
+            HostError::environment(
+                bundles_dir,
+                format!(
+                    "cannot record the bundles in `{}`: {}; nothing was changed",
+                    bundles_dir.display(),
+                    crate::load::error_kind(&error)
+                ),
+            )
+        })?;
         write_written(bundles_dir, &written).map_err(|message| HostError::environment(bundles_dir, message))?;
     }
-    remove_abandoned_staging(bundles_dir);
     Ok(written)
+}
+
+/// Takes the lock of the bundles folder and removes the debris of interrupted runs from
+/// it and from home (its cache and artifact folders included). The caller holds the home
+/// lock, so no other convergence is live; the bundles lock keeps out a `compose --out`
+/// into the same folder.
+fn lock_and_clean(home: &Path, bundles_dir: &Path) -> Result<Option<transaction::Lock>, HostError> {
+    if !bundles_dir.is_dir() {
+        return Ok(None);
+    }
+    let lock = transaction::lock(bundles_dir, crate::home::LOCK_TIMEOUT)?;
+    for folder in
+        [home.to_path_buf(), bundles_dir.to_path_buf(), home.join(crate::cache::CACHE_DIR), home.join(ARTIFACT_DIR)]
+    {
+        crate::debris::remove(&folder);
+    }
+    crate::store::Store::of_home(home).remove_staging();
+    Ok(Some(lock))
 }
 
 /// Materialize: every bundle, in parallel (bundles this session already checked are
@@ -602,20 +638,6 @@ fn materialize_bundles(
     Ok(newly_verified)
 }
 
-/// Write the artifact: the roster artifact in one transaction.
-fn write_artifact(
-    home: &Path,
-    model: &PersonModel,
-    hooks: &mut dyn Hooks,
-    report: &mut Report,
-) -> Result<(), HostError> {
-    let files = roster_files(model);
-    refuse_symlinked_parents(home, &report.artifact)?;
-    report.roster = transaction::apply(&report.artifact, &files, hooks)?;
-    report.files_written += report.roster.written.len();
-    Ok(())
-}
-
 /// The bundles this convergence may prune: those the previous index named (a `compose
 /// --out` into the same folder is not ours to remove) and those an earlier convergence
 /// materialized but never got to name, less the current ones. Read before the new index
@@ -635,17 +657,20 @@ fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[Stri
         .collect()
 }
 
-/// Index and plan: `bundles/index.json` and `repository-plan.json`, each in its own
-/// transaction (removed when the estate has no bundles any more).
-fn write_index_and_plan(
+/// Record: the roster artifact (`person.json` among it), `bundles/index.json` and
+/// `repository-plan.json` as one transaction in `home`, so they always name the same
+/// generation: a failure or a crash leaves all three old, success all three new. The
+/// index and plan are removed when the estate has no bundles any more.
+fn write_outputs(
     home: &Path,
-    bundles_dir: &Path,
-    source: &str,
+    model: &PersonModel,
     bundles: &[Resolved<'_>],
     estate: &Estate,
     hooks: &mut dyn Hooks,
     report: &mut Report,
 ) -> Result<(), HostError> {
+    let artifact_files = roster_files(model);
+    refuse_symlinked_parents(home, &report.artifact)?;
     let (index_files, plan_files) = if bundles.is_empty() {
         (Vec::new(), Vec::new())
     } else {
@@ -664,48 +689,27 @@ fn write_index_and_plan(
             vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
             vec![OutputFile {
                 path: PLAN_FILE.to_owned(),
-                bytes: repository_plan_json(source, &estate.context_entries, &plans, &estate.revisions),
+                bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions),
             }],
         )
     };
-    if bundles_dir.exists() || !index_files.is_empty() {
-        let outcome = transaction::apply(bundles_dir, &index_files, hooks)?;
-        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    let mut parts = vec![transaction::Part { folder: ARTIFACT_DIR, files: &artifact_files }];
+    let with_index = home.join(BUNDLES_DIR).exists() || !index_files.is_empty();
+    if with_index {
+        parts.push(transaction::Part { folder: BUNDLES_DIR, files: &index_files });
     }
-    if home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists() {
-        let outcome = transaction::apply(home, &plan_files, hooks)?;
+    let with_plan =
+        home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
+    if with_plan {
+        parts.push(transaction::Part { folder: "", files: &plan_files });
+    }
+    let mut outcomes = transaction::apply_unit(home, &parts, hooks)?.into_iter();
+    report.roster = outcomes.next().unwrap_or_default();
+    report.files_written += report.roster.written.len();
+    for outcome in outcomes {
         report.estate_files_written += outcome.written.len() + outcome.removed.len();
     }
     Ok(())
-}
-
-/// How old a staging folder must be before it counts as abandoned: materializing a bundle
-/// takes well under a second, so an hour leaves any live composition alone.
-const ABANDONED_STAGING: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// Removes `.staging-<id>-<pid>` folders a crashed materialization left in the bundles
-/// folder, once they are [`ABANDONED_STAGING`] old. Failures are ignored: a leftover only
-/// takes space.
-fn remove_abandoned_staging(bundles_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(bundles_dir) else { return };
-    let now = std::time::SystemTime::now();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(".staging-")) else { continue };
-        let shaped = rest.split_once('-').is_some_and(|(id, pid)| {
-            is_bundle_id(id) && !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit())
-        });
-        let abandoned = entry
-            .metadata()
-            .ok()
-            .filter(std::fs::Metadata::is_dir)
-            .and_then(|metadata| metadata.modified().ok())
-            .and_then(|modified| now.duration_since(modified).ok())
-            .is_some_and(|age| age >= ABANDONED_STAGING);
-        if shaped && abandoned {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 fn is_bundle_id(id: &str) -> bool {

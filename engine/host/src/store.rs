@@ -376,6 +376,14 @@ impl Store {
         remove_entry(&self.root.join(name))
     }
 
+    /// Removes every staging folder interrupted writers left in the store. The caller
+    /// holds the lock that serializes writers of this store (the home lock for the home's
+    /// store), so no staging folder found here is live. Returns how many went.
+    pub fn remove_staging(&self) -> usize {
+        let (_, staging) = self.listing();
+        staging.iter().filter(|name| remove_entry(&self.root.join(name)).is_ok()).count()
+    }
+
     /// Entry names in the store (trees and slices), and staging folders left behind.
     fn listing(&self) -> (BTreeSet<String>, Vec<String>) {
         let mut entries = BTreeSet::new();

@@ -105,9 +105,15 @@ pub enum TransactionError {
     /// file where a folder belongs). Nothing was changed.
     #[error("refused to write `{}`: {reason}", path.display())]
     Refused { path: PathBuf, reason: String },
-    /// An I/O failure; the previous contents were restored.
-    #[error("cannot write `{}`: {}; the previous contents were restored", path.display(), crate::load::error_kind(error))]
-    Io { path: PathBuf, error: io::Error },
+    /// An I/O failure. `restored` tells whether something had been changed and was rolled
+    /// back (the message says "restored" only then); otherwise nothing was changed.
+    #[error(
+        "cannot write `{}`: {}; {}",
+        path.display(),
+        crate::load::error_kind(error),
+        if *restored { "the previous contents were restored" } else { "nothing was changed" }
+    )]
+    Io { path: PathBuf, error: io::Error, restored: bool },
     /// An I/O failure while restoring; the journal folder was kept for the next run.
     #[error(
         "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
@@ -137,7 +143,7 @@ fn refused(path: &Path, reason: impl Into<String>) -> TransactionError {
 }
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> TransactionError + '_ {
-    move |error| TransactionError::Io { path: path.to_path_buf(), error }
+    move |error| TransactionError::Io { path: path.to_path_buf(), error, restored: false }
 }
 
 /// One journaled action, undone in reverse order on failure.
@@ -284,6 +290,9 @@ struct Journal<'a> {
     actions: Vec<Action>,
     backups: usize,
     temporaries: usize,
+    /// Whether anything outside the journal folder was changed (a folder created, a file
+    /// moved or renamed): only then is a rollback a restore.
+    changed: bool,
 }
 
 impl Journal<'_> {
@@ -442,13 +451,43 @@ fn plan<'a>(
     Ok(Plan { writes, removals, unchanged, record, record_changed })
 }
 
+/// What one staged path will hold, owned (parts of a unit are planned before any is
+/// written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owned {
+    Bytes(Vec<u8>),
+    Link(PathBuf),
+}
+
+impl Owned {
+    fn of(content: Content<'_>) -> Self {
+        match content {
+            Content::Bytes(bytes) => Owned::Bytes(bytes.to_vec()),
+            Content::Link(target) => Owned::Link(target.to_path_buf()),
+        }
+    }
+}
+
+/// A path ready to be swapped in: its temporary is written and flushed, and a backup
+/// name is reserved when an old entry must be moved aside.
+struct Staged {
+    path: String,
+    temporary: PathBuf,
+    backup: Option<String>,
+}
+
 impl Journal<'_> {
-    /// Writes one file: missing folders (one level at a time, journaled), a temporary in
-    /// the journal folder, the old file moved aside, the temporary renamed into place.
-    fn write_file(&mut self, entry: Entry<'_>, exists: bool, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let target = self.root.join(entry.path);
+    /// Stages one path: missing folders (one level at a time, journaled), then a flushed
+    /// temporary (or a link) in the journal folder. Nothing visible changes yet.
+    fn stage(
+        &mut self,
+        path: &str,
+        content: &Owned,
+        exists: bool,
+        hooks: &mut dyn Hooks,
+    ) -> Result<Staged, TransactionError> {
         let mut prefix = String::new();
-        let segments: Vec<&str> = entry.path.split('/').collect();
+        let segments: Vec<&str> = path.split('/').collect();
         for segment in &segments[..segments.len() - 1] {
             if !prefix.is_empty() {
                 prefix.push('/');
@@ -456,9 +495,10 @@ impl Journal<'_> {
             prefix.push_str(segment);
             let folder = self.root.join(&prefix);
             if !folder.is_dir() {
-                self.record(Action::CreatedDirectory(prefix.clone()), hooks)?;
+                self.record_all(vec![Action::CreatedDirectory(prefix.clone())], hooks)?;
                 hooks.before(Step::CreateDirectory(&folder)).map_err(io_error(&folder))?;
                 fs::create_dir(&folder).map_err(io_error(&folder))?;
+                self.changed = true;
             }
         }
         // Temporaries live in the journal folder, which this run created: nothing
@@ -467,30 +507,58 @@ impl Journal<'_> {
         self.open(hooks)?;
         let temporary = self.next_temporary();
         hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
-        match entry.content {
-            Content::Bytes(bytes) => crate::atomic::write_new_synced(&temporary, bytes),
-            Content::Link(link_target) => make_link(link_target, &temporary),
+        match content {
+            Owned::Bytes(bytes) => crate::atomic::write_new_synced(&temporary, bytes),
+            Owned::Link(link_target) => make_link(link_target, &temporary),
         }
         .map_err(io_error(&temporary))?;
-        if exists {
-            let backup = self.next_backup();
-            self.record(Action::Replaced(entry.path.to_owned(), backup.clone()), hooks)?;
-            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-            fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))?;
-        } else {
-            self.record(Action::Created(entry.path.to_owned()), hooks)?;
-        }
-        hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
-        fs::rename(&temporary, &target).map_err(io_error(&target))
+        let backup = exists.then(|| self.next_backup());
+        Ok(Staged { path: path.to_owned(), temporary, backup })
     }
 
-    /// Removes one file by moving it into the journal folder.
-    fn remove_file(&mut self, path: &str, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
-        let target = self.root.join(path);
-        let backup = self.next_backup();
-        self.record(Action::Removed(path.to_owned(), backup.clone()), hooks)?;
-        hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
-        fs::rename(&target, self.directory.join(&backup)).map_err(io_error(&target))
+    /// Journals several actions with one write and one flush (each undo tolerates an
+    /// action that never happened, so intent may be journaled ahead of the steps).
+    fn record_all(&mut self, actions: Vec<Action>, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        if actions.is_empty() {
+            return Ok(());
+        }
+        let path = self.directory.join("journal");
+        self.open(hooks)?;
+        hooks.before(Step::Journal).map_err(io_error(&path))?;
+        let text: String = actions.iter().map(Action::line).collect();
+        if let Some(file) = self.file.as_mut() {
+            file.write_all(text.as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
+        }
+        self.actions.extend(actions);
+        Ok(())
+    }
+
+    /// Swaps staged paths in and moves removed ones aside, back to back: every step was
+    /// journaled before, so the outputs are mid-change for as short a time as renames take.
+    fn swap(
+        &mut self,
+        staged: &[Staged],
+        removals: &[(String, String)],
+        hooks: &mut dyn Hooks,
+    ) -> Result<(), TransactionError> {
+        for file in staged {
+            let target = self.root.join(&file.path);
+            if let Some(backup) = &file.backup {
+                hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+                fs::rename(&target, self.directory.join(backup)).map_err(io_error(&target))?;
+                self.changed = true;
+            }
+            hooks.before(Step::Rename(&target)).map_err(io_error(&target))?;
+            fs::rename(&file.temporary, &target).map_err(io_error(&target))?;
+            self.changed = true;
+        }
+        for (path, backup) in removals {
+            let target = self.root.join(path);
+            hooks.before(Step::MoveAside(&target)).map_err(io_error(&target))?;
+            fs::rename(&target, self.directory.join(backup)).map_err(io_error(&target))?;
+            self.changed = true;
+        }
+        Ok(())
     }
 }
 
@@ -506,8 +574,8 @@ fn make_link(_target: &Path, _link: &Path) -> io::Result<()> {
 
 /// Makes `root` hold exactly `files` (plus foreign files that are not in the way).
 pub fn apply(root: &Path, files: &[OutputFile], hooks: &mut dyn Hooks) -> Result<Outcome, TransactionError> {
-    let entries: Vec<Entry<'_>> = files.iter().map(Entry::file).collect();
-    apply_entries(root, &entries, &OUTPUT_DIRECTORY, None, hooks)
+    let mut outcomes = apply_unit(root, &[Part { folder: "", files }], hooks)?;
+    Ok(outcomes.pop().unwrap_or_default())
 }
 
 /// Makes `root` hold exactly `entries`, keeping its books as `books` says and carrying
@@ -519,6 +587,141 @@ pub fn apply_entries(
     details: Option<&serde_json::Value>,
     hooks: &mut dyn Hooks,
 ) -> Result<Outcome, TransactionError> {
+    let mut outcomes = run_unit(root, &[UnitPart { folder: "", entries: entries.to_vec(), details }], books, hooks)?;
+    Ok(outcomes.pop().unwrap_or_default())
+}
+
+/// One owned output directory of a unit: its folder relative to the unit's root (`""`
+/// for the root itself) and exactly the files it must hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Part<'a> {
+    pub folder: &'a str,
+    pub files: &'a [OutputFile],
+}
+
+/// Makes every part hold exactly its files, as one unit: one journal in `root` covers
+/// every write and removal of every part, so a failure (or a crash, recovered by the next
+/// run) leaves all parts as they were, and success leaves all of them new. Returns one
+/// outcome per part, in order, with paths relative to the part.
+pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Result<Vec<Outcome>, TransactionError> {
+    let parts: Vec<UnitPart<'_>> = parts
+        .iter()
+        .map(|part| UnitPart {
+            folder: part.folder,
+            entries: part.files.iter().map(Entry::file).collect(),
+            details: None,
+        })
+        .collect();
+    run_unit(root, &parts, &OUTPUT_DIRECTORY, hooks)
+}
+
+/// A part of a unit as the transaction plans it.
+struct UnitPart<'a> {
+    folder: &'a str,
+    entries: Vec<Entry<'a>>,
+    details: Option<&'a serde_json::Value>,
+}
+
+/// A part's plan, with its paths made relative to the unit's root: (path, content,
+/// whether something owned is there, whether it counts as written output).
+struct PartPlan {
+    writes: Vec<(String, Owned, bool, bool)>,
+    removals: Vec<String>,
+    outcome: Outcome,
+}
+
+fn under(folder: &str, path: &str) -> String {
+    if folder.is_empty() { path.to_owned() } else { format!("{folder}/{path}") }
+}
+
+fn relative_to(folder: &str, path: &str) -> String {
+    if folder.is_empty() {
+        path.to_owned()
+    } else {
+        path.strip_prefix(folder).and_then(|rest| rest.strip_prefix('/')).unwrap_or(path).to_owned()
+    }
+}
+
+/// Plans one part: recovers what an older run left in its own journal, refuses what is
+/// in the way, and lists its writes (the ownership record last) and removals.
+fn plan_part(root: &Path, part: &UnitPart<'_>, books: &Bookkeeping) -> Result<PartPlan, TransactionError> {
+    if !part.folder.is_empty() && !is_safe_relative(part.folder) {
+        return Err(refused(&root.join(part.folder), "the output names an unsafe path"));
+    }
+    let directory = if part.folder.is_empty() { root.to_path_buf() } else { root.join(part.folder) };
+    match fs::symlink_metadata(&directory) {
+        Ok(metadata) if metadata.file_type().is_symlink() => {
+            return Err(refused(&directory, "it is a symbolic link"));
+        }
+        Ok(metadata) if !metadata.is_dir() => return Err(refused(&directory, "it is not a directory")),
+        Ok(_) | Err(_) => {}
+    }
+    let exists = directory.is_dir();
+    let recovered = if exists && !part.folder.is_empty() { recover(&directory, books)? } else { false };
+    let plan = plan(&directory, &part.entries, books, part.details, exists)?;
+    let mut writes: Vec<(String, Owned, bool, bool)> = plan
+        .writes
+        .iter()
+        .map(|(entry, existed)| (under(part.folder, entry.path), Owned::of(entry.content), *existed, true))
+        .collect();
+    if plan.record_changed {
+        let existed = directory.join(books.record).is_file();
+        writes.push((under(part.folder, books.record), Owned::Bytes(plan.record), existed, false));
+    }
+    Ok(PartPlan {
+        writes,
+        removals: plan.removals.iter().map(|path| under(part.folder, path)).collect(),
+        outcome: Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() },
+    })
+}
+
+/// Stages every write of every part, journals every swap in one write, then swaps them
+/// all; fills in each part's written and removed paths, and returns every removed path
+/// relative to the root.
+fn stage_and_swap(
+    journal: &mut Journal<'_>,
+    plans: &mut [PartPlan],
+    parts: &[UnitPart<'_>],
+    hooks: &mut dyn Hooks,
+) -> Result<Vec<String>, TransactionError> {
+    let mut staged = Vec::new();
+    let mut removals = Vec::new();
+    let mut removed = Vec::new();
+    for (plan, part) in plans.iter_mut().zip(parts) {
+        for (path, content, exists, counted) in &plan.writes {
+            staged.push(journal.stage(path, content, *exists, hooks)?);
+            if *counted {
+                plan.outcome.written.push(relative_to(part.folder, path));
+            }
+        }
+        for path in &plan.removals {
+            removals.push((path.clone(), journal.next_backup()));
+            plan.outcome.removed.push(relative_to(part.folder, path));
+            removed.push(path.clone());
+        }
+    }
+    let mut intent: Vec<Action> = staged
+        .iter()
+        .map(|file| match &file.backup {
+            Some(backup) => Action::Replaced(file.path.clone(), backup.clone()),
+            None => Action::Created(file.path.clone()),
+        })
+        .collect();
+    intent.extend(removals.iter().map(|(path, backup)| Action::Removed(path.clone(), backup.clone())));
+    journal.record_all(intent, hooks)?;
+    journal.swap(&staged, &removals, hooks)?;
+    journal.record(Action::Committed, hooks)?;
+    Ok(removed)
+}
+
+/// The unit behind [`apply_unit`] and [`apply_entries`]: one journal, kept as `books`
+/// says, for every part.
+fn run_unit(
+    root: &Path,
+    parts: &[UnitPart<'_>],
+    books: &Bookkeeping,
+    hooks: &mut dyn Hooks,
+) -> Result<Vec<Outcome>, TransactionError> {
     match fs::symlink_metadata(root) {
         Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
         Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
@@ -526,13 +729,13 @@ pub fn apply_entries(
     }
     let root_exists = root.is_dir();
     let recovered = if root_exists { recover(root, books)? } else { false };
-    let plan = plan(root, entries, books, details, root_exists)?;
-    let mut outcome = Outcome { recovered, unchanged: plan.unchanged, ..Outcome::default() };
-    if plan.writes.is_empty() && plan.removals.is_empty() && !plan.record_changed {
-        return Ok(outcome);
+    let mut plans = parts.iter().map(|part| plan_part(root, part, books)).collect::<Result<Vec<_>, _>>()?;
+    if let Some(first) = plans.first_mut() {
+        first.outcome.recovered |= recovered;
     }
-
-    // Execute, journaling each step first.
+    if plans.iter().all(|plan| plan.writes.is_empty() && plan.removals.is_empty()) {
+        return Ok(plans.into_iter().map(|plan| plan.outcome).collect());
+    }
     let mut journal = Journal {
         root,
         directory: root.join(books.journal),
@@ -540,12 +743,13 @@ pub fn apply_entries(
         actions: Vec::new(),
         backups: 0,
         temporaries: 0,
+        changed: false,
     };
     let mut created_root = false;
     // A journal inside the record's folder needs that folder before the first step.
     let journal_parent = journal.directory.parent().filter(|parent| *parent != root).map(Path::to_path_buf);
     let mut created_journal_parent = false;
-    let result = (|| -> Result<(), TransactionError> {
+    let result = (|| -> Result<Vec<String>, TransactionError> {
         if !root_exists {
             hooks.before(Step::CreateDirectory(root)).map_err(io_error(root))?;
             fs::create_dir_all(root).map_err(io_error(root))?;
@@ -556,35 +760,17 @@ pub fn apply_entries(
             fs::create_dir(parent).map_err(io_error(parent))?;
             created_journal_parent = true;
         }
-        let ownership = Entry { path: books.record, content: Content::Bytes(&plan.record) };
-        let record_existed = root.join(books.record).is_file();
-        let mut all_writes = plan.writes.clone();
-        if plan.record_changed {
-            all_writes.push((ownership, record_existed));
-        }
-        for (entry, exists) in all_writes {
-            journal.write_file(entry, exists, hooks)?;
-            if entry.path != books.record {
-                outcome.written.push(entry.path.to_owned());
-            }
-        }
-        for path in &plan.removals {
-            journal.remove_file(path, hooks)?;
-            outcome.removed.push(path.clone());
-        }
-        journal.record(Action::Committed, hooks)?;
-        Ok(())
+        stage_and_swap(&mut journal, &mut plans, parts, hooks)
     })();
-
     match result {
-        Ok(()) => {
+        Ok(removed) => {
             // Committed: the journal only holds backups now. A failure to delete them is
             // harmless (the next run sees the commit line and deletes them).
             let _ = fs::remove_dir_all(&journal.directory);
-            remove_empty_folders(root, &outcome.removed);
-            Ok(outcome)
+            remove_empty_folders(root, &removed);
+            Ok(plans.into_iter().map(|plan| plan.outcome).collect())
         }
-        Err(error) => {
+        Err(mut error) => {
             roll_back(journal.root, &journal.directory, &journal.actions)?;
             let _ = fs::remove_dir_all(&journal.directory);
             if let Some(parent) = journal_parent.filter(|_| created_journal_parent) {
@@ -592,6 +778,9 @@ pub fn apply_entries(
             }
             if created_root {
                 let _ = fs::remove_dir(root);
+            }
+            if let TransactionError::Io { restored, .. } = &mut error {
+                *restored = journal.changed || created_root;
             }
             Err(error)
         }

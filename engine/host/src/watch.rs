@@ -94,7 +94,9 @@ impl Watcher {
         let mut session = Session::default();
         session.defer_pruning = true;
         let report = converge_locked(&mut session, &home, &projects, &config, progress, true)?;
-        cache::store(&home, &fingerprints(&session, &home, &projects, &report));
+        if let Err(message) = cache::store(&home, &fingerprints(&session, &home, &projects, &report), &mut NoFaults) {
+            progress.warn(&message);
+        }
         let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
         let debouncer = new_debouncer(debounce, None, sender)
             .map_err(|error| HostError::environment(&home, format!("cannot watch files: {error}")))?;
@@ -219,7 +221,12 @@ impl Watcher {
         }
         prune_locked(&mut self.session, &self.home, Duration::from_millis(50));
         if self.cache_stale {
-            cache::store(&self.home, &fingerprints(&self.session, &self.home, &self.projects, &self.last_report));
+            // Saved again at the next quiet moment; a failure here was warned about at start.
+            let _ = cache::store(
+                &self.home,
+                &fingerprints(&self.session, &self.home, &self.projects, &self.last_report),
+                &mut NoFaults,
+            );
             self.cache_stale = false;
         }
     }
@@ -229,7 +236,12 @@ impl Watcher {
     pub fn stop(mut self) {
         prune_locked(&mut self.session, &self.home, Duration::from_secs(5));
         if self.cache_stale {
-            cache::store(&self.home, &fingerprints(&self.session, &self.home, &self.projects, &self.last_report));
+            // Saved again at the next quiet moment; a failure here was warned about at start.
+            let _ = cache::store(
+                &self.home,
+                &fingerprints(&self.session, &self.home, &self.projects, &self.last_report),
+                &mut NoFaults,
+            );
         }
     }
 }

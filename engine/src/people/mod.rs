@@ -46,7 +46,7 @@ pub const HIRE_SPEC: &str = "munder-difflin/hire@1";
 pub const RECIPE_SPEC: &str = "acompose/people-recipe@1";
 
 /// The largest file the hardened parsers accept, in bytes.
-pub const MAX_FILE_BYTES: usize = 64 * 1024;
+pub const MAX_FILE_BYTES: usize = crate::limits::PEOPLE_FILE.bytes;
 /// The deepest nesting of objects and arrays the hardened parsers accept.
 pub const MAX_DEPTH: usize = 64;
 /// The most values (objects, arrays and scalars) one file may hold.

@@ -59,7 +59,7 @@ impl SyntaxError {
     }
 
     pub fn too_large() -> Self {
-        Self::new("file-too-large", "file is larger than 64 KiB", None)
+        Self::new(crate::limits::PEOPLE_FILE.code, "file is larger than 64 KiB", None)
     }
 
     pub fn not_utf8() -> Self {

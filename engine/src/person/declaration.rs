@@ -120,6 +120,10 @@ fn single_node<'n>(reader: &mut Reader<'_>, nodes: &'n [Node], expected: &str) -
 }
 
 fn with_parse(db: &dyn salsa::Database, file: SourceFile) -> (String, Vec<Node>, Vec<Diagnostic>) {
+    // An oversized file is refused before it is parsed, so its cost stays bounded.
+    if let Some(too_large) = crate::limits::KDL_PACKAGE_FILE.check(file.bytes(db).len(), &file.display_path(db)) {
+        return (file.display_path(db), Vec::new(), vec![too_large]);
+    }
     let parsed = kdl_document(db, file);
     (file.display_path(db), parsed.value.nodes.clone(), parsed.diagnostics.clone())
 }
@@ -371,6 +375,9 @@ pub fn personality_declaration(db: &dyn salsa::Database, file: SourceFile) -> Pa
 }
 
 fn read_triple(reader: &mut Reader<'_>, node: &Node, keys: [&str; 3]) -> Triple {
+    // Only diagnostics reported from here on can be about this node, so the check below
+    // looks at those alone: scanning the whole list per node would be quadratic.
+    let first_own = reader.diagnostics.len();
     reader.argument_count(node, 0, Some(0));
     reader.allowed_properties(node, &[]);
     let mut values: [Option<String>; 3] = [None, None, None];
@@ -395,7 +402,7 @@ fn read_triple(reader: &mut Reader<'_>, node: &Node, keys: [&str; 3]) -> Triple 
     }
     for (index, key) in keys.iter().enumerate() {
         if values[index].is_none()
-            && !reader.diagnostics.iter().any(|diagnostic| diagnostic.span == Some(node.name_span))
+            && !reader.diagnostics[first_own..].iter().any(|diagnostic| diagnostic.span == Some(node.name_span))
         {
             reader.report(
                 "missing-node",

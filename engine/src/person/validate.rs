@@ -303,7 +303,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
     let model = PersonModel { source: source_id, person: person_name, core, roles, personalities, invariant };
     let mut diagnostics = context.diagnostics;
     diagnostics.dedup();
-    Parsed::new(model, diagnostics)
+    Parsed::new(model, crate::diagnostic::bound_per_file(diagnostics))
 }
 
 fn check_file_name(
