@@ -114,7 +114,7 @@ fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
     assert_eq!(count(&executed, "file_summary"), 1, "{executed:#?}");
     assert_eq!(count(&executed, "skill_document"), 1, "{executed:#?}");
     assert_eq!(count(&executed, "catalogue_listing"), 1, "only the hardware catalogue: {executed:#?}");
-    assert_eq!(count(&executed, "resolve"), 1, "only the platform role: {executed:#?}");
+    assert_eq!(count(&executed, "composition_bundle"), 1, "only the platform role: {executed:#?}");
     assert_eq!(count(&executed, "kdl_document"), 0, "{executed:#?}");
     assert_eq!(report.bundles_new, 1);
     let after = index(&home);
@@ -140,7 +140,7 @@ fn editing_the_same_skill_again_checks_only_what_depends_on_it() {
         let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
         let executed = session.db.take_executed();
         assert_eq!(count(&executed, "file_summary"), 1, "{executed:#?}");
-        assert_eq!(count(&executed, "resolve"), 1, "only the platform role: {executed:#?}");
+        assert_eq!(count(&executed, "composition_bundle"), 1, "only the platform role: {executed:#?}");
         (report.queries_executed, report.queries_reused)
     };
     // The first edit checks every memo; the file is then of LOW durability, and the
@@ -178,7 +178,7 @@ fn a_file_added_beside_a_skill_replans_only_the_role_that_admits_it() {
         assert!(session.loader.refresh(&mut session.db, &added));
         session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
         let executed = session.db.take_executed();
-        assert_eq!(count(&executed, "resolve"), 1, "round {round}: only the platform role: {executed:#?}");
+        assert_eq!(count(&executed, "composition_bundle"), 1, "round {round}: only the platform role: {executed:#?}");
     }
 }
 
@@ -194,7 +194,7 @@ fn editing_roles_kdl_replans_only_the_affected_role() {
     session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
     let executed = session.db.take_executed();
     assert_eq!(count(&executed, "trusted_root"), 1, "{executed:#?}");
-    assert_eq!(count(&executed, "resolve"), 1, "only eval re-plans: {executed:#?}");
+    assert_eq!(count(&executed, "composition_bundle"), 1, "only eval re-plans: {executed:#?}");
     let after = index(&home);
     for (role, id) in &before {
         assert_eq!(after[role] != *id, role == "eval", "{role}");

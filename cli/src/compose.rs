@@ -83,9 +83,9 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let materialized = materialization.outcome;
-    let bundle = &prepared.bundle;
+    let bundle = prepared.bundle;
     let stats = {
-        let (executed, reused) = db.take_query_counts();
+        let (executed, reused) = prepared.queries;
         Stats {
             stated: loader.observed().len(),
             read: loader.counters.files_read,
@@ -123,7 +123,7 @@ fn cache_key(args: &ComposeArgs, out: &Path, projects: &Path, terminal: &Termina
 /// The report `compose` prints (without the `--stats` line).
 fn render(
     args: &ComposeArgs,
-    prepared: &Prepared,
+    prepared: &Prepared<'_>,
     out: &Path,
     materialized: Materialized,
     terminal: &Terminal,

@@ -104,6 +104,9 @@ pub struct Bundle {
     pub id: String,
     pub files: Vec<OutputFile>,
     pub summary: Summary,
+    /// The trace's provider reports (what the repository plan is made of); the
+    /// decisions live only in `trace.json`.
+    pub providers: Vec<crate::trace::ProviderReport>,
 }
 
 /// Decision counts by outcome.
@@ -320,7 +323,7 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
     let mut files = content;
     files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes });
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Bundle { id, files, summary: Summary::of(&resolution.trace) }
+    Bundle { id, files, summary: Summary::of(&resolution.trace), providers: resolution.trace.providers.clone() }
 }
 
 /// The bundle of a composition, or the diagnostics that prevent it.
@@ -328,8 +331,8 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
 pub fn composition_bundle(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Bundle>> {
     let resolved = resolve(db, composition);
     match &resolved.value {
-        Some(resolution) => Parsed::new(Some(bundle_files(db, resolution)), resolved.diagnostics.clone()),
-        None => Parsed::new(None, resolved.diagnostics.clone()),
+        Some(resolution) => Parsed::new(Some(bundle_files(db, resolution)), resolved.diagnostics),
+        None => Parsed::new(None, resolved.diagnostics),
     }
 }
 

@@ -259,7 +259,11 @@ fn skill_kind_name(kind: SkillKind) -> &'static str {
 }
 
 /// Resolves one composition. With errors the value is `None` and nothing may be written.
-#[salsa::tracked(returns(ref), no_eq)]
+///
+/// Not memoized on its own: [`crate::bundle::composition_bundle`] (the one caller, and
+/// tracked) turns the resolution into the bundle and drops it, so the trace's decisions
+/// (tens of thousands on a large estate) do not stay in memory beside the bundle's
+/// `trace.json`.
 pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Resolution>> {
     let model_parsed = person_model(db, composition.person(db));
     if model_parsed.has_errors() {

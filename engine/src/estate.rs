@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::snapshot::to_json_bytes;
-use crate::trace::{Outcome, SelectorReport, Trace};
+use crate::trace::{Outcome, ProviderReport, SelectorReport};
 
 pub const PLAN_FORMAT: &str = "acompose.repository-plan.v1";
 pub const INDEX_FORMAT: &str = "acompose.bundle-index.v1";
@@ -51,12 +51,12 @@ struct Plan<'a> {
     roles: BTreeMap<&'a str, PlanRole<'a>>,
 }
 
-/// One role's part of the estate: its bundle id, tier and trace.
+/// One role's part of the estate: its bundle id, tier and the trace's provider reports.
 pub struct RolePlan<'a> {
     pub role: &'a str,
     pub bundle: &'a str,
     pub model_tier: &'a str,
-    pub trace: &'a Trace,
+    pub providers: &'a [ProviderReport],
 }
 
 /// `repository-plan.json`: per role, the admitted repositories with scope, reason and
@@ -72,7 +72,7 @@ pub fn repository_plan_json(
     for role in roles {
         let mut admitted = Vec::new();
         let mut excluded = Vec::new();
-        for provider in &role.trace.providers {
+        for provider in role.providers {
             if provider.source == crate::compose::PERSON_SOURCE_ID {
                 continue;
             }

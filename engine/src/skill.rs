@@ -14,14 +14,27 @@ pub struct SkillDocument {
     pub description: Option<String>,
     /// The `# Title` line's text, when the body starts with one.
     pub title: Option<String>,
-    /// The body after the frontmatter, as written.
-    pub body: String,
+    /// Where the body after the frontmatter starts, in bytes: the document keeps no copy
+    /// of its text (a catalogue holds thousands of them); [`SkillDocument::body`] reads it
+    /// from the file's bytes.
+    pub body_start: usize,
     /// Paragraphs after the leading title.
     pub paragraphs: usize,
     /// Whitespace-separated words after the leading title.
     pub words: usize,
     /// Whether the whole file is empty or only whitespace.
     pub empty: bool,
+}
+
+impl SkillDocument {
+    /// The body after the frontmatter, as written, from the bytes this document was
+    /// parsed from; empty when the document is empty or not UTF-8.
+    pub fn body<'a>(&self, bytes: &'a [u8]) -> &'a str {
+        if self.empty {
+            return "";
+        }
+        std::str::from_utf8(bytes).ok().and_then(|text| text.get(self.body_start..)).unwrap_or_default()
+    }
 }
 
 /// Parses one `SKILL.md` (or `COMPOSED.md`). Never fails.
@@ -95,7 +108,7 @@ pub fn parse_skill(text: &str, path: &str) -> Parsed<SkillDocument> {
         }
     };
     let body = &text[body_start..];
-    document.body = body.to_owned();
+    document.body_start = body_start;
     let mut rest = body.trim_start();
     if let Some(after_hash) = rest.strip_prefix("# ") {
         let (title, remainder) = after_hash.split_once('\n').unwrap_or((after_hash, ""));

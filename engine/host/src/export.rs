@@ -163,6 +163,7 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
         id: id.clone(),
         files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes }).collect(),
         summary: Summary::default(),
+        providers: Vec::new(),
     };
     let materialization = place(destination, &bundle)?;
     Ok(Imported { id, materialization })

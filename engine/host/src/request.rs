@@ -134,11 +134,16 @@ fn declared_files(
 }
 
 /// Everything `compose` resolved, ready to materialize.
-pub struct Prepared {
-    pub bundle: Bundle,
+pub struct Prepared<'db> {
+    /// The bundle as the database holds it (borrowed: a 200-source bundle holds every
+    /// selected skill's bytes, and a copy would double them).
+    pub bundle: &'db Bundle,
     /// Warnings met on the way (no errors: those stop `prepare`).
     pub warnings: Findings,
     pub model: acompose_engine::person::PersonModel,
+    /// Salsa queries (executed, reused) since the database's counters were last taken,
+    /// counted when the bundle was ready (`compose --stats`).
+    pub queries: (usize, usize),
 }
 
 /// The request's text; an unreadable or non-UTF-8 request is invalid input.
@@ -197,13 +202,13 @@ fn request_sources(
 }
 
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it.
-pub fn prepare(
-    db: &mut Database,
+pub fn prepare<'db>(
+    db: &'db mut Database,
     loader: &mut Loader,
     request_path: &Path,
     projects: &Path,
     skill_policy: Option<acompose_engine::skill_rules::SkillPolicy>,
-) -> Result<Prepared, HostError> {
+) -> Result<Prepared<'db>, HostError> {
     let label = label_of(request_path);
     let text = read_request_text(request_path, &label)?;
     loader.note(request_path, crate::observe::observe(request_path));
@@ -262,6 +267,7 @@ pub fn prepare(
         // A policy given by the caller (`compose --strict`) wins over the request's own.
         skill_policy.or(request.skill_policy).unwrap_or_default(),
     );
+    let db: &'db Database = db;
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());
     // Catalogue files that diagnostics point at.
@@ -277,7 +283,7 @@ pub fn prepare(
     match &result.value {
         Some(bundle) if !all.has_errors() => {
             let model = acompose_engine::person::person_model(db, source).value.clone();
-            Ok(Prepared { bundle: bundle.clone(), warnings: all, model })
+            Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
         _ => Err(HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all }),
     }

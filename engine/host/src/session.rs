@@ -12,7 +12,6 @@ use acompose_engine::estate::{ContextEntry, RolePlan, index_json, parse_index, r
 use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
-use acompose_engine::trace::Trace;
 use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
@@ -521,7 +520,6 @@ struct Resolved<'db> {
     role: &'db str,
     tier: &'db str,
     bundle: &'db Bundle,
-    trace: &'db Trace,
 }
 
 /// Resolve: every role's bundle, or every diagnostic when any role has an error.
@@ -536,9 +534,8 @@ fn resolved_bundles<'db>(
     for (role, tier, composition) in roles {
         let result = composition_bundle(db, *composition);
         diagnostics.extend(result.diagnostics.iter().cloned());
-        let resolution = acompose_engine::compose::resolve(db, *composition).value.as_ref();
-        if let (Some(bundle), Some(resolution)) = (&result.value, resolution) {
-            bundles.push(Resolved { role, tier, bundle, trace: &resolution.trace });
+        if let Some(bundle) = &result.value {
+            bundles.push(Resolved { role, tier, bundle });
         }
     }
     diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
@@ -682,7 +679,7 @@ fn write_outputs(
                 role: resolved.role,
                 bundle: &resolved.bundle.id,
                 model_tier: resolved.tier,
-                trace: resolved.trace,
+                providers: &resolved.bundle.providers,
             })
             .collect();
         (

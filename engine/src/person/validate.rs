@@ -79,7 +79,7 @@ impl Context<'_> {
             relative_path: file.relative_path(self.db).clone(),
             digest: content_digest(&bytes),
             description: document.description.clone().unwrap_or_default(),
-            body: document.body.clone(),
+            body: document.body(&bytes).to_owned(),
             bytes,
         };
         (skill, document)
