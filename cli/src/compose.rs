@@ -77,8 +77,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     };
     report_warnings(&prepared.warnings, terminal);
     let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.clone()) };
-    let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, &prepared.bundle))
-    {
+    let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, prepared.bundle)) {
         Ok(materialization) => materialization,
         Err(error) => return report_error(&error, terminal),
     };

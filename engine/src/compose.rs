@@ -260,7 +260,7 @@ fn skill_kind_name(kind: SkillKind) -> &'static str {
 
 /// Resolves one composition. With errors the value is `None` and nothing may be written.
 ///
-/// Not memoized on its own: [`crate::bundle::composition_bundle`] (the one caller, and
+/// Not memoized on its own: `composition_bundle` (the one caller, and
 /// tracked) turns the resolution into the bundle and drops it, so the trace's decisions
 /// (tens of thousands on a large estate) do not stay in memory beside the bundle's
 /// `trace.json`.
