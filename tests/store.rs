@@ -163,7 +163,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
             .expect("prepare");
     let out = root.join("out");
     let store = Store::at(root.join("store"));
-    let crashed = materialize_into(&out, &prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || {
+    let crashed = materialize_into(&out, prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || {
         Err("injected crash".to_owned())
     });
     assert!(crashed.is_err());
@@ -177,7 +177,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
         let name = entry.file_name().to_string_lossy().into_owned();
         assert!(!name.starts_with('.'), "a staging entry was left visible: {name}");
     }
-    let again = materialize_into(&out, &prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || Ok(()))
+    let again = materialize_into(&out, prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || Ok(()))
         .expect("the next run recovers");
     assert_eq!(again.outcome, acompose_host::bundle::Materialized::New);
     let placed = out.join(&prepared.bundle.id);
