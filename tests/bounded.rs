@@ -181,8 +181,12 @@ fn a_roles_kdl_of_many_unknown_references_gets_a_bounded_report_with_short_hints
     }
     text.push_str("    }\n}\n");
     let db = acompose_engine::Database::default();
-    let file =
-        acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), text.into_bytes());
+    let file = acompose_engine::SourceFile::new(
+        &db,
+        "root".to_owned(),
+        ".agents/roles.kdl".to_owned(),
+        text.into_bytes().into(),
+    );
     let parsed = acompose_engine::provider::trusted_root(&db, file);
     assert_eq!(parsed.value.repositories.len(), 50);
     assert_eq!(parsed.diagnostics.len(), MAX_DIAGNOSTICS_PER_FILE + 1);
@@ -197,7 +201,7 @@ fn a_roles_kdl_of_many_unknown_references_gets_a_bounded_report_with_short_hints
 fn an_oversized_roles_kdl_is_refused_unparsed() {
     let db = acompose_engine::Database::default();
     let bytes = vec![b'\n'; limits::ROLES_KDL.bytes + 1];
-    let file = acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), bytes);
+    let file = acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), bytes.into());
     let parsed = acompose_engine::provider::trusted_root(&db, file);
     let codes: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
     assert_eq!(codes, [limits::ROLES_KDL.code]);
@@ -326,7 +330,8 @@ fn the_fuzzed_roles_kdl_of_nested_slashdash_blocks_is_refused_unparsed() {
         include_bytes!("fixtures/fuzz/roles_kdl-slow-507add82.kdl").to_vec(),
     ] {
         let db = acompose_engine::Database::default();
-        let file = acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), bytes);
+        let file =
+            acompose_engine::SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), bytes.into());
         let parsed = acompose_engine::provider::trusted_root(&db, file);
         let codes: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
         assert!(codes.contains(&"kdl-too-deep"), "{codes:?}");

@@ -344,7 +344,7 @@ impl Hooks for FailAt {
 }
 
 fn file(path: &str, bytes: &str) -> OutputFile {
-    OutputFile { path: path.to_owned(), bytes: bytes.as_bytes().to_vec() }
+    OutputFile { path: path.to_owned(), bytes: bytes.as_bytes().into() }
 }
 
 #[test]

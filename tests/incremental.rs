@@ -7,7 +7,7 @@ use salsa::Setter;
 fn load_embedded(db: &Database) -> (PersonSource, Vec<SourceFile>) {
     let files: Vec<SourceFile> = acompose_roster::files()
         .iter()
-        .map(|(path, bytes)| SourceFile::new(db, "pkg".to_owned(), (*path).to_owned(), bytes.to_vec()))
+        .map(|(path, bytes)| SourceFile::new(db, "pkg".to_owned(), (*path).to_owned(), bytes.to_vec().into()))
         .collect();
     let package = Package::new(db, "pkg".to_owned(), PackageKind::Person, false, files.clone(), Vec::new());
     (PersonSource::new(db, package, Vec::new(), true), files)
@@ -28,8 +28,8 @@ fn editing_one_role_file_reparses_only_that_role() {
 
     let edited =
         files.iter().copied().find(|file| file.relative_path(&db) == "roles/03-eval.kdl").expect("eval role file");
-    let text = String::from_utf8(edited.bytes(&db).clone()).expect("utf-8");
-    edited.set_bytes(&mut db).to(text.replace("purpose \"", "purpose \"Carefully: ").into_bytes());
+    let text = String::from_utf8(edited.bytes(&db).to_vec()).expect("utf-8");
+    edited.set_bytes(&mut db).to(text.replace("purpose \"", "purpose \"Carefully: ").into_bytes().into());
     let model = person_model(&db, source);
     assert!(!model.has_errors(), "{:?}", model.diagnostics);
     assert!(model.value.role("eval").is_some_and(|role| role.purpose.starts_with("Carefully: ")));
@@ -52,8 +52,8 @@ fn editing_one_skill_body_does_not_reparse_any_kdl() {
         .copied()
         .find(|file| file.relative_path(&db) == "roles/platform/SKILL.md")
         .expect("platform skill");
-    let text = String::from_utf8(skill.bytes(&db).clone()).expect("utf-8");
-    skill.set_bytes(&mut db).to(format!("{text}\nOne more paragraph.\n").into_bytes());
+    let text = String::from_utf8(skill.bytes(&db).to_vec()).expect("utf-8");
+    skill.set_bytes(&mut db).to(format!("{text}\nOne more paragraph.\n").into_bytes().into());
     assert!(!person_model(&db, source).has_errors());
     let executed = db.take_executed();
     assert_eq!(executed_named(&executed, "kdl_document"), 0, "{executed:#?}");

@@ -6,7 +6,8 @@ use proptest::prelude::*;
 
 fn validate_package(files: Vec<(String, Vec<u8>)>) {
     let db = Database::default();
-    let inputs = files.into_iter().map(|(path, bytes)| SourceFile::new(&db, "pkg".to_owned(), path, bytes)).collect();
+    let inputs =
+        files.into_iter().map(|(path, bytes)| SourceFile::new(&db, "pkg".to_owned(), path, bytes.into())).collect();
     let package = Package::new(&db, "pkg".to_owned(), PackageKind::Person, false, inputs, Vec::new());
     let source = PersonSource::new(&db, package, Vec::new(), true);
     let _ = person_model(&db, source);

@@ -243,10 +243,10 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
                 compiled.push('\n');
             }
         }
-        content.push(OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes() });
+        content.push(OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes().into() });
     }
-    content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes() });
-    content.push(OutputFile { path: "trace.json".to_owned(), bytes: to_json_bytes(&resolution.trace) });
+    content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes().into() });
+    content.push(OutputFile { path: "trace.json".to_owned(), bytes: to_json_bytes(&resolution.trace).into() });
     content.sort_by(|a, b| a.path.cmp(&b.path));
 
     let role = model.role(&resolution.role);
@@ -321,7 +321,7 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
     let manifest_bytes = to_json_bytes(&manifest);
     let id = bundle_id(&manifest_bytes);
     let mut files = content;
-    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes });
+    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes.into() });
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Bundle { id, files, summary: Summary::of(&resolution.trace), providers: resolution.trace.providers.clone() }
 }

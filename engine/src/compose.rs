@@ -102,7 +102,7 @@ pub struct SelectedSkill {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PersonSkill {
     pub id: String,
-    pub bytes: Vec<u8>,
+    pub bytes: crate::Bytes,
 }
 
 /// A selected provider as the manifest lists it, in precedence order.
@@ -339,7 +339,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     let mut person_budget = SkillBudget::default();
     let mut deliver_person_skill = |resolver: &mut Resolver<'_>,
                                     id: &str,
-                                    bytes: &[u8],
+                                    bytes: &crate::Bytes,
                                     kind: &str,
                                     cause: &str,
                                     reason: String| {
@@ -355,7 +355,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         resolver.listed(budget.metadata_bytes);
         person_budget.add(budget);
         person_bytes += bytes.len() as u64;
-        person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.to_vec() });
+        person_skills.push(PersonSkill { id: id.to_owned(), bytes: bytes.clone() });
     };
     deliver_person_skill(
         &mut resolver,

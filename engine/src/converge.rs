@@ -339,12 +339,12 @@ pub fn is_repository_path(text: &str) -> bool {
 /// Files are sorted by path.
 pub fn roster_files(model: &PersonModel) -> Vec<OutputFile> {
     let mut files = vec![
-        OutputFile { path: "person.json".to_owned(), bytes: snapshot::person_json(model) },
-        OutputFile { path: "ROSTER.md".to_owned(), bytes: render::roster_document(model).into_bytes() },
-        OutputFile { path: "INVARIANT.md".to_owned(), bytes: model.invariant.clone().into_bytes() },
+        OutputFile { path: "person.json".to_owned(), bytes: snapshot::person_json(model).into() },
+        OutputFile { path: "ROSTER.md".to_owned(), bytes: render::roster_document(model).into_bytes().into() },
+        OutputFile { path: "INVARIANT.md".to_owned(), bytes: model.invariant.as_bytes().into() },
     ];
     let skill =
-        |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.to_vec() };
+        |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.into() };
     for role in &model.roles {
         files.push(skill(&role.skill.id, &role.skill.bytes));
         for method in &role.methods {

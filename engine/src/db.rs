@@ -14,7 +14,7 @@ pub struct SourceFile {
     #[returns(ref)]
     pub relative_path: String,
     #[returns(ref)]
-    pub bytes: Vec<u8>,
+    pub bytes: crate::Bytes,
 }
 
 impl SourceFile {

@@ -37,9 +37,13 @@ pub mod trace;
 pub use db::{Database, Package, PackageKind, PersonSource, SourceFile};
 pub use diagnostic::{Diagnostic, Parsed, Severity, Span};
 
+/// A file's bytes, shared: a source file's bytes and the bundle files made of them are
+/// one allocation, not a copy per bundle.
+pub type Bytes = std::sync::Arc<[u8]>;
+
 /// One file the driver should write, with a path relative to the output root.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OutputFile {
     pub path: String,
-    pub bytes: Vec<u8>,
+    pub bytes: Bytes,
 }

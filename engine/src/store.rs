@@ -130,7 +130,7 @@ pub fn layout(files: &[OutputFile]) -> StoreLayout<'_> {
         });
         match split {
             Some((source, skill, path)) => {
-                grouped.entry(source).or_default().entry(skill).or_default().push((path, file.bytes.as_slice()))
+                grouped.entry(source).or_default().entry(skill).or_default().push((path, &file.bytes[..]))
             }
             None => own.push(file),
         }
@@ -156,7 +156,7 @@ mod tests {
     use super::*;
 
     fn file(path: &str, bytes: &[u8]) -> OutputFile {
-        OutputFile { path: path.to_owned(), bytes: bytes.to_vec() }
+        OutputFile { path: path.to_owned(), bytes: bytes.into() }
     }
 
     #[test]

@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let files = data
         .split(|byte| *byte == 0)
         .zip(PATHS)
-        .map(|(bytes, path)| SourceFile::new(&db, "pkg".to_owned(), (*path).to_owned(), bytes.to_vec()))
+        .map(|(bytes, path)| SourceFile::new(&db, "pkg".to_owned(), (*path).to_owned(), bytes.into()))
         .collect();
     let package = Package::new(&db, "pkg".to_owned(), PackageKind::Person, false, files, Vec::new());
     for core_rules in [false, true] {

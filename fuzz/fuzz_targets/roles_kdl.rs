@@ -6,6 +6,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let db = Database::default();
-    let file = SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), data.to_vec());
+    let file = SourceFile::new(&db, "root".to_owned(), ".agents/roles.kdl".to_owned(), data.into());
     let _ = acompose_engine::provider::trusted_root(&db, file);
 });

@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let db = Database::default();
-    let file = SourceFile::new(&db, "cat".to_owned(), "skills/x/SKILL.md".to_owned(), data.to_vec());
+    let file = SourceFile::new(&db, "cat".to_owned(), "skills/x/SKILL.md".to_owned(), data.into());
     let _ = acompose_engine::skill::skill_document(&db, file);
     let _ = acompose_engine::skill::parse_skill(&String::from_utf8_lossy(data), "SKILL.md");
 });

@@ -63,9 +63,9 @@ fn check_against(
             verify_directory_named(directory, &bundle.id).map(|_| ()).map_err(|problems| problems.join("; "))
         }
         Verification::Light => {
-            let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes);
+            let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes[..]);
             match std::fs::read(directory.join("manifest.json")) {
-                Ok(bytes) if Some(&bytes) == manifest => {}
+                Ok(bytes) if Some(&bytes[..]) == manifest => {}
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
             let expected: Vec<&acompose_engine::OutputFile> = match linked {

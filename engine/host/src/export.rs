@@ -161,7 +161,7 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
     })?;
     let bundle = Bundle {
         id: id.clone(),
-        files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes }).collect(),
+        files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes: bytes.into() }).collect(),
         summary: Summary::default(),
         providers: Vec::new(),
     };

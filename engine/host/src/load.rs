@@ -416,13 +416,13 @@ impl Loader {
         let key = (label.to_owned(), relative.clone());
         match self.files.get(&key) {
             Some(&file) => {
-                if file.bytes(db) != &bytes {
-                    file.set_bytes(db).with_durability(changed).to(bytes);
+                if file.bytes(db)[..] != bytes[..] {
+                    file.set_bytes(db).with_durability(changed).to(bytes.into());
                 }
                 file
             }
             None => {
-                let file = SourceFile::builder(label.to_owned(), relative, bytes).durability(durability).new(db);
+                let file = SourceFile::builder(label.to_owned(), relative, bytes.into()).durability(durability).new(db);
                 self.files.insert(key, file);
                 file
             }

@@ -683,10 +683,10 @@ fn write_outputs(
             })
             .collect();
         (
-            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries) }],
+            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries).into() }],
             vec![OutputFile {
                 path: PLAN_FILE.to_owned(),
-                bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions),
+                bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions).into(),
             }],
         )
     };

@@ -97,9 +97,9 @@ pub fn lock_bytes() -> Vec<u8> {
 pub fn mirror_files() -> Vec<OutputFile> {
     let mut files: Vec<OutputFile> = MIRRORS
         .iter()
-        .map(|mirror| OutputFile { path: mirror.path.to_owned(), bytes: mirror.text.as_bytes().to_vec() })
+        .map(|mirror| OutputFile { path: mirror.path.to_owned(), bytes: mirror.text.as_bytes().into() })
         .collect();
-    files.push(OutputFile { path: LOCK_PATH.to_owned(), bytes: lock_bytes() });
+    files.push(OutputFile { path: LOCK_PATH.to_owned(), bytes: lock_bytes().into() });
     files
 }
 
@@ -198,7 +198,7 @@ mod tests {
 
     fn shipped() -> ContractFiles {
         let files = mirror_files();
-        let bytes = |path: &str| files.iter().find(|file| file.path == path).map(|file| file.bytes.clone());
+        let bytes = |path: &str| files.iter().find(|file| file.path == path).map(|file| file.bytes.to_vec());
         ContractFiles {
             person_schema: bytes(PERSON_SCHEMA_PATH),
             bindings_schema: bytes(BINDINGS_SCHEMA_PATH),

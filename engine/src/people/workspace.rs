@@ -253,7 +253,7 @@ mod tests {
 
     fn shipped_contract() -> ContractFiles {
         let files = contract::mirror_files();
-        let bytes = |path: &str| files.iter().find(|file| file.path == path).map(|file| file.bytes.clone());
+        let bytes = |path: &str| files.iter().find(|file| file.path == path).map(|file| file.bytes.to_vec());
         ContractFiles {
             person_schema: bytes(contract::PERSON_SCHEMA_PATH),
             bindings_schema: bytes(contract::BINDINGS_SCHEMA_PATH),

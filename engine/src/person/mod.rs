@@ -41,7 +41,7 @@ pub struct SkillFile {
     pub source: String,
     /// The relative path inside its package.
     pub relative_path: String,
-    pub bytes: Vec<u8>,
+    pub bytes: crate::Bytes,
     /// blake3 of the bytes with CRLF folded, lowercase hex.
     pub digest: String,
     pub description: String,

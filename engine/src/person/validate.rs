@@ -607,7 +607,7 @@ fn load_role(
                 digest: content_digest(&bytes),
                 description: purpose.clone(),
                 body: briefing.value.trim().to_owned(),
-                bytes,
+                bytes: bytes.into(),
             }
         }
         (None, None) => {
