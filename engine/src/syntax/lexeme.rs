@@ -29,7 +29,8 @@ fn scan(bytes: &[u8]) -> Result<(), BrokenLexeme> {
     while at < bytes.len() {
         at = match bytes[at] {
             b'/' if bytes.get(at + 1) == Some(&b'/') => {
-                at + bytes[at..].iter().position(|&byte| matches!(byte, b'\n' | b'\r')).unwrap_or(bytes.len() - at)
+                // A line comment ends at any KDL line break (NEL, LS and PS too).
+                (at..bytes.len()).find(|&offset| line_break_length(bytes, offset) > 0).unwrap_or(bytes.len())
             }
             b'/' if bytes.get(at + 1) == Some(&b'*') => block_comment(bytes, at)?,
             b'"' => string(bytes, at, 0)?,
@@ -139,6 +140,8 @@ mod tests {
             "a \"line \\\r\n\r\n   continued\"\r\n",
             "/* outer /* \" inner */ still */ a /-b \"c\"\n",
             "a \"\"\"\r\n  crlf\r\n  \"\"\"\r\n",
+            // A line comment ended by LINE SEPARATOR, then a multi-line string.
+            "// note\u{2028}a \"\"\"\n  body \"\n  \"\"\"\n",
         ] {
             assert_eq!(broken_lexeme(text), None, "{text:?}");
         }
