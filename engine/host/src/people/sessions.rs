@@ -9,8 +9,7 @@
 //! the lock was left by a launcher that died.
 
 use std::ffi::OsStr;
-use std::fs::{self, File, Metadata};
-use std::io::Read as _;
+use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -133,26 +132,7 @@ fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Finding>), Stop> {
 /// Reads at most `MAX_RECORD_BYTES + 1` bytes of a file found to be a regular file,
 /// refusing a swap between the inspection and the open.
 fn read_record_file(path: &Path, inspected: &Metadata) -> Result<Vec<u8>, Stop> {
-    let file = File::open(path).at(path, || format!("cannot open `{}`", path.display()))?;
-    let opened = file.metadata().at(path, || format!("cannot inspect `{}`", path.display()))?;
-    if !same_file(inspected, &opened) {
-        return Err(Stop::Io(FileError::new(path, format!("`{}` changed while it was read", path.display()))));
-    }
-    let mut bytes = Vec::new();
-    let limit = u64::try_from(MAX_RECORD_BYTES + 1).unwrap_or(u64::MAX);
-    file.take(limit).read_to_end(&mut bytes).at(path, || format!("cannot read `{}`", path.display()))?;
-    Ok(bytes)
-}
-
-#[cfg(unix)]
-fn same_file(left: &Metadata, right: &Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    left.dev() == right.dev() && left.ino() == right.ino() && right.is_file()
-}
-
-#[cfg(not(unix))]
-fn same_file(_left: &Metadata, right: &Metadata) -> bool {
-    right.is_file()
+    super::storage::read_inspected(path, inspected, MAX_RECORD_BYTES).map_err(Stop::Io)
 }
 
 /// Writes `record` into `folder`: a new file when `create` (false if the name is taken),

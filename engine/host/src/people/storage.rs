@@ -255,13 +255,19 @@ fn workspace_label(root: &Path) -> String {
 /// bytes (enough for the engine to see it is too large). The opened file must be the
 /// one inspected, so a swap for a symlink in between is caught.
 pub fn read_limited(path: &Path, inspected: &Metadata) -> Result<Vec<u8>> {
+    read_inspected(path, inspected, MAX_FILE_BYTES)
+}
+
+/// Reads the file at `path` that `inspected` describes, at most `max_bytes` + 1 bytes;
+/// the opened file must be the one inspected (People files and session records).
+pub(crate) fn read_inspected(path: &Path, inspected: &Metadata, max_bytes: usize) -> Result<Vec<u8>> {
     let file = File::open(path).at(path, || format!("cannot open `{}`", path.display()))?;
     let opened = file.metadata().at(path, || format!("cannot inspect `{}`", path.display()))?;
     if !same_file(inspected, &opened) {
         return Err(FileError::new(path, format!("`{}` changed while it was being read", path.display())));
     }
     let mut bytes = Vec::new();
-    let limit = u64::try_from(MAX_FILE_BYTES + 1).unwrap_or(u64::MAX);
+    let limit = u64::try_from(max_bytes.saturating_add(1)).unwrap_or(u64::MAX);
     file.take(limit).read_to_end(&mut bytes).at(path, || format!("cannot read `{}`", path.display()))?;
     Ok(bytes)
 }
