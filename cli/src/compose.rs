@@ -164,10 +164,10 @@ fn render(
         text.push('\n');
     }
     if args.explain
-        && let Some(trace) = bundle_trace(bundle)
+        && let Some(trace) = bundle.trace.record()
     {
         text.push('\n');
-        for decision in &trace.decisions {
+        for decision in trace.decisions() {
             text.push_str(&format!(
                 "{:<9} {:<40} {:<14} {:<22} {}\n",
                 decision.outcome.name(),
@@ -181,10 +181,6 @@ fn render(
     text
 }
 
-fn bundle_trace(bundle: &Bundle) -> Option<acompose_engine::trace::Trace> {
-    bundle.files.iter().find(|file| file.path == "trace.json").and_then(|file| serde_json::from_slice(&file.bytes).ok())
-}
-
 fn bundle_role(bundle: &Bundle) -> String {
-    bundle_trace(bundle).map(|trace| trace.role).unwrap_or_default()
+    bundle.trace.record().map(|trace| trace.role.clone()).unwrap_or_default()
 }

@@ -13,7 +13,7 @@ use crate::compose::{Composition, PERSON_SOURCE_ID, Resolution, resolve};
 use crate::diagnostic::Parsed;
 use crate::render::{Palette, identity_card};
 use crate::snapshot::to_json_bytes;
-use crate::trace::{Outcome, Trace, approximate_tokens};
+use crate::trace::{Outcome, Trace, TraceRecord, approximate_tokens};
 
 pub const MANIFEST_FORMAT: &str = "agent-compose.bundle";
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
@@ -98,15 +98,100 @@ pub struct Manifest {
     pub content: Vec<ManifestContent>,
 }
 
-/// A materializable bundle: its id and files (sorted by path).
+/// A materializable bundle: its id and files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {
     pub id: String,
+    /// Every file except `trace.json`, sorted by path.
     pub files: Vec<OutputFile>,
+    /// `trace.json`: kept as its record and serialized again when it is written, so a
+    /// bundle waiting to be written does not hold megabytes of JSON.
+    pub trace: TraceFile,
     pub summary: Summary,
-    /// The trace's provider reports (what the repository plan is made of); the
-    /// decisions live only in `trace.json`.
-    pub providers: Vec<crate::trace::ProviderReport>,
+}
+
+impl Bundle {
+    /// The trace's provider reports (what the repository plan is made of); none for a
+    /// bundle read back from its files.
+    pub fn providers(&self) -> &[crate::trace::ProviderReport] {
+        self.trace.record().map_or(&[], |record| &record.providers)
+    }
+}
+
+/// A bundle's `trace.json`, with the size and digest its manifest lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceFile {
+    body: TraceBody,
+    pub length: u64,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TraceBody {
+    /// Composed here: serialized when written.
+    Record(TraceRecord),
+    /// Read back from a bundle's files (an imported archive): kept as it was.
+    Bytes(crate::Bytes),
+}
+
+impl TraceFile {
+    pub const PATH: &'static str = "trace.json";
+
+    /// Measures the record's JSON without keeping it: serialized once into the hasher.
+    fn of(record: TraceRecord) -> TraceFile {
+        struct Measure {
+            hasher: blake3::Hasher,
+            length: u64,
+        }
+        impl std::io::Write for Measure {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.hasher.update(bytes);
+                self.length += bytes.len() as u64;
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut measure =
+            std::io::BufWriter::with_capacity(1 << 16, Measure { hasher: blake3::Hasher::new(), length: 0 });
+        // Writing into memory cannot fail (see `to_json_bytes`).
+        let _ = serde_json::to_writer_pretty(&mut measure, &record);
+        let _ = std::io::Write::write_all(&mut measure, b"\n");
+        let _ = std::io::Write::flush(&mut measure);
+        let (measure, _) = measure.into_parts();
+        TraceFile {
+            body: TraceBody::Record(record),
+            length: measure.length,
+            digest: format!("blake3:{}", measure.hasher.finalize().to_hex()),
+        }
+    }
+
+    /// A `trace.json` read from a bundle's files.
+    pub fn from_bytes(bytes: crate::Bytes) -> TraceFile {
+        TraceFile { length: bytes.len() as u64, digest: digest(&bytes), body: TraceBody::Bytes(bytes) }
+    }
+
+    /// The record, for a trace composed here.
+    pub fn record(&self) -> Option<&TraceRecord> {
+        match &self.body {
+            TraceBody::Record(record) => Some(record),
+            TraceBody::Bytes(_) => None,
+        }
+    }
+
+    /// The bytes of `trace.json` (serialized now for a composed trace).
+    pub fn bytes(&self) -> crate::Bytes {
+        match &self.body {
+            TraceBody::Record(record) => to_json_bytes(record).into(),
+            TraceBody::Bytes(bytes) => bytes.clone(),
+        }
+    }
+
+    /// `trace.json` as a file to write.
+    pub fn output_file(&self) -> OutputFile {
+        OutputFile { path: Self::PATH.to_owned(), bytes: self.bytes() }
+    }
 }
 
 /// Decision counts by outcome.
@@ -119,14 +204,14 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(trace: &Trace) -> Self {
+    pub fn of(trace: &TraceRecord) -> Self {
         let mut summary = Summary::default();
-        for decision in &trace.decisions {
-            match decision.outcome {
-                Outcome::Selected => summary.selected += 1,
-                Outcome::Excluded => summary.excluded += 1,
-                Outcome::Shadowed => summary.shadowed += 1,
-                Outcome::Delivered => summary.delivered += 1,
+        for (outcome, count) in trace.outcomes() {
+            match outcome {
+                Outcome::Selected => summary.selected += count,
+                Outcome::Excluded => summary.excluded += count,
+                Outcome::Shadowed => summary.shadowed += count,
+                Outcome::Delivered => summary.delivered += count,
             }
         }
         summary
@@ -205,7 +290,7 @@ fn instructions_document(resolution: &Resolution) -> String {
 }
 
 /// Builds every file of the bundle from a resolution.
-pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle {
+pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle {
     let model = &resolution.model;
     let mut content: Vec<OutputFile> = Vec::new();
     for skill in &resolution.person_skills {
@@ -226,7 +311,7 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
         content
             .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
     }
-    let instructions = instructions_document(resolution);
+    let instructions = instructions_document(&resolution);
     if resolution.delivery == crate::request::Delivery::Compiled {
         let mut compiled = String::new();
         let _ = writeln!(compiled, "<!-- compiled bundle for role `{}` -->\n", resolution.role);
@@ -246,8 +331,9 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
         content.push(OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes().into() });
     }
     content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes().into() });
-    content.push(OutputFile { path: "trace.json".to_owned(), bytes: to_json_bytes(&resolution.trace).into() });
     content.sort_by(|a, b| a.path.cmp(&b.path));
+    let summary = Summary::of(&resolution.trace);
+    let trace = TraceFile::of(resolution.trace);
 
     let role = model.role(&resolution.role);
     let manifest = Manifest {
@@ -309,28 +395,37 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: &Resolution) -> Bundle
                 location: source.location.clone(),
             })
             .collect(),
-        content: content
-            .iter()
-            .map(|file| ManifestContent {
-                path: file.path.clone(),
-                bytes: file.bytes.len() as u64,
-                digest: digest(&file.bytes),
-            })
-            .collect(),
+        content: {
+            let mut listed: Vec<ManifestContent> = content
+                .iter()
+                .map(|file| ManifestContent {
+                    path: file.path.clone(),
+                    bytes: file.bytes.len() as u64,
+                    digest: digest(&file.bytes),
+                })
+                .chain([ManifestContent {
+                    path: TraceFile::PATH.to_owned(),
+                    bytes: trace.length,
+                    digest: trace.digest.clone(),
+                }])
+                .collect();
+            listed.sort_by(|a, b| a.path.cmp(&b.path));
+            listed
+        },
     };
     let manifest_bytes = to_json_bytes(&manifest);
     let id = bundle_id(&manifest_bytes);
     let mut files = content;
     files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes.into() });
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Bundle { id, files, summary: Summary::of(&resolution.trace), providers: resolution.trace.providers.clone() }
+    Bundle { id, files, trace, summary }
 }
 
 /// The bundle of a composition, or the diagnostics that prevent it.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn composition_bundle(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Bundle>> {
     let resolved = resolve(db, composition);
-    match &resolved.value {
+    match resolved.value {
         Some(resolution) => Parsed::new(Some(bundle_files(db, resolution)), resolved.diagnostics),
         None => Parsed::new(None, resolved.diagnostics),
     }
@@ -379,9 +474,38 @@ pub fn read_bundle_json<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(bytes).map_err(BundleJsonError::Invalid)
 }
 
+/// What verification needs of one file of a bundle: its size and digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFacts {
+    pub bytes: u64,
+    pub digest: String,
+}
+
+impl FileFacts {
+    pub fn of(bytes: &[u8]) -> FileFacts {
+        FileFacts { bytes: bytes.len() as u64, digest: digest(bytes) }
+    }
+}
+
 /// Re-checks a bundle from its files: manifest ↔ content digests, the id, trace ↔
 /// content, and the context budgets.
 pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Verified, Vec<Problem>> {
+    let facts: BTreeMap<String, FileFacts> =
+        files.iter().map(|(path, bytes)| (path.clone(), FileFacts::of(bytes))).collect();
+    let manifest = files.get("manifest.json").map(Vec::as_slice);
+    let trace = files.get(TraceFile::PATH).map(Vec::as_slice);
+    verify_facts(directory_name, manifest, trace, &facts)
+}
+
+/// [`verify`] from every file's size and digest, with the bytes of the two files it
+/// parses (`manifest.json`, `trace.json`; `None` when missing): what a reader that hashes
+/// each file as it reads it holds, instead of every file's bytes.
+pub fn verify_facts(
+    directory_name: &str,
+    manifest_bytes: Option<&[u8]>,
+    trace_bytes: Option<&[u8]>,
+    files: &BTreeMap<String, FileFacts>,
+) -> Result<Verified, Vec<Problem>> {
     let mut problems = Vec::new();
     let problem = |file: &str, message: String| Problem { file: file.to_owned(), message };
     for path in files.keys() {
@@ -389,7 +513,7 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             problems.push(problem(path, "the name is not portable".to_owned()));
         }
     }
-    let manifest: Option<Manifest> = match files.get("manifest.json") {
+    let manifest: Option<Manifest> = match manifest_bytes {
         None => {
             problems.push(problem("manifest.json", "missing".to_owned()));
             None
@@ -413,7 +537,7 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
             }
         },
     };
-    let trace: Option<Trace> = match files.get("trace.json") {
+    let trace: Option<Trace> = match trace_bytes {
         None => {
             problems.push(problem("trace.json", "missing".to_owned()));
             None
@@ -439,13 +563,13 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
     // Every file except the manifest is listed with its digest, and nothing else is.
     let listed: BTreeMap<&str, &crate::bundle::ManifestContent> =
         manifest.content.iter().map(|entry| (entry.path.as_str(), entry)).collect();
-    for (path, bytes) in files {
+    for (path, facts) in files {
         if path == "manifest.json" {
             continue;
         }
         match listed.get(path.as_str()) {
             None => problems.push(problem(path, "is not listed in the manifest".to_owned())),
-            Some(entry) if entry.digest != digest(bytes) || entry.bytes != bytes.len() as u64 => {
+            Some(entry) if entry.digest != facts.digest || entry.bytes != facts.bytes => {
                 problems.push(problem(path, "its digest does not match the manifest".to_owned()));
             }
             Some(_) => {}
@@ -457,7 +581,7 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
         }
     }
     // The id is the digest of the manifest, which was checked against every file above.
-    let id = files.get("manifest.json").map(|bytes| bundle_id(bytes)).unwrap_or_default();
+    let id = manifest_bytes.map(bundle_id).unwrap_or_default();
     if directory_name != id {
         problems.push(problem(
             ".",
@@ -473,12 +597,12 @@ pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result
     // Trace ↔ content: each selected or delivered skill has its folder, and each folder
     // under content/skills has a decision.
     let mut skill_folders: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for (path, bytes) in files {
+    for (path, facts) in files {
         if let Some(rest) = path.strip_prefix("content/skills/") {
             let mut parts = rest.splitn(3, '/');
             if let (Some(source), Some(skill), Some(_)) = (parts.next(), parts.next(), parts.next()) {
                 let entry = skill_folders.entry((source.to_owned(), skill.to_owned())).or_default();
-                *entry = entry.saturating_add(bytes.len() as u64);
+                *entry = entry.saturating_add(facts.bytes);
             }
         }
     }

@@ -367,7 +367,8 @@ pub fn skill_folder(kind: SkillKind, name: &str) -> String {
 /// exclude. A firewall: editing a skill's body never changes it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct CatalogueNames {
-    pub ordinary: Vec<String>,
+    /// Shared with the traces of the roles that exclude the provider.
+    pub ordinary: std::sync::Arc<[String]>,
     pub composed: Vec<String>,
     pub roles: Option<SourceFile>,
 }
@@ -375,17 +376,19 @@ pub struct CatalogueNames {
 #[salsa::tracked(returns(ref))]
 pub fn catalogue_names(db: &dyn salsa::Database, catalogue: Catalogue) -> CatalogueNames {
     let mut names = CatalogueNames::default();
+    let mut ordinary = Vec::new();
     for &file in catalogue.files(db) {
         let relative = file.relative_path(db);
         let parts: Vec<&str> = relative.split('/').collect();
         match parts.as_slice() {
             [".agents", "roles.kdl"] => names.roles = Some(file),
-            [".agents", "skills", name, "SKILL.md"] => names.ordinary.push((*name).to_owned()),
+            [".agents", "skills", name, "SKILL.md"] => ordinary.push((*name).to_owned()),
             [".agents", "composed", name, "COMPOSED.md"] => names.composed.push((*name).to_owned()),
             _ => {}
         }
     }
-    names.ordinary.sort();
+    ordinary.sort();
+    names.ordinary = ordinary.into();
     names.composed.sort();
     names
 }

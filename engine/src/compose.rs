@@ -25,7 +25,9 @@ use crate::provider::{RoleView, role_view};
 use crate::request::Delivery;
 use crate::selector::{Matcher, Pattern};
 use crate::skill_rules::{FindingLevel, SkillPolicy};
-use crate::trace::{Decision, FindingRecord, Outcome, ProviderReport, SelectorReport, Trace, approximate_tokens};
+use crate::trace::{
+    Decision, FindingRecord, Outcome, ProviderReport, SelectorReport, TraceEntry, TraceRecord, approximate_tokens,
+};
 
 /// The id of the person package among the providers.
 pub const PERSON_SOURCE_ID: &str = "person";
@@ -124,7 +126,7 @@ pub struct Resolution {
     pub selected: Vec<SelectedSkill>,
     pub instructions: Vec<(String, String, SourceFile)>,
     pub sources: Vec<ManifestSource>,
-    pub trace: Trace,
+    pub trace: TraceRecord,
 }
 
 /// How a provider was admitted.
@@ -167,7 +169,7 @@ fn with_budget(mut report: ProviderReport, budget: SkillBudget) -> ProviderRepor
 
 struct Resolver<'db> {
     db: &'db dyn salsa::Database,
-    decisions: Vec<Decision>,
+    decisions: Vec<TraceEntry>,
     providers: Vec<ProviderReport>,
     diagnostics: Vec<Diagnostic>,
     /// Selected skill name → (source, tree digest).
@@ -189,7 +191,7 @@ impl Resolver<'_> {
         reason: String,
         selectors: Vec<String>,
     ) {
-        self.decisions.push(Decision {
+        self.decisions.push(TraceEntry::Decision(Decision {
             subject,
             kind: kind.to_owned(),
             source: source.to_owned(),
@@ -200,12 +202,20 @@ impl Resolver<'_> {
             winner: None,
             metadata_bytes: None,
             findings: Vec::new(),
-        });
+        }));
+    }
+
+    /// The decision made last, to complete it.
+    fn last_decision(&mut self) -> Option<&mut Decision> {
+        match self.decisions.last_mut() {
+            Some(TraceEntry::Decision(decision)) => Some(decision),
+            _ => None,
+        }
     }
 
     /// Records the listed size of the skill the last decision is about.
     fn listed(&mut self, metadata_bytes: u64) {
-        if let Some(last) = self.decisions.last_mut() {
+        if let Some(last) = self.last_decision() {
             last.metadata_bytes = Some(metadata_bytes);
         }
     }
@@ -605,13 +615,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     if resolver.diagnostics.iter().any(Diagnostic::is_error) {
         return Parsed::new(None, resolver.diagnostics);
     }
-    let trace = Trace {
-        format: crate::trace::FORMAT.to_owned(),
-        format_version: crate::trace::FORMAT_VERSION,
-        role: slug.clone(),
-        decisions: resolver.decisions,
-        providers: resolver.providers,
-    };
+    let trace = TraceRecord { role: slug.clone(), entries: resolver.decisions, providers: resolver.providers };
     let resolution = Resolution {
         model: model.clone(),
         role: slug,
@@ -645,17 +649,11 @@ fn exclude_provider(resolver: &mut Resolver<'_>, candidate: &Candidate, cause: &
     if list_skills && let Some(catalogue) = candidate.catalogue.filter(|catalogue| catalogue.available(resolver.db)) {
         let names = catalogue_names(resolver.db, catalogue);
         catalogue_size = names.ordinary.len();
-        for name in &names.ordinary {
-            resolver.decide(
-                format!("skill:{name}"),
-                "ordinary-skill",
-                &candidate.id,
-                Outcome::Excluded,
-                cause,
-                format!("its provider is excluded ({cause})"),
-                Vec::new(),
-            );
-        }
+        resolver.decisions.push(TraceEntry::ExcludedSkills {
+            source: candidate.id.clone(),
+            cause: cause.to_owned(),
+            names: names.ordinary.clone(),
+        });
     }
     let selector = (!candidate.selectors.is_empty()).then(|| SelectorReport {
         patterns: candidate.selectors.iter().map(|pattern| pattern.text.clone()).collect(),
@@ -772,7 +770,7 @@ fn select_from(
                         format!("breaks the Agent Skills rules ({}); skill policy `skip`", codes.join(", ")),
                         selectors,
                     );
-                    if let Some(last) = resolver.decisions.last_mut() {
+                    if let Some(last) = resolver.last_decision() {
                         last.findings = records;
                     }
                     return;
@@ -790,7 +788,7 @@ fn select_from(
                         selectors,
                     );
                     resolver.listed(skill.budget.metadata_bytes);
-                    if let Some(last) = resolver.decisions.last_mut() {
+                    if let Some(last) = resolver.last_decision() {
                         last.findings = records;
                     }
                     budget.add(skill.budget);
@@ -815,7 +813,7 @@ fn select_from(
                     });
                 }
                 Err(Some(winner)) => {
-                    resolver.decisions.push(Decision {
+                    resolver.decisions.push(TraceEntry::Decision(Decision {
                         subject: skill.subject(),
                         kind: skill_kind_name(skill.kind).to_owned(),
                         source: candidate.id.clone(),
@@ -826,7 +824,7 @@ fn select_from(
                         winner: Some(winner),
                         metadata_bytes: None,
                         findings: Vec::new(),
-                    });
+                    }));
                 }
                 Err(None) => {}
             }

@@ -227,8 +227,5 @@ pub fn to_json_bytes(value: &impl Serialize) -> Vec<u8> {
     // no value is a float NaN.
     let mut bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     bytes.push(b'\n');
-    // The buffer grew by doubling; a bundle keeps its trace (megabytes on a large
-    // estate) until it is written, so give back the unused half.
-    bytes.shrink_to_fit();
     bytes
 }

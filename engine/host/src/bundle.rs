@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use acompose_engine::bundle::{Bundle, MANIFEST_FORMAT, Manifest, Verified, verify};
+use acompose_engine::bundle::{Bundle, FileFacts, MANIFEST_FORMAT, Manifest, TraceFile, Verified, verify_facts};
 use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, layout};
 use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
@@ -68,19 +68,20 @@ fn check_against(
                 Ok(bytes) if Some(&bytes[..]) == manifest => {}
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
-            let expected: Vec<&acompose_engine::OutputFile> = match linked {
+            let expected: Vec<(&str, u64)> = match linked {
                 Some((store, layout)) => {
                     check_links(directory, store, layout, deep)?;
-                    layout.own.clone()
+                    layout.own.iter().map(|file| (file.path.as_str(), file.bytes.len() as u64)).collect()
                 }
-                None => bundle.files.iter().collect(),
+                None => bundle.files.iter().map(|file| (file.path.as_str(), file.bytes.len() as u64)).collect(),
             };
-            let mismatch = expected.par_iter().find_any(|file| {
-                std::fs::symlink_metadata(directory.join(&file.path))
-                    .map_or(true, |metadata| !metadata.is_file() || metadata.len() != file.bytes.len() as u64)
+            let trace = (TraceFile::PATH, bundle.trace.length);
+            let mismatch = expected.into_par_iter().chain([trace]).find_any(|(path, length)| {
+                std::fs::symlink_metadata(directory.join(path))
+                    .map_or(true, |metadata| !metadata.is_file() || metadata.len() != *length)
             });
             match mismatch {
-                Some(file) => Err(format!("{}: missing or of another size", file.path)),
+                Some((path, _)) => Err(format!("{path}: missing or of another size")),
                 None => Ok(()),
             }
         }
@@ -280,13 +281,19 @@ fn stage_verify_rename(
         (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
         _ => (0, Vec::new()),
     };
+    // The trace is serialized only now that the bundle is written.
+    let trace = bundle.trace.output_file();
     let files: Vec<&acompose_engine::OutputFile> = match &layout {
-        Some(layout) => layout.own.clone(),
-        None => bundle.files.iter().collect(),
+        Some(layout) => layout.own.iter().copied().chain([&trace]).collect(),
+        None => bundle.files.iter().chain([&trace]).collect(),
     };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let staged = write_staging(&staging, &files, &links).and_then(|()| {
+    let written_files = write_staging(&staging, &files, &links);
+    written += files.len() + links.len();
+    drop(files);
+    drop(trace);
+    let staged = written_files.and_then(|()| {
         check_against(&staging, bundle, linked, verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
         before_rename()
@@ -295,7 +302,6 @@ fn stage_verify_rename(
         let _ = std::fs::remove_dir_all(&staging);
         return Err(error);
     }
-    written += files.len() + links.len();
     match std::fs::rename(&staging, &target) {
         Ok(()) => Ok(Materialization { outcome: Materialized::New, written }),
         Err(_) if target.is_dir() => {
@@ -321,17 +327,21 @@ fn provider_folder(relative: &str) -> Option<&str> {
 /// (each store entry checked against its name); other symlinks and special files are
 /// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
-    let (files, problems) = read_all(directory)?;
+    let (files, problems) = read_all(directory, &|_, bytes| bytes)?;
     if problems.is_empty() { Ok(files) } else { Err(problems) }
 }
 
-/// A bundle's files by path.
-type BundleFiles = BTreeMap<String, Vec<u8>>;
+/// A bundle's files by path, each as its reader keeps it.
+type BundleFiles<T> = BTreeMap<String, T>;
 
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
-/// verification can name the files a damaged store entry changed. `Err` when the folder
-/// is no bundle at all.
-fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>> {
+/// verification can name the files a damaged store entry changed; `keep` turns each
+/// file's path and bytes into what is kept of it as soon as it is read. `Err` when the
+/// folder is no bundle at all.
+fn read_all<T>(
+    directory: &Path,
+    keep: &dyn Fn(&str, Vec<u8>) -> T,
+) -> Result<(BundleFiles<T>, Vec<String>), Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
@@ -371,7 +381,11 @@ fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>>
             match provider_folder(&relative).map(|_| slice_of_link(entry.path())) {
                 Some(Ok(Some((store, name)))) => {
                     let (slice_files, store_problems) = store.read_slice(&name);
-                    files.extend(slice_files.into_iter().map(|(path, bytes)| (format!("{relative}/{path}"), bytes)));
+                    files.extend(slice_files.into_iter().map(|(path, bytes)| {
+                        let path = format!("{relative}/{path}");
+                        let kept = keep(&path, bytes);
+                        (path, kept)
+                    }));
                     problems.extend(store_problems.into_iter().map(|problem| format!("{relative}: {problem}")));
                 }
                 Some(Err(problem)) => problems.push(format!("{relative}: {problem}")),
@@ -390,7 +404,8 @@ fn read_all(directory: &Path) -> Result<(BundleFiles, Vec<String>), Vec<String>>
             };
             match read {
                 Ok(Ok(bytes)) => {
-                    files.insert(relative, bytes);
+                    let kept = keep(&relative, bytes);
+                    files.insert(relative, kept);
                 }
                 Ok(Err(too_large)) => problems.push(format!("{relative}: {}", too_large.message)),
                 Err(error) => problems.push(format!("{relative}: {}", error_kind(&error))),
@@ -417,9 +432,21 @@ pub fn verify_directory(directory: &Path) -> Result<Verified, Vec<String>> {
 
 /// Verifies a bundle directory against an expected id (a staging folder has another name).
 /// Problems reading the folder or its store entries come first, then the engine's.
+///
+/// Every file is hashed as it is read and only its size and digest are kept (the
+/// manifest and the trace, which are parsed, whole), so verifying a large bundle does not
+/// hold all of it in memory.
 pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Vec<String>> {
-    let (files, mut problems) = read_all(directory)?;
-    match verify(id, &files) {
+    let keep = |path: &str, bytes: Vec<u8>| {
+        let facts = FileFacts::of(&bytes);
+        let whole = (path == "manifest.json" || path == TraceFile::PATH).then_some(bytes);
+        (facts, whole)
+    };
+    let (mut read, mut problems) = read_all(directory, &keep)?;
+    let manifest = read.get_mut("manifest.json").and_then(|(_, whole)| whole.take());
+    let trace = read.get_mut(TraceFile::PATH).and_then(|(_, whole)| whole.take());
+    let facts: BTreeMap<String, FileFacts> = read.into_iter().map(|(path, (facts, _))| (path, facts)).collect();
+    match verify_facts(id, manifest.as_deref(), trace.as_deref(), &facts) {
         Ok(verified) if problems.is_empty() => Ok(verified),
         Ok(_) => Err(problems),
         Err(found) => {

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use acompose_engine::OutputFile;
-use acompose_engine::bundle::{Bundle, Summary, verify};
+use acompose_engine::bundle::{Bundle, Summary, TraceFile, verify};
 
 use crate::bundle::{Materialization, read_bundle};
 use crate::error::HostError;
@@ -159,11 +159,14 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
         let problems = problem_lines(problems);
         HostError::invalid(file, format!("`{}` is not a valid bundle: {}", file.display(), problems.join("; ")))
     })?;
+    let mut files = files;
+    // `verify` found the trace among the files.
+    let trace = TraceFile::from_bytes(files.remove(TraceFile::PATH).unwrap_or_default().into());
     let bundle = Bundle {
         id: id.clone(),
         files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes: bytes.into() }).collect(),
+        trace,
         summary: Summary::default(),
-        providers: Vec::new(),
     };
     let materialization = place(destination, &bundle)?;
     Ok(Imported { id, materialization })

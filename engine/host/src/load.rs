@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::observe::{Observed, Stat, observe};
 use acompose_engine::catalogue::Catalogue;
-use acompose_engine::{Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
+use acompose_engine::{Bytes, Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
 use salsa::Durability;
 use salsa::Setter;
 
@@ -46,7 +46,7 @@ impl Selection {
 /// looked at.
 #[derive(Default)]
 pub struct Read {
-    pub files: Vec<(String, Vec<u8>)>,
+    pub files: Vec<(String, Bytes)>,
     pub diagnostics: Vec<Diagnostic>,
     pub observed: Vec<(PathBuf, Observed)>,
 }
@@ -199,15 +199,38 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
 /// Opens a file, stats the opened file and reads it whole: one path lookup, and the
 /// metadata belongs to the very bytes read. `None` when what was opened is not a
 /// regular file (it was swapped after the folder was listed).
-fn read_with_stat(path: &Path) -> std::io::Result<Option<(Stat, Vec<u8>)>> {
+///
+/// The bytes are read straight into the shared allocation the database keeps
+/// ([`Bytes`]), sized by the metadata, so no second copy of each file is made; a file that
+/// changed size since is read as it is now.
+fn read_with_stat(path: &Path) -> std::io::Result<Option<(Stat, Bytes)>> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
     if !metadata.is_file() {
         return Ok(None);
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0).saturating_add(1));
-    file.read_to_end(&mut bytes)?;
+    let expected = usize::try_from(metadata.len()).unwrap_or(0);
+    let mut bytes: Bytes = std::iter::repeat_n(0u8, expected).collect();
+    let mut filled = 0;
+    if let Some(buffer) = std::sync::Arc::get_mut(&mut bytes) {
+        while filled < buffer.len() {
+            match file.read(&mut buffer[filled..]) {
+                Ok(0) => break,
+                Ok(read) => filled += read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    let mut rest = Vec::new();
+    file.read_to_end(&mut rest)?;
+    if filled < expected || !rest.is_empty() {
+        // It shrank or grew while being read.
+        let mut whole = bytes[..filled].to_vec();
+        whole.extend_from_slice(&rest);
+        bytes = whole.into();
+    }
     Ok(Some((Stat::of(&metadata), bytes)))
 }
 
@@ -362,7 +385,7 @@ impl Loader {
                 Read {
                     files: acompose_roster::files()
                         .iter()
-                        .map(|(path, bytes)| ((*path).to_owned(), bytes.to_vec()))
+                        .map(|(path, bytes)| ((*path).to_owned(), Bytes::from(*bytes)))
                         .collect(),
                     ..Read::default()
                 },
@@ -409,7 +432,7 @@ impl Loader {
         db: &mut Database,
         label: &str,
         relative: String,
-        bytes: Vec<u8>,
+        bytes: Bytes,
         durability: Durability,
         changed: Durability,
     ) -> SourceFile {
@@ -417,12 +440,12 @@ impl Loader {
         match self.files.get(&key) {
             Some(&file) => {
                 if file.bytes(db)[..] != bytes[..] {
-                    file.set_bytes(db).with_durability(changed).to(bytes.into());
+                    file.set_bytes(db).with_durability(changed).to(bytes);
                 }
                 file
             }
             None => {
-                let file = SourceFile::builder(label.to_owned(), relative, bytes.into()).durability(durability).new(db);
+                let file = SourceFile::builder(label.to_owned(), relative, bytes).durability(durability).new(db);
                 self.files.insert(key, file);
                 file
             }
@@ -445,7 +468,7 @@ impl Loader {
         db: &mut Database,
         label: &str,
         available: bool,
-        read_files: Vec<(String, Vec<u8>)>,
+        read_files: Vec<(String, Bytes)>,
         diagnostics: Vec<Diagnostic>,
     ) -> Catalogue {
         let files: Vec<SourceFile> = read_files

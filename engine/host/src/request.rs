@@ -78,7 +78,7 @@ fn declared_files(
     folder: &Path,
     declaration: &acompose_engine::request::Declaration,
     label: &str,
-) -> (Vec<(String, Vec<u8>)>, Vec<Diagnostic>) {
+) -> (Vec<(String, acompose_engine::Bytes)>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut load = Vec::new();
     for entry in &declaration.instructions {
@@ -88,7 +88,7 @@ fn declared_files(
                 &format!("{label}: instruction `{}`", entry.id),
                 limits::SKILL_DOCUMENT,
             ) {
-                Ok(Ok(bytes)) => files.push((format!("instructions/{}.md", entry.id), bytes)),
+                Ok(Ok(bytes)) => files.push((format!("instructions/{}.md", entry.id), bytes.into())),
                 Ok(Err(too_large)) => load.push(too_large.in_file(label.to_owned()).at(Some(entry.span))),
                 Err(_) => load.push(
                     Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))

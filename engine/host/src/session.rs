@@ -679,7 +679,7 @@ fn write_outputs(
                 role: resolved.role,
                 bundle: &resolved.bundle.id,
                 model_tier: resolved.tier,
-                providers: &resolved.bundle.providers,
+                providers: resolved.bundle.providers(),
             })
             .collect();
         (
