@@ -57,7 +57,7 @@ fn editing_one_skill_body_does_not_reparse_any_kdl() {
     assert!(!person_model(&db, source).has_errors());
     let executed = db.take_executed();
     assert_eq!(executed_named(&executed, "kdl_document"), 0, "{executed:#?}");
-    assert_eq!(executed_named(&executed, "skill_document"), 1, "{executed:#?}");
+    assert_eq!(executed_named(&executed, "parsed_document"), 1, "{executed:#?}");
 }
 
 #[test]

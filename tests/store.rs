@@ -188,6 +188,37 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
 }
 
 #[test]
+fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
+    // Skill files are kept as summaries and read again when a store entry is written: a
+    // file that changed in between must not enter the store under the old digest.
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let mut session = Session::default();
+    converge(&mut session, &home, &projects);
+    let other = temporary.path().join("other");
+    write(&other.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+    write(&edited, &skill("machine-gpu", "Edited after it was read."));
+    // The same session, not told about the edit, converges into a home with an empty store.
+    let config = acompose_host::home::read_config(&other, &NoProgress).expect("config");
+    let error = session.converge(&other, &projects, &config, &NoProgress, &mut NoFaults, false).expect_err("refused");
+    assert!(error.to_string().contains("changed while it was being composed"), "{error}");
+    let store = Store::of_home(&other);
+    for name in std::fs::read_dir(store.root()).expect("store").map(|entry| entry.expect("entry").file_name()) {
+        let name = name.to_string_lossy().into_owned();
+        if let Ok(text) = std::fs::read_to_string(store.root().join(&name).join("SKILL.md")) {
+            assert!(!text.contains("Edited after it was read."), "{name} holds the edited bytes");
+        }
+    }
+    // Told about it, the next run converges and its bundles verify.
+    let report = converge(&mut session, &other, &projects);
+    assert_eq!(report.bundles_new, 2);
+    for id in index(&other).values() {
+        verify_directory(&other.join("bundles").join(id)).expect("verifies");
+    }
+}
+
+#[test]
 fn gc_removes_exactly_the_unreferenced_entries() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());

@@ -102,8 +102,11 @@ pub struct Manifest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {
     pub id: String,
-    /// Every file except `trace.json`, sorted by path.
+    /// Every file with its bytes except `trace.json`, sorted by path.
     pub files: Vec<OutputFile>,
+    /// The skill files read again from their sources when the bundle is written,
+    /// sorted by path.
+    pub sourced: Vec<crate::SourcedFile>,
     /// `trace.json`: kept as its record and serialized again when it is written, so a
     /// bundle waiting to be written does not hold megabytes of JSON.
     pub trace: TraceFile,
@@ -191,6 +194,18 @@ impl TraceFile {
     /// `trace.json` as a file to write.
     pub fn output_file(&self) -> OutputFile {
         OutputFile { path: Self::PATH.to_owned(), bytes: self.bytes() }
+    }
+
+    /// Writes the bytes of `trace.json` to `out` as they are serialized, without holding
+    /// them (the driver passes a buffered file).
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match &self.body {
+            TraceBody::Record(record) => {
+                serde_json::to_writer_pretty(&mut *out, record).map_err(std::io::Error::other)?;
+                out.write_all(b"\n")
+            }
+            TraceBody::Bytes(bytes) => out.write_all(bytes),
+        }
     }
 }
 
@@ -299,14 +314,17 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
             bytes: skill.bytes.clone(),
         });
     }
+    let mut sourced: Vec<crate::SourcedFile> = Vec::new();
     for skill in &resolution.selected {
         for (path, file) in &skill.members {
-            content.push(OutputFile {
-                path: format!("content/skills/{}/{}/{path}", skill.source, skill.name),
-                bytes: file.bytes(db).clone(),
-            });
+            let path = format!("content/skills/{}/{}/{path}", skill.source, skill.name);
+            match file.summary(db) {
+                Some(summarized) => sourced.push(crate::SourcedFile { path, source: summarized.clone() }),
+                None => content.push(OutputFile { path, bytes: file.bytes(db).clone() }),
+            }
         }
     }
+    sourced.sort_by(|a, b| a.path.cmp(&b.path));
     for (source, id, file) in &resolution.instructions {
         content
             .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
@@ -403,6 +421,11 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
                     bytes: file.bytes.len() as u64,
                     digest: digest(&file.bytes),
                 })
+                .chain(sourced.iter().map(|file| ManifestContent {
+                    path: file.path.clone(),
+                    bytes: file.source.summary.raw_length,
+                    digest: format!("blake3:{}", blake3::Hash::from_bytes(file.source.raw_digest).to_hex()),
+                }))
                 .chain([ManifestContent {
                     path: TraceFile::PATH.to_owned(),
                     bytes: trace.length,
@@ -418,14 +441,33 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
     let mut files = content;
     files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes.into() });
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    Bundle { id, files, trace, summary }
+    Bundle { id, files, sourced, trace, summary }
 }
 
 /// The bundle of a composition, or the diagnostics that prevent it.
 #[salsa::tracked(returns(ref), no_eq)]
 pub fn composition_bundle(db: &dyn salsa::Database, composition: Composition) -> Parsed<Option<Bundle>> {
-    let resolved = resolve(db, composition);
+    let mut resolved = resolve(db, composition);
     match resolved.value {
+        // A compiled bundle inlines its skills' text, which a summarized file does not
+        // keep: the driver loads catalogues whole for such a request.
+        Some(resolution)
+            if resolution.delivery == crate::request::Delivery::Compiled
+                && resolution
+                    .selected
+                    .iter()
+                    .flat_map(|skill| &skill.members)
+                    .any(|(_, file)| file.summary(db).is_some()) =>
+        {
+            resolved.diagnostics.push(
+                crate::Diagnostic::error(
+                    "compiled-needs-bytes",
+                    "a compiled bundle needs the text of its skills, and they were read as summaries",
+                )
+                .hint("this is a bug in acompose; report it with the request"),
+            );
+            Parsed::new(None, resolved.diagnostics)
+        }
         Some(resolution) => Parsed::new(Some(bundle_files(db, resolution)), resolved.diagnostics),
         None => Parsed::new(None, resolved.diagnostics),
     }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
-use crate::skill::{hash_folded, skill_document};
-use crate::skill_rules::{SkillCheck, skill_check};
+use crate::file_queries::{skill_check, skill_document};
+use crate::skill_rules::SkillCheck;
 
 /// One repository or declared source as the driver read it. `available` is false when
 /// its folder does not exist; `files` are relative to the root (for declarations the
@@ -50,42 +50,8 @@ impl SkillKind {
     }
 }
 
-/// What the digest of one file is: its CRLF-folded length and blake3.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FileSummary {
-    pub raw_length: u64,
-    pub folded_length: u64,
-    pub digest: [u8; 32],
-    /// Holds a NUL byte or is not UTF-8: counted in bytes, never as tokens.
-    pub binary: bool,
-}
-
-impl FileSummary {
-    /// The summary of bytes held in memory (person package skills).
-    pub fn of_bytes(bytes: &[u8]) -> FileSummary {
-        let mut hasher = blake3::Hasher::new();
-        hash_folded(&mut hasher, bytes);
-        let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
-        FileSummary {
-            raw_length: bytes.len() as u64,
-            folded_length: bytes.len() as u64 - crlf,
-            digest: *hasher.finalize().as_bytes(),
-            binary: is_binary(bytes),
-        }
-    }
-}
-
-/// Whether bytes are binary as far as a context window is concerned.
-pub fn is_binary(bytes: &[u8]) -> bool {
-    bytes.contains(&0) || std::str::from_utf8(bytes).is_err()
-}
-
-/// The per-file summary: the firewall between a file's bytes and every catalogue-wide
-/// computation.
-#[salsa::tracked(returns(ref))]
-pub fn file_summary(db: &dyn salsa::Database, file: SourceFile) -> FileSummary {
-    FileSummary::of_bytes(file.bytes(db))
-}
+pub use crate::file_queries::file_summary;
+pub use crate::summarized::{FileSummary, Summarized, is_binary};
 
 /// One file of a skill folder.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

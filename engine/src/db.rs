@@ -7,6 +7,11 @@ use std::sync::{Arc, Mutex};
 use crate::diagnostic::Diagnostic;
 
 /// One source file: its path inside its package (always `/`-separated) and its bytes.
+///
+/// A catalogue's skill files may instead come summarized: the driver took their
+/// [`Summarized`](crate::summarized::Summarized) as it read them, `bytes` is empty, and the
+/// summary is all the engine keeps (a large estate's skills are most of what a run
+/// reads). Bundles refer to such a file instead of holding its bytes.
 #[salsa::input(debug)]
 pub struct SourceFile {
     #[returns(ref)]
@@ -15,6 +20,9 @@ pub struct SourceFile {
     pub relative_path: String,
     #[returns(ref)]
     pub bytes: crate::Bytes,
+    #[returns(ref)]
+    #[default]
+    pub summary: Option<Arc<crate::summarized::Summarized>>,
 }
 
 impl SourceFile {

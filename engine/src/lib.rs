@@ -15,6 +15,7 @@ pub mod db;
 pub mod describe;
 pub mod diagnostic;
 pub mod estate;
+pub mod file_queries;
 pub mod layout;
 pub mod limits;
 pub mod people;
@@ -27,6 +28,7 @@ pub mod request;
 pub mod selector;
 pub mod snapshot;
 pub mod store;
+pub mod summarized;
 
 pub mod skill;
 pub mod skill_rules;
@@ -40,6 +42,16 @@ pub use diagnostic::{Diagnostic, Parsed, Severity, Span};
 /// A file's bytes, shared: a source file's bytes and the bundle files made of them are
 /// one allocation, not a copy per bundle.
 pub type Bytes = std::sync::Arc<[u8]>;
+
+/// A file of a bundle that the driver reads from where it read its source (a
+/// summarized catalogue file) when it writes the bundle; the bundle keeps only what its
+/// manifest and the store's keys need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcedFile {
+    /// The path inside the bundle.
+    pub path: String,
+    pub source: std::sync::Arc<catalogue::Summarized>,
+}
 
 /// One file the driver should write, with a path relative to the output root.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,7 +1,6 @@
 //! `SKILL.md` files: frontmatter, title, paragraphs, word counts and digests. Owns the
 //! reading of one skill document; it does not decide which rules apply to which skill.
 
-use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span};
 
 /// What a skill document says about itself.
@@ -37,15 +36,13 @@ impl SkillDocument {
     }
 }
 
-/// Parses one `SKILL.md` (or `COMPOSED.md`). Never fails.
-#[salsa::tracked(returns(ref))]
-pub fn skill_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<SkillDocument> {
-    let path = file.display_path(db);
-    if let Some(too_large) = crate::limits::SKILL_DOCUMENT.check(file.bytes(db).len(), &path) {
+/// The document of a skill file's bytes; `path` labels diagnostics.
+pub fn document_of(bytes: &[u8], path: &str) -> Parsed<SkillDocument> {
+    if let Some(too_large) = crate::limits::SKILL_DOCUMENT.check(bytes.len(), path) {
         return Parsed::new(SkillDocument::default(), vec![too_large]);
     }
-    match std::str::from_utf8(file.bytes(db)) {
-        Ok(text) => parse_skill(text, &path),
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_skill(text, path),
         Err(error) => Parsed::new(
             SkillDocument::default(),
             vec![

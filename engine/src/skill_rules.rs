@@ -140,11 +140,9 @@ const LISTED_WRONGLY: &str =
 /// The check of one ordinary skill's `SKILL.md`, its folder taken from the file's path
 /// (`.agents/skills/<folder>/SKILL.md`): the per-file firewall, so editing one skill
 /// re-checks only that skill.
-#[salsa::tracked(returns(ref))]
-pub fn skill_check(db: &dyn salsa::Database, file: crate::db::SourceFile) -> SkillCheck {
-    let relative = file.relative_path(db);
-    let folder = relative.rsplit('/').nth(1).unwrap_or_default();
-    check_skill(file.bytes(db), folder)
+/// The folder of a skill's entry file (`.agents/skills/<folder>/SKILL.md`).
+pub fn skill_folder_of(relative: &str) -> &str {
+    relative.rsplit('/').nth(1).unwrap_or_default()
 }
 
 /// Checks one `SKILL.md`'s bytes against the specification.

@@ -12,20 +12,72 @@
 
 use std::collections::BTreeMap;
 
-use crate::OutputFile;
-use crate::skill::hash_folded;
+use crate::catalogue::{FileSummary, Summarized};
+use crate::{OutputFile, SourcedFile};
 
 /// Where a bundle's skill content begins; everything below is linked into the store.
 pub const SKILLS_PREFIX: &str = "content/skills/";
 /// The name prefix of a slice entry in the store.
 pub const SLICE_PREFIX: &str = "slice-";
 
-/// One skill tree as the store holds it: its key and its files (path inside the tree,
-/// bytes), sorted by path.
+/// One skill tree as the store holds it: its key and its files, sorted by path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreTree<'bundle> {
     pub key: String,
-    pub files: Vec<(&'bundle str, &'bundle [u8])>,
+    pub files: Vec<TreeFile<'bundle>>,
+}
+
+/// One file of a skill tree: its path inside the tree, its size and where its bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeFile<'bundle> {
+    pub path: &'bundle str,
+    pub length: u64,
+    pub body: TreeBody<'bundle>,
+}
+
+/// Where the bytes of a tree file are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeBody<'bundle> {
+    Bytes(&'bundle [u8]),
+    /// A summarized catalogue file: the driver reads it again from its location.
+    Source(&'bundle Summarized),
+}
+
+/// What a tree key needs of one file: its raw and CRLF-folded lengths and digests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileKey {
+    pub raw_length: u64,
+    pub raw_digest: [u8; 32],
+    pub folded_length: u64,
+    pub folded_digest: [u8; 32],
+}
+
+impl FileKey {
+    pub fn of_bytes(bytes: &[u8]) -> FileKey {
+        let summary = FileSummary::of_bytes(bytes);
+        FileKey {
+            raw_length: summary.raw_length,
+            raw_digest: *blake3::hash(bytes).as_bytes(),
+            folded_length: summary.folded_length,
+            folded_digest: summary.digest,
+        }
+    }
+
+    pub fn of_summarized(summarized: &Summarized) -> FileKey {
+        FileKey {
+            raw_length: summarized.summary.raw_length,
+            raw_digest: summarized.raw_digest,
+            folded_length: summarized.summary.folded_length,
+            folded_digest: summarized.summary.digest,
+        }
+    }
+
+    fn of_body(body: TreeBody<'_>) -> FileKey {
+        match body {
+            TreeBody::Bytes(bytes) => FileKey::of_bytes(bytes),
+            TreeBody::Source(summarized) => FileKey::of_summarized(summarized),
+        }
+    }
 }
 
 /// One provider's skills in one bundle: a folder of links, `<skill>` → `../<tree key>`.
@@ -59,24 +111,28 @@ pub struct StoreLayout<'bundle> {
 
 /// The key of a skill tree from its files (path inside the tree, bytes), in any order.
 pub fn tree_key(files: &[(&str, &[u8])]) -> String {
-    let mut sorted: Vec<&(&str, &[u8])> = files.iter().collect();
+    let keys: Vec<(&str, FileKey)> = files.iter().map(|(path, bytes)| (*path, FileKey::of_bytes(bytes))).collect();
+    tree_key_of(&keys)
+}
+
+/// The key of a skill tree from its files' keys, in any order.
+pub fn tree_key_of(files: &[(&str, FileKey)]) -> String {
+    let mut sorted: Vec<&(&str, FileKey)> = files.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut folded = blake3::Hasher::new();
     let mut raw = blake3::Hasher::new();
     let mut has_crlf = false;
-    for (path, bytes) in sorted {
-        let mut file_hasher = blake3::Hasher::new();
-        hash_folded(&mut file_hasher, bytes);
-        let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
-        has_crlf |= crlf > 0;
+    for (path, key) in sorted {
+        // Folding removes one byte per CRLF.
+        has_crlf |= key.raw_length != key.folded_length;
         folded.update(path.as_bytes());
         folded.update(&[0]);
-        folded.update(&(bytes.len() as u64 - crlf).to_le_bytes());
-        folded.update(file_hasher.finalize().as_bytes());
+        folded.update(&key.folded_length.to_le_bytes());
+        folded.update(&key.folded_digest);
         raw.update(path.as_bytes());
         raw.update(&[0]);
-        raw.update(&(bytes.len() as u64).to_le_bytes());
-        raw.update(blake3::hash(bytes).as_bytes());
+        raw.update(&key.raw_length.to_le_bytes());
+        raw.update(&key.raw_digest);
     }
     let folded = folded.finalize().to_hex().to_string();
     if has_crlf { format!("{folded}-{}", &raw.finalize().to_hex()[..16]) } else { folded }
@@ -114,25 +170,37 @@ pub fn is_slice_name(name: &str) -> bool {
     name.strip_prefix(SLICE_PREFIX).is_some_and(|key| is_hex(key, 64))
 }
 
-/// A tree's files: (path inside the tree, bytes).
-type TreeFiles<'bundle> = Vec<(&'bundle str, &'bundle [u8])>;
-
-/// Splits a bundle's files into skill trees, per-provider slices and its own files.
-pub fn layout(files: &[OutputFile]) -> StoreLayout<'_> {
+/// Splits a bundle's files into skill trees, per-provider slices and its own files:
+/// `files` holds bytes, `sourced` the summarized catalogue files the driver reads again.
+pub fn layout<'bundle>(files: &'bundle [OutputFile], sourced: &'bundle [SourcedFile]) -> StoreLayout<'bundle> {
+    fn split(path: &str) -> Option<(&str, &str, &str)> {
+        let rest = path.strip_prefix(SKILLS_PREFIX)?;
+        let (source, rest) = rest.split_once('/')?;
+        let (skill, path) = rest.split_once('/')?;
+        Some((source, skill, path))
+    }
     // source → skill → files of the tree.
-    let mut grouped: BTreeMap<&str, BTreeMap<&str, TreeFiles<'_>>> = BTreeMap::new();
+    let mut grouped: BTreeMap<&str, BTreeMap<&str, Vec<TreeFile<'_>>>> = BTreeMap::new();
     let mut own = Vec::new();
     for file in files {
-        let split = file.path.strip_prefix(SKILLS_PREFIX).and_then(|rest| {
-            let (source, rest) = rest.split_once('/')?;
-            let (skill, path) = rest.split_once('/')?;
-            Some((source, skill, path))
-        });
-        match split {
-            Some((source, skill, path)) => {
-                grouped.entry(source).or_default().entry(skill).or_default().push((path, &file.bytes[..]))
-            }
+        match split(&file.path) {
+            Some((source, skill, path)) => grouped
+                .entry(source)
+                .or_default()
+                .entry(skill)
+                .or_default()
+                .push(TreeFile { path, length: file.bytes.len() as u64, body: TreeBody::Bytes(&file.bytes) }),
             None => own.push(file),
+        }
+    }
+    for file in sourced {
+        // The engine only sources files of skill folders.
+        if let Some((source, skill, path)) = split(&file.path) {
+            grouped.entry(source).or_default().entry(skill).or_default().push(TreeFile {
+                path,
+                length: file.source.summary.raw_length,
+                body: TreeBody::Source(&file.source),
+            });
         }
     }
     let mut trees: BTreeMap<String, StoreTree<'_>> = BTreeMap::new();
@@ -140,8 +208,10 @@ pub fn layout(files: &[OutputFile]) -> StoreLayout<'_> {
     for (source, skills) in grouped {
         let mut members = Vec::new();
         for (skill, mut tree_files) in skills {
-            tree_files.sort_by(|a, b| a.0.cmp(b.0));
-            let key = tree_key(&tree_files);
+            tree_files.sort_by(|a, b| a.path.cmp(b.path));
+            let keys: Vec<(&str, FileKey)> =
+                tree_files.iter().map(|file| (file.path, FileKey::of_body(file.body))).collect();
+            let key = tree_key_of(&keys);
             members.push((skill.to_owned(), key.clone()));
             trees.entry(key.clone()).or_insert(StoreTree { key, files: tree_files });
         }
@@ -167,7 +237,7 @@ mod tests {
             file("content/skills/b/other/SKILL.md", b"other"),
             file("manifest.json", b"{}"),
         ];
-        let layout = layout(&files);
+        let layout = layout(&files, &[]);
         assert_eq!(layout.trees.len(), 2);
         assert_eq!(layout.slices.len(), 2);
         assert_eq!(layout.slices[0].skills[0].1, layout.slices[1].skills[1].1);
@@ -188,6 +258,23 @@ mod tests {
         let summary = crate::catalogue::FileSummary::of_bytes(b"abc");
         let expected = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected);
+    }
+
+    #[test]
+    fn a_summarized_file_gives_the_key_of_its_bytes() {
+        for bytes in [&b"plain\n"[..], b"with\r\ncrlf\r\n", b""] {
+            let summarized = Summarized::of("/x/SKILL.md".into(), "x/SKILL.md", ".agents/skills/x/SKILL.md", bytes);
+            assert_eq!(
+                tree_key_of(&[("SKILL.md", FileKey::of_summarized(&summarized))]),
+                tree_key(&[("SKILL.md", bytes)])
+            );
+            let sourced = [SourcedFile {
+                path: "content/skills/a/x/SKILL.md".to_owned(),
+                source: std::sync::Arc::new(summarized),
+            }];
+            let held = [file("content/skills/a/x/SKILL.md", bytes)];
+            assert_eq!(layout(&[], &sourced).slices, layout(&held, &[]).slices);
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Decides nothing about what may be written where.
 
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, Write as _};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// A failed read or write of a file, with the path and the I/O error behind it.
@@ -68,22 +68,41 @@ pub fn create_new(folder: &Path, name: &str, bytes: &[u8]) -> Result<bool> {
 /// Replaces a file atomically (temp file in the same folder, fsync, rename), keeping its
 /// permissions. A symlink at the target is refused by the caller before this runs.
 pub fn replace(folder: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    replace_with(folder, name, &mut |out| out.write_all(bytes))
+}
+
+/// [`replace`] with the bytes written by `write` into the temporary file (buffered), so
+/// a large file is never held whole. Nothing replaces the target when `write` fails.
+pub fn replace_with(folder: &Path, name: &str, write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let target = folder.join(name);
     let permissions =
         fs::symlink_metadata(&target).ok().filter(Metadata::is_file).map(|metadata| metadata.permissions());
-    let temp = staged(folder, bytes, permissions)?;
+    let temp = staged_with(folder, write, permissions)?;
     temp.persist(&target)
         .map_err(|error| FileError::caused(&target, format!("cannot write `{}`", target.display()), error.error))?;
     sync_folder(folder)
 }
 
 fn staged(folder: &Path, bytes: &[u8], permissions: Option<fs::Permissions>) -> Result<tempfile::NamedTempFile> {
+    staged_with(folder, &mut |out| out.write_all(bytes), permissions)
+}
+
+fn staged_with(
+    folder: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    permissions: Option<fs::Permissions>,
+) -> Result<tempfile::NamedTempFile> {
     let mut temp = tempfile::Builder::new()
         .prefix(".acompose-")
         .suffix(".tmp")
         .tempfile_in(folder)
         .at(folder, || format!("cannot create a temporary file in `{}`", folder.display()))?;
-    temp.write_all(bytes).at(folder, || format!("cannot write into `{}`", folder.display()))?;
+    {
+        let mut out = io::BufWriter::with_capacity(1 << 16, &mut temp);
+        write(&mut out)
+            .and_then(|()| out.flush())
+            .at(folder, || format!("cannot write into `{}`", folder.display()))?;
+    }
     if let Some(permissions) = permissions.or_else(default_permissions) {
         temp.as_file()
             .set_permissions(permissions)

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use acompose_engine::SourcedFile;
 use acompose_engine::bundle::{Bundle, FileFacts, MANIFEST_FORMAT, Manifest, TraceFile, Verified, verify_facts};
-use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, layout};
+use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, TreeBody, layout};
 use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
 
@@ -59,9 +60,7 @@ fn check_against(
     deep: bool,
 ) -> Result<(), String> {
     match verification {
-        Verification::Full => {
-            verify_directory_named(directory, &bundle.id).map(|_| ()).map_err(|problems| problems.join("; "))
-        }
+        Verification::Full => check_contents(directory, bundle, linked),
         Verification::Light => {
             let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes[..]);
             match std::fs::read(directory.join("manifest.json")) {
@@ -73,7 +72,12 @@ fn check_against(
                     check_links(directory, store, layout, deep)?;
                     layout.own.iter().map(|file| (file.path.as_str(), file.bytes.len() as u64)).collect()
                 }
-                None => bundle.files.iter().map(|file| (file.path.as_str(), file.bytes.len() as u64)).collect(),
+                None => bundle
+                    .files
+                    .iter()
+                    .map(|file| (file.path.as_str(), file.bytes.len() as u64))
+                    .chain(bundle.sourced.iter().map(|file| (file.path.as_str(), file.source.summary.raw_length)))
+                    .collect(),
             };
             let trace = (TraceFile::PATH, bundle.trace.length);
             let mismatch = expected.into_par_iter().chain([trace]).find_any(|(path, length)| {
@@ -85,6 +89,46 @@ fn check_against(
                 None => Ok(()),
             }
         }
+    }
+}
+
+/// The full check of a directory against the bundle expected there: every file it holds
+/// (its skills through the store links) has the size and digest the bundle's own files
+/// have, and no other file is there. Everything else `verify` checks follows: the
+/// manifest is the expected one byte for byte, and the id is its digest. Each file is
+/// hashed as it is read; none is kept.
+fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>) -> Result<(), String> {
+    if let Some((store, layout)) = linked {
+        check_links(directory, store, layout, false)?;
+    }
+    let (found, problems) =
+        read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes)).map_err(|problems| problems.join("; "))?;
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    let mut expected: BTreeMap<&str, FileFacts> = bundle
+        .files
+        .iter()
+        .map(|file| (file.path.as_str(), FileFacts::of(&file.bytes)))
+        .chain(bundle.sourced.iter().map(|file| {
+            let facts = FileFacts {
+                bytes: file.source.summary.raw_length,
+                digest: format!("blake3:{}", blake3::Hash::from_bytes(file.source.raw_digest).to_hex()),
+            };
+            (file.path.as_str(), facts)
+        }))
+        .chain([(TraceFile::PATH, FileFacts { bytes: bundle.trace.length, digest: bundle.trace.digest.clone() })])
+        .collect();
+    for (path, facts) in &found {
+        match expected.remove(path.as_str()) {
+            None => return Err(format!("{path}: is not part of the bundle")),
+            Some(wanted) if wanted != *facts => return Err(format!("{path}: differs from the bundle")),
+            Some(_) => {}
+        }
+    }
+    match expected.keys().next() {
+        Some(path) => Err(format!("{path}: missing")),
+        None => Ok(()),
     }
 }
 
@@ -214,15 +258,28 @@ fn store_and_links(
     Ok((written, links))
 }
 
+/// Writes the bundle's `trace.json` into the staging folder, serialized as it is written
+/// (the trace is kept as its record until now).
+fn write_trace(staging: &Path, bundle: &Bundle) -> Result<(), String> {
+    use std::io::Write as _;
+    let path = staging.join(TraceFile::PATH);
+    let failed = |error: std::io::Error| format!("cannot write `{}`: {}", path.display(), error_kind(&error));
+    let file = std::fs::File::create(&path).map_err(failed)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+    bundle.trace.write_to(&mut out).and_then(|()| out.flush()).map_err(failed)
+}
+
 /// Writes a staging folder: its folders, its files in parallel, then its links.
 fn write_staging(
     staging: &Path,
     files: &[&acompose_engine::OutputFile],
+    sourced: &[SourcedFile],
     links: &[(PathBuf, PathBuf)],
 ) -> Result<(), String> {
     let mut folders: Vec<PathBuf> = files
         .iter()
         .map(|file| staging.join(&file.path))
+        .chain(sourced.iter().map(|file| staging.join(&file.path)))
         .chain(links.iter().map(|(link, _)| staging.join(link)))
         .filter_map(|path| path.parent().map(Path::to_path_buf))
         .collect();
@@ -235,6 +292,12 @@ fn write_staging(
     files.par_iter().try_for_each(|file| {
         let path = staging.join(&file.path);
         std::fs::write(&path, &file.bytes)
+            .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
+    })?;
+    sourced.par_iter().try_for_each(|file| {
+        let path = staging.join(&file.path);
+        let bytes = crate::store::body_bytes(TreeBody::Source(&file.source))?;
+        std::fs::write(&path, &bytes)
             .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
     })?;
     for (link, link_target) in links {
@@ -257,7 +320,7 @@ fn stage_verify_rename(
         Placement::Linked(store) => Some(store),
         Placement::Standalone => None,
     };
-    let layout = store.map(|_| layout(&bundle.files));
+    let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
     let linked = store.zip(layout.as_ref());
     if std::fs::symlink_metadata(&target).is_ok() {
         if store.is_none() && !crate::store::linked_slices(&target).is_empty() {
@@ -281,18 +344,15 @@ fn stage_verify_rename(
         (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
         _ => (0, Vec::new()),
     };
-    // The trace is serialized only now that the bundle is written.
-    let trace = bundle.trace.output_file();
-    let files: Vec<&acompose_engine::OutputFile> = match &layout {
-        Some(layout) => layout.own.iter().copied().chain([&trace]).collect(),
-        None => bundle.files.iter().chain([&trace]).collect(),
+    let (files, sourced): (Vec<&acompose_engine::OutputFile>, &[SourcedFile]) = match &layout {
+        Some(layout) => (layout.own.clone(), &[]),
+        None => (bundle.files.iter().collect(), &bundle.sourced),
     };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let written_files = write_staging(&staging, &files, &links);
-    written += files.len() + links.len();
+    let written_files = write_staging(&staging, &files, sourced, &links).and_then(|()| write_trace(&staging, bundle));
+    written += files.len() + sourced.len() + links.len() + 1;
     drop(files);
-    drop(trace);
     let staged = written_files.and_then(|()| {
         check_against(&staging, bundle, linked, verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;

@@ -4,7 +4,6 @@
 //! whose metadata changed but whose bytes hash the same counts as unchanged. A cache
 //! that is corrupt, foreign or from another build is discarded with a warning.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -69,19 +68,27 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 impl Cache {
     /// Serializes the cache; `None` when a path cannot be written in its line format.
     pub fn to_text(&self) -> Option<String> {
-        let mut text = String::new();
-        let _ = writeln!(text, "{MAGIC}");
-        let _ = writeln!(text, "identity\t{}", self.identity);
+        let mut text = Vec::new();
+        self.write_text(&mut text).ok()?;
+        String::from_utf8(text).ok()
+    }
+
+    /// Writes the cache's text to `out` line by line (a large estate's cache is
+    /// megabytes; it is never held whole). Fails with `InvalidData`, having written part
+    /// of it, when a path holds a newline or a tab: such a cache is not written at all.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let unclean = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+        writeln!(out, "{MAGIC}")?;
+        writeln!(out, "identity\t{}", self.identity)?;
         let summary = &self.summary;
-        let _ = writeln!(
-            text,
+        writeln!(
+            out,
             "summary\t{}\t{}\t{}\t{}\t{}",
             summary.source, summary.roles, summary.personalities, summary.artifact_files, summary.bundles
-        );
-        let clean = |path: &Path| {
-            let text = path.to_str()?;
-            (!text.contains(['\n', '\t'])).then(|| text.to_owned())
-        };
+        )?;
+        fn clean(path: &Path) -> Option<&str> {
+            path.to_str().filter(|text| !text.contains(['\n', '\t']))
+        }
         // A missing path whose parent folder is recorded is covered by that folder: making
         // the path changes the folder's time. Such lines (`m`) are not stat'ed by the
         // no-op check.
@@ -93,35 +100,34 @@ impl Cache {
             .collect();
         for (path, observed) in &self.inputs {
             let covered = path.parent().is_some_and(|parent| folders.contains(parent));
-            let path = clean(path)?;
+            let path = clean(path).ok_or_else(unclean)?;
             match observed {
                 Observed::Directory(stat) => {
-                    let _ = writeln!(text, "D\t{}\t{}\t{path}", stat.modified_nanos, stat.inode);
+                    writeln!(out, "D\t{}\t{}\t{path}", stat.modified_nanos, stat.inode)?;
                 }
                 Observed::File(stat, digest) => {
-                    let _ = writeln!(
-                        text,
+                    writeln!(
+                        out,
                         "F\t{}\t{}\t{}\t{}\t{path}",
                         stat.size,
                         stat.modified_nanos,
                         stat.inode,
                         hex(digest)
-                    );
+                    )?;
                 }
                 Observed::Missing => {
-                    let _ = writeln!(text, "{}\t{path}", if covered { "m" } else { "M" });
+                    writeln!(out, "{}\t{path}", if covered { "m" } else { "M" })?;
                 }
                 Observed::Unreachable => {
-                    let _ = writeln!(text, "U\t{path}");
+                    writeln!(out, "U\t{path}")?;
                 }
             }
         }
         for (path, stat) in &self.outputs {
-            let path = clean(path)?;
-            let _ = writeln!(text, "O\t{}\t{}\t{}\t{path}", stat.size, stat.modified_nanos, stat.inode);
+            let path = clean(path).ok_or_else(unclean)?;
+            writeln!(out, "O\t{}\t{}\t{}\t{path}", stat.size, stat.modified_nanos, stat.inode)?;
         }
-        text.push_str("end\n");
-        Some(text)
+        out.write_all(b"end\n")
     }
 
     /// Parses a cache; `Err` with a short reason when it is not one this build wrote.
@@ -386,22 +392,32 @@ fn pieces_at_line_ends(text: &str, count: usize) -> Vec<&str> {
 /// Writes the cache atomically (`atomic::replace`). A failure is returned as the warning
 /// to show (the cache only saves time; the temporary never stays behind).
 pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::transaction::Hooks) -> Result<(), String> {
-    match cache.to_text() {
-        Some(text) => write_named(home, CACHE_FILE, text.as_bytes(), hooks),
-        None => Ok(()),
-    }
+    write_named(home, CACHE_FILE, &mut |out| cache.write_text(out), hooks)
+}
+
+/// Writes a cache as `<home>/cache/<name>`; any failure writes nothing (a composition's
+/// cache only saves time).
+pub fn store_cache_named(home: &Path, name: &str, cache: &Cache) {
+    let _ = write_named(home, name, &mut |out| cache.write_text(out), &mut crate::transaction::NoFaults);
 }
 
 /// Writes `bytes` as `<home>/cache/<name>` atomically; `None` or any failure writes
 /// nothing (a composition's cache only saves time, and its compose still succeeded).
 pub fn store_named(home: &Path, name: &str, bytes: Option<&[u8]>) {
     if let Some(bytes) = bytes {
-        let _ = write_named(home, name, bytes, &mut crate::transaction::NoFaults);
+        let _ = write_named(home, name, &mut |out| out.write_all(bytes), &mut crate::transaction::NoFaults);
     }
 }
 
 /// Writes `bytes` as `<home>/cache/<name>` atomically, refusing a linked cache folder.
-fn write_named(home: &Path, name: &str, bytes: &[u8], hooks: &mut dyn crate::transaction::Hooks) -> Result<(), String> {
+/// A cache path with a newline or a tab (`InvalidData` from the writer) is not an error:
+/// no cache is written and the next run converges in full.
+fn write_named(
+    home: &Path,
+    name: &str,
+    write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    hooks: &mut dyn crate::transaction::Hooks,
+) -> Result<(), String> {
     let directory = home.join(CACHE_DIR);
     let problem = |error: &std::io::Error| {
         format!(
@@ -420,10 +436,16 @@ fn write_named(home: &Path, name: &str, bytes: &[u8], hooks: &mut dyn crate::tra
     let target = directory.join(name);
     hooks.before(crate::transaction::Step::WriteTemporary(&target)).map_err(|error| problem(&error))?;
     // The temporary is removed when the write fails (it is dropped unpersisted).
-    crate::atomic::replace(&directory, name, bytes).map_err(|error| match &error.cause {
-        Some(cause) => problem(cause),
-        None => format!("{}; the next run converges in full", error.message),
-    })
+    match crate::atomic::replace_with(&directory, name, write) {
+        Ok(()) => Ok(()),
+        Err(error) if error.cause.as_ref().is_some_and(|cause| cause.kind() == std::io::ErrorKind::InvalidData) => {
+            Ok(())
+        }
+        Err(error) => Err(match &error.cause {
+            Some(cause) => problem(cause),
+            None => format!("{}; the next run converges in full", error.message),
+        }),
+    }
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.

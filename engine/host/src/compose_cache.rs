@@ -90,5 +90,5 @@ pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, id: &str
         inputs,
         outputs,
     };
-    cache::store_named(home, &cache_name, fingerprints.to_text().as_deref().map(str::as_bytes));
+    cache::store_cache_named(home, &cache_name, &fingerprints);
 }

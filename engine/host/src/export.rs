@@ -165,6 +165,7 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
     let bundle = Bundle {
         id: id.clone(),
         files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes: bytes.into() }).collect(),
+        sourced: Vec::new(),
         trace,
         summary: Summary::default(),
     };

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 pub use crate::observe::{Observed, Stat, observe};
-use acompose_engine::catalogue::Catalogue;
+use std::sync::Arc;
+
+use acompose_engine::catalogue::{Catalogue, Summarized};
 use acompose_engine::{Bytes, Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
 use salsa::Durability;
 use salsa::Setter;
@@ -46,9 +48,29 @@ impl Selection {
 /// looked at.
 #[derive(Default)]
 pub struct Read {
-    pub files: Vec<(String, Bytes)>,
+    pub files: Vec<(String, Body)>,
     pub diagnostics: Vec<Diagnostic>,
     pub observed: Vec<(PathBuf, Observed)>,
+    /// Whether files of skill folders are summarized as they are read (see [`Body`]).
+    summarize: bool,
+}
+
+/// What is kept of a file read: its bytes, or, for a file of a catalogue's skill folder
+/// read while summarizing, its summary (the bytes are read again when a bundle holding
+/// the file is written).
+#[derive(Debug, Clone)]
+pub enum Body {
+    Bytes(Bytes),
+    Summarized(Arc<Summarized>),
+}
+
+impl Body {
+    fn length(&self) -> u64 {
+        match self {
+            Body::Bytes(bytes) => bytes.len() as u64,
+            Body::Summarized(summarized) => summarized.summary.raw_length,
+        }
+    }
 }
 
 /// How much the loader read, for `--stats`.
@@ -69,6 +91,8 @@ enum Root {
 /// changed.
 #[derive(Default)]
 pub struct Loader {
+    /// Whether catalogues are read summarizing their skill files.
+    summarize: bool,
     files: HashMap<(String, String), SourceFile>,
     packages: BTreeMap<(String, PackageKind), Package>,
     catalogues: BTreeMap<String, Catalogue>,
@@ -183,9 +207,17 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
                     .hint(format!("a {what} holds only folders and regular files")),
             ),
             Ok(Some((stat, bytes))) => {
-                read.observed
-                    .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
-                read.files.push((relative, bytes));
+                let body = if read.summarize && Summarized::applies_to(&relative) {
+                    let display = if label.is_empty() { relative.clone() } else { format!("{label}/{relative}") };
+                    let summarized = Summarized::of(entry.path().to_path_buf(), &display, &relative, &bytes);
+                    read.observed.push((entry.path().to_path_buf(), Observed::File(stat, summarized.raw_digest)));
+                    Body::Summarized(Arc::new(summarized))
+                } else {
+                    read.observed
+                        .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
+                    Body::Bytes(bytes)
+                };
+                read.files.push((relative, body));
             }
             Err(error) => read.diagnostics.push(
                 Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
@@ -268,8 +300,10 @@ fn read_package(root: &Path, label: &str) -> Read {
 const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agents/roles.kdl"];
 
 /// Reads the catalogue parts of a repository; `None` when the folder does not exist.
-pub fn read_catalogue(root: &Path, label: &str) -> Option<Read> {
-    let mut read = Read::default();
+///
+/// With `summarize`, the files of skill folders are kept as summaries, not bytes.
+pub fn read_catalogue(root: &Path, label: &str, summarize: bool) -> Option<Read> {
+    let mut read = Read { summarize, ..Read::default() };
     match std::fs::symlink_metadata(root) {
         Err(_) => return None,
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -322,7 +356,7 @@ pub fn read_folder(root: &Path, label: &str) -> Read {
 impl Loader {
     fn record(&mut self, read: &mut Read) {
         self.counters.files_read += read.files.len();
-        self.counters.bytes_read += read.files.iter().map(|(_, bytes)| bytes.len() as u64).sum::<u64>();
+        self.counters.bytes_read += read.files.iter().map(|(_, body)| body.length()).sum::<u64>();
         // Racily fresh entries are smudged now, as they are observed: how fresh a file or
         // folder was is measured against the moment it was read, not the moment the cache
         // is written, which may be much later (a long convergence, or watch mode).
@@ -385,7 +419,7 @@ impl Loader {
                 Read {
                     files: acompose_roster::files()
                         .iter()
-                        .map(|(path, bytes)| ((*path).to_owned(), Bytes::from(*bytes)))
+                        .map(|(path, bytes)| ((*path).to_owned(), Body::Bytes(Bytes::from(*bytes))))
                         .collect(),
                     ..Read::default()
                 },
@@ -432,20 +466,30 @@ impl Loader {
         db: &mut Database,
         label: &str,
         relative: String,
-        bytes: Bytes,
+        body: Body,
         durability: Durability,
         changed: Durability,
     ) -> SourceFile {
         let key = (label.to_owned(), relative.clone());
+        let (bytes, summary) = match body {
+            Body::Bytes(bytes) => (bytes, None),
+            Body::Summarized(summarized) => (Bytes::default(), Some(summarized)),
+        };
         match self.files.get(&key) {
             Some(&file) => {
                 if file.bytes(db)[..] != bytes[..] {
                     file.set_bytes(db).with_durability(changed).to(bytes);
                 }
+                if file.summary(db) != &summary {
+                    file.set_summary(db).with_durability(changed).to(summary);
+                }
                 file
             }
             None => {
-                let file = SourceFile::builder(label.to_owned(), relative, bytes).durability(durability).new(db);
+                let file = SourceFile::builder(label.to_owned(), relative, bytes)
+                    .summary(summary)
+                    .durability(durability)
+                    .new(db);
                 self.files.insert(key, file);
                 file
             }
@@ -468,7 +512,7 @@ impl Loader {
         db: &mut Database,
         label: &str,
         available: bool,
-        read_files: Vec<(String, Bytes)>,
+        read_files: Vec<(String, Body)>,
         diagnostics: Vec<Diagnostic>,
     ) -> Catalogue {
         let files: Vec<SourceFile> = read_files
@@ -504,7 +548,7 @@ impl Loader {
     /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
     /// `.agents/roles.kdl`) without walking the rest of the repository.
     pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
-        let read = read_catalogue(root, label);
+        let read = read_catalogue(root, label, self.summarize);
         self.apply_catalogue(db, root, label, read)
     }
 
@@ -535,7 +579,18 @@ impl Loader {
         use rayon::prelude::*;
         let pending: Vec<&(PathBuf, String)> =
             roots.iter().filter(|(root, label)| fresh || !self.has_catalogue(root, label)).collect();
-        let reads: Vec<Option<Read>> = pending.par_iter().map(|(root, label)| read_catalogue(root, label)).collect();
+        let summarize = self.summarize;
+        let reads: Vec<Option<Read>> =
+            pending.par_iter().map(|(root, label)| read_catalogue(root, label, summarize)).collect();
+        // Grow the maps once: tables of megabytes regrown by doubling leave freed blocks
+        // that raise the allocator's threshold for returning memory to the system, and the
+        // rest of the run then keeps its transient buffers resident.
+        let (files, observed) = reads
+            .iter()
+            .flatten()
+            .fold((0, 0), |(files, observed), read| (files + read.files.len(), observed + read.observed.len()));
+        self.files.reserve(files);
+        self.observed.reserve(observed);
         for ((root, label), read) in pending.into_iter().zip(reads) {
             self.apply_catalogue(db, root, label, read);
         }
@@ -579,12 +634,24 @@ impl Loader {
         true
     }
 
-    /// The text of a loaded file by its display path, for rendering diagnostics.
+    /// The text of a loaded file by its display path, for rendering diagnostics (a
+    /// summarized file is read again).
     pub fn text_of(&self, db: &Database, display_path: &str) -> Option<String> {
-        self.files
-            .values()
-            .find(|file| file.display_path(db) == display_path)
-            .map(|file| printable(&String::from_utf8_lossy(file.bytes(db))))
+        let file = self.files.values().find(|file| file.display_path(db) == display_path)?;
+        match file.summary(db) {
+            Some(summarized) => {
+                let bytes = std::fs::read(&summarized.location).ok()?;
+                Some(printable(&String::from_utf8_lossy(&bytes)))
+            }
+            None => Some(printable(&String::from_utf8_lossy(file.bytes(db)))),
+        }
+    }
+
+    /// Keep the files of skill folders that catalogues are read from now on as summaries
+    /// (see [`Body`]): what estate convergence and compose do, unless a compiled bundle
+    /// needs their text.
+    pub fn summarize_skills(&mut self, summarize: bool) {
+        self.summarize = summarize;
     }
 
     /// The folders being read, for watching.

@@ -12,7 +12,7 @@ use acompose_engine::{Database, Diagnostic, limits};
 
 use crate::error::{Findings, HostError};
 use crate::load::{
-    EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder, read_limited,
+    Body, EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder, read_limited,
 };
 
 /// Texts of files the request names, for rendering diagnostics outside packages.
@@ -78,7 +78,7 @@ fn declared_files(
     folder: &Path,
     declaration: &acompose_engine::request::Declaration,
     label: &str,
-) -> (Vec<(String, acompose_engine::Bytes)>, Vec<Diagnostic>) {
+) -> (Vec<(String, Body)>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut load = Vec::new();
     for entry in &declaration.instructions {
@@ -88,7 +88,7 @@ fn declared_files(
                 &format!("{label}: instruction `{}`", entry.id),
                 limits::SKILL_DOCUMENT,
             ) {
-                Ok(Ok(bytes)) => files.push((format!("instructions/{}.md", entry.id), bytes.into())),
+                Ok(Ok(bytes)) => files.push((format!("instructions/{}.md", entry.id), Body::Bytes(bytes.into()))),
                 Ok(Err(too_large)) => load.push(too_large.in_file(label.to_owned()).at(Some(entry.span))),
                 Err(_) => load.push(
                     Diagnostic::error("unreadable-file", format!("cannot read instruction `{}`", entry.id))
@@ -172,11 +172,25 @@ fn request_sources(
 ) -> (Vec<CompositionSource>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut sources = Vec::new();
+    // Every root is read afresh, in parallel, before the sources are put in order.
+    let roots: Vec<(PathBuf, String)> = request
+        .sources
+        .iter()
+        .filter_map(|source| match &source.location {
+            SourceLocation::Root(root) => Some(folder.join(root)),
+            SourceLocation::Declaration(_) => None,
+        })
+        .map(|path| {
+            let label = label_of(&path);
+            (path, label)
+        })
+        .collect();
+    loader.catalogues(db, &roots, true);
     for request_source in &request.sources {
         let (kind, catalogue, key) = match &request_source.location {
             SourceLocation::Root(root) => {
                 let path = folder.join(root);
-                let catalogue = loader.catalogue(db, &path, &label_of(&path));
+                let catalogue = loader.cached_catalogue(db, &path, &label_of(&path));
                 (SourceKind::Root, catalogue, path_key(&path))
             }
             SourceLocation::Declaration(file) => {
@@ -241,6 +255,9 @@ pub fn prepare<'db>(
     };
     let source = loader.load(db, &selection);
 
+    // A compiled bundle inlines its skills' text; any other keeps only their summaries in
+    // memory and reads the files again when it is written.
+    loader.summarize_skills(request.delivery != Some(acompose_engine::request::Delivery::Compiled));
     let (sources, source_diagnostics) = request_sources(db, loader, &request, &folder, &mut texts);
     let mut diagnostics = request_warnings;
     diagnostics.extend(source_diagnostics);

@@ -250,6 +250,9 @@ impl Session {
     ) -> Result<Report, HostError> {
         let _ = self.db.take_query_counts();
         progress.phase_clock_reset();
+        // Estate bundles link their skills from the store: the skill files are kept as
+        // summaries and read again when a store entry is written.
+        self.loader.summarize_skills(true);
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
@@ -421,6 +424,7 @@ impl Session {
         progress: &dyn Progress,
     ) -> Result<(PathBuf, PersonModel), HostError> {
         let RoleRequest { role, tier, bundles } = *request;
+        self.loader.summarize_skills(true);
         let (source, model) = self.read_person_source(home, config, true, progress)?;
         if model.role(role).is_none() {
             let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();

@@ -8,7 +8,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acompose_engine::store::{SKILLS_PREFIX, StoreSlice, StoreTree, is_slice_name, is_tree_key, slice_key, tree_key};
+use acompose_engine::store::{
+    SKILLS_PREFIX, StoreSlice, StoreTree, TreeBody, is_slice_name, is_tree_key, slice_key, tree_key,
+};
 
 use crate::load::error_kind;
 
@@ -98,8 +100,8 @@ fn seal_folders(staging: &Path, tree: &StoreTree<'_>) -> Result<(), String> {
     let distinct: BTreeSet<PathBuf> = tree
         .files
         .iter()
-        .flat_map(|(path, _)| {
-            Path::new(path).ancestors().skip(1).map(|folder| staging.join(folder)).collect::<Vec<_>>()
+        .flat_map(|file| {
+            Path::new(file.path).ancestors().skip(1).map(|folder| staging.join(folder)).collect::<Vec<_>>()
         })
         .collect();
     let mut folders: Vec<PathBuf> = distinct.into_iter().collect();
@@ -109,6 +111,25 @@ fn seal_folders(staging: &Path, tree: &StoreTree<'_>) -> Result<(), String> {
             .map_err(|error| cannot("make read-only", &folder, &error))?;
     }
     Ok(())
+}
+
+/// The bytes of a file to write: held, or read again from where its source was read (a
+/// source that changed since is refused: what is written must be what was composed).
+pub fn body_bytes(body: TreeBody<'_>) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    match body {
+        TreeBody::Bytes(bytes) => Ok(std::borrow::Cow::Borrowed(bytes)),
+        TreeBody::Source(summarized) => {
+            let bytes =
+                std::fs::read(&summarized.location).map_err(|error| cannot("read", &summarized.location, &error))?;
+            if blake3::hash(&bytes).as_bytes() != &summarized.raw_digest {
+                return Err(format!(
+                    "`{}` changed while it was being composed; run again",
+                    summarized.location.display()
+                ));
+            }
+            Ok(std::borrow::Cow::Owned(bytes))
+        }
+    }
 }
 
 /// The relative path from folder `from` to `to`; both absolute and free of `.`/`..`.
@@ -227,9 +248,9 @@ impl Store {
     /// Whether a tree entry holds every file of `tree` at its size (a glance: stats only).
     pub fn tree_looks_intact(&self, tree: &StoreTree<'_>) -> bool {
         let root = self.root.join(&tree.key);
-        tree.files.iter().all(|(path, bytes)| {
-            std::fs::symlink_metadata(root.join(path))
-                .is_ok_and(|metadata| metadata.is_file() && metadata.len() == bytes.len() as u64)
+        tree.files.iter().all(|file| {
+            std::fs::symlink_metadata(root.join(file.path))
+                .is_ok_and(|metadata| metadata.is_file() && metadata.len() == file.length)
         })
     }
 
@@ -255,12 +276,13 @@ impl Store {
         let staging = self.staging(&tree.key);
         let staged = (|| -> Result<(), String> {
             std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
-            for (path, bytes) in &tree.files {
-                let target = staging.join(path);
+            for file in &tree.files {
+                let target = staging.join(file.path);
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
                 }
-                write_read_only(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
+                let bytes = body_bytes(file.body)?;
+                write_read_only(&target, &bytes).map_err(|error| cannot("write", &target, &error))?;
             }
             let read = read_tree(&staging)?;
             let pairs: Vec<(&str, &[u8])> =

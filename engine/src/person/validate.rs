@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::color::{self, GateFailure, Lab};
 use crate::db::{Package, PackageKind, PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
+use crate::file_queries::skill_document;
 use crate::person::declaration::{
     InspirationUse, PersonalityDeclaration, RoleDeclaration, Spanned, inspiration_declaration, manifest_declaration,
     personality_declaration, role_declaration,
@@ -15,7 +16,7 @@ use crate::person::layout::{PackageLayout, package_layout};
 use crate::person::{
     Colour, Identity, IdentityForm, InspirationReference, MODEL_TIERS, PersonModel, Personality, Role, Seat, SkillFile,
 };
-use crate::skill::{SkillDocument, content_digest, skill_document};
+use crate::skill::{SkillDocument, content_digest};
 
 /// The most words a role skill body may hold after its title.
 pub const ROLE_SKILL_MAX_WORDS: usize = 400;

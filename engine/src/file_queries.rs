@@ -1,0 +1,50 @@
+//! The per-file queries: a source file's digest summary, skill document and Agent Skills
+//! check. A file the driver summarized brings them (its bytes are not in the database);
+//! for any other file they are computed from its bytes and memoized.
+
+use crate::db::SourceFile;
+use crate::diagnostic::Parsed;
+use crate::skill::{SkillDocument, document_of};
+use crate::skill_rules::{SkillCheck, check_skill, skill_folder_of};
+use crate::summarized::FileSummary;
+
+/// The per-file summary: the firewall between a file's bytes and every catalogue-wide
+/// computation (a summarized file brings its own).
+pub fn file_summary(db: &dyn salsa::Database, file: SourceFile) -> &FileSummary {
+    match file.summary(db) {
+        Some(summarized) => &summarized.summary,
+        None => summary_of_bytes(db, file),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn summary_of_bytes(db: &dyn salsa::Database, file: SourceFile) -> FileSummary {
+    FileSummary::of_bytes(file.bytes(db))
+}
+
+/// Parses one `SKILL.md` (or `COMPOSED.md`). Never fails. A summarized file's document
+/// was parsed when the driver read it.
+pub fn skill_document(db: &dyn salsa::Database, file: SourceFile) -> &Parsed<SkillDocument> {
+    match file.summary(db) {
+        Some(summarized) if let Some(document) = &summarized.document => document,
+        _ => parsed_document(db, file),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn parsed_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<SkillDocument> {
+    document_of(file.bytes(db), &file.display_path(db))
+}
+
+/// A summarized file was checked when the driver read it.
+pub fn skill_check(db: &dyn salsa::Database, file: SourceFile) -> &SkillCheck {
+    match file.summary(db) {
+        Some(summarized) if let Some(check) = &summarized.check => check,
+        _ => checked(db, file),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn checked(db: &dyn salsa::Database, file: SourceFile) -> SkillCheck {
+    check_skill(file.bytes(db), skill_folder_of(file.relative_path(db)))
+}
