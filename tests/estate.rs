@@ -12,7 +12,7 @@ use acompose_engine::Database;
 use acompose_host::NoProgress;
 use acompose_host::session::Session;
 use acompose_host::transaction::NoFaults;
-use common::acompose;
+use common::{acompose, backdate_folders};
 
 fn skill(name: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
@@ -29,15 +29,6 @@ fn write(path: &Path, text: &str) {
 fn backdate(path: &Path) {
     let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
     std::fs::File::options().write(true).open(path).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
-}
-
-/// Dates every folder under `root` an hour back (folders listed within two seconds of a
-/// convergence are listed again by the next one, as racily fresh).
-fn backdate_folders(root: &Path) {
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-    for entry in walkdir::WalkDir::new(root).into_iter().flatten().filter(|entry| entry.file_type().is_dir()) {
-        std::fs::File::open(entry.path()).and_then(|folder| folder.set_modified(hour_ago)).expect("backdate folder");
-    }
 }
 
 const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; composed-skill \"design-*\"; }\n    role eval { use-repository benchmarks; composed-skill \"metrics-*\"; }\n}\n";

@@ -219,6 +219,34 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
 }
 
 #[test]
+fn a_store_tree_losing_a_file_is_noticed_by_the_next_bare_run() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    // Folders listed right after they were made are listed again (racily fresh).
+    common::backdate_folders(&projects);
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let unchanged = acompose(temporary.path(), &arguments);
+    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    // The no-op check records store trees by their folders: removing a file moves one.
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    let file = platform.join("content/skills/hardware/machine-gpu/SKILL.md").canonicalize().expect("resolve");
+    std::fs::remove_file(&file).expect("damage the store");
+    let noticed = acompose(temporary.path(), &arguments);
+    assert_ne!(noticed.code, 0, "a damaged store entry is not passed off as reused: {}", noticed.stdout);
+    assert!(noticed.stderr.contains("is damaged"), "{}", noticed.stderr);
+    // As the message says: with the bundles that link it removed (platform and eval
+    // both admit the hardware skills), the entry is written again.
+    for id in index(&home).values() {
+        std::fs::remove_dir_all(home.join("bundles").join(id)).expect("remove a bundle");
+    }
+    let repaired = acompose(temporary.path(), &arguments);
+    assert_eq!(repaired.code, 0, "{}", repaired.stderr);
+    assert!(file.is_file(), "the damaged entry is written again");
+    verify_directory(&platform).expect("the bundle verifies");
+}
+
+#[test]
 fn gc_removes_exactly_the_unreferenced_entries() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());

@@ -220,7 +220,7 @@ pub struct CheckCounters {
 pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
     counters.stated = cache.inputs.len() + cache.outputs.len();
     let outputs_ok = cache.outputs.par_iter().all(|(path, recorded)| {
-        std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file() && Stat::of(&metadata) == *recorded)
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| is_output(&metadata) && Stat::of(&metadata) == *recorded)
     });
     if !outputs_ok {
         return Check::Changed;
@@ -345,8 +345,11 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
             ["D", nanos, inode, path] => {
                 stat(path).is_some_and(|metadata| metadata.is_dir() && equal(&metadata, None, nanos, inode))
             }
-            ["F", size, nanos, inode, _, path] | ["O", size, nanos, inode, path] => {
+            ["F", size, nanos, inode, _, path] => {
                 stat(path).is_some_and(|metadata| metadata.is_file() && equal(&metadata, Some(size), nanos, inode))
+            }
+            ["O", size, nanos, inode, path] => {
+                stat(path).is_some_and(|metadata| is_output(&metadata) && equal(&metadata, Some(size), nanos, inode))
             }
             ["M" | "U", path] => stat(path).is_none(),
             // Covered by its recorded parent folder.
@@ -449,6 +452,21 @@ fn write_named(
 }
 
 /// Stats every file under `root` (recursively) as output fingerprints.
+/// An output is a file, or a store entry recorded by its folder ([`entry_stat`]).
+fn is_output(metadata: &std::fs::Metadata) -> bool {
+    metadata.is_file() || metadata.is_dir()
+}
+
+/// Records a store entry by its folder alone. Entries are immutable and read-only: one
+/// that loses, gains or renames a file changes its folder's time, and a file edited in
+/// place inside one (which takes changing its permissions first) is for `verify` to find.
+/// Stat'ing every file of every tree would make the no-op check a third longer.
+pub fn entry_stat(entry: &Path, into: &mut Vec<(PathBuf, Stat)>) {
+    if let Ok(metadata) = std::fs::symlink_metadata(entry) {
+        into.push((entry.to_path_buf(), Stat::of(&metadata)));
+    }
+}
+
 pub fn output_stats(root: &Path, into: &mut Vec<(PathBuf, Stat)>) {
     for entry in walkdir::WalkDir::new(root).follow_links(false).into_iter().flatten() {
         if entry.file_type().is_file()

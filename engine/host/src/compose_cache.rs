@@ -60,7 +60,7 @@ fn store_tree_files(bundle: &Path, into: &mut Vec<(PathBuf, Stat)>) {
     for (store, slice) in linked_slices(bundle) {
         for name in store.reachable(&std::iter::once(slice).collect()) {
             if !is_slice_name(&name) && trees.insert(store.root().join(&name)) {
-                cache::output_stats(&store.root().join(&name), into);
+                cache::entry_stat(&store.root().join(&name), into);
             }
         }
     }

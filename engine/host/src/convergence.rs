@@ -106,8 +106,8 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
     Some(BareRun::Unchanged { summary: previous.summary, stats })
 }
 
-/// The files of every store entry the indexed bundles reach, each once: a damaged store
-/// entry must not pass as reused either.
+/// The folder of every store tree the indexed bundles reach, each once: a store entry
+/// that lost or gained a file must not pass as reused either (see `cache::entry_stat`).
 fn store_stats(home: &Path, bundles: &Path, ids: &[&String]) -> Vec<(PathBuf, Stat)> {
     let store = crate::store::Store::of_home(home);
     let slices: std::collections::BTreeSet<String> =
@@ -117,7 +117,7 @@ fn store_stats(home: &Path, bundles: &Path, ids: &[&String]) -> Vec<(PathBuf, St
         .par_iter()
         .map(|key| {
             let mut stats = Vec::new();
-            cache::output_stats(&store.root().join(key), &mut stats);
+            cache::entry_stat(&store.root().join(key), &mut stats);
             stats
         })
         .collect();
