@@ -183,19 +183,6 @@ impl TraceFile {
         }
     }
 
-    /// The bytes of `trace.json` (serialized now for a composed trace).
-    pub fn bytes(&self) -> crate::Bytes {
-        match &self.body {
-            TraceBody::Record(record) => to_json_bytes(record).into(),
-            TraceBody::Bytes(bytes) => bytes.clone(),
-        }
-    }
-
-    /// `trace.json` as a file to write.
-    pub fn output_file(&self) -> OutputFile {
-        OutputFile { path: Self::PATH.to_owned(), bytes: self.bytes() }
-    }
-
     /// Writes the bytes of `trace.json` to `out` as they are serialized, without holding
     /// them (the driver passes a buffered file).
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -729,4 +716,50 @@ pub fn verify_facts(
 
 fn error_summary(error: &serde_json::Error) -> String {
     format!("line {} column {}: {:?}", error.line(), error.column(), error.classify()).to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Decision, TraceEntry};
+
+    #[test]
+    fn a_trace_file_writes_the_bytes_its_manifest_entry_measured() {
+        let decision = Decision {
+            subject: "source:repo-a".to_owned(),
+            kind: "source".to_owned(),
+            source: "repo-a".to_owned(),
+            outcome: Outcome::Excluded,
+            cause: "not-assigned".to_owned(),
+            reason: "not one of the role's repositories".to_owned(),
+            selectors: Vec::new(),
+            winner: None,
+            metadata_bytes: None,
+            findings: Vec::new(),
+        };
+        let record = TraceRecord {
+            role: "platform".to_owned(),
+            entries: vec![
+                TraceEntry::Decision(decision),
+                TraceEntry::ExcludedSkills {
+                    source: "repo-a".to_owned(),
+                    cause: "not-assigned".to_owned(),
+                    names: (0..3000).map(|index| format!("skill-{index}")).collect::<Vec<_>>().into(),
+                },
+            ],
+            providers: Vec::new(),
+        };
+        let expected = to_json_bytes(&record.expand());
+        let file = TraceFile::of(record);
+        let mut written = Vec::new();
+        file.write_to(&mut written).expect("write");
+        assert_eq!(written, expected);
+        assert_eq!(file.length, written.len() as u64);
+        assert_eq!(file.digest, digest(&written));
+        let read_back = TraceFile::from_bytes(written.clone().into());
+        assert_eq!((read_back.length, &read_back.digest), (file.length, &file.digest));
+        let mut again = Vec::new();
+        read_back.write_to(&mut again).expect("write");
+        assert_eq!(again, written);
+    }
 }
