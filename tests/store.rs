@@ -222,15 +222,19 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
 fn a_store_tree_losing_a_file_is_noticed_by_the_next_bare_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
+    let notes = projects.join("example/hardware/.agents/skills/machine-gpu/references/notes.md");
+    write(&notes, "GPU notes.\n");
     // Folders listed right after they were made are listed again (racily fresh).
     common::backdate_folders(&projects);
     let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
     let unchanged = acompose(temporary.path(), &arguments);
     assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
-    // The no-op check records store trees by their folders: removing a file moves one.
+    // The no-op check records store trees by their folders: removing a file moves the
+    // one that held it, here a folder inside the tree.
     let platform = home.join("bundles").join(&index(&home)["platform"]);
-    let file = platform.join("content/skills/hardware/machine-gpu/SKILL.md").canonicalize().expect("resolve");
+    let file =
+        platform.join("content/skills/hardware/machine-gpu/references/notes.md").canonicalize().expect("resolve");
     std::fs::remove_file(&file).expect("damage the store");
     let noticed = acompose(temporary.path(), &arguments);
     assert_ne!(noticed.code, 0, "a damaged store entry is not passed off as reused: {}", noticed.stdout);

@@ -4,10 +4,9 @@
 //! links and removes what nothing references.
 //!
 //! A skill tree is keyed by its CRLF-folded blake3 tree digest (the formula of
-//! `catalogue::tree_digest`, over the paths the tree has inside a bundle), cut to 56 hex
-//! digits so that the links to it fit in an inode. Two trees whose bytes differ only in
-//! line endings fold to the same digest, so a tree holding a CRLF carries a suffix of its
-//! raw digest instead of the last digits: one key never names two different byte
+//! `catalogue::tree_digest`, over the paths the tree has inside a bundle). Two trees whose
+//! bytes differ only in line endings fold to the same digest, so a tree holding a CRLF
+//! also carries a suffix of its raw digest: one key never names two different byte
 //! sequences. A slice is one provider's skill folder of one bundle: a folder of links,
 //! one per skill, keyed by a digest over its (name, tree key) pairs.
 
@@ -135,22 +134,9 @@ pub fn tree_key_of(files: &[(&str, FileKey)]) -> String {
         raw.update(&key.raw_length.to_le_bytes());
         raw.update(&key.raw_digest);
     }
-    let folded = folded.finalize().to_hex();
-    if has_crlf {
-        format!("{}-{}", &folded[..CRLF_FOLDED_HEX], &raw.finalize().to_hex()[..RAW_SUFFIX_HEX])
-    } else {
-        folded[..TREE_KEY_HEX].to_owned()
-    }
+    let folded = folded.finalize().to_hex().to_string();
+    if has_crlf { format!("{folded}-{}", &raw.finalize().to_hex()[..16]) } else { folded }
 }
-
-/// A tree key is this many hex digits of the folded digest (224 bits): with `../` it
-/// stays under the 60 bytes that ext4 keeps inside a symbolic link's inode, so a slice's
-/// links cost no data block each.
-pub const TREE_KEY_HEX: usize = 56;
-/// A tree holding CRLF: this many digits of the folded digest, `-`, and
-/// [`RAW_SUFFIX_HEX`] of the raw one: as long as any other key.
-const CRLF_FOLDED_HEX: usize = TREE_KEY_HEX - 1 - RAW_SUFFIX_HEX;
-const RAW_SUFFIX_HEX: usize = 16;
 
 /// The key of a slice from its (skill name, tree key) pairs, in any order.
 pub fn slice_key(skills: &[(String, String)]) -> String {
@@ -170,13 +156,12 @@ fn is_hex(text: &str, length: usize) -> bool {
     text.len() == length && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Whether a name is shaped like a tree key: [`TREE_KEY_HEX`] lowercase hex digits, or
-/// 39, `-` and 16 (a tree with CRLF line endings). The 64-digit names earlier stores
-/// used count too, so that `gc` removes them once nothing links them.
+/// Whether a name is shaped like a tree key: 64 lowercase hex digits, optionally `-` and
+/// 16 more (a tree with CRLF line endings).
 pub fn is_tree_key(name: &str) -> bool {
     match name.split_once('-') {
-        None => is_hex(name, TREE_KEY_HEX) || is_hex(name, 64),
-        Some((folded, raw)) => (is_hex(folded, CRLF_FOLDED_HEX) || is_hex(folded, 64)) && is_hex(raw, RAW_SUFFIX_HEX),
+        None => is_hex(name, 64),
+        Some((folded, raw)) => is_hex(folded, 64) && is_hex(raw, 16),
     }
 }
 
@@ -264,18 +249,15 @@ mod tests {
         let lf = tree_key(&[("SKILL.md", b"a\nb\n")]);
         let crlf = tree_key(&[("SKILL.md", b"a\r\nb\r\n")]);
         assert_ne!(lf, crlf);
-        assert!(crlf.starts_with(&lf[..CRLF_FOLDED_HEX]));
+        assert!(crlf.starts_with(&lf));
         assert!(is_tree_key(&lf) && is_tree_key(&crlf));
-        // Short enough for a link held in the inode (ext4: under 60 bytes).
-        assert_eq!(lf.len(), crlf.len());
-        assert!(format!("../{crlf}").len() < 60);
     }
 
     #[test]
     fn the_tree_key_is_the_catalogue_tree_digest_without_crlf() {
         let summary = crate::catalogue::FileSummary::of_bytes(b"abc");
-        let digest = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
-        assert_eq!(tree_key(&[("SKILL.md", b"abc")]), digest[..TREE_KEY_HEX]);
+        let expected = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
+        assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected);
     }
 
     #[test]

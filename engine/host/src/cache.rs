@@ -457,13 +457,18 @@ fn is_output(metadata: &std::fs::Metadata) -> bool {
     metadata.is_file() || metadata.is_dir()
 }
 
-/// Records a store entry by its folder alone. Entries are immutable and read-only: one
-/// that loses, gains or renames a file changes its folder's time, and a file edited in
-/// place inside one (which takes changing its permissions first) is for `verify` to find.
-/// Stat'ing every file of every tree would make the no-op check a third longer.
+/// Records a store entry by its folders (the entry's own and any below it). Entries are
+/// immutable and read-only: one that loses, gains or renames a file changes the time of
+/// the folder that held it, and a file edited in place inside one (which takes changing
+/// its permissions first) is for `verify` to find. Stat'ing every file of every tree
+/// would make the no-op check a third longer.
 pub fn entry_stat(entry: &Path, into: &mut Vec<(PathBuf, Stat)>) {
-    if let Ok(metadata) = std::fs::symlink_metadata(entry) {
-        into.push((entry.to_path_buf(), Stat::of(&metadata)));
+    for folder in walkdir::WalkDir::new(entry).follow_links(false).into_iter().flatten() {
+        if folder.file_type().is_dir()
+            && let Ok(metadata) = folder.metadata()
+        {
+            into.push((folder.path().to_path_buf(), Stat::of(&metadata)));
+        }
     }
 }
 
