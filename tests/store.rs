@@ -60,6 +60,15 @@ fn index(home: &Path) -> BTreeMap<String, String> {
         .expect("parse")
 }
 
+/// Every bundle the home's index names verifies, store entries included.
+fn assert_indexed_bundles_verify(home: &Path, context: &str) {
+    for id in index(home).values() {
+        if let Err(problems) = verify_directory(&home.join("bundles").join(id)) {
+            panic!("{context}: bundle {id} does not verify: {problems:?}");
+        }
+    }
+}
+
 /// Every store entry (top-level name) with the modification times of it and its files.
 fn store_listing(store: &Path) -> BTreeMap<String, Vec<(PathBuf, SystemTime)>> {
     let mut listing = BTreeMap::new();
@@ -213,9 +222,7 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     // Told about it, the next run converges and its bundles verify.
     let report = converge(&mut session, &other, &projects);
     assert_eq!(report.bundles_new, 2);
-    for id in index(&other).values() {
-        verify_directory(&other.join("bundles").join(id)).expect("verifies");
-    }
+    assert_indexed_bundles_verify(&other, "the bundles of the next run verify");
 }
 
 #[test]
@@ -294,9 +301,7 @@ fn gc_removes_exactly_the_unreferenced_entries() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let left: Vec<String> = store_listing(&store).into_keys().collect();
     assert_eq!(left, with_compose, "exactly the unreferenced entries went");
-    for id in index(&home).values() {
-        verify_directory(&home.join("bundles").join(id)).expect("every bundle still verifies");
-    }
+    assert_indexed_bundles_verify(&home, "every bundle still verifies");
 }
 
 #[test]
@@ -379,9 +384,7 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     let collect = || {
         let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        for id in index(&home).values() {
-            verify_directory(&home.join("bundles").join(id)).expect("the watched bundles keep their entries");
-        }
+        assert_indexed_bundles_verify(&home, "the watched bundles keep their entries");
     };
     collect();
     let before = index(&home)["platform"].clone();
