@@ -258,6 +258,36 @@ fn a_store_tree_losing_a_file_is_noticed_by_the_next_bare_run() {
 }
 
 #[test]
+fn a_bundle_link_repointed_to_another_slice_is_noticed_by_the_next_bare_run() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    let skills = platform.join("content/skills");
+    let mut links: Vec<PathBuf> = std::fs::read_dir(&skills)
+        .expect("skills")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_symlink())
+        .collect();
+    links.sort();
+    assert!(links.len() >= 2, "the platform bundle links several slices: {links:?}");
+    // The link keeps the shape of a slice link and lands on a slice that exists, but not
+    // on its own.
+    let other = std::fs::read_link(&links[1]).expect("link");
+    let mut permissions = std::fs::metadata(&skills).expect("metadata").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&skills, permissions).expect("writable");
+    std::fs::remove_file(&links[0]).expect("unlink");
+    std::os::unix::fs::symlink(&other, &links[0]).expect("repoint");
+    let noticed = acompose(temporary.path(), &arguments);
+    assert_ne!(noticed.code, 0, "a repointed link is not passed off as reused: {}", noticed.stdout);
+    assert!(noticed.stderr.contains("not a link to its store entry"), "{}", noticed.stderr);
+}
+
+#[test]
 fn gc_removes_exactly_the_unreferenced_entries() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());

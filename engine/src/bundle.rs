@@ -159,7 +159,7 @@ impl TraceFile {
         let mut measure =
             std::io::BufWriter::with_capacity(1 << 16, Measure { hasher: blake3::Hasher::new(), length: 0 });
         // Writing into memory cannot fail (see `to_json_bytes`).
-        let _ = serde_json::to_writer_pretty(&mut measure, &record);
+        let _ = record.write_json(&mut measure);
         let _ = std::io::Write::write_all(&mut measure, b"\n");
         let _ = std::io::Write::flush(&mut measure);
         let (measure, _) = measure.into_parts();
@@ -188,7 +188,7 @@ impl TraceFile {
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         match &self.body {
             TraceBody::Record(record) => {
-                serde_json::to_writer_pretty(&mut *out, record).map_err(std::io::Error::other)?;
+                record.write_json(out)?;
                 out.write_all(b"\n")
             }
             TraceBody::Bytes(bytes) => out.write_all(bytes),

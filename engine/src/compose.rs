@@ -873,16 +873,25 @@ fn select_from(
                     );
                 }
                 if matched.is_empty() {
-                    let patterns_text: Vec<&str> = patterns.iter().map(|pattern| pattern.text.as_str()).collect();
-                    resolver.decide(
-                        skill.subject(),
-                        "ordinary-skill",
-                        &candidate.id,
-                        Outcome::Excluded,
-                        "selector-excluded",
-                        format!("matched by no selector of `{}` ({})", candidate.id, patterns_text.join(", ")),
-                        Vec::new(),
-                    );
+                    // Consecutive skills no selector matched share one entry.
+                    match resolver.decisions.last_mut() {
+                        Some(TraceEntry::UnselectedSkills { source, names, .. }) if *source == candidate.id => {
+                            names.push(skill.name.clone());
+                        }
+                        _ => {
+                            let patterns_text: Vec<&str> =
+                                patterns.iter().map(|pattern| pattern.text.as_str()).collect();
+                            resolver.decisions.push(TraceEntry::UnselectedSkills {
+                                source: candidate.id.clone(),
+                                reason: format!(
+                                    "matched by no selector of `{}` ({})",
+                                    candidate.id,
+                                    patterns_text.join(", ")
+                                ),
+                                names: vec![skill.name.clone()],
+                            });
+                        }
+                    }
                 } else {
                     admitted += 1;
                     take(resolver, skill, "selector-admitted", format!("matched by selector `{}`", texts[0]), texts);

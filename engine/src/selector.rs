@@ -19,14 +19,47 @@ pub fn compile(pattern: &str) -> Result<GlobMatcher, globset::Error> {
 
 /// Patterns compiled once, to match many names.
 pub struct Matcher {
-    compiled: Vec<Option<GlobMatcher>>,
+    compiled: Vec<Compiled>,
+}
+
+/// One pattern, ready to match. Most selectors are a name or a name's beginning and a
+/// `*`; those are matched as strings (a role's patterns are compiled again each time it
+/// resolves, and compiling a glob costs more than matching thousands of names).
+enum Compiled {
+    /// No glob syntax: the name itself.
+    Literal(String),
+    /// `prefix*` with no other glob syntax: `*` matches anything without a `/`.
+    Prefix(String),
+    Glob(GlobMatcher),
+    /// A pattern that does not compile matches nothing (the grammar reports it).
+    Invalid,
+}
+
+impl Compiled {
+    fn new(pattern: &str) -> Self {
+        let plain = |text: &str| !text.is_empty() && !text.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        match pattern.strip_suffix('*') {
+            None if plain(pattern) => Compiled::Literal(pattern.to_owned()),
+            Some(prefix) if plain(prefix) => Compiled::Prefix(prefix.to_owned()),
+            _ => compile(pattern).map_or(Compiled::Invalid, Compiled::Glob),
+        }
+    }
+
+    fn is_match(&self, name: &str) -> bool {
+        match self {
+            Compiled::Literal(literal) => name == literal,
+            Compiled::Prefix(prefix) => name.strip_prefix(prefix.as_str()).is_some_and(|rest| !rest.contains('/')),
+            Compiled::Glob(glob) => glob.is_match(name),
+            Compiled::Invalid => false,
+        }
+    }
 }
 
 impl Matcher {
     /// Compiles every pattern; one that does not compile matches nothing (the grammar
     /// reports it).
     pub fn new(patterns: &[Pattern]) -> Self {
-        Matcher { compiled: patterns.iter().map(|pattern| compile(&pattern.text).ok()).collect() }
+        Matcher { compiled: patterns.iter().map(|pattern| Compiled::new(&pattern.text)).collect() }
     }
 
     /// Which patterns match `name`, in pattern order.
@@ -34,7 +67,7 @@ impl Matcher {
         self.compiled
             .iter()
             .enumerate()
-            .filter(|(_, matcher)| matcher.as_ref().is_some_and(|matcher| matcher.is_match(name)))
+            .filter(|(_, compiled)| compiled.is_match(name))
             .map(|(index, _)| index)
             .collect()
     }
@@ -61,5 +94,53 @@ mod tests {
         assert_eq!(matches(&patterns, "compute-stack"), [0, 2]);
         assert_eq!(matches(&patterns[..2], "other"), Vec::<usize>::new());
         assert!(compile("[").is_err());
+    }
+
+    #[test]
+    fn names_and_prefixes_match_as_their_globs_do() {
+        let texts = [
+            "machine-gpu",
+            "machine-*",
+            "machine",
+            "*",
+            "",
+            "a/b",
+            "a/*",
+            "a*b",
+            "a?",
+            "a[bc]*",
+            "{a,b}*",
+            "a\\*",
+            "a**",
+            "é-*",
+            ".*",
+            "-",
+        ];
+        let names = [
+            "machine-gpu",
+            "machine-",
+            "machine",
+            "machine-gpu/x",
+            "a",
+            "ab",
+            "a/b",
+            "a/bc",
+            "a*",
+            "é-x",
+            ".x",
+            "",
+            "-",
+            "b",
+        ];
+        for text in texts {
+            let glob = compile(text).ok();
+            let fast = Compiled::new(text);
+            for name in names {
+                let expected = glob.as_ref().is_some_and(|glob| glob.is_match(name));
+                assert_eq!(fast.is_match(name), expected, "pattern {text:?} against {name:?}");
+            }
+        }
+        assert!(matches!(Compiled::new("machine-*"), Compiled::Prefix(_)));
+        assert!(matches!(Compiled::new("machine-gpu"), Compiled::Literal(_)));
     }
 }

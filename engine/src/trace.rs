@@ -136,8 +136,8 @@ pub fn approximate_tokens(bytes: u64) -> u64 {
 /// The trace as a bundle keeps it until `trace.json` is written: its decisions in order,
 /// with the skills of an excluded provider held as that provider's shared list of names
 /// instead of one decision each (on a large estate they are most of the trace, and the
-/// catalogue's names are in memory anyway). Serializes to exactly the JSON of the
-/// [`Trace`] that [`TraceRecord::expand`] returns.
+/// catalogue's names are in memory anyway). [`TraceRecord::write_json`] writes exactly
+/// the JSON of the [`Trace`] that [`TraceRecord::expand`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceRecord {
     pub role: String,
@@ -155,15 +155,14 @@ pub enum TraceEntry {
         cause: String,
         names: std::sync::Arc<[String]>,
     },
-}
-
-impl TraceEntry {
-    fn count(&self) -> usize {
-        match self {
-            TraceEntry::Decision(_) => 1,
-            TraceEntry::ExcludedSkills { names, .. } => names.len(),
-        }
-    }
+    /// One `excluded` decision per name: `skill:<name>`, kind `ordinary-skill`, from
+    /// `source`, cause `selector-excluded`, with this `reason` (a run of skills no
+    /// selector of their provider matched).
+    UnselectedSkills {
+        source: String,
+        reason: String,
+        names: Vec<String>,
+    },
 }
 
 /// The fields of a skill excluded with its provider.
@@ -182,6 +181,11 @@ fn excluded_skill(source: &str, cause: &str, name: &str) -> Decision {
     }
 }
 
+/// The fields of a skill no selector of its provider matched.
+fn unselected_skill(source: &str, reason: &str, name: &str) -> Decision {
+    Decision { cause: "selector-excluded".to_owned(), reason: reason.to_owned(), ..excluded_skill(source, "", name) }
+}
+
 fn excluded_skill_reason(cause: &str) -> String {
     format!("its provider is excluded ({cause})")
 }
@@ -195,6 +199,9 @@ impl TraceRecord {
                 TraceEntry::ExcludedSkills { source, cause, names } => {
                     Box::new(names.iter().map(move |name| std::borrow::Cow::Owned(excluded_skill(source, cause, name))))
                 }
+                TraceEntry::UnselectedSkills { source, reason, names } => Box::new(
+                    names.iter().map(move |name| std::borrow::Cow::Owned(unselected_skill(source, reason, name))),
+                ),
             }
         })
     }
@@ -204,6 +211,7 @@ impl TraceRecord {
         self.entries.iter().map(|entry| match entry {
             TraceEntry::Decision(decision) => (decision.outcome, 1),
             TraceEntry::ExcludedSkills { names, .. } => (Outcome::Excluded, names.len()),
+            TraceEntry::UnselectedSkills { names, .. } => (Outcome::Excluded, names.len()),
         })
     }
 
@@ -219,65 +227,105 @@ impl TraceRecord {
     }
 }
 
-impl Serialize for TraceRecord {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut trace = serializer.serialize_struct("Trace", 5)?;
-        trace.serialize_field("format", FORMAT)?;
-        trace.serialize_field("format_version", &FORMAT_VERSION)?;
-        trace.serialize_field("role", &self.role)?;
-        trace.serialize_field("decisions", &Decisions(&self.entries))?;
-        trace.serialize_field("providers", &self.providers)?;
-        trace.end()
-    }
-}
-
-/// The decisions of a record, written one by one.
-struct Decisions<'a>(&'a [TraceEntry]);
-
-impl Serialize for Decisions<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut decisions = serializer.serialize_seq(Some(self.0.iter().map(TraceEntry::count).sum()))?;
-        for entry in self.0 {
+impl TraceRecord {
+    /// Writes the trace's JSON, exactly as `serde_json` pretty-prints [`TraceRecord::expand`]
+    /// (two-space indents, no final newline), without expanding it. The skills of an
+    /// excluded provider differ only by name, so each group's text is serialized once and
+    /// only the names are written per skill: on a large estate they are most of the trace.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"{\n  \"format\": ")?;
+        write_nested(out, FORMAT, 1)?;
+        write!(out, ",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ")?;
+        write_nested(out, &self.role, 1)?;
+        out.write_all(b",\n  \"decisions\": [")?;
+        let mut first = true;
+        for entry in &self.entries {
             match entry {
-                TraceEntry::Decision(decision) => decisions.serialize_element(decision)?,
-                TraceEntry::ExcludedSkills { source, cause, names } => {
-                    for name in names.iter() {
-                        decisions.serialize_element(&ExcludedSkill { source, cause, name })?;
-                    }
+                TraceEntry::Decision(decision) => {
+                    out.write_all(if first { b"\n    " } else { b",\n    " })?;
+                    write_nested(out, decision, 2)?;
+                    first = false;
                 }
+                TraceEntry::ExcludedSkills { source, cause, names } if !names.is_empty() => {
+                    write_skills(out, &excluded_skill(source, cause, ""), names, &mut first)?;
+                }
+                TraceEntry::UnselectedSkills { source, reason, names } if !names.is_empty() => {
+                    write_skills(out, &unselected_skill(source, reason, ""), names, &mut first)?;
+                }
+                TraceEntry::ExcludedSkills { .. } | TraceEntry::UnselectedSkills { .. } => {}
             }
         }
-        decisions.end()
+        out.write_all(if first { b"]" } else { b"\n  ]" })?;
+        out.write_all(b",\n  \"providers\": ")?;
+        write_nested(out, &self.providers, 1)?;
+        out.write_all(b"\n}")
     }
 }
 
-/// A skill excluded with its provider, serialized as its [`Decision`] would be, without
-/// building it.
-struct ExcludedSkill<'a> {
-    source: &'a str,
-    cause: &'a str,
-    name: &'a str,
+/// Pretty JSON of `value` as it appears `depth` levels deep: every line after the first
+/// indented by two spaces per level (JSON strings hold no raw newline, so every newline
+/// is a line break).
+fn write_nested<T: Serialize + ?Sized>(out: &mut dyn std::io::Write, value: &T, depth: usize) -> std::io::Result<()> {
+    let mut indented = Indented { out, indent: &"  ".repeat(depth) };
+    serde_json::to_writer_pretty(&mut indented, value).map_err(std::io::Error::other)
 }
 
-impl Serialize for ExcludedSkill<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        struct Shown<T>(T);
-        impl<T: std::fmt::Display> Serialize for Shown<T> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_str(&self.0)
-            }
+/// A writer that indents every line after the first.
+struct Indented<'a> {
+    out: &'a mut dyn std::io::Write,
+    indent: &'a str,
+}
+
+impl std::io::Write for Indented<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut lines = bytes.split(|byte| *byte == b'\n');
+        if let Some(line) = lines.next() {
+            self.out.write_all(line)?;
         }
-        let mut decision = serializer.serialize_struct("Decision", 6)?;
-        decision.serialize_field("subject", &Shown(format_args!("skill:{}", self.name)))?;
-        decision.serialize_field("kind", "ordinary-skill")?;
-        decision.serialize_field("source", self.source)?;
-        decision.serialize_field("outcome", &Outcome::Excluded)?;
-        decision.serialize_field("cause", self.cause)?;
-        decision.serialize_field("reason", &Shown(format_args!("its provider is excluded ({})", self.cause)))?;
-        decision.end()
+        for line in lines {
+            self.out.write_all(b"\n")?;
+            self.out.write_all(self.indent.as_bytes())?;
+            self.out.write_all(line)?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Writes one decision per name, elements two levels deep: `template` (a skill's
+/// decision with an empty name) is serialized once and split inside its subject (the
+/// first field), so that prefix, escaped name and suffix are each skill's decision.
+fn write_skills(
+    out: &mut dyn std::io::Write,
+    template: &Decision,
+    names: &[String],
+    first: &mut bool,
+) -> std::io::Result<()> {
+    let mut prefix = Vec::new();
+    write_nested(&mut prefix, template, 2)?;
+    let marker = b"\"subject\": \"skill:";
+    let split = prefix.windows(marker.len()).position(|window| window == marker).map_or(0, |at| at + marker.len());
+    let suffix = prefix.split_off(split);
+    for name in names {
+        out.write_all(if *first { b"\n    " } else { b",\n    " })?;
+        out.write_all(&prefix)?;
+        write_escaped(out, name)?;
+        out.write_all(&suffix)?;
+        *first = false;
+    }
+    Ok(())
+}
+
+/// Writes `text` escaped as inside a JSON string, the way `serde_json` escapes it.
+fn write_escaped(out: &mut dyn std::io::Write, text: &str) -> std::io::Result<()> {
+    if text.bytes().any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\') {
+        let quoted = serde_json::to_vec(text).map_err(std::io::Error::other)?;
+        out.write_all(&quoted[1..quoted.len() - 1])
+    } else {
+        out.write_all(text.as_bytes())
     }
 }
 
@@ -298,6 +346,12 @@ mod tests {
             metadata_bytes: Some(12),
             findings: Vec::new(),
         }
+    }
+
+    fn written(record: &TraceRecord) -> Vec<u8> {
+        let mut out = Vec::new();
+        record.write_json(&mut out).unwrap();
+        out
     }
 
     #[test]
@@ -324,10 +378,73 @@ mod tests {
         assert_eq!(expanded.decisions.len(), 4);
         assert_eq!(expanded.decisions[2].subject, "skill:t\"wo\u{1b}");
         assert_eq!(expanded.decisions[2].reason, excluded_skill_reason("not-assigned"));
-        assert_eq!(serde_json::to_vec_pretty(&record).unwrap(), serde_json::to_vec_pretty(&expanded).unwrap());
-        assert_eq!(serde_json::to_vec(&record).unwrap(), serde_json::to_vec(&expanded).unwrap());
+        assert_eq!(written(&record), serde_json::to_vec_pretty(&expanded).unwrap());
         let counted: usize =
             record.outcomes().filter(|(outcome, _)| *outcome == Outcome::Excluded).map(|(_, n)| n).sum();
         assert_eq!(counted, 3);
+    }
+
+    #[test]
+    fn every_shape_of_record_writes_its_expanded_trace() {
+        let mut with_everything = decision("skill:a\\b", Outcome::Shadowed);
+        with_everything.winner = Some("repo-\u{7f}".to_owned());
+        with_everything.findings = vec![FindingRecord {
+            code: "name".to_owned(),
+            level: "doubt".to_owned(),
+            message: "line\nbreak".to_owned(),
+            consequence: "none".to_owned(),
+        }];
+        let provider = ProviderReport {
+            source: "repo-a".to_owned(),
+            category: "ordinary-catalogue".to_owned(),
+            scope: "role".to_owned(),
+            outcome: Outcome::Selected,
+            cause: "assigned".to_owned(),
+            reason: "named".to_owned(),
+            location: "owner/repo".to_owned(),
+            skills: 2,
+            context_bytes: 10,
+            approximate_tokens: 3,
+            metadata_bytes: 1,
+            instruction_bytes: 8,
+            resource_bytes: 1,
+            binary_bytes: 0,
+            selector: Some(SelectorReport { patterns: vec!["a*".to_owned()], admitted: 1, catalogue: 2 }),
+        };
+        let excluded = |names: &[&str]| TraceEntry::ExcludedSkills {
+            source: "repo-\"q\"".to_owned(),
+            cause: "not\tassigned".to_owned(),
+            names: names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>().into(),
+        };
+        let records = [
+            TraceRecord { role: String::new(), entries: Vec::new(), providers: Vec::new() },
+            TraceRecord { role: "r\u{1}".to_owned(), entries: vec![excluded(&[])], providers: vec![provider.clone()] },
+            TraceRecord { role: "r".to_owned(), entries: vec![excluded(&["only"])], providers: Vec::new() },
+            TraceRecord {
+                role: "r".to_owned(),
+                entries: vec![
+                    excluded(&["x", "y\u{0}"]),
+                    TraceEntry::Decision(with_everything),
+                    TraceEntry::UnselectedSkills {
+                        source: "repo-b".to_owned(),
+                        reason: "matched by no selector of `repo-b` (a*, \"b\")".to_owned(),
+                        names: vec!["c".to_owned(), "d\\".to_owned()],
+                    },
+                    TraceEntry::UnselectedSkills {
+                        source: "repo-c".to_owned(),
+                        reason: "r".to_owned(),
+                        names: Vec::new(),
+                    },
+                    excluded(&["z"]),
+                ],
+                providers: vec![provider.clone(), provider],
+            },
+        ];
+        for record in &records {
+            assert_eq!(
+                String::from_utf8(written(record)).unwrap(),
+                String::from_utf8(serde_json::to_vec_pretty(&record.expand()).unwrap()).unwrap()
+            );
+        }
     }
 }

@@ -135,15 +135,26 @@ fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>) -> Resu
 /// Every provider folder of a bundle links to its slice in `store`; with `deep`, every
 /// tree of the layout holds its files at their sizes.
 fn check_links(directory: &Path, store: &Store, layout: &StoreLayout<'_>, deep: bool) -> Result<(), String> {
+    // Each link must hold exactly the relative target it was written with (from the
+    // resolved skills folder to the resolved store), so one resolution of each serves
+    // every link, and the slice it names must be in the store.
     let root = store.canonical()?;
+    let skills_folder = directory
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve `{}`: {}", directory.display(), error_kind(&error)))?
+        .join(SKILLS_PREFIX.trim_end_matches('/'));
+    let real_folder = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir());
+    let skills = directory.join(SKILLS_PREFIX.trim_end_matches('/'));
+    let folders_real = real_folder(skills.parent().unwrap_or(directory)) && real_folder(&skills);
+    if !folders_real && !layout.slices.is_empty() {
+        return Err(format!("{SKILLS_PREFIX}: not a folder of the bundle"));
+    }
     for slice in &layout.slices {
         let link = directory.join(format!("{SKILLS_PREFIX}{}", slice.source));
-        match slice_of_link(&link) {
-            Ok(Some((found, name)))
-                if name == slice.entry_name()
-                    && found.contains(&name)
-                    && found.canonical().is_ok_and(|found| found == root) => {}
-            _ => return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source)),
+        let name = slice.entry_name();
+        let expected = relative_path(&skills_folder, &root.join(&name));
+        if !std::fs::read_link(&link).is_ok_and(|target| target == expected) || !store.contains(&name) {
+            return Err(format!("{SKILLS_PREFIX}{}: not a link to its store entry", slice.source));
         }
     }
     if deep && let Some(tree) = layout.trees.par_iter().find_any(|tree| !store.tree_looks_intact(tree)) {

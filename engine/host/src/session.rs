@@ -272,7 +272,7 @@ impl Session {
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
         // Held until the outputs are written: a `compose --out` into the same folder waits,
         // so nothing live there is taken for debris (nor is this run's staging by it).
-        let _bundles_lock = lock_and_clean(home, &bundles_dir)?;
+        let _bundles_lock = lock_and_clean(home, &bundles_dir, fresh)?;
         let written = record_new_bundles(&bundles_dir, &current, hooks)?;
         let store = match self.store.take() {
             Some(store) if store == crate::store::Store::of_home(home) => store,
@@ -583,10 +583,13 @@ fn record_new_bundles(
 }
 
 /// Takes the lock of the bundles folder and removes the debris of interrupted runs from
-/// it and from home (its cache and artifact folders included). The caller holds the home
+/// it and from home (its cache and artifact folders included), and with `store` the
+/// staging folders interrupted writers left in the store. The caller holds the home
 /// lock, so no other convergence is live; the bundles lock keeps out a `compose --out`
-/// into the same folder.
-fn lock_and_clean(home: &Path, bundles_dir: &Path) -> Result<Option<transaction::Lock>, HostError> {
+/// into the same folder. Listing the store means reading every entry's name, so a live
+/// session does it only when it reads its sources afresh: staging debris has hidden
+/// names, is never reached from a bundle, and waits for that run or for `gc`.
+fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option<transaction::Lock>, HostError> {
     if !bundles_dir.is_dir() {
         return Ok(None);
     }
@@ -596,7 +599,9 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path) -> Result<Option<transaction:
     {
         crate::debris::remove(&folder);
     }
-    crate::store::Store::of_home(home).remove_staging();
+    if store {
+        crate::store::Store::of_home(home).remove_staging();
+    }
     Ok(Some(lock))
 }
 

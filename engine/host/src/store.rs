@@ -402,8 +402,11 @@ impl Store {
     /// holds the lock that serializes writers of this store (the home lock for the home's
     /// store), so no staging folder found here is live. Returns how many went.
     pub fn remove_staging(&self) -> usize {
-        let (_, staging) = self.listing();
-        staging.iter().filter(|name| remove_entry(&self.root.join(name)).is_ok()).count()
+        let Ok(read) = std::fs::read_dir(&self.root) else { return 0 };
+        read.flatten()
+            .filter(|entry| entry.file_name().as_encoded_bytes().starts_with(STAGING_PREFIX.as_bytes()))
+            .filter(|entry| remove_entry(&entry.path()).is_ok())
+            .count()
     }
 
     /// Entry names in the store (trees and slices), and staging folders left behind.
