@@ -1,7 +1,7 @@
 //! The one way a mutable file is replaced or created: a temporary file in the same folder,
 //! written, flushed, given ordinary permissions and renamed (or linked without replacing)
 //! into place, then the folder flushed. People files, the bundle record and the
-//! fingerprint cache use it; transactions use `write_new_synced` for their temporaries.
+//! fingerprint cache use it; transactions use `write_new` for their temporaries and flush them together.
 //! Decides nothing about what may be written where.
 
 use std::fs::{self, File, Metadata, OpenOptions};
@@ -41,12 +41,13 @@ impl<T> At<T> for io::Result<T> {
     }
 }
 
-/// Creates `path` (which must not exist: a leftover, even a planted link, is an error),
-/// writes `bytes` and flushes them to disk.
-pub fn write_new_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Creates `path` (which must not exist: a leftover, even a planted link, is an error)
+/// and writes `bytes`; returns the open file, for the caller to flush to disk (several
+/// flushes may then run at once).
+pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<File> {
     let mut handle = OpenOptions::new().write(true).create_new(true).open(path)?;
     handle.write_all(bytes)?;
-    handle.sync_all()
+    Ok(handle)
 }
 
 /// Writes a new file atomically; fails with `Ok(false)` when the name already exists.

@@ -563,9 +563,13 @@ fn record_new_bundles(
     hooks: &mut dyn Hooks,
 ) -> Result<BTreeSet<String>, HostError> {
     let mut written = read_written(bundles_dir);
-    let before = written.len();
-    written.extend(current.iter().filter(|id| std::fs::symlink_metadata(bundles_dir.join(id)).is_err()).cloned());
-    if written.len() != before {
+    let new: Vec<String> = current
+        .iter()
+        .filter(|id| !written.contains(*id) && std::fs::symlink_metadata(bundles_dir.join(id)).is_err())
+        .cloned()
+        .collect();
+    written.extend(new.iter().cloned());
+    if !new.is_empty() {
         let record = bundles_dir.join(WRITTEN_FILE);
         hooks.before(transaction::Step::WriteTemporary(&record)).map_err(|error| {
             HostError::environment(
@@ -577,7 +581,9 @@ fn record_new_bundles(
                 ),
             )
         })?;
-        write_written(bundles_dir, &written).map_err(|message| HostError::environment(bundles_dir, message))?;
+        append_written(bundles_dir, &new)
+            .or_else(|_| write_written(bundles_dir, &written))
+            .map_err(|message| HostError::environment(bundles_dir, message))?;
     }
     Ok(written)
 }
@@ -745,6 +751,26 @@ fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), Strin
     })
 }
 
+/// Adds ids to an existing `bundles/.acompose-written` (one flush, where replacing it
+/// takes two). Each id goes on a line of its own after a line break, so a line an
+/// interrupted append left torn stays apart and is ignored. Fails, changing nothing the
+/// record means, when the record is missing or not a regular file.
+fn append_written(bundles_dir: &Path, ids: &[String]) -> Result<(), String> {
+    use std::io::Write as _;
+    let path = bundles_dir.join(WRITTEN_FILE);
+    let cannot = |error: std::io::Error| {
+        format!("cannot record the bundles in `{}`: {}", path.display(), crate::load::error_kind(&error))
+    };
+    if !std::fs::symlink_metadata(bundles_dir).is_ok_and(|metadata| metadata.is_dir())
+        || !std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file())
+    {
+        return Err(format!("`{}` is not a record to add to", path.display()));
+    }
+    let text: String = ids.iter().map(|id| format!("\n{id}\n")).collect();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).map_err(cannot)?;
+    file.write_all(text.as_bytes()).and_then(|()| file.sync_data()).map_err(cannot)
+}
+
 /// After pruning: the record keeps only the bundles still on disk (the named ones, and
 /// any a failed removal left behind, to be tried again).
 fn forget_pruned(bundles_dir: &Path) {
@@ -765,4 +791,26 @@ fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
     let pruned = stale.iter().filter(|bundle| std::fs::remove_dir_all(bundle).is_ok()).count();
     crate::gc::prune_candidates(home, &candidates);
     pruned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_append_to_the_bundle_record_survives_a_torn_line() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let bundles = temporary.path();
+        assert!(append_written(bundles, &["0123456789abcdef".to_owned()]).is_err(), "no record to add to");
+        write_written(bundles, &BTreeSet::from(["0123456789abcdef".to_owned()])).expect("record");
+        // An append that was interrupted left half an id and no line break.
+        let mut text = std::fs::read_to_string(bundles.join(WRITTEN_FILE)).expect("read");
+        text.push_str("fedcba98");
+        std::fs::write(bundles.join(WRITTEN_FILE), text).expect("tear");
+        append_written(bundles, &["fedcba9876543210".to_owned()]).expect("append");
+        assert_eq!(
+            read_written(bundles),
+            BTreeSet::from(["0123456789abcdef".to_owned(), "fedcba9876543210".to_owned()])
+        );
+    }
 }

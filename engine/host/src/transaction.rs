@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_engine::OutputFile;
+use rayon::prelude::*;
 
 use crate::blame::Blame;
 
@@ -474,6 +475,8 @@ struct Staged {
     path: String,
     temporary: PathBuf,
     backup: Option<String>,
+    /// A written temporary file, still to be flushed (links need no flush).
+    file: Option<File>,
 }
 
 impl Journal<'_> {
@@ -507,13 +510,13 @@ impl Journal<'_> {
         self.open(hooks)?;
         let temporary = self.next_temporary();
         hooks.before(Step::WriteTemporary(&temporary)).map_err(io_error(&temporary))?;
-        match content {
-            Owned::Bytes(bytes) => crate::atomic::write_new_synced(&temporary, bytes),
-            Owned::Link(link_target) => make_link(link_target, &temporary),
+        let file = match content {
+            Owned::Bytes(bytes) => crate::atomic::write_new(&temporary, bytes).map(Some),
+            Owned::Link(link_target) => make_link(link_target, &temporary).map(|()| None),
         }
         .map_err(io_error(&temporary))?;
         let backup = exists.then(|| self.next_backup());
-        Ok(Staged { path: path.to_owned(), temporary, backup })
+        Ok(Staged { path: path.to_owned(), temporary, backup, file })
     }
 
     /// Journals several actions with one write and one flush (each undo tolerates an
@@ -615,6 +618,18 @@ pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Res
     run_unit(root, &parts, &OUTPUT_DIRECTORY, hooks)
 }
 
+/// How many written temporaries wait, open, to be flushed together.
+const OPEN_TEMPORARIES: usize = 32;
+
+/// Flushes written temporaries to disk, all at once (a unit then waits for about one
+/// flush, not one per file), and closes them.
+fn flush_temporaries(staged: &mut [Staged]) -> Result<(), TransactionError> {
+    staged.par_iter_mut().try_for_each(|file| match file.file.take() {
+        Some(handle) => handle.sync_all().map_err(io_error(&file.temporary)),
+        None => Ok(()),
+    })
+}
+
 /// A part of a unit as the transaction plans it.
 struct UnitPart<'a> {
     folder: &'a str,
@@ -685,11 +700,16 @@ fn stage_and_swap(
     hooks: &mut dyn Hooks,
 ) -> Result<Vec<String>, TransactionError> {
     let mut staged = Vec::new();
+    let mut flushed = 0;
     let mut removals = Vec::new();
     let mut removed = Vec::new();
     for (plan, part) in plans.iter_mut().zip(parts) {
         for (path, content, exists, counted) in &plan.writes {
             staged.push(journal.stage(path, content, *exists, hooks)?);
+            if staged.len() - flushed >= OPEN_TEMPORARIES {
+                flush_temporaries(&mut staged[flushed..])?;
+                flushed = staged.len();
+            }
             if *counted {
                 plan.outcome.written.push(relative_to(part.folder, path));
             }
@@ -708,6 +728,8 @@ fn stage_and_swap(
         })
         .collect();
     intent.extend(removals.iter().map(|(path, backup)| Action::Removed(path.clone(), backup.clone())));
+    // Every temporary is on disk before the first swap is journaled.
+    flush_temporaries(&mut staged[flushed..])?;
     journal.record_all(intent, hooks)?;
     journal.swap(&staged, &removals, hooks)?;
     journal.record(Action::Committed, hooks)?;
