@@ -105,6 +105,12 @@ fn new_home(estate: &Estate, name: &str) -> PathBuf {
     home
 }
 
+/// Waits until the files the setup wrote are on disk (`sync`), so that a benchmark whose
+/// work flushes files does not queue behind the writeback of its own setup.
+fn settle() {
+    let _ = Command::new("sync").status();
+}
+
 fn converge_process(estate: &Estate, home: &Path) {
     let status = Command::new(env!("CARGO_BIN_EXE_acompose"))
         .args(["--quiet", "--home"])
@@ -257,6 +263,7 @@ fn edit_one_skill(bencher: Bencher) {
     let mut session = Session::default();
     session.defer_pruning = true;
     session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
+    settle();
     // repo-000 is used by the first role; skill 05 is inside its selected slice.
     let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
     let mut round = 0;

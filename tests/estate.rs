@@ -656,3 +656,21 @@ fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
     assert_ne!(replaced.code, 0, "{}", replaced.stdout);
     assert!(replaced.stderr.contains("symbolic link"), "{}", replaced.stderr);
 }
+
+#[test]
+fn a_live_session_follows_a_commit_it_is_told_of_and_only_then() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut session, config) = live_session(&home, &projects);
+    let plan = || std::fs::read_to_string(home.join("repository-plan.json")).expect("plan");
+    let branch = projects.join("acme/root/.git/refs/heads/main");
+    write(&branch, "2222222222222222222222222222222222222222\n");
+    // Facts about the roots are kept between edits: without being told, the session
+    // still names the revision it read.
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    assert!(!plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
+    // Watch mode refreshes the path that changed: the next convergence reads it.
+    assert!(session.loader.refresh(&mut session.db, &branch));
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    assert!(plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
+}

@@ -266,33 +266,19 @@ impl TraceRecord {
 /// indented by two spaces per level (JSON strings hold no raw newline, so every newline
 /// is a line break).
 fn write_nested<T: Serialize + ?Sized>(out: &mut dyn std::io::Write, value: &T, depth: usize) -> std::io::Result<()> {
-    let mut indented = Indented { out, indent: &"  ".repeat(depth) };
-    serde_json::to_writer_pretty(&mut indented, value).map_err(std::io::Error::other)
-}
-
-/// A writer that indents every line after the first.
-struct Indented<'a> {
-    out: &'a mut dyn std::io::Write,
-    indent: &'a str,
-}
-
-impl std::io::Write for Indented<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut lines = bytes.split(|byte| *byte == b'\n');
-        if let Some(line) = lines.next() {
-            self.out.write_all(line)?;
-        }
-        for line in lines {
-            self.out.write_all(b"\n")?;
-            self.out.write_all(self.indent.as_bytes())?;
-            self.out.write_all(line)?;
-        }
-        Ok(bytes.len())
+    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    // Two spaces per level; the trace nests two levels at most.
+    let indent = &b"        "[..(2 * depth).min(8)];
+    let mut lines = text.split(|byte| *byte == b'\n');
+    if let Some(line) = lines.next() {
+        out.write_all(line)?;
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+    for line in lines {
+        out.write_all(b"\n")?;
+        out.write_all(indent)?;
+        out.write_all(line)?;
     }
+    Ok(())
 }
 
 /// Writes one decision per name, elements two levels deep: `template` (a skill's

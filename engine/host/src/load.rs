@@ -98,6 +98,9 @@ pub struct Loader {
     catalogues: BTreeMap<String, Catalogue>,
     source: Option<PersonSource>,
     roots: BTreeMap<PathBuf, Root>,
+    /// Facts about roots a caller looked up (a repository's revision and resolved path),
+    /// kept until the root is re-read or refreshed.
+    root_facts: HashMap<PathBuf, (Option<String>, String)>,
     observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
@@ -371,6 +374,37 @@ impl Loader {
     }
 
     /// Records a path read outside the loader (the host configuration).
+    /// `look_up`'s facts about each root, looked up again (in parallel) when `fresh`, when
+    /// never looked up, or when the root was refreshed since: a live session does not read
+    /// every repository's `.git` for each edit.
+    pub fn root_facts<F>(
+        &mut self,
+        roots: &[(PathBuf, String)],
+        fresh: bool,
+        look_up: F,
+    ) -> Vec<(Option<String>, String)>
+    where
+        F: Fn(&Path) -> (Option<String>, String) + Sync,
+    {
+        if fresh {
+            for (root, _) in roots {
+                self.root_facts.remove(root);
+            }
+        }
+        let missing: Vec<&PathBuf> = roots
+            .iter()
+            .map(|(root, _)| root)
+            .filter(|root| !self.root_facts.contains_key(*root))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        use rayon::prelude::*;
+        let found: Vec<(PathBuf, (Option<String>, String))> =
+            missing.par_iter().map(|root| ((*root).clone(), look_up(root))).collect();
+        self.root_facts.extend(found);
+        roots.iter().map(|(root, _)| self.root_facts.get(root).cloned().unwrap_or_default()).collect()
+    }
+
     pub fn note(&mut self, path: &Path, observed: Observed) {
         self.observed.insert(path.to_path_buf(), crate::observe::smudge_if_racy(observed));
     }
@@ -623,6 +657,7 @@ impl Loader {
         else {
             return false;
         };
+        self.root_facts.remove(&root);
         match kind {
             Root::Catalogue { label } => {
                 self.catalogue(db, &root, &label);

@@ -98,9 +98,10 @@ fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String
         .collect()
 }
 
-/// The revision and resolved identity of each root, looked up in parallel.
-fn facts(roots: &[(PathBuf, String)]) -> Vec<(Option<String>, String)> {
-    roots.par_iter().map(|(path, _)| (git_revision(path), path_key(path))).collect()
+/// The revision and resolved identity of each root (looked up again where `fresh`, or
+/// where the loader re-read the root since).
+fn facts(loader: &mut Loader, roots: &[(PathBuf, String)], fresh: bool) -> Vec<(Option<String>, String)> {
+    loader.root_facts(roots, fresh, |path| (git_revision(path), path_key(path)))
 }
 
 /// The repositories trusted roots declare, as read under the projects root.
@@ -138,7 +139,7 @@ pub fn trusted_repositories(
     let catalogues = loader.catalogues(db, &roots, fresh);
     let mut revisions = BTreeMap::new();
     let mut inputs = Vec::new();
-    for ((path, catalogue), (revision, path_key)) in paths.iter().zip(catalogues).zip(facts(&roots)) {
+    for ((path, catalogue), (revision, path_key)) in paths.iter().zip(catalogues).zip(facts(loader, &roots, fresh)) {
         if let Some(revision) = revision {
             revisions.insert(path.clone(), revision);
         }
@@ -278,12 +279,23 @@ impl Session {
             Some(store) if store == crate::store::Store::of_home(home) => store,
             _ => crate::store::Store::of_home(home),
         };
-        let materialized = materialize_bundles(&bundles_dir, &store, &bundles, &self.verified, &mut report);
+        // The index and plan are serialized while the bundles are written: on a large
+        // estate the plan is hundreds of kilobytes of JSON, and a watch edit writes one
+        // bundle mostly waiting on the disk.
+        let (materialized, records) = rayon::join(
+            || materialize_bundles(&bundles_dir, &store, &bundles, &self.verified),
+            || index_and_plan(&model, &bundles, &estate),
+        );
         self.store = Some(store);
-        let newly_verified = materialized?;
+        let newly_verified = materialized.map(|(ids, new, reused, written)| {
+            report.bundles_new += new;
+            report.bundles_reused += reused;
+            report.files_written += written;
+            ids
+        })?;
         progress.phase("materialize bundles");
         let stale = stale_bundles(&bundles_dir, &written, &current);
-        write_outputs(home, &model, &bundles, &estate, hooks, &mut report)?;
+        write_outputs(home, &model, records, hooks, &mut report)?;
         self.verified.extend(newly_verified);
         progress.phase("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
@@ -332,7 +344,7 @@ impl Session {
         let context_roots = roots_under(projects, &repositories);
         let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
         progress.advance(context_roots.len());
-        let context_facts = facts(&context_roots);
+        let context_facts = facts(&mut self.loader, &context_roots, reload);
         let mut estate = Estate::default();
         for (((repository, id), catalogue), (revision, path_key)) in
             repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
@@ -613,13 +625,13 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option
 
 /// Materialize: every bundle, in parallel (bundles this session already checked are
 /// reused at a glance). Returns the ids now known to be in place.
+/// Returns (the ids now known to be in place, bundles new, bundles reused, files written).
 fn materialize_bundles(
     bundles_dir: &Path,
     store: &crate::store::Store,
     bundles: &[Resolved<'_>],
     verified: &BTreeSet<String>,
-    report: &mut Report,
-) -> Result<Vec<String>, HostError> {
+) -> Result<(Vec<String>, usize, usize, usize), HostError> {
     let outcomes: Vec<Result<crate::bundle::Materialization, HostError>> = bundles
         .par_iter()
         .map(|resolved| {
@@ -635,19 +647,20 @@ fn materialize_bundles(
             )
         })
         .collect();
+    let (mut new, mut reused, mut written) = (0, 0, 0);
     let mut newly_verified = Vec::new();
     for (resolved, outcome) in bundles.iter().zip(outcomes) {
         let materialization = outcome?;
         match materialization.outcome {
             Materialized::New => {
-                report.bundles_new += 1;
-                report.files_written += materialization.written;
+                new += 1;
+                written += materialization.written;
             }
-            Materialized::Reused => report.bundles_reused += 1,
+            Materialized::Reused => reused += 1,
         }
         newly_verified.push(resolved.bundle.id.clone());
     }
-    Ok(newly_verified)
+    Ok((newly_verified, new, reused, written))
 }
 
 /// The bundles this convergence may prune: those the previous index named (a `compose
@@ -676,14 +689,39 @@ fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[Stri
 fn write_outputs(
     home: &Path,
     model: &PersonModel,
-    bundles: &[Resolved<'_>],
-    estate: &Estate,
+    (index_files, plan_files): (Vec<OutputFile>, Vec<OutputFile>),
     hooks: &mut dyn Hooks,
     report: &mut Report,
 ) -> Result<(), HostError> {
     let artifact_files = roster_files(model);
     refuse_symlinked_parents(home, &report.artifact)?;
-    let (index_files, plan_files) = if bundles.is_empty() {
+    let mut parts = vec![transaction::Part { folder: ARTIFACT_DIR, files: &artifact_files }];
+    let with_index = home.join(BUNDLES_DIR).exists() || !index_files.is_empty();
+    if with_index {
+        parts.push(transaction::Part { folder: BUNDLES_DIR, files: &index_files });
+    }
+    let with_plan =
+        home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
+    if with_plan {
+        parts.push(transaction::Part { folder: "", files: &plan_files });
+    }
+    let mut outcomes = transaction::apply_unit(home, &parts, hooks)?.into_iter();
+    report.roster = outcomes.next().unwrap_or_default();
+    report.files_written += report.roster.written.len();
+    for outcome in outcomes {
+        report.estate_files_written += outcome.written.len() + outcome.removed.len();
+    }
+    Ok(())
+}
+
+/// The bytes of `bundles/index.json` and `repository-plan.json` (none when the estate has
+/// no bundles).
+fn index_and_plan(
+    model: &PersonModel,
+    bundles: &[Resolved<'_>],
+    estate: &Estate,
+) -> (Vec<OutputFile>, Vec<OutputFile>) {
+    if bundles.is_empty() {
         (Vec::new(), Vec::new())
     } else {
         let index_entries: Vec<(&str, &str)> =
@@ -704,24 +742,7 @@ fn write_outputs(
                 bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions).into(),
             }],
         )
-    };
-    let mut parts = vec![transaction::Part { folder: ARTIFACT_DIR, files: &artifact_files }];
-    let with_index = home.join(BUNDLES_DIR).exists() || !index_files.is_empty();
-    if with_index {
-        parts.push(transaction::Part { folder: BUNDLES_DIR, files: &index_files });
     }
-    let with_plan =
-        home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
-    if with_plan {
-        parts.push(transaction::Part { folder: "", files: &plan_files });
-    }
-    let mut outcomes = transaction::apply_unit(home, &parts, hooks)?.into_iter();
-    report.roster = outcomes.next().unwrap_or_default();
-    report.files_written += report.roster.written.len();
-    for outcome in outcomes {
-        report.estate_files_written += outcome.written.len() + outcome.removed.len();
-    }
-    Ok(())
 }
 
 fn is_bundle_id(id: &str) -> bool {

@@ -522,15 +522,31 @@ impl Journal<'_> {
     /// Journals several actions with one write and one flush (each undo tolerates an
     /// action that never happened, so intent may be journaled ahead of the steps).
     fn record_all(&mut self, actions: Vec<Action>, hooks: &mut dyn Hooks) -> Result<(), TransactionError> {
+        self.record_all_then(actions, hooks, &mut || Ok(()))
+    }
+
+    /// [`Journal::record_all`], running `alongside` while the journal is flushed.
+    fn record_all_then(
+        &mut self,
+        actions: Vec<Action>,
+        hooks: &mut dyn Hooks,
+        alongside: &mut (dyn FnMut() -> Result<(), TransactionError> + Send),
+    ) -> Result<(), TransactionError> {
         if actions.is_empty() {
-            return Ok(());
+            return alongside();
         }
         let path = self.directory.join("journal");
         self.open(hooks)?;
         hooks.before(Step::Journal).map_err(io_error(&path))?;
         let text: String = actions.iter().map(Action::line).collect();
         if let Some(file) = self.file.as_mut() {
-            file.write_all(text.as_bytes()).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
+            file.write_all(text.as_bytes()).map_err(io_error(&path))?;
+            let file = &*file;
+            let (journaled, other) = rayon::join(|| file.sync_data().map_err(io_error(&path)), alongside);
+            journaled?;
+            other?;
+        } else {
+            alongside()?;
         }
         self.actions.extend(actions);
         Ok(())
@@ -728,9 +744,10 @@ fn stage_and_swap(
         })
         .collect();
     intent.extend(removals.iter().map(|(path, backup)| Action::Removed(path.clone(), backup.clone())));
-    // Every temporary is on disk before the first swap is journaled.
-    flush_temporaries(&mut staged[flushed..])?;
-    journal.record_all(intent, hooks)?;
+    // The intent and every temporary are on disk before the first swap: they are flushed
+    // together (an undo tolerates a temporary or a backup that never came to be, so the
+    // journal may reach the disk first).
+    journal.record_all_then(intent, hooks, &mut || flush_temporaries(&mut staged[flushed..]))?;
     journal.swap(&staged, &removals, hooks)?;
     journal.record(Action::Committed, hooks)?;
     Ok(removed)
