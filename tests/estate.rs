@@ -144,11 +144,15 @@ fn editing_the_same_skill_again_checks_only_what_depends_on_it() {
     // Skill files are summaries set by the loader, so no memo exists per untouched skill:
     // what an edit validates does not grow with the skills it does not touch. The first
     // edit drops the file to LOW durability; the later ones validate no more than it.
+    // One memo's reuse depends on how the edits fall in time (runs of the same estate
+    // give 61 or 62 for a later edit), so the counts are compared within one; a memo per
+    // untouched skill would add 40.
     let few = memos_validated_by_three_edits(0);
     let many = memos_validated_by_three_edits(40);
-    assert_eq!(few, many, "40 untouched skills changed what an edit validates");
-    assert!(many[1] <= many[0], "{many:?}");
-    assert_eq!(many[1], many[2], "{many:?}");
+    for (few, many) in few.iter().zip(&many) {
+        assert!(few.abs_diff(*many) <= 1, "40 untouched skills changed what an edit validates: {few} → {many}");
+    }
+    assert!(many[1] <= many[0] && many[2] <= many[0], "{many:?}");
 }
 
 #[test]
@@ -673,4 +677,29 @@ fn a_live_session_follows_a_commit_it_is_told_of_and_only_then() {
     assert!(session.loader.refresh(&mut session.db, &branch));
     session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
     assert!(plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
+}
+
+#[test]
+fn a_refresh_reads_only_the_files_that_changed() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut session, config) = live_session(&home, &projects);
+    let before = index(&home);
+    let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+    write(&gpu, &skill("machine-gpu", "Edited while watched."));
+    let read_before = session.loader.counters.files_read;
+    assert!(session.loader.refresh(&mut session.db, &gpu));
+    assert_eq!(
+        session.loader.counters.files_read - read_before,
+        1,
+        "the edited file is read; its two unchanged neighbours are kept"
+    );
+    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    let after = index(&home);
+    assert_ne!(after["platform"], before["platform"], "the edit reached the bundle");
+    let bundle = home.join("bundles").join(&after["platform"]);
+    let text = std::fs::read_to_string(bundle.join("content/skills/hardware/machine-gpu/SKILL.md")).expect("skill");
+    assert!(text.contains("Edited while watched."), "{text}");
+    let cpu = std::fs::read_to_string(bundle.join("content/skills/hardware/machine-cpu/SKILL.md")).expect("skill");
+    assert!(cpu.contains("Hardware."), "{cpu}");
 }

@@ -737,7 +737,7 @@ fn select_from(
             // A later byte-identical copy is shadowed; its findings were told for the first.
             let shadowed = resolver.taken.get(&skill.name).is_some_and(|(_, digest)| digest == &skill.digest);
             if let Some(check) = skill.check.as_ref().filter(|_| !shadowed) {
-                let entry = file();
+                let entry = if check.findings.is_empty() { String::new() } else { file() };
                 let severity = if policy == SkillPolicy::Strict {
                     crate::diagnostic::Severity::Error
                 } else {

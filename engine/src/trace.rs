@@ -295,24 +295,27 @@ fn write_skills(
     let marker = b"\"subject\": \"skill:";
     let split = prefix.windows(marker.len()).position(|window| window == marker).map_or(0, |at| at + marker.len());
     let suffix = prefix.split_off(split);
+    // The group's text is gathered in memory and handed over in one write.
+    let mut text = Vec::with_capacity(names.len() * (prefix.len() + suffix.len() + 32));
     for name in names {
-        out.write_all(if *first { b"\n    " } else { b",\n    " })?;
-        out.write_all(&prefix)?;
-        write_escaped(out, name)?;
-        out.write_all(&suffix)?;
+        text.extend_from_slice(if *first { b"\n    " } else { b",\n    " });
+        text.extend_from_slice(&prefix);
+        write_escaped(&mut text, name)?;
+        text.extend_from_slice(&suffix);
         *first = false;
     }
-    Ok(())
+    out.write_all(&text)
 }
 
 /// Writes `text` escaped as inside a JSON string, the way `serde_json` escapes it.
-fn write_escaped(out: &mut dyn std::io::Write, text: &str) -> std::io::Result<()> {
+fn write_escaped(out: &mut Vec<u8>, text: &str) -> std::io::Result<()> {
     if text.bytes().any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\') {
         let quoted = serde_json::to_vec(text).map_err(std::io::Error::other)?;
-        out.write_all(&quoted[1..quoted.len() - 1])
+        out.extend_from_slice(&quoted[1..quoted.len() - 1]);
     } else {
-        out.write_all(text.as_bytes())
+        out.extend_from_slice(text.as_bytes());
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -53,6 +53,9 @@ pub struct Read {
     pub observed: Vec<(PathBuf, Observed)>,
     /// Whether files of skill folders are summarized as they are read (see [`Body`]).
     summarize: bool,
+    /// Files the loader already holds, as they were when read: one whose metadata is
+    /// still the same is kept ([`Body::Kept`]) instead of being read again.
+    known: HashMap<PathBuf, Observed>,
 }
 
 /// What is kept of a file read: its bytes, or, for a file of a catalogue's skill folder
@@ -62,6 +65,9 @@ pub struct Read {
 pub enum Body {
     Bytes(Bytes),
     Summarized(Arc<Summarized>),
+    /// Unchanged since the loader read it (same size, time and inode, and not racily
+    /// fresh then): its input stays as it is.
+    Kept,
 }
 
 impl Body {
@@ -69,6 +75,7 @@ impl Body {
         match self {
             Body::Bytes(bytes) => bytes.len() as u64,
             Body::Summarized(summarized) => summarized.summary.raw_length,
+            Body::Kept => 0,
         }
     }
 }
@@ -101,6 +108,9 @@ pub struct Loader {
     /// Facts about roots a caller looked up (a repository's revision and resolved path),
     /// kept until the root is re-read or refreshed.
     root_facts: HashMap<PathBuf, (Option<String>, String)>,
+    /// Roots whose revision files (`.git/HEAD` and the branch's ref) were observed for
+    /// the fingerprint cache, kept like `root_facts`.
+    revisions_noted: std::collections::HashSet<PathBuf>,
     observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
@@ -199,6 +209,13 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
             // Fingerprinted by its metadata alone: a change of size or time is seen.
             read.observed.push((entry.path().to_path_buf(), Observed::File(Stat::of(&metadata), [0; 32])));
             read.diagnostics.push(too_large);
+            continue;
+        }
+        if let Some(&Observed::File(stat, digest)) = read.known.get(entry.path())
+            && entry.metadata().is_ok_and(|metadata| metadata.is_file() && Stat::of(&metadata) == stat)
+        {
+            read.observed.push((entry.path().to_path_buf(), Observed::File(stat, digest)));
+            read.files.push((relative, Body::Kept));
             continue;
         }
         // The metadata of the opened file is taken before its bytes, so a write racing
@@ -306,7 +323,17 @@ const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agen
 ///
 /// With `summarize`, the files of skill folders are kept as summaries, not bytes.
 pub fn read_catalogue(root: &Path, label: &str, summarize: bool) -> Option<Read> {
-    let mut read = Read { summarize, ..Read::default() };
+    read_catalogue_knowing(root, label, summarize, HashMap::new())
+}
+
+/// [`read_catalogue`], keeping the `known` files whose metadata did not change.
+fn read_catalogue_knowing(
+    root: &Path,
+    label: &str,
+    summarize: bool,
+    known: HashMap<PathBuf, Observed>,
+) -> Option<Read> {
+    let mut read = Read { summarize, known, ..Read::default() };
     match std::fs::symlink_metadata(root) {
         Err(_) => return None,
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -358,7 +385,7 @@ pub fn read_folder(root: &Path, label: &str) -> Read {
 
 impl Loader {
     fn record(&mut self, read: &mut Read) {
-        self.counters.files_read += read.files.len();
+        self.counters.files_read += read.files.iter().filter(|(_, body)| !matches!(body, Body::Kept)).count();
         self.counters.bytes_read += read.files.iter().map(|(_, body)| body.length()).sum::<u64>();
         // Racily fresh entries are smudged now, as they are observed: how fresh a file or
         // folder was is measured against the moment it was read, not the moment the cache
@@ -403,6 +430,32 @@ impl Loader {
             missing.par_iter().map(|root| ((*root).clone(), look_up(root))).collect();
         self.root_facts.extend(found);
         roots.iter().map(|(root, _)| self.root_facts.get(root).cloned().unwrap_or_default()).collect()
+    }
+
+    /// Observes the files `sources` names for each root (in parallel) for the fingerprint
+    /// cache, again when `fresh` or when the root was refreshed since they were.
+    pub fn note_sources<F>(&mut self, roots: &[&Path], fresh: bool, sources: F)
+    where
+        F: Fn(&Path) -> Vec<PathBuf> + Sync,
+    {
+        use rayon::prelude::*;
+        if fresh {
+            self.revisions_noted.clear();
+        }
+        let pending: Vec<&Path> = roots.iter().copied().filter(|root| !self.revisions_noted.contains(*root)).collect();
+        let observed: Vec<(PathBuf, Observed)> = pending
+            .par_iter()
+            .flat_map_iter(|root| {
+                sources(root).into_iter().map(|path| {
+                    let observed = crate::observe::observe(&path);
+                    (path, observed)
+                })
+            })
+            .collect();
+        for (path, observed) in observed {
+            self.note(&path, observed);
+        }
+        self.revisions_noted.extend(pending.into_iter().map(Path::to_path_buf));
     }
 
     pub fn note(&mut self, path: &Path, observed: Observed) {
@@ -508,6 +561,11 @@ impl Loader {
         let (bytes, summary) = match body {
             Body::Bytes(bytes) => (bytes, None),
             Body::Summarized(summarized) => (Bytes::default(), Some(summarized)),
+            Body::Kept => match self.files.get(&key) {
+                Some(&file) => return file,
+                // Only files the loader holds are kept; an empty one stands in otherwise.
+                None => (Bytes::default(), None),
+            },
         };
         match self.files.get(&key) {
             Some(&file) => {
@@ -582,7 +640,23 @@ impl Loader {
     /// Reads a repository's catalogue parts (`.agents/skills`, `.agents/composed`,
     /// `.agents/roles.kdl`) without walking the rest of the repository.
     pub fn catalogue(&mut self, db: &mut Database, root: &Path, label: &str) -> Catalogue {
-        let read = read_catalogue(root, label, self.summarize);
+        // A refresh re-reads one catalogue after a change in it: the files already held
+        // whose metadata is the same are kept, so an edit reads one file, not all of them.
+        // A file kept as a summary while bytes are wanted (or the other way) is read again.
+        let summarize = self.summarize;
+        let held: &[SourceFile] = match self.catalogues.get(label) {
+            Some(catalogue) => catalogue.files(db),
+            None => &[],
+        };
+        let known: HashMap<PathBuf, Observed> = held
+            .iter()
+            .filter(|file| !Summarized::applies_to(file.relative_path(db)) || file.summary(db).is_some() == summarize)
+            .filter_map(|file| {
+                let path = root.join(file.relative_path(db));
+                self.observed.get(&path).map(|observed| (path, *observed))
+            })
+            .collect();
+        let read = read_catalogue_knowing(root, label, self.summarize, known);
         self.apply_catalogue(db, root, label, read)
     }
 
@@ -658,6 +732,7 @@ impl Loader {
             return false;
         };
         self.root_facts.remove(&root);
+        self.revisions_noted.remove(&root);
         match kind {
             Root::Catalogue { label } => {
                 self.catalogue(db, &root, &label);

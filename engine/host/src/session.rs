@@ -20,7 +20,6 @@ use crate::bundle::{Materialized, Placement, Verification, materialize_into, mat
 use crate::error::{Findings, HostError};
 use crate::home::{refuse_symlinked_parents, selection_for};
 use crate::load::{Loader, label_of, path_key};
-use crate::observe::observe;
 use crate::progress::Progress;
 use crate::transaction::{self, Hooks, Outcome};
 
@@ -372,11 +371,8 @@ impl Session {
         estate.revisions.extend(trusted.revisions);
         estate.repositories = trusted.inputs;
         progress.finish();
-        for (root, _) in context_roots.iter().chain(&trusted.roots) {
-            for path in revision_sources(root) {
-                self.loader.note(&path, observe(&path));
-            }
-        }
+        let roots: Vec<&Path> = context_roots.iter().chain(&trusted.roots).map(|(root, _)| root.as_path()).collect();
+        self.loader.note_sources(&roots, reload, revision_sources);
         progress.phase("read catalogues");
         estate
     }
