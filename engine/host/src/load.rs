@@ -400,7 +400,6 @@ impl Loader {
         &self.observed
     }
 
-    /// Records a path read outside the loader (the host configuration).
     /// `look_up`'s facts about each root, looked up again (in parallel) when `fresh`, when
     /// never looked up, or when the root was refreshed since: a live session does not read
     /// every repository's `.git` for each edit.
@@ -458,6 +457,7 @@ impl Loader {
         self.revisions_noted.extend(pending.into_iter().map(Path::to_path_buf));
     }
 
+    /// Records a path read outside the loader (the host configuration).
     pub fn note(&mut self, path: &Path, observed: Observed) {
         self.observed.insert(path.to_path_buf(), crate::observe::smudge_if_racy(observed));
     }
