@@ -620,8 +620,8 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option
 }
 
 /// Materialize: every bundle, in parallel (bundles this session already checked are
-/// reused at a glance). Returns the ids now known to be in place.
-/// Returns (the ids now known to be in place, bundles new, bundles reused, files written).
+/// reused at a glance). Returns the ids now known to be in place, and how many bundles
+/// were new and reused and how many files were written.
 fn materialize_bundles(
     bundles_dir: &Path,
     store: &crate::store::Store,
