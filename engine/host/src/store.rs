@@ -278,7 +278,8 @@ impl Store {
             std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
             for file in &tree.files {
                 let target = staging.join(file.path);
-                if let Some(parent) = target.parent() {
+                // A file at the tree's top goes into the staging folder just made.
+                if let Some(parent) = target.parent().filter(|_| file.path.contains('/')) {
                     std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
                 }
                 let bytes = body_bytes(file.body)?;
