@@ -230,8 +230,9 @@ impl TraceRecord {
 impl TraceRecord {
     /// Writes the trace's JSON, exactly as `serde_json` pretty-prints [`TraceRecord::expand`]
     /// (two-space indents, no final newline), without expanding it. The skills of an
-    /// excluded provider differ only by name, so each group's text is serialized once and
-    /// only the names are written per skill: on a large estate they are most of the trace.
+    /// excluded provider, and a run of skills no selector matched, differ only by name, so
+    /// each group's text is serialized once and only the names are written per skill: on a
+    /// large estate they are most of the trace.
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         out.write_all(b"{\n  \"format\": ")?;
         write_nested(out, FORMAT, 1)?;

@@ -87,6 +87,14 @@ pub struct ReadCounters {
     pub bytes_read: u64,
 }
 
+/// What was looked up about one root: its revision and resolved path, and whether its
+/// revision files were observed for the fingerprint cache.
+#[derive(Debug, Clone, Default)]
+struct RootFacts {
+    revision_and_key: Option<(Option<String>, String)>,
+    sources_noted: bool,
+}
+
 /// What a watched root is, so a change under it can be re-read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Root {
@@ -105,12 +113,9 @@ pub struct Loader {
     catalogues: BTreeMap<String, Catalogue>,
     source: Option<PersonSource>,
     roots: BTreeMap<PathBuf, Root>,
-    /// Facts about roots a caller looked up (a repository's revision and resolved path),
-    /// kept until the root is re-read or refreshed.
-    root_facts: HashMap<PathBuf, (Option<String>, String)>,
-    /// Roots whose revision files (`.git/HEAD` and the branch's ref) were observed for
-    /// the fingerprint cache, kept like `root_facts`.
-    revisions_noted: std::collections::HashSet<PathBuf>,
+    /// What callers looked up about roots, kept until the root is refreshed (or read
+    /// afresh): a live session does not read every repository's `.git` for each edit.
+    root_facts: HashMap<PathBuf, RootFacts>,
     observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
@@ -401,8 +406,7 @@ impl Loader {
     }
 
     /// `look_up`'s facts about each root, looked up again (in parallel) when `fresh`, when
-    /// never looked up, or when the root was refreshed since: a live session does not read
-    /// every repository's `.git` for each edit.
+    /// never looked up, or when the root was refreshed since.
     pub fn root_facts<F>(
         &mut self,
         roots: &[(PathBuf, String)],
@@ -412,23 +416,25 @@ impl Loader {
     where
         F: Fn(&Path) -> (Option<String>, String) + Sync,
     {
-        if fresh {
-            for (root, _) in roots {
-                self.root_facts.remove(root);
-            }
-        }
+        use rayon::prelude::*;
         let missing: Vec<&PathBuf> = roots
             .iter()
             .map(|(root, _)| root)
-            .filter(|root| !self.root_facts.contains_key(*root))
+            .filter(|root| fresh || self.root_facts.get(*root).is_none_or(|facts| facts.revision_and_key.is_none()))
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-        use rayon::prelude::*;
         let found: Vec<(PathBuf, (Option<String>, String))> =
             missing.par_iter().map(|root| ((*root).clone(), look_up(root))).collect();
-        self.root_facts.extend(found);
-        roots.iter().map(|(root, _)| self.root_facts.get(root).cloned().unwrap_or_default()).collect()
+        for (root, facts) in found {
+            self.root_facts.entry(root).or_default().revision_and_key = Some(facts);
+        }
+        roots
+            .iter()
+            .map(|(root, _)| {
+                self.root_facts.get(root).and_then(|facts| facts.revision_and_key.clone()).unwrap_or_default()
+            })
+            .collect()
     }
 
     /// Observes the files `sources` names for each root (in parallel) for the fingerprint
@@ -438,10 +444,11 @@ impl Loader {
         F: Fn(&Path) -> Vec<PathBuf> + Sync,
     {
         use rayon::prelude::*;
-        if fresh {
-            self.revisions_noted.clear();
-        }
-        let pending: Vec<&Path> = roots.iter().copied().filter(|root| !self.revisions_noted.contains(*root)).collect();
+        let pending: Vec<&Path> = roots
+            .iter()
+            .copied()
+            .filter(|root| fresh || !self.root_facts.get(*root).is_some_and(|facts| facts.sources_noted))
+            .collect();
         let observed: Vec<(PathBuf, Observed)> = pending
             .par_iter()
             .flat_map_iter(|root| {
@@ -454,7 +461,9 @@ impl Loader {
         for (path, observed) in observed {
             self.note(&path, observed);
         }
-        self.revisions_noted.extend(pending.into_iter().map(Path::to_path_buf));
+        for root in pending {
+            self.root_facts.entry(root.to_path_buf()).or_default().sources_noted = true;
+        }
     }
 
     /// Records a path read outside the loader (the host configuration).
@@ -732,7 +741,6 @@ impl Loader {
             return false;
         };
         self.root_facts.remove(&root);
-        self.revisions_noted.remove(&root);
         match kind {
             Root::Catalogue { label } => {
                 self.catalogue(db, &root, &label);
