@@ -273,7 +273,7 @@ fn the_cache_sees_touched_files_and_discards_a_corrupt_cache() {
     let changed = acompose(temporary.path(), &arguments);
     assert!(changed.stdout.contains("bundles   1 new"), "{}", changed.stdout);
     // A corrupt cache is discarded with a warning, never trusted.
-    std::fs::write(home.join("cache/fingerprints"), "acompose-fingerprints 1\nF\tgarbage\n").expect("corrupt");
+    std::fs::write(home.join("cache/fingerprints"), "acompose-fingerprints 2\nF\tgarbage\n").expect("corrupt");
     let corrupt = acompose(temporary.path(), &arguments);
     assert_eq!(corrupt.code, 0, "{}", corrupt.stderr);
     assert!(corrupt.stderr.contains("discarding the fingerprint cache"), "{}", corrupt.stderr);
@@ -646,7 +646,7 @@ fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
     assert!(plan.contains("1111111111111111111111111111111111111111"), "{plan}");
     // A bundle missing a file is not passed off as reused.
     let platform = home.join("bundles").join(&index(&home)["platform"]);
-    std::fs::remove_file(platform.join("content/skills/hardware/machine-gpu/SKILL.md")).expect("damage");
+    std::fs::remove_file(platform.join("trace.json")).expect("damage");
     let damaged = acompose(temporary.path(), &arguments);
     assert_ne!(damaged.code, 0, "{}", damaged.stdout);
     assert!(damaged.stderr.contains("damaged"), "{}", damaged.stderr);

@@ -225,24 +225,30 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     assert_indexed_bundles_verify(&other, "the bundles of the next run verify");
 }
 
+/// Makes a read-only store folder writable again, to damage it.
+fn writable(folder: &Path) {
+    let mut permissions = std::fs::metadata(folder).expect("metadata").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(folder, permissions).expect("writable");
+}
+
 #[test]
-fn a_store_tree_losing_a_file_is_noticed_by_the_next_bare_run() {
+fn a_store_tree_removed_is_noticed_by_the_next_bare_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let notes = projects.join("example/hardware/.agents/skills/machine-gpu/references/notes.md");
-    write(&notes, "GPU notes.\n");
     // Folders listed right after they were made are listed again (racily fresh).
     common::backdate_folders(&projects);
     let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
     let unchanged = acompose(temporary.path(), &arguments);
     assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
-    // The no-op check records store trees by their folders: removing a file moves the
-    // one that held it, here a folder inside the tree.
+    // Removing an entry changes the store's folder; the next run then checks the folder
+    // of every tree the bundles link.
     let platform = home.join("bundles").join(&index(&home)["platform"]);
-    let file =
-        platform.join("content/skills/hardware/machine-gpu/references/notes.md").canonicalize().expect("resolve");
-    std::fs::remove_file(&file).expect("damage the store");
+    let tree = platform.join("content/skills/hardware/machine-gpu").canonicalize().expect("resolve");
+    writable(&tree);
+    std::fs::remove_dir_all(&tree).expect("damage the store");
     let noticed = acompose(temporary.path(), &arguments);
     assert_ne!(noticed.code, 0, "a damaged store entry is not passed off as reused: {}", noticed.stdout);
     assert!(noticed.stderr.contains("is damaged"), "{}", noticed.stderr);
@@ -253,16 +259,72 @@ fn a_store_tree_losing_a_file_is_noticed_by_the_next_bare_run() {
     }
     let repaired = acompose(temporary.path(), &arguments);
     assert_eq!(repaired.code, 0, "{}", repaired.stderr);
-    assert!(file.is_file(), "the damaged entry is written again");
+    assert!(tree.join("SKILL.md").is_file(), "the damaged entry is written again");
     verify_directory(&platform).expect("the bundle verifies");
+}
+
+#[test]
+fn a_file_lost_inside_a_store_tree_is_found_by_verify_and_once_the_store_moves() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let notes = projects.join("example/hardware/.agents/skills/machine-gpu/references/notes.md");
+    write(&notes, "GPU notes.\n");
+    common::backdate_folders(&projects);
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    let file =
+        platform.join("content/skills/hardware/machine-gpu/references/notes.md").canonicalize().expect("resolve");
+    writable(file.parent().expect("folder"));
+    std::fs::remove_file(&file).expect("damage the store");
+    // `verify` reads every entry a bundle reaches and names the damaged one.
+    let platform_text = platform.to_str().expect("utf-8");
+    let verified = acompose(temporary.path(), &["verify", platform_text]);
+    assert_ne!(verified.code, 0, "{}", verified.stdout);
+    let tree = file.parent().and_then(Path::parent).expect("tree");
+    let key = tree.file_name().expect("key").to_string_lossy().into_owned();
+    assert!(verified.stdout.contains(&key) || verified.stderr.contains(&key), "{}{}", verified.stdout, verified.stderr);
+    // Once the store's folder moves (a compose into the same home, an import), the next
+    // bare run checks every linked tree folder and finds the one that lost a file.
+    std::fs::create_dir(home.join("store/added-by-another-run")).expect("the store moves");
+    let noticed = acompose(temporary.path(), &arguments);
+    assert_ne!(noticed.code, 0, "a damaged store entry is not passed off as reused: {}", noticed.stdout);
+    assert!(noticed.stderr.contains("is damaged"), "{}", noticed.stderr);
+}
+
+#[test]
+fn a_store_that_only_gained_entries_still_answers_from_the_cache() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    common::backdate_folders(&projects);
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let stated = |output: &common::Output| -> usize {
+        let line = output.stdout.lines().find(|line| line.starts_with("stats")).expect("stats");
+        line.split_whitespace().nth(2).and_then(|count| count.trim_end_matches(',').parse().ok()).expect("a count")
+    };
+    let glance = acompose(temporary.path(), &arguments);
+    assert!(glance.stdout.contains("read 0, hashed 0, written 0"), "{}", glance.stdout);
+    // Another run's entry in the store: every linked tree is checked, nothing is read,
+    // and the cache takes the store's new time.
+    std::fs::create_dir(home.join("store/added-by-another-run")).expect("the store moves");
+    let checked = acompose(temporary.path(), &arguments);
+    assert!(checked.stdout.contains("inputs    unchanged"), "{}", checked.stdout);
+    assert!(checked.stdout.contains("read 0, hashed 0, written 0"), "{}", checked.stdout);
+    assert!(stated(&checked) > stated(&glance), "the trees were checked: {}", checked.stdout);
+    let again = acompose(temporary.path(), &arguments);
+    assert_eq!(stated(&again), stated(&glance), "back to a glance: {}", again.stdout);
 }
 
 #[test]
 fn a_bundle_link_repointed_to_another_slice_is_noticed_by_the_next_bare_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, _) = estate(temporary.path());
-    let arguments = ["--home", "home", "--projects-root", "projects"];
+    let (home, projects) = estate(temporary.path());
+    common::backdate_folders(&projects);
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let unchanged = acompose(temporary.path(), &arguments);
+    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
     let platform = home.join("bundles").join(&index(&home)["platform"]);
     let skills = platform.join("content/skills");
     let mut links: Vec<PathBuf> = std::fs::read_dir(&skills)
@@ -472,14 +534,19 @@ fn a_warm_compose_answers_from_the_fingerprints_and_notices_every_change() {
     let edited = compose();
     assert!(edited.contains("(new)"), "{edited}");
     assert_ne!(edited.split_whitespace().nth(1), Some(id.as_str()));
-    // A store tree losing a file is noticed, not answered from the cache.
+    // The store gaining an entry: every linked tree is checked, and still nothing read.
     let bundle = home.join("bundles").join(edited.split_whitespace().nth(1).expect("id"));
     let warm = compose();
     assert!(warm.contains("(reused)") && warm.contains("read 0"), "{warm}");
+    std::fs::create_dir(home.join("store/added-by-another-run")).expect("the store moves");
+    let warm = compose();
+    assert!(warm.contains("(reused)") && warm.contains("read 0, hashed 0, written 0"), "{warm}");
+    // A store tree removed is noticed, not answered from the cache.
     let link = std::fs::read_dir(bundle.join("content/skills")).expect("skills").flatten().next().expect("a provider");
     let tree = std::fs::read_dir(link.path()).expect("slice").flatten().next().expect("a skill").path();
-    let file = tree.join("SKILL.md").canonicalize().expect("resolve");
-    std::fs::remove_file(&file).expect("damage the store");
+    let tree = tree.canonicalize().expect("resolve");
+    writable(&tree);
+    std::fs::remove_dir_all(&tree).expect("damage the store");
     let output = acompose(&root, &["--home", home_flag, "compose", "request.kdl", "--projects-root", "projects"]);
     assert_ne!(output.code, 0, "a damaged store entry is not passed off as reused: {}", output.stdout);
 }

@@ -51,8 +51,6 @@ pub struct ComposeArgs {
 }
 
 pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
-    let mut db = Database::default();
-    let mut loader = Loader::default();
     let projects = projects_root(args.projects_root.as_deref());
     let home = resolve_home(home);
     let out = match (&args.out, &home) {
@@ -70,6 +68,9 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         print_stdout(&text);
         return exit::SUCCESS;
     }
+    // Made only now: a warm composition needs no database.
+    let mut db = Database::default();
+    let mut loader = Loader::default();
     let strict = args.strict.then_some(acompose_engine::skill_rules::SkillPolicy::Strict);
     let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, strict) {
         Ok(prepared) => prepared,

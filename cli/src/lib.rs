@@ -124,12 +124,16 @@ pub enum Command {
 
 /// Runs the program and returns its exit code.
 pub fn main() -> ExitCode {
-    let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
-        .get_subcommands()
-        .map(|command| command.get_name().to_owned())
-        .collect();
+    // One command tree, built once, for the shorthand's command names and for parsing.
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let commands: Vec<String> = command.get_subcommands().map(|command| command.get_name().to_owned()).collect();
     let arguments = launch::shorthand(std::env::args_os().collect(), &commands);
-    let cli = match Cli::try_parse_from(arguments) {
+    let parsed = match command.try_get_matches_from_mut(arguments) {
+        Ok(mut matches) => <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+            .map_err(|error| error.format(&mut command)),
+        Err(error) => Err(error),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { exit::SUCCESS };

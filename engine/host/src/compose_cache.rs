@@ -4,11 +4,11 @@
 //! all stat as recorded answers the report without reading a file body. Keeps no cache
 //! when the home folder does not exist (a `compose --out` run without a home).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use acompose_engine::store::is_slice_name;
 
-use crate::cache::{self, Cache, CheckCounters};
+use crate::cache::{self, Cache, CheckCounters, StoreRecord};
 use crate::load::Loader;
 use crate::observe::Stat;
 use crate::store::linked_slices;
@@ -46,24 +46,62 @@ pub fn lookup(home: &Path, projects: &Path, key: &str) -> Option<Warm> {
         return None;
     }
     let (cache_name, report_name) = names(key);
-    let text = cache::read_named(home, &cache_name).ok()??;
+    let glance = cache::read_glance_named(home, &cache_name).ok()??;
+    let identity = cache::identity(projects);
     let mut counters = CheckCounters::default();
-    let summary = cache::unchanged_at_a_glance(&text, &cache::identity(projects), &mut counters)?;
+    let summary = match cache::unchanged_at_a_glance(&glance, &identity, &mut counters) {
+        Some(summary) => summary,
+        // Something moved: unchanged still, if only metadata did (the same hashes) or
+        // the store gained entries with every tree of this bundle as recorded.
+        None => {
+            let text = cache::read_named(home, &cache_name).ok()??;
+            let mut previous = cache::parse_for(&text, &identity).ok()?;
+            counters = CheckCounters::default();
+            let cache::Check::Unchanged { touched, stores } = cache::check(&previous, &mut counters) else {
+                return None;
+            };
+            for (index, observed) in touched {
+                previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
+            }
+            for (index, stat) in stores {
+                previous.stores[index].stat = stat;
+            }
+            cache::store_cache_named(home, &cache_name, &previous);
+            previous.summary
+        }
+    };
     // The report is one of the recorded outputs: it stat'ed as written.
     let report = std::fs::read_to_string(home.join(cache::CACHE_DIR).join(report_name)).ok()?;
     Some(Warm { id: summary.source, report, stated: counters.stated })
 }
 
-/// The files of the store trees a bundle folder links, each once.
-fn store_tree_files(bundle: &Path, into: &mut Vec<(PathBuf, Stat)>) {
+/// The stores a bundle folder links into, each with the folders of the trees it reaches
+/// (each once).
+fn store_records(bundle: &Path) -> Vec<StoreRecord> {
+    let mut records: Vec<StoreRecord> = Vec::new();
     let mut trees = std::collections::BTreeSet::new();
     for (store, slice) in linked_slices(bundle) {
+        let index = match records.iter().position(|record| record.folder == store.root()) {
+            Some(index) => index,
+            None => match std::fs::symlink_metadata(store.root()) {
+                Ok(metadata) if metadata.is_dir() => {
+                    records.push(StoreRecord {
+                        folder: store.root().to_path_buf(),
+                        stat: Stat::of(&metadata),
+                        trees: Vec::new(),
+                    });
+                    records.len() - 1
+                }
+                _ => continue,
+            },
+        };
         for name in store.reachable(&std::iter::once(slice).collect()) {
             if !is_slice_name(&name) && trees.insert(store.root().join(&name)) {
-                cache::entry_stat(&store.root().join(&name), into);
+                cache::entry_stat(&store.root().join(&name), &mut records[index].trees);
             }
         }
     }
+    records
 }
 
 /// Records a finished composition: every input the loader looked at, the bundle's own
@@ -76,7 +114,7 @@ pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, id: &str
     cache::store_named(home, &report_name, Some(report.as_bytes()));
     let mut outputs = Vec::new();
     cache::output_stats(bundle, &mut outputs);
-    store_tree_files(bundle, &mut outputs);
+    let stores = store_records(bundle);
     let report_path = home.join(cache::CACHE_DIR).join(&report_name);
     match std::fs::symlink_metadata(&report_path) {
         Ok(metadata) if metadata.is_file() => outputs.push((report_path, Stat::of(&metadata))),
@@ -89,6 +127,7 @@ pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, id: &str
         summary: cache::Summary { source: id.to_owned(), ..cache::Summary::default() },
         inputs,
         outputs,
+        stores,
     };
     cache::store_cache_named(home, &cache_name, &fingerprints);
 }

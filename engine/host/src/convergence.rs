@@ -83,20 +83,28 @@ pub fn converge_home_with(
 fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
     let identity = cache::identity(projects);
     let discarding = |reason: String| progress.warn(&format!("discarding the fingerprint cache: {reason}"));
-    let text = cache::read(home).unwrap_or_else(|reason| {
+    let glance = cache::read_glance_named(home, cache::CACHE_FILE).unwrap_or_else(|reason| {
         discarding(reason);
         None
     })?;
     let mut counters = cache::CheckCounters::default();
-    if let Some(summary) = cache::unchanged_at_a_glance(&text, &identity, &mut counters) {
+    if let Some(summary) = cache::unchanged_at_a_glance(&glance, &identity, &mut counters) {
         return Some(BareRun::Unchanged { summary, stats: Stats { stated: counters.stated, ..Stats::default() } });
     }
+    drop(glance);
+    let text = cache::read(home).unwrap_or_else(|reason| {
+        discarding(reason);
+        None
+    })?;
     let mut previous = cache::parse_for(&text, &identity).map_err(discarding).ok()?;
     let mut counters = cache::CheckCounters::default();
-    let cache::Check::Unchanged { touched } = cache::check(&previous, &mut counters) else { return None };
-    if !touched.is_empty() {
+    let cache::Check::Unchanged { touched, stores } = cache::check(&previous, &mut counters) else { return None };
+    if !touched.is_empty() || !stores.is_empty() {
         for (index, observed) in touched {
             previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
+        }
+        for (index, stat) in stores {
+            previous.stores[index].stat = stat;
         }
         if let Err(message) = cache::store(home, &previous, &mut NoFaults) {
             progress.warn(&message);
@@ -106,10 +114,12 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
     Some(BareRun::Unchanged { summary: previous.summary, stats })
 }
 
-/// The folder of every store tree the indexed bundles reach, each once: a store entry
-/// that lost or gained a file must not pass as reused either (see `cache::entry_stat`).
-fn store_stats(home: &Path, bundles: &Path, ids: &[&String]) -> Vec<(PathBuf, Stat)> {
+/// The home's store as the fingerprints record it: its folder, and the folders of every
+/// store tree the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
+/// when there is no store.
+fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
     let store = crate::store::Store::of_home(home);
+    let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
     let slices: std::collections::BTreeSet<String> =
         ids.iter().flat_map(|id| crate::store::linked_slices(&bundles.join(id))).map(|(_, name)| name).collect();
     let trees: Vec<String> = store.reachable(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
@@ -121,13 +131,18 @@ fn store_stats(home: &Path, bundles: &Path, ids: &[&String]) -> Vec<(PathBuf, St
             stats
         })
         .collect();
-    per_tree.into_iter().flatten().collect()
+    Some(cache::StoreRecord {
+        folder: store.root().to_path_buf(),
+        stat: Stat::of(&metadata),
+        trees: per_tree.into_iter().flatten().collect(),
+    })
 }
 
 /// The fingerprints of a finished convergence: every input the session read and every
 /// output it owns.
 pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
     let mut outputs = Vec::new();
+    let mut stores = Vec::new();
     cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
     for file in [PLAN_FILE, OWNERSHIP_FILE] {
         if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
@@ -155,7 +170,7 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             })
             .collect();
         outputs.extend(per_bundle.into_iter().flatten());
-        outputs.extend(store_stats(home, &bundles, &ids));
+        stores.extend(store_record(home, &bundles, &ids));
     }
     cache::Cache {
         identity: cache::identity(projects),
@@ -178,5 +193,6 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             inputs
         },
         outputs,
+        stores,
     }
 }

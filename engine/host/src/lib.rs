@@ -8,6 +8,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod anchor;
 pub mod artifact;
 pub mod atomic;
 pub mod blame;
