@@ -113,7 +113,7 @@ pub fn parse_skill(text: &str, path: &str) -> Parsed<SkillDocument> {
         rest = remainder;
     }
     document.paragraphs = count_paragraphs(rest);
-    document.words = rest.split_whitespace().count();
+    document.words = count_words(rest);
     Parsed::new(document, diagnostics)
 }
 
@@ -167,17 +167,44 @@ pub fn content_digest(bytes: &[u8]) -> String {
 /// Feeds bytes to a hasher with every CRLF folded to LF.
 pub fn hash_folded(hasher: &mut blake3::Hasher, bytes: &[u8]) {
     let mut start = 0;
-    let mut index = 0;
-    while index + 1 < bytes.len() {
-        if bytes[index] == b'\r' && bytes[index + 1] == b'\n' {
-            hasher.update(&bytes[start..index]);
-            start = index + 1;
-            index += 2;
-        } else {
-            index += 1;
-        }
+    for cr in crlf_positions(bytes) {
+        hasher.update(&bytes[start..cr]);
+        start = cr + 1;
     }
     hasher.update(&bytes[start..]);
+}
+
+/// The positions of the `\r` of every CRLF in `bytes`, found by searching for `\r` (most
+/// files have none, and the search is word-at-a-time).
+pub fn crlf_positions(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while let Some(offset) = bytes.get(from..).and_then(|rest| rest.iter().position(|&byte| byte == b'\r')) {
+            let cr = from + offset;
+            from = cr + 1;
+            if bytes.get(cr + 1) == Some(&b'\n') {
+                return Some(cr);
+            }
+        }
+        None
+    })
+}
+
+/// The number of words of `text`, as `split_whitespace` counts them; ASCII text is
+/// counted byte by byte.
+pub fn count_words(text: &str) -> usize {
+    if !text.is_ascii() {
+        return text.split_whitespace().count();
+    }
+    let mut words = 0;
+    let mut inside = false;
+    for &byte in text.as_bytes() {
+        // The ASCII characters `char::is_whitespace` accepts.
+        let space = matches!(byte, b'\t'..=b'\r' | b' ');
+        words += usize::from(!space && !inside);
+        inside = !space;
+    }
+    words
 }
 
 #[cfg(test)]
@@ -193,6 +220,22 @@ mod tests {
         assert_eq!(parsed.value.paragraphs, 3);
         assert_eq!(parsed.value.words, 5);
         assert!(parsed.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn words_and_folding_agree_with_the_plain_definitions() {
+        let texts = [
+            "", " ", "one", " one  two\tthree\nfour\r\nfive\x0bsix\x0cseven ", "ünïcode words\u{a0}here", "a\r\r\nb\rc\n\r",
+        ];
+        for text in texts {
+            assert_eq!(count_words(text), text.split_whitespace().count(), "{text:?}");
+            let plain: Vec<usize> =
+                text.as_bytes().windows(2).enumerate().filter(|(_, pair)| pair == b"\r\n").map(|(at, _)| at).collect();
+            assert_eq!(crlf_positions(text.as_bytes()).collect::<Vec<_>>(), plain, "{text:?}");
+            let mut folded = blake3::Hasher::new();
+            hash_folded(&mut folded, text.as_bytes());
+            assert_eq!(folded.finalize(), blake3::hash(text.replace("\r\n", "\n").as_bytes()), "{text:?}");
+        }
     }
 
     #[test]

@@ -19,15 +19,22 @@ pub struct FileSummary {
 impl FileSummary {
     /// The summary of bytes held in memory (person package skills).
     pub fn of_bytes(bytes: &[u8]) -> FileSummary {
-        let mut hasher = blake3::Hasher::new();
-        hash_folded(&mut hasher, bytes);
-        let crlf = bytes.windows(2).filter(|pair| pair == b"\r\n").count() as u64;
-        FileSummary {
-            raw_length: bytes.len() as u64,
-            folded_length: bytes.len() as u64 - crlf,
-            digest: *hasher.finalize().as_bytes(),
-            binary: is_binary(bytes),
-        }
+        Self::of_bytes_hashed(bytes, None)
+    }
+
+    /// [`FileSummary::of_bytes`] given the blake3 of the raw bytes when it is known: a file
+    /// without a CRLF folds to itself, so its folded digest is that one.
+    pub fn of_bytes_hashed(bytes: &[u8], raw_digest: Option<[u8; 32]>) -> FileSummary {
+        let crlf = crate::skill::crlf_positions(bytes).count() as u64;
+        let digest = match raw_digest {
+            Some(digest) if crlf == 0 => digest,
+            _ => {
+                let mut hasher = blake3::Hasher::new();
+                hash_folded(&mut hasher, bytes);
+                *hasher.finalize().as_bytes()
+            }
+        };
+        FileSummary { raw_length: bytes.len() as u64, folded_length: bytes.len() as u64 - crlf, digest, binary: is_binary(bytes) }
     }
 }
 
@@ -58,10 +65,11 @@ impl Summarized {
     pub fn of(location: std::path::PathBuf, display_path: &str, relative: &str, bytes: &[u8]) -> Summarized {
         let name = relative.rsplit('/').next().unwrap_or_default();
         let entry = name == "SKILL.md" || name == "COMPOSED.md";
+        let raw_digest = *blake3::hash(bytes).as_bytes();
         Summarized {
             location,
-            raw_digest: *blake3::hash(bytes).as_bytes(),
-            summary: FileSummary::of_bytes(bytes),
+            raw_digest,
+            summary: FileSummary::of_bytes_hashed(bytes, Some(raw_digest)),
             document: entry.then(|| crate::skill::document_of(bytes, display_path)),
             check: (name == "SKILL.md")
                 .then(|| crate::skill_rules::check_skill(bytes, crate::skill_rules::skill_folder_of(relative))),

@@ -273,23 +273,24 @@ impl Store {
             }
             self.set_aside(&tree.key)?;
         }
+        // Verified before anything is staged: the bytes to write (held, or read again and
+        // compared with the hash they were composed with) must make the entry's name.
+        let bodies: Vec<std::borrow::Cow<'_, [u8]>> =
+            tree.files.iter().map(|file| body_bytes(file.body)).collect::<Result<_, _>>()?;
+        let pairs: Vec<(&str, &[u8])> = tree.files.iter().zip(&bodies).map(|(file, bytes)| (file.path, &**bytes)).collect();
+        if tree_key(&pairs) != tree.key {
+            return Err(format!("the store entry `{}` failed verification before it was staged", tree.key));
+        }
         let staging = self.staging(&tree.key);
         let staged = (|| -> Result<(), String> {
             std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
-            for file in &tree.files {
-                let target = staging.join(file.path);
+            for (path, bytes) in &pairs {
+                let target = staging.join(path);
                 // A file at the tree's top goes into the staging folder just made.
-                if let Some(parent) = target.parent().filter(|_| file.path.contains('/')) {
+                if let Some(parent) = target.parent().filter(|_| path.contains('/')) {
                     std::fs::create_dir_all(parent).map_err(|error| cannot("create", parent, &error))?;
                 }
-                let bytes = body_bytes(file.body)?;
-                write_read_only(&target, &bytes).map_err(|error| cannot("write", &target, &error))?;
-            }
-            let read = read_tree(&staging)?;
-            let pairs: Vec<(&str, &[u8])> =
-                read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
-            if tree_key(&pairs) != tree.key {
-                return Err(format!("the staged store entry `{}` failed verification", tree.key));
+                write_read_only(&target, bytes).map_err(|error| cannot("write", &target, &error))?;
             }
             seal_folders(&staging, tree)
         })();
