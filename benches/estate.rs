@@ -137,9 +137,16 @@ struct WrittenTree {
     files: Vec<(PathBuf, Vec<u8>)>,
 }
 
-/// The distinct skill trees a cold convergence writes into the store.
+/// One slice of the store as written: its name and its (skill, link target) links.
+struct WrittenSlice {
+    name: String,
+    links: Vec<(String, PathBuf)>,
+}
+
+/// The distinct skill trees and the slices a cold convergence writes into the store.
 struct Outputs {
     trees: Vec<WrittenTree>,
+    slices: Vec<WrittenSlice>,
 }
 
 fn outputs(estate: &Estate) -> &'static Outputs {
@@ -149,8 +156,21 @@ fn outputs(estate: &Estate) -> &'static Outputs {
         converge_process(estate, &home);
         let store = home.join("store");
         let mut trees = Vec::new();
+        let mut slices = Vec::new();
         for tree in std::fs::read_dir(&store).expect("store").flatten() {
             let name = tree.file_name().to_string_lossy().into_owned();
+            if acompose_engine::store::is_slice_name(&name) {
+                let links = std::fs::read_dir(tree.path())
+                    .expect("slice")
+                    .flatten()
+                    .map(|link| {
+                        let target = std::fs::read_link(link.path()).expect("link");
+                        (link.file_name().to_string_lossy().into_owned(), target)
+                    })
+                    .collect();
+                slices.push(WrittenSlice { name, links });
+                continue;
+            }
             if !acompose_engine::store::is_tree_key(&name) {
                 continue;
             }
@@ -165,7 +185,7 @@ fn outputs(estate: &Estate) -> &'static Outputs {
             }
             trees.push(WrittenTree { folders, files });
         }
-        Outputs { trees }
+        Outputs { trees, slices }
     })
 }
 
@@ -341,6 +361,58 @@ fn floor_write_distinct_skills(bencher: Bencher) {
                 for (file, bytes) in files {
                     std::fs::write(target.join(file), bytes).expect("write");
                 }
+            });
+        });
+}
+
+/// The floor of the store's entry protocol, for comparison with the cold convergence:
+/// what [`floor_write_distinct_skills`] does, plus what makes an entry immutable and
+/// never half-visible — each tree written into a staging folder (files created
+/// read-only), the folder made read-only and renamed to its name — and each slice
+/// (a folder of links to trees) staged, sealed and renamed the same way. Nothing is read
+/// back or checked.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn floor_write_store_entries(bencher: Bencher) {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let estate = estate();
+    let outputs = outputs(estate);
+    let mut round = 0;
+    let read_only = |folder: &Path| {
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o555)).expect("seal");
+    };
+    bencher
+        .with_inputs(|| {
+            round += 1;
+            new_home(estate, &format!("entry-floor-{round}"))
+        })
+        .bench_local_values(|target| {
+            outputs.trees.par_iter().enumerate().for_each(|(index, WrittenTree { folders, files })| {
+                let staging = target.join(format!(".staging-{index}"));
+                let (top, inner) = folders.split_first().expect("a tree folder");
+                std::fs::create_dir(&staging).expect("mkdir");
+                for folder in inner {
+                    std::fs::create_dir(staging.join(folder.strip_prefix(top).expect("inside"))).expect("mkdir");
+                }
+                for (file, bytes) in files {
+                    let path = staging.join(file.strip_prefix(top).expect("inside"));
+                    let mut created =
+                        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).expect("create");
+                    std::io::Write::write_all(&mut created, bytes).expect("write");
+                }
+                for folder in inner.iter().rev() {
+                    read_only(&staging.join(folder.strip_prefix(top).expect("inside")));
+                }
+                read_only(&staging);
+                std::fs::rename(&staging, target.join(top)).expect("rename");
+            });
+            outputs.slices.par_iter().enumerate().for_each(|(index, WrittenSlice { name, links })| {
+                let staging = target.join(format!(".staging-slice-{index}"));
+                std::fs::create_dir(&staging).expect("mkdir");
+                for (skill, to) in links {
+                    std::os::unix::fs::symlink(to, staging.join(skill)).expect("link");
+                }
+                read_only(&staging);
+                std::fs::rename(&staging, target.join(name)).expect("rename");
             });
         });
 }
