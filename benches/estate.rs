@@ -395,8 +395,12 @@ fn floor_write_store_entries(bencher: Bencher) {
                 }
                 for (file, bytes) in files {
                     let path = staging.join(file.strip_prefix(top).expect("inside"));
-                    let mut created =
-                        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).expect("create");
+                    let mut created = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o444)
+                        .open(path)
+                        .expect("create");
                     std::io::Write::write_all(&mut created, bytes).expect("write");
                 }
                 for folder in inner.iter().rev() {

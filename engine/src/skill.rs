@@ -225,7 +225,12 @@ mod tests {
     #[test]
     fn words_and_folding_agree_with_the_plain_definitions() {
         let texts = [
-            "", " ", "one", " one  two\tthree\nfour\r\nfive\x0bsix\x0cseven ", "ünïcode words\u{a0}here", "a\r\r\nb\rc\n\r",
+            "",
+            " ",
+            "one",
+            " one  two\tthree\nfour\r\nfive\x0bsix\x0cseven ",
+            "ünïcode words\u{a0}here",
+            "a\r\r\nb\rc\n\r",
         ];
         for text in texts {
             assert_eq!(count_words(text), text.split_whitespace().count(), "{text:?}");

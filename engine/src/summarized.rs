@@ -34,7 +34,12 @@ impl FileSummary {
                 *hasher.finalize().as_bytes()
             }
         };
-        FileSummary { raw_length: bytes.len() as u64, folded_length: bytes.len() as u64 - crlf, digest, binary: is_binary(bytes) }
+        FileSummary {
+            raw_length: bytes.len() as u64,
+            folded_length: bytes.len() as u64 - crlf,
+            digest,
+            binary: is_binary(bytes),
+        }
     }
 }
 

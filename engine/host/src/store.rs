@@ -277,7 +277,8 @@ impl Store {
         // compared with the hash they were composed with) must make the entry's name.
         let bodies: Vec<std::borrow::Cow<'_, [u8]>> =
             tree.files.iter().map(|file| body_bytes(file.body)).collect::<Result<_, _>>()?;
-        let pairs: Vec<(&str, &[u8])> = tree.files.iter().zip(&bodies).map(|(file, bytes)| (file.path, &**bytes)).collect();
+        let pairs: Vec<(&str, &[u8])> =
+            tree.files.iter().zip(&bodies).map(|(file, bytes)| (file.path, &**bytes)).collect();
         if tree_key(&pairs) != tree.key {
             return Err(format!("the store entry `{}` failed verification before it was staged", tree.key));
         }
