@@ -292,6 +292,12 @@ fn a_file_lost_inside_a_store_tree_is_found_by_verify_and_once_the_store_moves()
     assert!(noticed.stderr.contains("is damaged"), "{}", noticed.stderr);
 }
 
+/// Dates a folder an hour back, past the window in which a recorded time is smudged.
+fn backdate_folder(folder: &Path) {
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(folder).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
+}
+
 #[test]
 fn a_store_that_only_gained_entries_still_answers_from_the_cache() {
     let temporary = tempfile::tempdir().expect("tempdir");
@@ -303,11 +309,19 @@ fn a_store_that_only_gained_entries_still_answers_from_the_cache() {
         let line = output.stdout.lines().find(|line| line.starts_with("stats")).expect("stats");
         line.split_whitespace().nth(2).and_then(|count| count.trim_end_matches(',').parse().ok()).expect("a count")
     };
+    // The store was written a moment ago: its recorded time is smudged, so the next run
+    // checks the trees once, and with the store's time no longer fresh, the cache takes it.
+    let store = home.join("store");
+    backdate_folder(&store);
+    let settled = acompose(temporary.path(), &arguments);
+    assert!(settled.stdout.contains("read 0, hashed 0, written 0"), "{}", settled.stdout);
     let glance = acompose(temporary.path(), &arguments);
     assert!(glance.stdout.contains("read 0, hashed 0, written 0"), "{}", glance.stdout);
+    assert!(stated(&settled) > stated(&glance), "{}{}", settled.stdout, glance.stdout);
     // Another run's entry in the store: every linked tree is checked, nothing is read,
     // and the cache takes the store's new time.
-    std::fs::create_dir(home.join("store/added-by-another-run")).expect("the store moves");
+    std::fs::create_dir(store.join("added-by-another-run")).expect("the store moves");
+    backdate_folder(&store);
     let checked = acompose(temporary.path(), &arguments);
     assert!(checked.stdout.contains("inputs    unchanged"), "{}", checked.stdout);
     assert!(checked.stdout.contains("read 0, hashed 0, written 0"), "{}", checked.stdout);

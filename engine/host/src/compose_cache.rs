@@ -64,7 +64,7 @@ pub fn lookup(home: &Path, projects: &Path, key: &str) -> Option<Warm> {
                 previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
             }
             for (index, stat) in stores {
-                previous.stores[index].stat = stat;
+                previous.stores[index].stat = crate::observe::smudge_folder_if_racy(stat);
             }
             cache::store_cache_named(home, &cache_name, &previous);
             previous.summary
@@ -87,7 +87,7 @@ fn store_records(bundle: &Path) -> Vec<StoreRecord> {
                 Ok(metadata) if metadata.is_dir() => {
                     records.push(StoreRecord {
                         folder: store.root().to_path_buf(),
-                        stat: Stat::of(&metadata),
+                        stat: crate::observe::smudge_folder_if_racy(Stat::of(&metadata)),
                         trees: Vec::new(),
                     });
                     records.len() - 1

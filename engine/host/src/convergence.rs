@@ -104,7 +104,7 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
             previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
         }
         for (index, stat) in stores {
-            previous.stores[index].stat = stat;
+            previous.stores[index].stat = crate::observe::smudge_folder_if_racy(stat);
         }
         if let Err(message) = cache::store(home, &previous, &mut NoFaults) {
             progress.warn(&message);
@@ -133,7 +133,7 @@ fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::S
         .collect();
     Some(cache::StoreRecord {
         folder: store.root().to_path_buf(),
-        stat: Stat::of(&metadata),
+        stat: crate::observe::smudge_folder_if_racy(Stat::of(&metadata)),
         trees: per_tree.into_iter().flatten().collect(),
     })
 }

@@ -81,6 +81,15 @@ pub fn smudge_if_racy(observed: Observed) -> Observed {
     }
 }
 
+/// [`smudge_if_racy`] for a folder's numbers: a store's folder recorded within the same
+/// timestamp tick as a later change to its entries would keep its time.
+pub fn smudge_folder_if_racy(stat: Stat) -> Stat {
+    match smudge_if_racy(Observed::Directory(stat)) {
+        Observed::Directory(stat) => stat,
+        _ => stat,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
