@@ -225,6 +225,23 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     assert_indexed_bundles_verify(&other, "the bundles of the next run verify");
 }
 
+/// Bare convergence's arguments in the estates of these tests, with `--stats`.
+const SETTLED: [&str; 5] = ["--home", "home", "--projects-root", "projects", "--stats"];
+
+/// The estate (with `extra` files in its repositories), its folders dated back past the
+/// racily fresh window, converged, and a second run answered from the cache.
+fn settled_estate(root: &Path, extra: &[(&str, &str)]) -> (PathBuf, PathBuf) {
+    let (home, projects) = estate(root);
+    for (path, text) in extra {
+        write(&projects.join(path), text);
+    }
+    common::backdate_folders(&projects);
+    assert_eq!(acompose(root, &SETTLED).code, 0);
+    let unchanged = acompose(root, &SETTLED);
+    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    (home, projects)
+}
+
 /// Makes a read-only store folder writable again, to damage it.
 fn writable(folder: &Path) {
     let mut permissions = std::fs::metadata(folder).expect("metadata").permissions();
@@ -236,13 +253,8 @@ fn writable(folder: &Path) {
 #[test]
 fn a_store_tree_removed_is_noticed_by_the_next_bare_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, projects) = estate(temporary.path());
-    // Folders listed right after they were made are listed again (racily fresh).
-    common::backdate_folders(&projects);
-    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
-    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
-    let unchanged = acompose(temporary.path(), &arguments);
-    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    let (home, _) = settled_estate(temporary.path(), &[]);
+    let arguments = SETTLED;
     // Removing an entry changes the store's folder; the next run then checks the folder
     // of every tree the bundles link.
     let platform = home.join("bundles").join(&index(&home)["platform"]);
@@ -266,12 +278,9 @@ fn a_store_tree_removed_is_noticed_by_the_next_bare_run() {
 #[test]
 fn a_file_lost_inside_a_store_tree_is_found_by_verify_and_once_the_store_moves() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, projects) = estate(temporary.path());
-    let notes = projects.join("example/hardware/.agents/skills/machine-gpu/references/notes.md");
-    write(&notes, "GPU notes.\n");
-    common::backdate_folders(&projects);
-    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
-    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let notes = "example/hardware/.agents/skills/machine-gpu/references/notes.md";
+    let (home, _) = settled_estate(temporary.path(), &[(notes, "GPU notes.\n")]);
+    let arguments = SETTLED;
     let platform = home.join("bundles").join(&index(&home)["platform"]);
     let file =
         platform.join("content/skills/hardware/machine-gpu/references/notes.md").canonicalize().expect("resolve");
@@ -301,10 +310,8 @@ fn backdate_folder(folder: &Path) {
 #[test]
 fn a_store_that_only_gained_entries_still_answers_from_the_cache() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, projects) = estate(temporary.path());
-    common::backdate_folders(&projects);
-    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
-    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let (home, _) = settled_estate(temporary.path(), &[]);
+    let arguments = SETTLED;
     let stated = |output: &common::Output| -> usize {
         let line = output.stdout.lines().find(|line| line.starts_with("stats")).expect("stats");
         line.split_whitespace().nth(2).and_then(|count| count.trim_end_matches(',').parse().ok()).expect("a count")
@@ -333,12 +340,8 @@ fn a_store_that_only_gained_entries_still_answers_from_the_cache() {
 #[test]
 fn a_bundle_link_repointed_to_another_slice_is_noticed_by_the_next_bare_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let (home, projects) = estate(temporary.path());
-    common::backdate_folders(&projects);
-    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
-    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
-    let unchanged = acompose(temporary.path(), &arguments);
-    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    let (home, _) = settled_estate(temporary.path(), &[]);
+    let arguments = SETTLED;
     let platform = home.join("bundles").join(&index(&home)["platform"]);
     let skills = platform.join("content/skills");
     let mut links: Vec<PathBuf> = std::fs::read_dir(&skills)

@@ -21,6 +21,19 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The kind of what `metadata` (of an `lstat`) describes.
+    pub fn of(metadata: &std::fs::Metadata) -> Kind {
+        if metadata.is_dir() {
+            Kind::Folder
+        } else if metadata.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        }
+    }
+}
+
 /// The folder paths are looked up from.
 pub enum Anchor<'t> {
     /// The working folder (paths as they were recorded).
@@ -58,14 +71,7 @@ impl<'t> Anchor<'t> {
             }
             Anchor::Open(_, folder) | Anchor::Unopened(folder) => {
                 let metadata = std::fs::symlink_metadata(format!("{folder}/{rest}")).ok()?;
-                let kind = if metadata.is_dir() {
-                    Kind::Folder
-                } else if metadata.is_file() {
-                    Kind::File
-                } else {
-                    Kind::Other
-                };
-                Some((kind, Stat::of(&metadata)))
+                Some((Kind::of(&metadata), Stat::of(&metadata)))
             }
         }
     }
@@ -104,12 +110,11 @@ mod tests {
         let root_text = root.to_str().expect("utf-8");
         let expected = |rest: &str| {
             std::fs::symlink_metadata(format!("{root_text}/{rest}")).ok().map(|metadata| {
-                let kind = if metadata.is_dir() {
-                    Kind::Folder
-                } else if metadata.is_file() {
-                    Kind::File
-                } else {
-                    Kind::Other
+                let file_type = metadata.file_type();
+                let kind = match (file_type.is_dir(), file_type.is_file()) {
+                    (true, _) => Kind::Folder,
+                    (_, true) => Kind::File,
+                    _ => Kind::Other,
                 };
                 (kind, Stat::of(&metadata))
             })

@@ -368,6 +368,23 @@ pub enum Check {
     Changed,
 }
 
+impl Cache {
+    /// Takes what an unchanged [`check`] found moved: the new metadata of inputs whose
+    /// hash is the same, and the new time of stores whose every tree is as recorded (each
+    /// smudged when racily fresh). Whether anything was taken, so that the cache is
+    /// written again only then.
+    pub fn take_moved(&mut self, touched: Vec<(usize, Observed)>, stores: Vec<(usize, Stat)>) -> bool {
+        let moved = !touched.is_empty() || !stores.is_empty();
+        for (index, observed) in touched {
+            self.inputs[index].1 = crate::observe::smudge_if_racy(observed);
+        }
+        for (index, stat) in stores {
+            self.stores[index].stat = crate::observe::smudge_folder_if_racy(stat);
+        }
+        moved
+    }
+}
+
 /// Counts for `--stats`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckCounters {
@@ -470,13 +487,19 @@ pub fn read(home: &Path) -> Result<Option<String>, String> {
 
 /// [`read`] of another cache file in `<home>/cache` (a composition's).
 pub fn read_named(home: &Path, name: &str) -> Result<Option<String>, String> {
+    let Some(path) = cache_file(home, name)? else { return Ok(None) };
+    std::fs::read_to_string(&path).map(Some).map_err(|_| "it cannot be read as text".to_owned())
+}
+
+/// The path of `<home>/cache/<name>`: `Ok(None)` when there is none, `Err` when it is
+/// not a regular file.
+fn cache_file(home: &Path, name: &str) -> Result<Option<PathBuf>, String> {
     let path = home.join(CACHE_DIR).join(name);
     match std::fs::symlink_metadata(&path) {
-        Err(_) => return Ok(None),
-        Ok(metadata) if !metadata.is_file() => return Err("it is not a regular file".to_owned()),
-        Ok(_) => {}
+        Err(_) => Ok(None),
+        Ok(metadata) if !metadata.is_file() => Err("it is not a regular file".to_owned()),
+        Ok(_) => Ok(Some(path)),
     }
-    std::fs::read_to_string(&path).map(Some).map_err(|_| "it cannot be read as text".to_owned())
 }
 
 /// Reads what the no-op check needs of `<home>/cache/<name>`: its header and glance
@@ -485,12 +508,7 @@ pub fn read_named(home: &Path, name: &str) -> Result<Option<String>, String> {
 /// returned as it is, for [`unchanged_at_a_glance`] to refuse.
 pub fn read_glance_named(home: &Path, name: &str) -> Result<Option<String>, String> {
     use std::io::Read as _;
-    let path = home.join(CACHE_DIR).join(name);
-    match std::fs::symlink_metadata(&path) {
-        Err(_) => return Ok(None),
-        Ok(metadata) if !metadata.is_file() => return Err("it is not a regular file".to_owned()),
-        Ok(_) => {}
-    }
+    let Some(path) = cache_file(home, name)? else { return Ok(None) };
     let unreadable = |_| "it cannot be read as text".to_owned();
     let mut file = std::fs::File::open(&path).map_err(unreadable)?;
     // The header is four short lines (the identity holds the projects root's path).
@@ -562,7 +580,9 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
             count += 1;
         }
         match &buffer[..count] {
-            ["D", nanos, inode, path] => {
+            // A listed folder, or a store's folder (its trees are trusted while it is
+            // unchanged: see `StoreRecord`).
+            ["D" | "S", nanos, inode, path] => {
                 anchor.lstat(path).is_some_and(|(kind, now)| kind == Kind::Folder && equal(&now, None, nanos, inode))
             }
             ["F", size, nanos, inode, path] => anchor
@@ -571,12 +591,8 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
             ["O", size, nanos, inode, path] => anchor
                 .lstat(path)
                 .is_some_and(|(kind, now)| kind != Kind::Other && equal(&now, Some(size), nanos, inode)),
-            ["S", nanos, inode, path] => {
-                anchor.lstat(path).is_some_and(|(kind, now)| kind == Kind::Folder && equal(&now, None, nanos, inode))
-            }
             ["M" | "U", path] => anchor.lstat(path).is_none(),
-            // Covered by its recorded parent folder; trusted while their store's folder
-            // is unchanged (see `StoreRecord`).
+            // Covered by its recorded parent folder.
             ["m", _] => true,
             _ => false,
         }

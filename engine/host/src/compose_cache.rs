@@ -60,13 +60,9 @@ pub fn lookup(home: &Path, projects: &Path, key: &str) -> Option<Warm> {
             let cache::Check::Unchanged { touched, stores } = cache::check(&previous, &mut counters) else {
                 return None;
             };
-            for (index, observed) in touched {
-                previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
+            if previous.take_moved(touched, stores) {
+                cache::store_cache_named(home, &cache_name, &previous);
             }
-            for (index, stat) in stores {
-                previous.stores[index].stat = crate::observe::smudge_folder_if_racy(stat);
-            }
-            cache::store_cache_named(home, &cache_name, &previous);
             previous.summary
         }
     };

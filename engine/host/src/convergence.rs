@@ -99,16 +99,10 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
     let mut previous = cache::parse_for(&text, &identity).map_err(discarding).ok()?;
     let mut counters = cache::CheckCounters::default();
     let cache::Check::Unchanged { touched, stores } = cache::check(&previous, &mut counters) else { return None };
-    if !touched.is_empty() || !stores.is_empty() {
-        for (index, observed) in touched {
-            previous.inputs[index].1 = crate::observe::smudge_if_racy(observed);
-        }
-        for (index, stat) in stores {
-            previous.stores[index].stat = crate::observe::smudge_folder_if_racy(stat);
-        }
-        if let Err(message) = cache::store(home, &previous, &mut NoFaults) {
-            progress.warn(&message);
-        }
+    if previous.take_moved(touched, stores)
+        && let Err(message) = cache::store(home, &previous, &mut NoFaults)
+    {
+        progress.warn(&message);
     }
     let stats = Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
     Some(BareRun::Unchanged { summary: previous.summary, stats })
