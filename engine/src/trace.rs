@@ -232,61 +232,140 @@ impl TraceRecord {
     /// (two-space indents, no final newline), without expanding it. The skills of an
     /// excluded provider, and a run of skills no selector matched, differ only by name, so
     /// each group's text is serialized once and only the names are written per skill: on a
-    /// large estate they are most of the trace.
+    /// large estate they are most of the trace. The text is gathered in a buffer and
+    /// handed to `out` in pieces of about [`WRITE_PIECE`] bytes.
     pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        out.write_all(b"{\n  \"format\": ")?;
-        write_nested(out, FORMAT, 1)?;
-        write!(out, ",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ")?;
-        write_nested(out, &self.role, 1)?;
-        out.write_all(b",\n  \"decisions\": [")?;
+        let mut text = Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2));
+        text.extend_from_slice(b"{\n  \"format\": ");
+        write_nested(&mut text, FORMAT, 1)?;
+        text.extend_from_slice(format!(",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ").as_bytes());
+        write_nested(&mut text, &self.role, 1)?;
+        text.extend_from_slice(b",\n  \"decisions\": [");
         let mut first = true;
         for entry in &self.entries {
             match entry {
                 TraceEntry::Decision(decision) => {
-                    out.write_all(if first { b"\n    " } else { b",\n    " })?;
-                    write_nested(out, decision, 2)?;
+                    text.extend_from_slice(if first { b"\n    " } else { b",\n    " });
+                    write_nested(&mut text, decision, 2)?;
                     first = false;
                 }
                 TraceEntry::ExcludedSkills { source, cause, names } if !names.is_empty() => {
-                    write_skills(out, &excluded_skill(source, cause, ""), names, &mut first)?;
+                    write_skills(out, &mut text, &excluded_skill(source, cause, ""), names, &mut first)?;
                 }
                 TraceEntry::UnselectedSkills { source, reason, names } if !names.is_empty() => {
-                    write_skills(out, &unselected_skill(source, reason, ""), names, &mut first)?;
+                    write_skills(out, &mut text, &unselected_skill(source, reason, ""), names, &mut first)?;
                 }
                 TraceEntry::ExcludedSkills { .. } | TraceEntry::UnselectedSkills { .. } => {}
             }
+            hand_over(out, &mut text)?;
         }
-        out.write_all(if first { b"]" } else { b"\n  ]" })?;
-        out.write_all(b",\n  \"providers\": ")?;
-        write_nested(out, &self.providers, 1)?;
-        out.write_all(b"\n}")
+        text.extend_from_slice(if first { b"]" } else { b"\n  ]" });
+        text.extend_from_slice(b",\n  \"providers\": ");
+        write_nested(&mut text, &self.providers, 1)?;
+        text.extend_from_slice(b"\n}");
+        out.write_all(&text)
     }
 }
 
-/// Pretty JSON of `value` as it appears `depth` levels deep: every line after the first
-/// indented by two spaces per level (JSON strings hold no raw newline, so every newline
-/// is a line break).
-fn write_nested<T: Serialize + ?Sized>(out: &mut dyn std::io::Write, value: &T, depth: usize) -> std::io::Result<()> {
-    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    // Two spaces per level; the trace nests two levels at most.
-    let indent = &b"        "[..(2 * depth).min(8)];
-    let mut lines = text.split(|byte| *byte == b'\n');
-    if let Some(line) = lines.next() {
-        out.write_all(line)?;
-    }
-    for line in lines {
-        out.write_all(b"\n")?;
-        out.write_all(indent)?;
-        out.write_all(line)?;
+/// About how many bytes [`TraceRecord::write_json`] gathers before each write.
+pub const WRITE_PIECE: usize = 1 << 16;
+
+/// Hands `text` to `out` once it holds a piece.
+fn hand_over(out: &mut dyn std::io::Write, text: &mut Vec<u8>) -> std::io::Result<()> {
+    if text.len() >= WRITE_PIECE {
+        out.write_all(text)?;
+        text.clear();
     }
     Ok(())
 }
 
-/// Writes one decision per name, elements two levels deep: `template` (a skill's
-/// decision with an empty name) is serialized once and split inside its subject (the
-/// first field), so that prefix, escaped name and suffix are each skill's decision.
+/// `serde_json`'s pretty formatting as it appears `depth` levels deep: the same line
+/// breaks and two-space indents, every line after the first indented by two more spaces
+/// per level.
+struct Nested {
+    indent: usize,
+    has_value: bool,
+}
+
+impl Nested {
+    /// A comma when `comma`, a line break and the indent.
+    fn line<W: ?Sized + std::io::Write>(&self, writer: &mut W, comma: bool) -> std::io::Result<()> {
+        const BREAK: &[u8] = b",\n                                ";
+        match BREAK.get(usize::from(!comma)..2 + 2 * self.indent) {
+            Some(text) => writer.write_all(text),
+            None => {
+                writer.write_all(&BREAK[usize::from(!comma)..2])?;
+                writer.write_all(&vec![b' '; 2 * self.indent])
+            }
+        }
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.indent += 1;
+        self.has_value = false;
+        writer.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.indent -= 1;
+        if self.has_value {
+            self.line(writer, false)?;
+        }
+        writer.write_all(b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, first: bool) -> std::io::Result<()> {
+        self.line(writer, !first)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _writer: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.indent += 1;
+        self.has_value = false;
+        writer.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.indent -= 1;
+        if self.has_value {
+            self.line(writer, false)?;
+        }
+        writer.write_all(b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, first: bool) -> std::io::Result<()> {
+        self.line(writer, !first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _writer: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// Appends the pretty JSON of `value` as it appears `depth` levels deep.
+fn write_nested<T: Serialize + ?Sized>(text: &mut Vec<u8>, value: &T, depth: usize) -> std::io::Result<()> {
+    let mut serializer = serde_json::Serializer::with_formatter(text, Nested { indent: depth, has_value: false });
+    value.serialize(&mut serializer).map_err(std::io::Error::other)
+}
+
+/// Appends one decision per name, elements two levels deep, handing `text` to `out`
+/// piece by piece: `template` (a skill's decision with an empty name) is serialized once
+/// and split inside its subject (the first field), so that prefix, escaped name and
+/// suffix are each skill's decision.
 fn write_skills(
     out: &mut dyn std::io::Write,
+    text: &mut Vec<u8>,
     template: &Decision,
     names: &[String],
     first: &mut bool,
@@ -296,16 +375,15 @@ fn write_skills(
     let marker = b"\"subject\": \"skill:";
     let split = prefix.windows(marker.len()).position(|window| window == marker).map_or(0, |at| at + marker.len());
     let suffix = prefix.split_off(split);
-    // The group's text is gathered in memory and handed over in one write.
-    let mut text = Vec::with_capacity(names.len() * (prefix.len() + suffix.len() + 32));
     for name in names {
         text.extend_from_slice(if *first { b"\n    " } else { b",\n    " });
         text.extend_from_slice(&prefix);
-        write_escaped(&mut text, name)?;
+        write_escaped(text, name)?;
         text.extend_from_slice(&suffix);
         *first = false;
+        hand_over(out, text)?;
     }
-    out.write_all(&text)
+    Ok(())
 }
 
 /// Writes `text` escaped as inside a JSON string, the way `serde_json` escapes it.
@@ -372,6 +450,18 @@ mod tests {
         let counted: usize =
             record.outcomes().filter(|(outcome, _)| *outcome == Outcome::Excluded).map(|(_, n)| n).sum();
         assert_eq!(counted, 3);
+    }
+
+    #[test]
+    fn nested_formatting_is_pretty_formatting_indented_at_any_depth() {
+        let value = serde_json::json!({"a": [1, {"b": [], "c": {}}, [[]]], "d": {"e": "f"}, "g": []});
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        for depth in [0, 1, 2, 7, 20] {
+            let mut text = Vec::new();
+            write_nested(&mut text, &value, depth).unwrap();
+            let expected = pretty.replace('\n', &format!("\n{}", "  ".repeat(depth)));
+            assert_eq!(String::from_utf8(text).unwrap(), expected, "depth {depth}");
+        }
     }
 
     #[test]

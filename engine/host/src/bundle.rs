@@ -351,28 +351,42 @@ fn stage_verify_rename(
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
-    let (mut written, links) = match (store, &layout) {
-        (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
-        _ => (0, Vec::new()),
-    };
     let (files, sourced): (Vec<&acompose_engine::OutputFile>, &[SourcedFile]) = match &layout {
         Some(layout) => (layout.own.clone(), &[]),
         None => (bundle.files.iter().collect(), &bundle.sourced),
     };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let written_files = write_staging(&staging, &files, sourced, &links).and_then(|()| write_trace(&staging, bundle));
-    written += files.len() + sourced.len() + links.len() + 1;
+    // `trace.json` is the largest file and is serialized as it is written: it is written
+    // beside the store entries, the links and the other files rather than after them.
+    let (traced, stored) = match std::fs::create_dir(&staging) {
+        Ok(()) => rayon::join(
+            || write_trace(&staging, bundle),
+            || {
+                let (written, links) = match (store, &layout) {
+                    (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
+                    _ => (0, Vec::new()),
+                };
+                write_staging(&staging, &files, sourced, &links)?;
+                Ok::<_, String>(written + files.len() + sourced.len() + links.len() + 1)
+            },
+        ),
+        Err(error) => (Ok(()), Err(format!("cannot create `{}`: {}", staging.display(), error_kind(&error)))),
+    };
     drop(files);
-    let staged = written_files.and_then(|()| {
+    let staged = traced.and(stored).and_then(|written| {
         check_against(&staging, bundle, linked, verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
-        before_rename()
+        before_rename()?;
+        Ok(written)
     });
-    if let Err(error) = staged {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(error);
-    }
+    let written = match staged {
+        Ok(written) => written,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(error);
+        }
+    };
     match std::fs::rename(&staging, &target) {
         Ok(()) => Ok(Materialization { outcome: Materialized::New, written }),
         Err(_) if target.is_dir() => {
