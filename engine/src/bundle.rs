@@ -142,32 +142,19 @@ impl TraceFile {
 
     /// Measures the record's JSON without keeping it: serialized once into the hasher.
     fn of(record: TraceRecord) -> TraceFile {
-        struct Measure {
-            hasher: blake3::Hasher,
-            length: u64,
-        }
-        impl std::io::Write for Measure {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.hasher.update(bytes);
-                self.length += bytes.len() as u64;
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut measure =
-            std::io::BufWriter::with_capacity(1 << 16, Measure { hasher: blake3::Hasher::new(), length: 0 });
-        // Writing into memory cannot fail (see `to_json_bytes`).
-        let _ = record.write_json(&mut measure);
-        let _ = std::io::Write::write_all(&mut measure, b"\n");
-        let _ = std::io::Write::flush(&mut measure);
-        let (measure, _) = measure.into_parts();
-        TraceFile {
-            body: TraceBody::Record(record),
-            length: measure.length,
-            digest: format!("blake3:{}", measure.hasher.finalize().to_hex()),
-        }
+        let measured = if record.outcomes().map(|(_, count)| count).sum::<usize>() >= PIPELINED_DECISIONS {
+            measure_pipelined(&record)
+        } else {
+            None
+        };
+        let (length, hash) = measured.unwrap_or_else(|| {
+            let mut measure = Measure { hasher: blake3::Hasher::new(), length: 0 };
+            // Writing into memory cannot fail (see `to_json_bytes`).
+            let _ = record.write_json(&mut measure);
+            let _ = std::io::Write::write_all(&mut measure, b"\n");
+            (measure.length, measure.hasher.finalize())
+        });
+        TraceFile { body: TraceBody::Record(record), length, digest: format!("blake3:{}", hash.to_hex()) }
     }
 
     /// A `trace.json` read from a bundle's files.
@@ -194,6 +181,65 @@ impl TraceFile {
             TraceBody::Bytes(bytes) => out.write_all(bytes),
         }
     }
+}
+
+/// From how many decisions a trace is hashed on a thread of its own while it is
+/// serialized (about 250 bytes each): below it, starting the thread costs more than the
+/// overlap saves.
+const PIPELINED_DECISIONS: usize = 2_000;
+
+/// Hashes and counts what is written into it.
+struct Measure {
+    hasher: blake3::Hasher,
+    length: u64,
+}
+
+impl std::io::Write for Measure {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(bytes);
+        self.length += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Hands each piece it is given to a channel.
+struct Pieces(std::sync::mpsc::SyncSender<Vec<u8>>);
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.send(bytes.to_vec()).map_err(std::io::Error::other)?;
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Serializes a large trace on this thread while another hashes the pieces already
+/// written (each piece about [`crate::trace::WRITE_PIECE`] bytes, a few in flight): the
+/// two take about as long each. `None` when no thread could be started.
+fn measure_pipelined(record: &TraceRecord) -> Option<(u64, blake3::Hash)> {
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let hashing = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                let mut measure = Measure { hasher: blake3::Hasher::new(), length: 0 };
+                for piece in receive {
+                    let _ = std::io::Write::write_all(&mut measure, &piece);
+                }
+                (measure.length, measure.hasher.finalize())
+            })
+            .ok()?;
+        let mut pieces = Pieces(send);
+        // The receiver lives until every piece is sent: neither write can fail.
+        let written = record.write_json(&mut pieces).and_then(|()| std::io::Write::write_all(&mut pieces, b"\n"));
+        drop(pieces);
+        let measured = hashing.join().ok()?;
+        written.ok().map(|()| measured)
+    })
 }
 
 /// Decision counts by outcome.
@@ -737,29 +783,32 @@ mod tests {
             metadata_bytes: None,
             findings: Vec::new(),
         };
-        let record = TraceRecord {
-            role: "platform".to_owned(),
-            entries: vec![
-                TraceEntry::Decision(decision),
-                TraceEntry::ExcludedSkills {
-                    source: "repo-a".to_owned(),
-                    cause: "not-assigned".to_owned(),
-                    names: (0..3000).map(|index| format!("skill-{index}")).collect::<Vec<_>>().into(),
-                },
-            ],
-            providers: Vec::new(),
-        };
-        let expected = to_json_bytes(&record.expand());
-        let file = TraceFile::of(record);
-        let mut written = Vec::new();
-        file.write_to(&mut written).expect("write");
-        assert_eq!(written, expected);
-        assert_eq!(file.length, written.len() as u64);
-        assert_eq!(file.digest, digest(&written));
-        let read_back = TraceFile::from_bytes(written.clone().into());
-        assert_eq!((read_back.length, &read_back.digest), (file.length, &file.digest));
-        let mut again = Vec::new();
-        read_back.write_to(&mut again).expect("write");
-        assert_eq!(again, written);
+        // Below and above the size from which the trace is hashed while it is serialized.
+        for count in [3, PIPELINED_DECISIONS, 3000] {
+            let record = TraceRecord {
+                role: "platform".to_owned(),
+                entries: vec![
+                    TraceEntry::Decision(decision.clone()),
+                    TraceEntry::ExcludedSkills {
+                        source: "repo-a".to_owned(),
+                        cause: "not-assigned".to_owned(),
+                        names: (0..count).map(|index| format!("skill-{index}")).collect::<Vec<_>>().into(),
+                    },
+                ],
+                providers: Vec::new(),
+            };
+            let expected = to_json_bytes(&record.expand());
+            let file = TraceFile::of(record);
+            let mut written = Vec::new();
+            file.write_to(&mut written).expect("write");
+            assert_eq!(written, expected);
+            assert_eq!(file.length, written.len() as u64);
+            assert_eq!(file.digest, digest(&written));
+            let read_back = TraceFile::from_bytes(written.clone().into());
+            assert_eq!((read_back.length, &read_back.digest), (file.length, &file.digest));
+            let mut again = Vec::new();
+            read_back.write_to(&mut again).expect("write");
+            assert_eq!(again, written);
+        }
     }
 }

@@ -239,15 +239,13 @@ fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize,
     Ok(written)
 }
 
-/// Writes the store entries of a layout, then the bundle's links to its slices: (store
-/// entries written, (link path inside the bundle, relative target)).
-fn store_and_links(
+/// The bundle's links to its slices: (link path inside the bundle, relative target).
+fn bundle_links(
     out: &Path,
     id: &str,
     store: &Store,
     layout: &StoreLayout<'_>,
-) -> Result<(usize, Vec<(PathBuf, PathBuf)>), String> {
-    let written = write_store_entries(store, layout)?;
+) -> Result<Vec<(PathBuf, PathBuf)>, String> {
     // The staging folder and the bundle share a parent, so one relative target serves
     // both.
     let skills_folder = out
@@ -256,7 +254,7 @@ fn store_and_links(
         .join(id)
         .join(SKILLS_PREFIX.trim_end_matches('/'));
     let store_root = store.canonical()?;
-    let links = layout
+    Ok(layout
         .slices
         .iter()
         .map(|slice| {
@@ -265,8 +263,7 @@ fn store_and_links(
                 relative_path(&skills_folder, &store_root.join(slice.entry_name())),
             )
         })
-        .collect();
-    Ok((written, links))
+        .collect())
 }
 
 /// Writes the bundle's `trace.json` into the staging folder, serialized as it is written
@@ -331,8 +328,6 @@ fn stage_verify_rename(
         Placement::Linked(store) => Some(store),
         Placement::Standalone => None,
     };
-    let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
-    let linked = store.zip(layout.as_ref());
     if std::fs::symlink_metadata(&target).is_ok() {
         if store.is_none() && !crate::store::linked_slices(&target).is_empty() {
             return Err(format!(
@@ -340,7 +335,8 @@ fn stage_verify_rename(
                 target.display()
             ));
         }
-        return check_against(&target, bundle, linked, verification, true)
+        let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
+        return check_against(&target, bundle, store.zip(layout.as_ref()), verification, true)
             .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
             .map_err(|problem| {
                 format!(
@@ -351,37 +347,46 @@ fn stage_verify_rename(
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
-    let (files, sourced): (Vec<&acompose_engine::OutputFile>, &[SourcedFile]) = match &layout {
-        Some(layout) => (layout.own.clone(), &[]),
-        None => (bundle.files.iter().collect(), &bundle.sourced),
-    };
     let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     // `trace.json` is the largest file and is serialized as it is written: it is written
-    // beside the store entries, the links and the other files rather than after them.
+    // beside the store entries, and those beside the bundle's links and other files (a
+    // link may be made before its entry: nothing is checked until both are done).
     let (traced, stored) = match std::fs::create_dir(&staging) {
         Ok(()) => rayon::join(
             || write_trace(&staging, bundle),
-            || {
-                let (written, links) = match (store, &layout) {
-                    (Some(store), Some(layout)) => store_and_links(out, &bundle.id, store, layout)?,
-                    _ => (0, Vec::new()),
-                };
-                write_staging(&staging, &files, sourced, &links)?;
-                Ok::<_, String>(written + files.len() + sourced.len() + links.len() + 1)
+            || match store {
+                Some(store) => {
+                    let layout = layout(&bundle.files, &bundle.sourced);
+                    // The links are resolved against the store folder, so it exists first.
+                    store.create()?;
+                    let (entries, staged) = rayon::join(
+                        || write_store_entries(store, &layout),
+                        || {
+                            let links = bundle_links(out, &bundle.id, store, &layout)?;
+                            write_staging(&staging, &layout.own, &[], &links)?;
+                            Ok::<_, String>(layout.own.len() + links.len())
+                        },
+                    );
+                    Ok((entries? + staged? + 1, Some(layout)))
+                }
+                None => {
+                    let files: Vec<&acompose_engine::OutputFile> = bundle.files.iter().collect();
+                    write_staging(&staging, &files, &bundle.sourced, &[])?;
+                    Ok((files.len() + bundle.sourced.len() + 1, None))
+                }
             },
         ),
         Err(error) => (Ok(()), Err(format!("cannot create `{}`: {}", staging.display(), error_kind(&error)))),
     };
-    drop(files);
-    let staged = traced.and(stored).and_then(|written| {
-        check_against(&staging, bundle, linked, verification, false)
+    let staged = traced.and(stored).and_then(|(written, layout)| {
+        check_against(&staging, bundle, store.zip(layout.as_ref()), verification, false)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
         before_rename()?;
-        Ok(written)
+        Ok((written, layout))
     });
-    let written = match staged {
-        Ok(written) => written,
+    let (written, layout) = match staged {
+        Ok(staged) => staged,
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);
             return Err(error);
@@ -392,7 +397,7 @@ fn stage_verify_rename(
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            check_against(&target, bundle, linked, verification, true)
+            check_against(&target, bundle, store.zip(layout.as_ref()), verification, true)
                 .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
         }
         Err(error) => {
