@@ -299,21 +299,31 @@ impl Nested {
             }
         }
     }
-}
 
-impl serde_json::ser::Formatter for Nested {
-    fn begin_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+    /// Opens an array or an object one level deeper.
+    fn open<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, bracket: &[u8]) -> std::io::Result<()> {
         self.indent += 1;
         self.has_value = false;
-        writer.write_all(b"[")
+        writer.write_all(bracket)
     }
 
-    fn end_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+    /// Closes an array or an object, on a line of its own when it held a value.
+    fn close<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, bracket: &[u8]) -> std::io::Result<()> {
         self.indent -= 1;
         if self.has_value {
             self.line(writer, false)?;
         }
-        writer.write_all(b"]")
+        writer.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.open(writer, b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.close(writer, b"]")
     }
 
     fn begin_array_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, first: bool) -> std::io::Result<()> {
@@ -326,17 +336,11 @@ impl serde_json::ser::Formatter for Nested {
     }
 
     fn begin_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
-        self.indent += 1;
-        self.has_value = false;
-        writer.write_all(b"{")
+        self.open(writer, b"{")
     }
 
     fn end_object<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
-        self.indent -= 1;
-        if self.has_value {
-            self.line(writer, false)?;
-        }
-        writer.write_all(b"}")
+        self.close(writer, b"}")
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, first: bool) -> std::io::Result<()> {
