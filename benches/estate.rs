@@ -97,6 +97,15 @@ fn estate() -> &'static Estate {
     })
 }
 
+/// New homes `<prefix>-1`, `<prefix>-2`, …, one per call (a benchmark's inputs).
+fn numbered_homes<'e>(estate: &'e Estate, prefix: &'e str) -> impl FnMut() -> PathBuf + 'e {
+    let mut round = 0;
+    move || {
+        round += 1;
+        new_home(estate, &format!("{prefix}-{round}"))
+    }
+}
+
 fn new_home(estate: &Estate, name: &str) -> PathBuf {
     let home = estate.root.join(name);
     let _ = std::fs::remove_dir_all(&home);
@@ -223,12 +232,8 @@ fn compose_process(estate: &Estate, home: &Path) {
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn compose_cold_200_sources(bencher: Bencher) {
     let estate = estate();
-    let mut round = 0;
     bencher
-        .with_inputs(|| {
-            round += 1;
-            new_home(estate, &format!("compose-cold-{round}"))
-        })
+        .with_inputs(numbered_homes(estate, "compose-cold"))
         .bench_local_values(|home| compose_process(estate, &home));
 }
 
@@ -248,13 +253,7 @@ fn compose_warm_200_sources(bencher: Bencher) {
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn cold_convergence(bencher: Bencher) {
     let estate = estate();
-    let mut round = 0;
-    bencher
-        .with_inputs(|| {
-            round += 1;
-            new_home(estate, &format!("cold-{round}"))
-        })
-        .bench_local_values(|home| converge_process(estate, &home));
+    bencher.with_inputs(numbered_homes(estate, "cold")).bench_local_values(|home| converge_process(estate, &home));
 }
 
 /// A new process on a converged home with nothing changed: stats every input.
@@ -347,22 +346,16 @@ fn floor_read_and_hash_every_input(bencher: Bencher) {
 fn floor_write_distinct_skills(bencher: Bencher) {
     let estate = estate();
     let outputs = outputs(estate);
-    let mut round = 0;
-    bencher
-        .with_inputs(|| {
-            round += 1;
-            new_home(estate, &format!("write-floor-{round}"))
-        })
-        .bench_local_values(|target| {
-            outputs.trees.par_iter().for_each(|WrittenTree { folders, files }| {
-                for folder in folders {
-                    std::fs::create_dir(target.join(folder)).expect("mkdir");
-                }
-                for (file, bytes) in files {
-                    std::fs::write(target.join(file), bytes).expect("write");
-                }
-            });
+    bencher.with_inputs(numbered_homes(estate, "write-floor")).bench_local_values(|target| {
+        outputs.trees.par_iter().for_each(|WrittenTree { folders, files }| {
+            for folder in folders {
+                std::fs::create_dir(target.join(folder)).expect("mkdir");
+            }
+            for (file, bytes) in files {
+                std::fs::write(target.join(file), bytes).expect("write");
+            }
         });
+    });
 }
 
 /// The floor of the store's entry protocol, for comparison with the cold convergence:
@@ -376,49 +369,164 @@ fn floor_write_store_entries(bencher: Bencher) {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let estate = estate();
     let outputs = outputs(estate);
-    let mut round = 0;
     let read_only = |folder: &Path| {
         std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o555)).expect("seal");
     };
-    bencher
-        .with_inputs(|| {
-            round += 1;
-            new_home(estate, &format!("entry-floor-{round}"))
-        })
-        .bench_local_values(|target| {
-            outputs.trees.par_iter().enumerate().for_each(|(index, WrittenTree { folders, files })| {
-                let staging = target.join(format!(".staging-{index}"));
-                let (top, inner) = folders.split_first().expect("a tree folder");
-                std::fs::create_dir(&staging).expect("mkdir");
-                for folder in inner {
-                    std::fs::create_dir(staging.join(folder.strip_prefix(top).expect("inside"))).expect("mkdir");
-                }
-                for (file, bytes) in files {
-                    let path = staging.join(file.strip_prefix(top).expect("inside"));
-                    let mut created = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(0o444)
-                        .open(path)
-                        .expect("create");
-                    std::io::Write::write_all(&mut created, bytes).expect("write");
-                }
-                for folder in inner.iter().rev() {
-                    read_only(&staging.join(folder.strip_prefix(top).expect("inside")));
-                }
-                read_only(&staging);
-                std::fs::rename(&staging, target.join(top)).expect("rename");
-            });
-            outputs.slices.par_iter().enumerate().for_each(|(index, WrittenSlice { name, links })| {
-                let staging = target.join(format!(".staging-slice-{index}"));
-                std::fs::create_dir(&staging).expect("mkdir");
-                for (skill, to) in links {
-                    std::os::unix::fs::symlink(to, staging.join(skill)).expect("link");
-                }
-                read_only(&staging);
-                std::fs::rename(&staging, target.join(name)).expect("rename");
-            });
+    bencher.with_inputs(numbered_homes(estate, "entry-floor")).bench_local_values(|target| {
+        outputs.trees.par_iter().enumerate().for_each(|(index, WrittenTree { folders, files })| {
+            let staging = target.join(format!(".staging-{index}"));
+            let (top, inner) = folders.split_first().expect("a tree folder");
+            std::fs::create_dir(&staging).expect("mkdir");
+            for folder in inner {
+                std::fs::create_dir(staging.join(folder.strip_prefix(top).expect("inside"))).expect("mkdir");
+            }
+            for (file, bytes) in files {
+                let path = staging.join(file.strip_prefix(top).expect("inside"));
+                let mut created =
+                    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).expect("create");
+                std::io::Write::write_all(&mut created, bytes).expect("write");
+            }
+            for folder in inner.iter().rev() {
+                read_only(&staging.join(folder.strip_prefix(top).expect("inside")));
+            }
+            read_only(&staging);
+            std::fs::rename(&staging, target.join(top)).expect("rename");
         });
+        outputs.slices.par_iter().enumerate().for_each(|(index, WrittenSlice { name, links })| {
+            let staging = target.join(format!(".staging-slice-{index}"));
+            std::fs::create_dir(&staging).expect("mkdir");
+            for (skill, to) in links {
+                std::os::unix::fs::symlink(to, staging.join(skill)).expect("link");
+            }
+            read_only(&staging);
+            std::fs::rename(&staging, target.join(name)).expect("rename");
+        });
+    });
+}
+
+/// What the slices alone cost: each slice a folder of links (`../<tree key>`, 67 bytes,
+/// too long for ext4 to keep inside the link's inode, so each link also takes a block),
+/// written plainly, in parallel. A bundle that grows with its providers, not its
+/// skills, needs these links on top of the trees.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn floor_write_slice_links(bencher: Bencher) {
+    let estate = estate();
+    let outputs = outputs(estate);
+    bencher.with_inputs(numbered_homes(estate, "links-floor")).bench_local_values(|target| {
+        outputs.slices.par_iter().for_each(|WrittenSlice { name, links }| {
+            let folder = target.join(name);
+            std::fs::create_dir(&folder).expect("mkdir");
+            for (skill, to) in links {
+                std::os::unix::fs::symlink(to, folder.join(skill)).expect("link");
+            }
+        });
+    });
+}
+
+/// A bundle's own files (path, bytes) and its provider links (source, target), as read
+/// from a converged home.
+struct WrittenBundle {
+    own: Vec<(&'static str, Vec<u8>)>,
+    links: Vec<(String, PathBuf)>,
+}
+
+impl WrittenBundle {
+    fn read(bundle: &Path) -> Self {
+        let own = ["manifest.json", "trace.json", "content/instructions.md"]
+            .into_iter()
+            .map(|path| (path, std::fs::read(bundle.join(path)).expect("own file")))
+            .collect();
+        let links = std::fs::read_dir(bundle.join("content/skills"))
+            .expect("skills")
+            .flatten()
+            .map(|link| {
+                (link.file_name().to_string_lossy().into_owned(), std::fs::read_link(link.path()).expect("link"))
+            })
+            .collect();
+        WrittenBundle { own, links }
+    }
+
+    /// Writes the files and links plainly into a new folder.
+    fn write(&self, folder: &Path) {
+        std::fs::create_dir_all(folder.join("content/skills")).expect("mkdir");
+        for (path, bytes) in &self.own {
+            std::fs::write(folder.join(path), bytes).expect("write");
+        }
+        for (source, to) in &self.links {
+            std::os::unix::fs::symlink(to, folder.join("content/skills").join(source)).expect("link");
+        }
+    }
+}
+
+/// The bundles' own files a cold convergence writes, and nothing else: for each of the
+/// seven bundles of the reference home, a folder with its `trace.json`, `manifest.json`
+/// and instructions and its provider links, in parallel. The contract fixes these files
+/// and their formats; no floor of the issue counts them.
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn floor_write_bundle_files(bencher: Bencher) {
+    let estate = estate();
+    let _ = outputs(estate);
+    let bundles_dir = estate.root.join("reference/bundles");
+    let bundles: Vec<WrittenBundle> = std::fs::read_dir(&bundles_dir)
+        .expect("bundles")
+        .flatten()
+        .filter(|entry| entry.path().join("manifest.json").is_file())
+        .map(|entry| WrittenBundle::read(&entry.path()))
+        .collect();
+    assert_eq!(bundles.len(), ROLES.len());
+    bencher.with_inputs(numbered_homes(estate, "bundle-floor")).bench_local_values(|target| {
+        bundles.par_iter().enumerate().for_each(|(index, bundle)| bundle.write(&target.join(index.to_string())));
+    });
+}
+
+/// The writes of one edit and nothing else, for comparison with [`edit_one_skill`]: a
+/// new bundle with the platform bundle's own files (`trace.json`, `manifest.json`,
+/// instructions) and its provider links, one new tree and one new slice of links, and
+/// the index and plan written anew, flushed and renamed over the old ones. No staging,
+/// no journal, no verification, nothing computed.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn floor_write_one_edit(bencher: Bencher) {
+    let estate = estate();
+    let outputs = outputs(estate);
+    let home = estate.root.join("reference");
+    let index = std::fs::read_to_string(home.join("bundles/index.json")).expect("index");
+    let id = index.split("\"platform\": \"").nth(1).and_then(|rest| rest.get(..16)).expect("platform bundle");
+    let bundle = WrittenBundle::read(&home.join("bundles").join(id));
+    let records: Vec<(&str, Vec<u8>)> = ["bundles/index.json", "repository-plan.json"]
+        .into_iter()
+        .map(|path| (path, std::fs::read(home.join(path)).expect("record")))
+        .collect();
+    let (tree, slice) = (&outputs.trees[0], &outputs.slices[0]);
+    let target = new_home(estate, "edit-floor");
+    std::fs::create_dir_all(target.join("bundles")).expect("bundles");
+    let mut round = 0;
+    bencher.bench_local(|| {
+        round += 1;
+        let store = target.join(format!("store-{round}"));
+        std::fs::create_dir(&store).expect("mkdir");
+        for folder in &tree.folders {
+            std::fs::create_dir(store.join(folder)).expect("mkdir");
+        }
+        for (file, bytes) in &tree.files {
+            std::fs::write(store.join(file), bytes).expect("write");
+        }
+        let slice_folder = store.join(&slice.name);
+        std::fs::create_dir(&slice_folder).expect("mkdir");
+        for (skill, to) in &slice.links {
+            std::os::unix::fs::symlink(to, slice_folder.join(skill)).expect("link");
+        }
+        bundle.write(&target.join(format!("bundles/{round}")));
+        // Flushed together, as the transaction flushes its temporaries.
+        records.par_iter().for_each(|(path, bytes)| {
+            let temporary = target.join(format!("{path}.new"));
+            let mut file = std::fs::File::create(&temporary).expect("create");
+            std::io::Write::write_all(&mut file, bytes).expect("write");
+            file.sync_all().expect("flush");
+        });
+        for (path, _) in &records {
+            std::fs::rename(target.join(format!("{path}.new")), target.join(path)).expect("rename");
+        }
+    });
 }
 
 /// Reading every input byte also means listing every folder: the catalogue listings

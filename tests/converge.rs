@@ -389,6 +389,45 @@ fn a_failure_at_any_step_restores_the_previous_artifact_exactly() {
 }
 
 #[test]
+fn a_prepared_unit_swaps_in_only_when_committed_and_dropping_it_changes_nothing() {
+    let previous = [file("person.json", "{\"v\": 1}\n"), file("gone.md", "gone\n")];
+    let next = [file("person.json", "{\"v\": 2}\n"), file("deep/er/new.md", "new\n")];
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path().join("artifact");
+    transaction::apply(&root, &previous, &mut transaction::NoFaults).expect("previous artifact");
+    let before = tree(&root);
+    let parts = [transaction::Part { folder: "", files: &next }];
+    // Staged, every temporary flushed, then dropped: the folders staging made go with
+    // the journal, and the old files stay.
+    let prepared = transaction::prepare(&root, &parts, &mut transaction::NoFaults).expect("prepared");
+    assert!(root.join(transaction::JOURNAL_DIR).is_dir(), "the temporaries wait in the journal folder");
+    assert_eq!(std::fs::read(root.join("person.json")).expect("old"), b"{\"v\": 1}\n", "nothing swapped in yet");
+    drop(prepared);
+    assert_eq!(before, tree(&root), "dropping a prepared unit leaves the directory exactly as it was");
+    assert!(!root.join("deep").exists() && !root.join(transaction::JOURNAL_DIR).exists());
+    // Prepared, then committed: the same outcome as applying it in one go.
+    let mut steps = FailAt { fail_at: 0, seen: 0 };
+    let prepared = transaction::prepare(&root, &parts, &mut steps).expect("prepared");
+    let staging_steps = steps.seen;
+    let outcomes = prepared.commit(&mut steps).expect("committed");
+    assert!(steps.seen > staging_steps, "committing journals and swaps: {} after {staging_steps}", steps.seen);
+    assert_eq!(outcomes[0].written, ["person.json", "deep/er/new.md"]);
+    assert_eq!(outcomes[0].removed, ["gone.md"]);
+    assert_eq!(std::fs::read(root.join("deep/er/new.md")).expect("new"), b"new\n");
+    assert!(!root.join("gone.md").exists() && !root.join(transaction::JOURNAL_DIR).exists());
+    // A failure while committing restores the prepared directory's previous state.
+    let committed = tree(&root);
+    let again = [file("person.json", "{\"v\": 3}\n")];
+    let parts = [transaction::Part { folder: "", files: &again }];
+    let mut counter = FailAt { fail_at: 0, seen: 0 };
+    let prepared = transaction::prepare(&root, &parts, &mut counter).expect("prepared");
+    let fail_at = counter.seen + 1;
+    assert!(prepared.commit(&mut FailAt { fail_at, seen: counter.seen }).is_err(), "the first commit step fails");
+    assert_eq!(committed, tree(&root), "a failed commit restores the directory exactly");
+    assert!(!root.join(transaction::JOURNAL_DIR).exists());
+}
+
+#[test]
 fn an_interrupted_transaction_is_rolled_back_by_the_next_run() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let root = temporary.path().join("artifact");

@@ -278,12 +278,15 @@ impl Session {
             Some(store) if store == crate::store::Store::of_home(home) => store,
             _ => crate::store::Store::of_home(home),
         };
-        // The index and plan are serialized while the bundles are written: on a large
-        // estate the plan is hundreds of kilobytes of JSON, and a watch edit writes one
-        // bundle mostly waiting on the disk.
-        let (materialized, records) = rayon::join(
+        // The index and plan are serialized and staged (written and flushed, nothing
+        // swapped in) while the bundles are written: on a large estate the plan is
+        // hundreds of kilobytes of JSON, and a watch edit writes one bundle mostly waiting
+        // on the disk. They are swapped in once every bundle they name is in place; a
+        // failed materialization drops the staged outputs, leaving the old ones.
+        let artifact = report.artifact.clone();
+        let (materialized, prepared) = rayon::join(
             || materialize_bundles(&bundles_dir, &store, &bundles, &self.verified),
-            || index_and_plan(&model, &bundles, &estate),
+            || prepare_outputs(home, &artifact, &model, index_and_plan(&model, &bundles, &estate), &mut *hooks),
         );
         self.store = Some(store);
         let newly_verified = materialized.map(|(ids, new, reused, written)| {
@@ -294,7 +297,7 @@ impl Session {
         })?;
         progress.phase("materialize bundles");
         let stale = stale_bundles(&bundles_dir, &written, &current);
-        write_outputs(home, &model, records, hooks, &mut report)?;
+        commit_outputs(prepared?, hooks, &mut report)?;
         self.verified.extend(newly_verified);
         progress.phase("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
@@ -678,19 +681,20 @@ fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[Stri
         .collect()
 }
 
-/// Record: the roster artifact (`person.json` among it), `bundles/index.json` and
-/// `repository-plan.json` as one transaction in `home`, so they always name the same
-/// generation: a failure or a crash leaves all three old, success all three new. The
-/// index and plan are removed when the estate has no bundles any more.
-fn write_outputs(
-    home: &Path,
+/// Record, first half: stages the roster artifact (`person.json` among it),
+/// `bundles/index.json` and `repository-plan.json` as one transaction in `home`, so they
+/// always name the same generation: a failure or a crash leaves all three old, success
+/// (after [`commit_outputs`]) all three new. The index and plan are removed when the
+/// estate has no bundles any more.
+fn prepare_outputs<'h>(
+    home: &'h Path,
+    artifact: &Path,
     model: &PersonModel,
     (index_files, plan_files): (Vec<OutputFile>, Vec<OutputFile>),
     hooks: &mut dyn Hooks,
-    report: &mut Report,
-) -> Result<(), HostError> {
+) -> Result<transaction::Prepared<'h>, HostError> {
     let artifact_files = roster_files(model);
-    refuse_symlinked_parents(home, &report.artifact)?;
+    refuse_symlinked_parents(home, artifact)?;
     let mut parts = vec![transaction::Part { folder: ARTIFACT_DIR, files: &artifact_files }];
     let with_index = home.join(BUNDLES_DIR).exists() || !index_files.is_empty();
     if with_index {
@@ -701,7 +705,17 @@ fn write_outputs(
     if with_plan {
         parts.push(transaction::Part { folder: "", files: &plan_files });
     }
-    let mut outcomes = transaction::apply_unit(home, &parts, hooks)?.into_iter();
+    Ok(transaction::prepare(home, &parts, hooks)?)
+}
+
+/// Swaps in the outputs [`prepare_outputs`] staged and counts what was written: the
+/// roster artifact's outcome first, then the index's and the plan's.
+fn commit_outputs(
+    prepared: transaction::Prepared<'_>,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(), HostError> {
+    let mut outcomes = prepared.commit(hooks)?.into_iter();
     report.roster = outcomes.next().unwrap_or_default();
     report.files_written += report.roster.written.len();
     for outcome in outcomes {

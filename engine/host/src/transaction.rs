@@ -78,7 +78,7 @@ pub enum Step<'a> {
 }
 
 /// Called before every mutating step; returning an error makes that step fail.
-pub trait Hooks {
+pub trait Hooks: Send {
     fn before(&mut self, step: Step<'_>) -> io::Result<()>;
 }
 
@@ -623,15 +623,19 @@ pub struct Part<'a> {
 /// run) leaves all parts as they were, and success leaves all of them new. Returns one
 /// outcome per part, in order, with paths relative to the part.
 pub fn apply_unit(root: &Path, parts: &[Part<'_>], hooks: &mut dyn Hooks) -> Result<Vec<Outcome>, TransactionError> {
-    let parts: Vec<UnitPart<'_>> = parts
+    run_unit(root, &unit_parts(parts), &OUTPUT_DIRECTORY, hooks)
+}
+
+/// The parts of a unit of output files, as the transaction plans them.
+fn unit_parts<'a>(parts: &[Part<'a>]) -> Vec<UnitPart<'a>> {
+    parts
         .iter()
         .map(|part| UnitPart {
             folder: part.folder,
             entries: part.files.iter().map(Entry::file).collect(),
             details: None,
         })
-        .collect();
-    run_unit(root, &parts, &OUTPUT_DIRECTORY, hooks)
+        .collect()
 }
 
 /// How many written temporaries wait, open, to be flushed together.
@@ -706,15 +710,25 @@ fn plan_part(root: &Path, part: &UnitPart<'_>, books: &Bookkeeping) -> Result<Pa
     })
 }
 
-/// Stages every write of every part, journals every swap in one write, then swaps them
-/// all; fills in each part's written and removed paths, and returns every removed path
-/// relative to the root.
-fn stage_and_swap(
+/// Every write of a unit staged: the temporaries (those before `flushed` on disk), and the
+/// removals with the backup names they will be moved to.
+struct StagedUnit {
+    staged: Vec<Staged>,
+    flushed: usize,
+    removals: Vec<(String, String)>,
+    removed: Vec<String>,
+}
+
+/// Stages every write of every part and fills in each part's written and removed paths.
+/// With `flush_all`, every temporary is on disk when it returns; otherwise the last ones
+/// are flushed by [`swap_staged`], beside the journal.
+fn stage_all(
     journal: &mut Journal<'_>,
     plans: &mut [PartPlan],
     parts: &[UnitPart<'_>],
+    flush_all: bool,
     hooks: &mut dyn Hooks,
-) -> Result<Vec<String>, TransactionError> {
+) -> Result<StagedUnit, TransactionError> {
     let mut staged = Vec::new();
     let mut flushed = 0;
     let mut removals = Vec::new();
@@ -736,6 +750,21 @@ fn stage_and_swap(
             removed.push(path.clone());
         }
     }
+    if flush_all {
+        flush_temporaries(&mut staged[flushed..])?;
+        flushed = staged.len();
+    }
+    Ok(StagedUnit { staged, flushed, removals, removed })
+}
+
+/// Journals every swap of a staged unit in one write, swaps them all and journals the
+/// commit; returns every removed path relative to the root.
+fn swap_staged(
+    journal: &mut Journal<'_>,
+    unit: StagedUnit,
+    hooks: &mut dyn Hooks,
+) -> Result<Vec<String>, TransactionError> {
+    let StagedUnit { mut staged, flushed, removals, removed } = unit;
     let mut intent: Vec<Action> = staged
         .iter()
         .map(|file| match &file.backup {
@@ -761,6 +790,41 @@ fn run_unit(
     books: &Bookkeeping,
     hooks: &mut dyn Hooks,
 ) -> Result<Vec<Outcome>, TransactionError> {
+    prepare_unit(root, parts, books, false, hooks)?.commit(hooks)
+}
+
+/// A unit planned and staged, nothing visible swapped yet: [`Prepared::commit`] swaps it
+/// in, and dropping it uncommitted rolls back what staging did (folders it created, the
+/// journal folder).
+pub struct Prepared<'r> {
+    root: &'r Path,
+    plans: Vec<PartPlan>,
+    /// `None` when there is nothing to write or remove.
+    work: Option<(Journal<'r>, StagedUnit)>,
+    created_root: bool,
+    /// The journal's parent when this unit created it.
+    created_journal_parent: Option<PathBuf>,
+}
+
+/// Plans a unit and stages every write of it, with every temporary flushed, so that what
+/// is left for [`Prepared::commit`] is the journal, the swaps and the commit. A writer
+/// whose outputs must wait for other work (the index of bundles still being written)
+/// prepares beside that work and commits after it.
+pub fn prepare<'r>(
+    root: &'r Path,
+    parts: &[Part<'_>],
+    hooks: &mut dyn Hooks,
+) -> Result<Prepared<'r>, TransactionError> {
+    prepare_unit(root, &unit_parts(parts), &OUTPUT_DIRECTORY, true, hooks)
+}
+
+fn prepare_unit<'r>(
+    root: &'r Path,
+    parts: &[UnitPart<'_>],
+    books: &Bookkeeping,
+    flush_all: bool,
+    hooks: &mut dyn Hooks,
+) -> Result<Prepared<'r>, TransactionError> {
     match fs::symlink_metadata(root) {
         Ok(metadata) if metadata.file_type().is_symlink() => return Err(refused(root, "it is a symbolic link")),
         Ok(metadata) if !metadata.is_dir() => return Err(refused(root, "it is not a directory")),
@@ -772,8 +836,11 @@ fn run_unit(
     if let Some(first) = plans.first_mut() {
         first.outcome.recovered |= recovered;
     }
+    let mut prepared =
+        Prepared { root, plans: Vec::new(), work: None, created_root: false, created_journal_parent: None };
     if plans.iter().all(|plan| plan.writes.is_empty() && plan.removals.is_empty()) {
-        return Ok(plans.into_iter().map(|plan| plan.outcome).collect());
+        prepared.plans = plans;
+        return Ok(prepared);
     }
     let mut journal = Journal {
         root,
@@ -784,44 +851,88 @@ fn run_unit(
         temporaries: 0,
         changed: false,
     };
-    let mut created_root = false;
     // A journal inside the record's folder needs that folder before the first step.
     let journal_parent = journal.directory.parent().filter(|parent| *parent != root).map(Path::to_path_buf);
-    let mut created_journal_parent = false;
-    let result = (|| -> Result<Vec<String>, TransactionError> {
+    let staged = (|| -> Result<StagedUnit, TransactionError> {
         if !root_exists {
             hooks.before(Step::CreateDirectory(root)).map_err(io_error(root))?;
             fs::create_dir_all(root).map_err(io_error(root))?;
-            created_root = true;
+            prepared.created_root = true;
         }
         if let Some(parent) = journal_parent.as_deref().filter(|parent| !parent.is_dir()) {
             hooks.before(Step::CreateDirectory(parent)).map_err(io_error(parent))?;
             fs::create_dir(parent).map_err(io_error(parent))?;
-            created_journal_parent = true;
+            prepared.created_journal_parent = Some(parent.to_path_buf());
         }
-        stage_and_swap(&mut journal, &mut plans, parts, hooks)
+        stage_all(&mut journal, &mut plans, parts, flush_all, hooks)
     })();
-    match result {
-        Ok(removed) => {
-            // Committed: the journal only holds backups now. A failure to delete them is
-            // harmless (the next run sees the commit line and deletes them).
-            let _ = fs::remove_dir_all(&journal.directory);
-            remove_empty_folders(root, &removed);
-            Ok(plans.into_iter().map(|plan| plan.outcome).collect())
+    match staged {
+        Ok(unit) => {
+            prepared.plans = plans;
+            prepared.work = Some((journal, unit));
+            Ok(prepared)
         }
-        Err(mut error) => {
-            roll_back(journal.root, &journal.directory, &journal.actions)?;
+        Err(error) => Err(prepared.roll_back(journal, error)),
+    }
+}
+
+impl Prepared<'_> {
+    /// Swaps every staged write in and removes what goes, as one unit (a failure, or a
+    /// crash recovered by the next run, leaves every part as it was). Returns one outcome
+    /// per part, in order, with paths relative to the part.
+    pub fn commit(mut self, hooks: &mut dyn Hooks) -> Result<Vec<Outcome>, TransactionError> {
+        let Some((mut journal, unit)) = self.work.take() else {
+            return Ok(std::mem::take(&mut self.plans).into_iter().map(|plan| plan.outcome).collect());
+        };
+        match swap_staged(&mut journal, unit, hooks) {
+            Ok(removed) => {
+                // Committed: the journal only holds backups now. A failure to delete them
+                // is harmless (the next run sees the commit line and deletes them).
+                let _ = fs::remove_dir_all(&journal.directory);
+                remove_empty_folders(self.root, &removed);
+                Ok(std::mem::take(&mut self.plans).into_iter().map(|plan| plan.outcome).collect())
+            }
+            Err(error) => Err(self.roll_back(journal, error)),
+        }
+    }
+
+    /// Undoes what the journal says was done, removes the journal folder and what this
+    /// unit created for it; returns `error`, telling whether anything had to be restored
+    /// (or the failure to restore).
+    fn roll_back(&mut self, journal: Journal<'_>, mut error: TransactionError) -> TransactionError {
+        if let Err(failed) = roll_back(journal.root, &journal.directory, &journal.actions) {
+            return failed;
+        }
+        let _ = fs::remove_dir_all(&journal.directory);
+        if let Some(parent) = self.created_journal_parent.take() {
+            let _ = fs::remove_dir(parent);
+        }
+        if std::mem::take(&mut self.created_root) {
+            let _ = fs::remove_dir(self.root);
+            if let TransactionError::Io { restored, .. } = &mut error {
+                *restored = true;
+            }
+        }
+        if let TransactionError::Io { restored, .. } = &mut error {
+            *restored |= journal.changed;
+        }
+        error
+    }
+}
+
+impl Drop for Prepared<'_> {
+    /// An uncommitted unit changed nothing visible but the folders its staging made:
+    /// they go with the journal folder.
+    fn drop(&mut self) {
+        if let Some((journal, _)) = self.work.take() {
+            let _ = roll_back(journal.root, &journal.directory, &journal.actions);
             let _ = fs::remove_dir_all(&journal.directory);
-            if let Some(parent) = journal_parent.filter(|_| created_journal_parent) {
+            if let Some(parent) = self.created_journal_parent.take() {
                 let _ = fs::remove_dir(parent);
             }
-            if created_root {
-                let _ = fs::remove_dir(root);
+            if self.created_root {
+                let _ = fs::remove_dir(self.root);
             }
-            if let TransactionError::Io { restored, .. } = &mut error {
-                *restored = journal.changed || created_root;
-            }
-            Err(error)
         }
     }
 }
