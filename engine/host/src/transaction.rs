@@ -896,25 +896,28 @@ impl Prepared<'_> {
         }
     }
 
-    /// Undoes what the journal says was done, removes the journal folder and what this
-    /// unit created for it; returns `error`, telling whether anything had to be restored
-    /// (or the failure to restore).
-    fn roll_back(&mut self, journal: Journal<'_>, mut error: TransactionError) -> TransactionError {
-        if let Err(failed) = roll_back(journal.root, &journal.directory, &journal.actions) {
-            return failed;
-        }
+    /// Undoes what the journal says was done, then removes the journal folder and what
+    /// this unit created for it. A failed undo keeps the journal for the next run.
+    fn undo(&mut self, journal: &Journal<'_>) -> Result<(), TransactionError> {
+        roll_back(journal.root, &journal.directory, &journal.actions)?;
         let _ = fs::remove_dir_all(&journal.directory);
         if let Some(parent) = self.created_journal_parent.take() {
             let _ = fs::remove_dir(parent);
         }
-        if std::mem::take(&mut self.created_root) {
+        if self.created_root {
             let _ = fs::remove_dir(self.root);
-            if let TransactionError::Io { restored, .. } = &mut error {
-                *restored = true;
-            }
+        }
+        Ok(())
+    }
+
+    /// [`Prepared::undo`] after `error`; returns `error`, telling whether anything had
+    /// to be restored (or the failure to restore).
+    fn roll_back(&mut self, journal: Journal<'_>, mut error: TransactionError) -> TransactionError {
+        if let Err(failed) = self.undo(&journal) {
+            return failed;
         }
         if let TransactionError::Io { restored, .. } = &mut error {
-            *restored |= journal.changed;
+            *restored = journal.changed || self.created_root;
         }
         error
     }
@@ -925,14 +928,7 @@ impl Drop for Prepared<'_> {
     /// they go with the journal folder.
     fn drop(&mut self) {
         if let Some((journal, _)) = self.work.take() {
-            let _ = roll_back(journal.root, &journal.directory, &journal.actions);
-            let _ = fs::remove_dir_all(&journal.directory);
-            if let Some(parent) = self.created_journal_parent.take() {
-                let _ = fs::remove_dir(parent);
-            }
-            if self.created_root {
-                let _ = fs::remove_dir(self.root);
-            }
+            let _ = self.undo(&journal);
         }
     }
 }
