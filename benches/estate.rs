@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use acompose_host::NoProgress;
-use acompose_host::session::Session;
-use acompose_host::transaction::NoFaults;
+use acompose_driver::NoProgress;
+use acompose_driver::session::Session;
+use acompose_driver::transaction::NoFaults;
 use divan::Bencher;
 use rayon::prelude::*;
 
@@ -278,7 +278,7 @@ fn edit_one_skill(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "watch");
     let progress = NoProgress;
-    let config = acompose_host::home::read_config(&home, &progress).expect("config");
+    let config = acompose_driver::home::read_config(&home, &progress).expect("config");
     let mut session = Session::default();
     session.defer_pruning = true;
     session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
@@ -304,7 +304,7 @@ fn edit_one_skill_recompute_only(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "recompute");
     let progress = NoProgress;
-    let config = acompose_host::home::read_config(&home, &progress).expect("config");
+    let config = acompose_driver::home::read_config(&home, &progress).expect("config");
     let mut session = Session::default();
     session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
     let edited = estate.projects.join("estate/repo-001/.agents/skills/skill-001-05/SKILL.md");
@@ -563,10 +563,10 @@ fn noop_check_in_process(bencher: Bencher) {
     converge_process(estate, &home);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     converge_process(estate, &home);
-    let text = acompose_host::cache::read(&home).expect("cache").expect("written");
+    let text = acompose_driver::cache::read(&home).expect("cache").expect("written");
     let identity = text.lines().nth(1).and_then(|line| line.strip_prefix("identity\t")).expect("identity").to_owned();
     bencher.bench_local(|| {
-        let mut counters = acompose_host::cache::CheckCounters::default();
-        assert!(acompose_host::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
+        let mut counters = acompose_driver::cache::CheckCounters::default();
+        assert!(acompose_driver::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
     });
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use acompose_engine::OutputFile;
-use acompose_host::transaction::{self, Hooks, Step};
+use acompose_driver::transaction::{self, Hooks, Step};
 use common::{acompose, acompose_with};
 
 /// Every file under `root` (following nothing) with its bytes and mtime.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::layout::{LAYOUTS, Scope};
 use acompose_engine::projection::Mode;
-use acompose_host::projection::{Request, project};
-use acompose_host::transaction::{Hooks, NoFaults, Step};
+use acompose_driver::projection::{Request, project};
+use acompose_driver::transaction::{Hooks, NoFaults, Step};
 use common::{acompose, copy_dir};
 
 /// A composed bundle of one of the compose fixtures, in its own temporary estate.
@@ -258,7 +258,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             let mut hooks = FailAt { fail_at: step, seen: 0 };
             match project(&second, &mut hooks) {
                 Err(error) => {
-                    assert_eq!(error.blame(), acompose_host::Blame::Environment, "{error}");
+                    assert_eq!(error.blame(), acompose_driver::Blame::Environment, "{error}");
                     assert_eq!(tree(target.path()), before, "{mode:?}: after a fault at step {step}");
                 }
                 Ok(report) => {

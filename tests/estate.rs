@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_engine::Database;
-use acompose_host::NoProgress;
-use acompose_host::session::Session;
-use acompose_host::transaction::NoFaults;
+use acompose_driver::NoProgress;
+use acompose_driver::session::Session;
+use acompose_driver::transaction::NoFaults;
 use common::{acompose, backdate_folders};
 
 fn skill(name: &str, body: &str) -> String {
@@ -68,7 +68,7 @@ fn quiet() -> NoProgress {
 }
 
 fn config(home: &Path) -> acompose_engine::converge::HostConfig {
-    acompose_host::home::read_config(home, &quiet()).expect("config")
+    acompose_driver::home::read_config(home, &quiet()).expect("config")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
@@ -296,10 +296,10 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     // The cache is written later than two seconds after the read (a long convergence,
     // or watch mode waiting for the inputs to settle).
     std::thread::sleep(Duration::from_millis(2200));
-    let cache = acompose_host::convergence::fingerprints(&session, &home, &projects, &report);
+    let cache = acompose_driver::convergence::fingerprints(&session, &home, &projects, &report);
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
     match recorded {
-        Some(acompose_host::load::Observed::File(stat, _)) => {
+        Some(acompose_driver::load::Observed::File(stat, _)) => {
             assert_eq!(stat.modified_nanos, 0, "the fresh file's time is smudged")
         }
         other => panic!("the fresh file is not recorded as a file: {other:?}"),
@@ -578,10 +578,10 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
 /// bundles are written.
 struct FailingWrites;
 
-impl acompose_host::transaction::Hooks for FailingWrites {
-    fn before(&mut self, step: acompose_host::transaction::Step<'_>) -> std::io::Result<()> {
+impl acompose_driver::transaction::Hooks for FailingWrites {
+    fn before(&mut self, step: acompose_driver::transaction::Step<'_>) -> std::io::Result<()> {
         match step {
-            acompose_host::transaction::Step::WriteTemporary(path) if path.ends_with(".acompose-written") => Ok(()),
+            acompose_driver::transaction::Step::WriteTemporary(path) if path.ends_with(".acompose-written") => Ok(()),
             _ => Err(std::io::Error::other("injected failure")),
         }
     }

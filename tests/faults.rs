@@ -10,9 +10,9 @@ mod common;
 use std::path::Path;
 use std::sync::Mutex;
 
-use acompose_host::convergence::{BareRun, converge_home_with};
-use acompose_host::transaction::{Hooks, NoFaults, Step};
-use acompose_host::{HostError, Progress};
+use acompose_driver::convergence::{BareRun, converge_home_with};
+use acompose_driver::transaction::{Hooks, NoFaults, Step};
+use acompose_driver::{HostError, Progress};
 use common::{change_estate, debris, generated_estate, generation};
 
 /// Fails the `fail_at`-th write (1-based) with `kind`; counts every write it sees.
@@ -64,7 +64,7 @@ fn assert_indexed_bundles_verify(home: &Path, context: &str) {
     let Ok(bytes) = std::fs::read(home.join("bundles/index.json")) else { return };
     let index = acompose_engine::estate::parse_index(&bytes).expect("the index parses");
     for id in index.values() {
-        let verified = acompose_host::bundle::verify_directory(&home.join("bundles").join(id));
+        let verified = acompose_driver::bundle::verify_directory(&home.join("bundles").join(id));
         assert!(verified.is_ok(), "{context}: bundle {id} does not verify: {verified:?}");
     }
 }

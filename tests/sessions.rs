@@ -1,5 +1,5 @@
 //! People sessions with fake runners: small shell scripts on a `PATH` of the test's own,
-//! started through the host (`acompose_host::people::session_runner`) and through the
+//! started through the host (`acompose_driver::people::session_runner`) and through the
 //! real binary. Each script records its arguments, environment and working folder
 //! outside the workspace, so the test can compare them with the review and check that
 //! the one-time task reached argv and no file of the workspace.
@@ -18,12 +18,12 @@ use acompose_engine::people::runner::RUNNERS;
 use acompose_engine::people::session::{SessionRecord, Status, Timestamp, record_bytes};
 use acompose_engine::people::{Isolation, Person};
 
-use acompose_host::people::process;
-use acompose_host::people::session_runner::{LaunchOptions, start_session};
-use acompose_host::people::sessions::{
+use acompose_driver::people::process;
+use acompose_driver::people::session_runner::{LaunchOptions, start_session};
+use acompose_driver::people::sessions::{
     Clock, FixedClock, StartOptions, discover_runners, list_sessions, review_session, stop_session,
 };
-use acompose_host::people::{Stop, Workspace};
+use acompose_driver::people::{Stop, Workspace};
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ fn clock() -> Arc<dyn Clock> {
 }
 
 /// Reads the terminal until it closes, so a chatty runner never blocks on a full PTY.
-fn drain(handle: &acompose_host::people::session_runner::SessionHandle) {
+fn drain(handle: &acompose_driver::people::session_runner::SessionHandle) {
     if let Ok(mut reader) = handle.reader() {
         std::thread::spawn(move || {
             let _ = std::io::copy(&mut reader, &mut std::io::sink());

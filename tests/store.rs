@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use acompose_engine::Database;
-use acompose_host::NoProgress;
-use acompose_host::bundle::{Placement, Verification, materialize_into, verify_directory};
-use acompose_host::load::Loader;
-use acompose_host::session::Session;
-use acompose_host::store::Store;
-use acompose_host::transaction::NoFaults;
+use acompose_driver::NoProgress;
+use acompose_driver::bundle::{Placement, Verification, materialize_into, verify_directory};
+use acompose_driver::load::Loader;
+use acompose_driver::session::Session;
+use acompose_driver::store::Store;
+use acompose_driver::transaction::NoFaults;
 use common::{acompose, copy_dir};
 
 fn skill(name: &str, body: &str) -> String {
@@ -50,8 +50,8 @@ fn estate(root: &Path) -> (PathBuf, PathBuf) {
     (home, projects)
 }
 
-fn converge(session: &mut Session, home: &Path, projects: &Path) -> acompose_host::session::Report {
-    let config = acompose_host::home::read_config(home, &NoProgress).expect("config");
+fn converge(session: &mut Session, home: &Path, projects: &Path) -> acompose_driver::session::Report {
+    let config = acompose_driver::home::read_config(home, &NoProgress).expect("config");
     session.converge(home, projects, &config, &NoProgress, &mut NoFaults, true).expect("converge")
 }
 
@@ -168,7 +168,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
     let mut db = Database::default();
     let mut loader = Loader::default();
     let prepared =
-        acompose_host::request::prepare(&mut db, &mut loader, &root.join("request.kdl"), &root.join("projects"), None)
+        acompose_driver::request::prepare(&mut db, &mut loader, &root.join("request.kdl"), &root.join("projects"), None)
             .expect("prepare");
     let out = root.join("out");
     let store = Store::at(root.join("store"));
@@ -188,7 +188,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
     }
     let again = materialize_into(&out, prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || Ok(()))
         .expect("the next run recovers");
-    assert_eq!(again.outcome, acompose_host::bundle::Materialized::New);
+    assert_eq!(again.outcome, acompose_driver::bundle::Materialized::New);
     let placed = out.join(&prepared.bundle.id);
     let own_and_links =
         walkdir::WalkDir::new(&placed).into_iter().flatten().filter(|entry| !entry.file_type().is_dir()).count();
@@ -209,7 +209,7 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Edited after it was read."));
     // The same session, not told about the edit, converges into a home with an empty store.
-    let config = acompose_host::home::read_config(&other, &NoProgress).expect("config");
+    let config = acompose_driver::home::read_config(&other, &NoProgress).expect("config");
     let error = session.converge(&other, &projects, &config, &NoProgress, &mut NoFaults, false).expect_err("refused");
     assert!(error.to_string().contains("changed while it was being composed"), "{error}");
     let store = Store::of_home(&other);
@@ -488,7 +488,7 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
     let (mut watcher, _) =
-        acompose_host::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress).expect("watch");
+        acompose_driver::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress).expect("watch");
     let home_flag = home.to_str().expect("utf-8");
     let collect = || {
         let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);
@@ -500,7 +500,7 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Watched."));
     // Bounded: the watcher reports each batch of events; a few hundred rounds is ample.
     for _ in 0..300 {
-        if let acompose_host::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
+        if let acompose_driver::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
             break;
         }
     }

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_host::export::{export, import};
-use acompose_host::home::{BUNDLES_DIR, resolve_home};
-use acompose_host::placement::{Target, destination};
+use acompose_driver::export::{export, import};
+use acompose_driver::home::{BUNDLES_DIR, resolve_home};
+use acompose_driver::placement::{Target, destination};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};

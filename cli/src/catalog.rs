@@ -9,8 +9,8 @@ use acompose_engine::render::tint;
 use acompose_engine::snapshot::to_json_bytes;
 use serde::Serialize;
 
-use acompose_host::artifact::load_model;
-use acompose_host::load::Loader;
+use acompose_driver::artifact::load_model;
+use acompose_driver::load::Loader;
 
 use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Bundle;
 use acompose_engine::{Database, render};
-use acompose_host::bundle::Materialized;
-use acompose_host::compose_cache;
-use acompose_host::convergence::Stats;
-use acompose_host::home::{BUNDLES_DIR, projects_root, resolve_home};
-use acompose_host::load::Loader;
-use acompose_host::placement::{Target, destination, place};
-use acompose_host::request::{Prepared, prepare};
+use acompose_driver::bundle::Materialized;
+use acompose_driver::compose_cache;
+use acompose_driver::convergence::Stats;
+use acompose_driver::home::{BUNDLES_DIR, projects_root, resolve_home};
+use acompose_driver::load::Loader;
+use acompose_driver::placement::{Target, destination, place};
+use acompose_driver::request::{Prepared, prepare};
 
 use crate::terminal::{Terminal, report_error, report_warnings, stats_line};
 use crate::{exit, print_stdout};

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_engine::diagnostic::sanitize;
-use acompose_host::NoProgress;
-use acompose_host::cache;
-use acompose_host::convergence::{BareRun, Stats, converge_home};
-use acompose_host::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
-use acompose_host::mounts::{MountReport, deliver};
-use acompose_host::session::Report;
+use acompose_driver::NoProgress;
+use acompose_driver::cache;
+use acompose_driver::convergence::{BareRun, Stats, converge_home};
+use acompose_driver::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
+use acompose_driver::mounts::{MountReport, deliver};
+use acompose_driver::session::Report;
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary};

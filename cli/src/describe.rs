@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use acompose_engine::describe::{self, WhyError};
-use acompose_host::bundle::read_provenance as load;
+use acompose_driver::bundle::read_provenance as load;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};

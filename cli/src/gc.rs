@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use acompose_host::gc::gc;
-use acompose_host::home::resolve_home;
+use acompose_driver::gc::gc;
+use acompose_driver::home::resolve_home;
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};

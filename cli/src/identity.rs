@@ -8,7 +8,7 @@ use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::projection::{identity_row, whoami_text};
-use acompose_host::launch::find_nearest;
+use acompose_driver::launch::find_nearest;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::layout;
 use acompose_engine::render;
-use acompose_host::home::{projects_root, resolve_home};
-use acompose_host::launch::{LaunchRequest, exec, prepare};
+use acompose_driver::home::{projects_root, resolve_home};
+use acompose_driver::launch::{LaunchRequest, exec, prepare};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error};

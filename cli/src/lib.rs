@@ -1,5 +1,5 @@
 //! The acompose command line: parses arguments, dispatches each command to the host
-//! (`acompose_host`), renders its reports and diagnostics, and chooses the exit code.
+//! (`acompose_driver`), renders its reports and diagnostics, and chooses the exit code.
 //! Reads and writes no file itself: every disk access is the host's.
 
 pub mod bundle;
@@ -26,7 +26,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use acompose_host::load::{Location, Selection};
+use acompose_driver::load::{Location, Selection};
 use clap::{Args, Parser, Subcommand};
 
 use crate::terminal::{ColorChoice, Terminal};

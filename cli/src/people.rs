@@ -1,5 +1,5 @@
 //! `acompose people …`: durable, reviewed collaborators in a workspace. Parses the
-//! arguments, reads the workspace through the host (`acompose_host::people`), hands bytes to
+//! arguments, reads the workspace through the host (`acompose_driver::people`), hands bytes to
 //! `acompose_engine::people` and prints its reports. Only `start` runs anything: a
 //! reviewed runner, through the host's session runner (`session`).
 
@@ -12,7 +12,7 @@ mod session;
 use std::path::PathBuf;
 
 use acompose_engine::people::{report, workspace};
-use acompose_host::people::{Stop, Workspace, checked_id, existing_person, initialise, save_person};
+use acompose_driver::people::{Stop, Workspace, checked_id, existing_person, initialise, save_person};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use acompose_host::{Findings, Progress};
+use acompose_driver::{Findings, Progress};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::print_stderr;

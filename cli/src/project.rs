@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::layout::{self, Scope};
 use acompose_engine::projection::Mode;
-use acompose_host::projection::{Request, default_target, project};
-use acompose_host::transaction::NoFaults;
+use acompose_driver::projection::{Request, default_target, project};
+use acompose_driver::transaction::NoFaults;
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};

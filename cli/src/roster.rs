@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use acompose_engine::Database;
 use acompose_engine::render;
-use acompose_host::artifact::{load_model, write_roster};
-use acompose_host::load::{EMBEDDED, Loader, Location, Selection, label_of};
+use acompose_driver::artifact::{load_model, write_roster};
+use acompose_driver::load::{EMBEDDED, Loader, Location, Selection, label_of};
 
 use crate::terminal::{Terminal, count_summary, render_diagnostics, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
@@ -78,7 +78,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     match args.command {
         Some(RosterCommand::Validate(validate)) => {
             let selection = validate.source.selection(validate.core_rules);
-            let validation = acompose_host::artifact::validate(&mut db, &mut loader, &selection);
+            let validation = acompose_driver::artifact::validate(&mut db, &mut loader, &selection);
             let diagnostics = &validation.findings.diagnostics;
             if validate.json {
                 print_stdout(&String::from_utf8_lossy(&diagnostics_json(diagnostics)));

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 use acompose_engine::people::report;
-use acompose_host::people::Stop;
+use acompose_driver::people::Stop;
 use acompose_server::{Options, ServeError};
 
 use crate::terminal::Terminal;

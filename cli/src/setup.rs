@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use acompose_engine::converge::{CONFIG_FILE, KeyChange};
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::layout;
-use acompose_host::convergence::converge_home;
-use acompose_host::home::{projects_root, read_config, resolve_home};
-use acompose_host::mounts::{deliver, enable};
+use acompose_driver::convergence::converge_home;
+use acompose_driver::home::{projects_root, read_config, resolve_home};
+use acompose_driver::mounts::{deliver, enable};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error};

@@ -11,9 +11,9 @@ use crate::print_stderr;
 use acompose_engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
 use acompose_engine::render::Palette;
 use acompose_engine::{Diagnostic, Severity};
-use acompose_host::convergence::Stats;
-use acompose_host::session::Report;
-use acompose_host::{Blame, Findings, HostError};
+use acompose_driver::convergence::Stats;
+use acompose_driver::session::Report;
+use acompose_driver::{Blame, Findings, HostError};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -2,7 +2,7 @@
 //! anything but folders and regular files) and re-checks it with the engine; this module
 //! prints the result.
 
-use acompose_host::bundle::verify_directory;
+use acompose_driver::bundle::verify_directory;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use acompose_host::home::{projects_root, resolve_home};
-use acompose_host::watch::{WatchEvent, Watcher};
+use acompose_driver::home::{projects_root, resolve_home};
+use acompose_driver::watch::{WatchEvent, Watcher};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, summary};

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use acompose_engine::people::Finding;
-use acompose_host::people::Stop;
+use acompose_driver::people::Stop;
 
 /// The largest request body accepted, in bytes: a 64 KiB file, escaped inside a JSON
 /// envelope, fits with room to spare.
@@ -103,8 +103,8 @@ impl From<Stop> for ApiError {
     }
 }
 
-impl From<acompose_host::people::FileError> for ApiError {
-    fn from(error: acompose_host::people::FileError) -> Self {
+impl From<acompose_driver::people::FileError> for ApiError {
+    fn from(error: acompose_driver::people::FileError) -> Self {
         Self::from(Stop::Io(error))
     }
 }

@@ -1,5 +1,5 @@
 //! `acompose serve`: a local JSON API and web page over the same driver functions as
-//! the cli (`acompose_host::people`). Owns binding to loopback only, the per-run token,
+//! the cli (`acompose_driver::people`). Owns binding to loopback only, the per-run token,
 //! the Host/Origin and security-header guard, the HTTP routes and the embedded page.
 //!
 //! It implements no rule of its own: every check of a Person, a binding, an import or a
@@ -28,7 +28,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use acompose_host::people::{Stop, Workspace};
+use acompose_driver::people::{Stop, Workspace};
 
 pub use error::MAX_REQUEST_BYTES;
 use state::AppState;

@@ -15,8 +15,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use acompose_engine::people::session::SessionRecord;
-use acompose_host::people::Stop;
-use acompose_host::people::session_runner::{Resizer, SessionHandle, Stopper, TerminalSize};
+use acompose_driver::people::Stop;
+use acompose_driver::people::session_runner::{Resizer, SessionHandle, Stopper, TerminalSize};
 use tokio::sync::broadcast;
 
 /// The most output kept for a view that opens later, in bytes.

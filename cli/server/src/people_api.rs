@@ -20,7 +20,7 @@ use acompose_engine::people::recipe::{self, Syntax};
 use acompose_engine::people::resolve::{self as resolution, Assignment};
 use acompose_engine::people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
 use acompose_engine::people::{Finding, Person, document, is_slug, json as people_json, printable, report};
-use acompose_host::people as host;
+use acompose_driver::people as host;
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::state::AppState;

@@ -19,9 +19,9 @@ use acompose_engine::people::document;
 use acompose_engine::people::runner::PromptIntake;
 use acompose_engine::people::session::{Status, is_session_id};
 use acompose_engine::people::session_report::{review_json, sessions_json};
-use acompose_host::people as host;
-use acompose_host::people::session_runner::{LaunchOptions, TerminalSize, start_session};
-use acompose_host::people::sessions::{
+use acompose_driver::people as host;
+use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
+use acompose_driver::people::sessions::{
     DEFAULT_GRACE, Reviewed, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,
 };
 

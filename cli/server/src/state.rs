@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::sync::Mutex;
 
-use acompose_host::people::Workspace;
+use acompose_driver::people::Workspace;
 use tokio::sync::watch;
 
 use crate::live::LiveSessions;

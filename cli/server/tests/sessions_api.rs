@@ -212,9 +212,9 @@ fn a_started_session_streams_its_terminal_takes_input_reopens_and_stops() {
 
 #[test]
 fn stopping_the_server_ends_its_own_sessions_and_no_other() {
-    use acompose_host::people::Workspace;
-    use acompose_host::people::session_runner::{LaunchOptions, start_session};
-    use acompose_host::people::sessions::{StartOptions, SystemClock, review_session, stop_session};
+    use acompose_driver::people::Workspace;
+    use acompose_driver::people::session_runner::{LaunchOptions, start_session};
+    use acompose_driver::people::sessions::{StartOptions, SystemClock, review_session, stop_session};
 
     let server = sandbox();
     let own = server.post("/api/v1/sessions", &start_body(serde_json::json!({})));

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use acompose_host::people::Stop;
-use acompose_host::people::session_runner::{Finished, Resizer, SessionHandle, Stopper, TerminalSize};
+use acompose_driver::people::Stop;
+use acompose_driver::people::session_runner::{Finished, Resizer, SessionHandle, Stopper, TerminalSize};
 use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGWINCH};
 

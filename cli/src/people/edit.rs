@@ -4,7 +4,7 @@
 
 use acompose_engine::people::{Avatar, Isolation, Person};
 
-use acompose_host::people::{Stop, Workspace, checked_id, create_person, existing_person, save_person};
+use acompose_driver::people::{Stop, Workspace, checked_id, create_person, existing_person, save_person};
 
 use super::WorkspaceArgs;
 use crate::print_stdout;

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use acompose_engine::people::hire::{self, Overrides};
 use acompose_engine::people::report;
 
-use acompose_host::people::storage::{input_label, read_input_file};
-use acompose_host::people::{Stop, Workspace, checked_id, create_person};
+use acompose_driver::people::storage::{input_label, read_input_file};
+use acompose_driver::people::{Stop, Workspace, checked_id, create_person};
 
 use super::WorkspaceArgs;
 use crate::print_stdout;

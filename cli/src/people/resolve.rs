@@ -11,8 +11,8 @@ use acompose_engine::people::{Finding, printable, report};
 
 use super::WorkspaceArgs;
 use crate::{print_stderr, print_stdout};
-use acompose_host::people::storage::{input_label, read_input_file};
-use acompose_host::people::{Stop, Workspace};
+use acompose_driver::people::storage::{input_label, read_input_file};
+use acompose_driver::people::{Stop, Workspace};
 
 #[derive(Debug, clap::Args)]
 pub struct ResolveArgs {
@@ -49,7 +49,7 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     let bytes = read_input_file(&args.recipe)?;
     let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
     let workspace = Workspace::open(&args.workspace.workspace)?;
-    let validation = acompose_host::people::roster_for_resolution(&workspace)?;
+    let validation = acompose_driver::people::roster_for_resolution(&workspace)?;
     if !validation.findings.is_empty() && !args.json {
         let warnings: Vec<Finding> = validation
             .findings

@@ -1,5 +1,5 @@
 //! `people runners`, `people start`, `people sessions` and `people stop`: the cli of
-//! People sessions. It parses, calls `acompose_host::people::sessions` and
+//! People sessions. It parses, calls `acompose_driver::people::sessions` and
 //! `session_runner`, prints the engine's reports and attaches the terminal
 //! (`attach`). The start review is printed before anything runs.
 
@@ -11,11 +11,11 @@ use acompose_engine::people::session_report::{
     interruptions_text, review_json, review_text, sessions_json, sessions_text,
 };
 use acompose_engine::people::{printable, report};
-use acompose_host::people::session_runner::{LaunchOptions, start_session};
-use acompose_host::people::sessions::{
+use acompose_driver::people::session_runner::{LaunchOptions, start_session};
+use acompose_driver::people::sessions::{
     DEFAULT_GRACE, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,
 };
-use acompose_host::people::{Stop, Workspace};
+use acompose_driver::people::{Stop, Workspace};
 use serde::Serialize;
 
 use super::WorkspaceArgs;
