@@ -298,7 +298,7 @@ fn a_schema_and_lock_changed_together_are_still_refused() {
 
 /// SHA-256 through the system tool would need a process per hash; the engine exposes it.
 fn sha256(bytes: &[u8]) -> String {
-    acompose_engine::people::contract::sha256_hex(bytes)
+    acompose_people::contract::sha256_hex(bytes)
 }
 
 #[test]

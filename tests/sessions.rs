@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use acompose_engine::people::document::person_bytes;
-use acompose_engine::people::runner::RUNNERS;
-use acompose_engine::people::session::{SessionRecord, Status, Timestamp, record_bytes};
-use acompose_engine::people::{Isolation, Person};
+use acompose_people::document::person_bytes;
+use acompose_people::runner::RUNNERS;
+use acompose_people::session::{SessionRecord, Status, Timestamp, record_bytes};
+use acompose_people::{Isolation, Person};
 
 use acompose_driver::people::process;
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
@@ -292,7 +292,7 @@ fn a_stopper_or_people_stop_ends_the_session_as_stopped() {
 
 /// A hand-written `running` record for `pid` started at `pid_start`.
 fn running_record(id: &str, pid: u32, pid_start: u64) -> SessionRecord {
-    let review_free = acompose_engine::people::session::Launch {
+    let review_free = acompose_people::session::Launch {
         id: id.to_owned(),
         person_id: "pam".to_owned(),
         person: "Pam".to_owned(),

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-use acompose_engine::people::report;
+use acompose_people::report;
 use acompose_driver::people::Stop;
 use acompose_server::{Options, ServeError};
 

@@ -18,7 +18,7 @@ pub mod estate;
 pub mod file_queries;
 pub mod layout;
 pub mod limits;
-pub mod people;
+
 pub mod person;
 pub mod portable;
 pub mod projection;
@@ -28,6 +28,7 @@ pub mod request;
 pub mod selector;
 pub mod snapshot;
 pub mod store;
+pub mod strict;
 pub mod summarized;
 
 pub mod skill;

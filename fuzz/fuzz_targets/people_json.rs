@@ -4,6 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = acompose_engine::people::json::parse(data);
-    let _ = acompose_engine::people::workspace::check_person("people", "ada.json", data);
+    let _ = acompose_people::json::parse(data);
+    let _ = acompose_people::workspace::check_person("people", "ada.json", data);
 });

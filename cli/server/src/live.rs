@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use acompose_engine::people::session::SessionRecord;
+use acompose_people::session::SessionRecord;
 use acompose_driver::people::Stop;
 use acompose_driver::people::session_runner::{Resizer, SessionHandle, Stopper, TerminalSize};
 use tokio::sync::broadcast;

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use acompose_engine::Severity;
-use acompose_engine::people::recipe::{self, Syntax};
-use acompose_engine::people::resolve::{self as resolution, Assignment};
-use acompose_engine::people::{Finding, printable, report};
+use acompose_people::recipe::{self, Syntax};
+use acompose_people::resolve::{self as resolution, Assignment};
+use acompose_people::{Finding, printable, report};
 
 use super::WorkspaceArgs;
 use crate::{print_stderr, print_stdout};

@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use acompose_engine::people::runner::PromptIntake;
-use acompose_engine::people::session::Status;
-use acompose_engine::people::session_report::{
+use acompose_people::runner::PromptIntake;
+use acompose_people::session::Status;
+use acompose_people::session_report::{
     interruptions_text, review_json, review_text, sessions_json, sessions_text,
 };
-use acompose_engine::people::{printable, report};
+use acompose_people::{printable, report};
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
 use acompose_driver::people::sessions::{
     DEFAULT_GRACE, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,

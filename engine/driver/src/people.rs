@@ -7,8 +7,8 @@ pub mod session_runner;
 pub mod sessions;
 pub mod storage;
 
-use acompose_engine::people::workspace::{self, PEOPLE_DIRECTORY};
-use acompose_engine::people::{Bindings, Person, contract, document, is_slug, printable, report};
+use acompose_people::workspace::{self, PEOPLE_DIRECTORY};
+use acompose_people::{Bindings, Person, contract, document, is_slug, printable, report};
 
 pub use crate::atomic::FileError;
 pub use storage::{Stop, Workspace};
@@ -94,7 +94,7 @@ pub fn replace_bindings(workspace: &Workspace, submitted: &[u8]) -> Result<Bindi
 /// The roster a resolution preview reads. A broken Person or bindings file stops it; a
 /// binding that names a Person with no file does not (resolution skips that candidate as
 /// missing), and comes back among the findings.
-pub fn roster_for_resolution(workspace: &Workspace) -> Result<acompose_engine::people::Validation, Stop> {
+pub fn roster_for_resolution(workspace: &Workspace) -> Result<acompose_people::Validation, Stop> {
     let validation = workspace::load_roster(&workspace.collect(false)?);
     let blocking =
         validation.findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);

@@ -10,7 +10,7 @@
 
 use std::io;
 
-use acompose_engine::people::session::Observation;
+use acompose_people::session::Observation;
 use rustix::process::{Pid, Signal, kill_process_group};
 
 /// What `/proc/<pid>/stat` says about one process.

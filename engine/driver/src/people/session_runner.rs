@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acompose_engine::people::session::{self, Ending, MAX_RECORDS, SessionRecord};
+use acompose_people::session::{self, Ending, MAX_RECORDS, SessionRecord};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, waitid};
 

@@ -13,13 +13,13 @@ use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use acompose_engine::people::runner::{RUNNERS, Runner, runner};
-use acompose_engine::people::session::{
+use acompose_people::runner::{RUNNERS, Runner, runner};
+use acompose_people::session::{
     self, Ending, Interruption, MAX_RECORD_BYTES, MAX_RECORDS, SESSIONS_DIRECTORY, SessionRecord, Status, Timestamp,
     check_record, checked_record_bytes, processes_to_observe, reconcile,
 };
-use acompose_engine::people::start::{StartRejection, StartRequest, StartReview, review_start};
-use acompose_engine::people::{Finding, Roster, SourceFile, is_slug, printable};
+use acompose_people::start::{StartRejection, StartRequest, StartReview, review_start};
+use acompose_people::{Finding, Roster, SourceFile, is_slug, printable};
 
 use super::storage::{Stop, Workspace};
 use super::{checked_id, existing_person, process};

@@ -7,9 +7,9 @@ use std::fs::{self, File, Metadata};
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 
-use acompose_engine::people::contract::{self, ContractFiles};
-use acompose_engine::people::workspace::{PEOPLE_DIRECTORY, TEMPLATES_DIRECTORY};
-use acompose_engine::people::{Finding, MAX_FILE_BYTES, SourceFile, WorkspaceFiles};
+use acompose_people::contract::{self, ContractFiles};
+use acompose_people::workspace::{PEOPLE_DIRECTORY, TEMPLATES_DIRECTORY};
+use acompose_people::{Finding, MAX_FILE_BYTES, SourceFile, WorkspaceFiles};
 
 use crate::atomic::{At as _, FileError, Result};
 pub use crate::atomic::{create_new, replace};
@@ -165,7 +165,7 @@ impl Workspace {
         }
         if self.folder(PEOPLE_DIRECTORY, &mut refused)? {
             files.people = self.json_files(PEOPLE_DIRECTORY, &mut refused)?;
-            files.bindings = self.file(acompose_engine::people::workspace::BINDINGS_PATH, &mut refused)?;
+            files.bindings = self.file(acompose_people::workspace::BINDINGS_PATH, &mut refused)?;
         }
         if self.folder("templates", &mut refused)? && self.folder(TEMPLATES_DIRECTORY, &mut refused)? {
             files.templates = self.json_files(TEMPLATES_DIRECTORY, &mut refused)?;

@@ -246,7 +246,7 @@ fn quoted(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::people::model::RoleBinding;
+    use crate::model::RoleBinding;
 
     fn person(id: &str, role: &str) -> Person {
         Person::new(id, id, role, "goal")

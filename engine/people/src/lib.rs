@@ -9,14 +9,18 @@
 //! Findings never carry a value, key or control byte from a file: their messages are
 //! static text, located by file, line, column and the schema rule's JSON pointer.
 //!
+//! The hardened JSON and YAML readers it parses with are the composition engine's
+//! (`acompose_engine::strict`); it adds no salsa query and no reader of its own.
+//!
 //! The workspace is small (hundreds of files of at most 64 KiB) and every command reads
 //! it once, so these are plain functions rather than salsa queries.
+
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
 pub mod contract;
 pub mod document;
 pub mod finding;
 pub mod hire;
-pub mod json;
 pub mod model;
 pub mod recipe;
 pub mod report;
@@ -27,13 +31,12 @@ pub mod session;
 pub mod session_report;
 pub mod start;
 pub mod toolkit_lock;
-pub mod tree;
 pub mod workspace;
-pub mod yaml;
 
 pub use finding::Finding;
 pub use model::{Avatar, Bindings, Budget, ImportSource, Isolation, Person, RoleBinding};
-pub use tree::{Position, Tree};
+pub use acompose_engine::OutputFile;
+pub use acompose_engine::strict::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Position, Tree, json, tree, yaml};
 pub use workspace::{Roster, SourceFile, Validation, WorkspaceFiles};
 
 /// The spec string of one Person file.
@@ -44,13 +47,6 @@ pub const BINDINGS_SPEC: &str = "agent-toolkit/people-bindings@1";
 pub const HIRE_SPEC: &str = "munder-difflin/hire@1";
 /// The spec string of a swarm recipe as `acompose people resolve` reads it.
 pub const RECIPE_SPEC: &str = "acompose/people-recipe@1";
-
-/// The largest file the hardened parsers accept, in bytes.
-pub const MAX_FILE_BYTES: usize = crate::limits::PEOPLE_FILE.bytes;
-/// The deepest nesting of objects and arrays the hardened parsers accept.
-pub const MAX_DEPTH: usize = 64;
-/// The most values (objects, arrays and scalars) one file may hold.
-pub const MAX_NODES: usize = 4096;
 
 /// The longest id, role or other slug.
 pub const MAX_SLUG_LENGTH: usize = 64;
@@ -122,7 +118,7 @@ pub fn printable(text: &str) -> String {
 /// Makes a value from a file safe to print in a review: control characters (escape
 /// sequences included) become U+FFFD, everything else is kept.
 pub fn displayable(text: &str) -> String {
-    crate::diagnostic::sanitize(text)
+    acompose_engine::diagnostic::sanitize(text)
 }
 
 #[cfg(test)]

@@ -226,7 +226,7 @@ pub fn bindings_bytes(bindings: &Bindings) -> Vec<u8> {
 /// Serializes with a 2-space indent and a trailing newline. A non-finite float would
 /// become `null` and then fail the schema check that follows every write.
 pub fn json_bytes(value: &impl Serialize) -> Vec<u8> {
-    crate::snapshot::to_json_bytes(value)
+    acompose_engine::snapshot::to_json_bytes(value)
 }
 
 #[cfg(test)]
@@ -294,9 +294,9 @@ mod tests {
         );
         bindings.roles.insert("lead".to_owned(), RoleBinding::default());
         let bytes = bindings_bytes(&bindings);
-        let tree = crate::people::yaml::parse(&bytes).map(|tree| tree.value).unwrap_or_default();
+        let tree = crate::yaml::parse(&bytes).map(|tree| tree.value).unwrap_or_default();
         assert_eq!(decode_bindings(&tree), Some(bindings));
-        let empty = crate::people::yaml::parse(&bindings_bytes(&Bindings::default())).map(|tree| tree.value);
+        let empty = crate::yaml::parse(&bindings_bytes(&Bindings::default())).map(|tree| tree.value);
         assert_eq!(empty.ok().as_ref().and_then(decode_bindings), Some(Bindings::default()));
     }
 

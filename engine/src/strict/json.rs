@@ -382,7 +382,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::people::tree::Position;
+    use crate::strict::tree::Position;
 
     fn code_of(text: &str) -> &'static str {
         match parse(text.as_bytes()) {

@@ -554,7 +554,7 @@ newline; symlinks are refused.
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::people::tree::Position;
+    use crate::tree::Position;
 
     #[test]
     fn findings_render_location_rule_and_hint() {

@@ -308,7 +308,7 @@ mod tests {
             people: vec![
                 SourceFile::new("ada.json", person_json("bob")),
                 SourceFile::new("Ada.json", person_json("ada")),
-                SourceFile::new("big.json", vec![b' '; crate::people::MAX_FILE_BYTES + 1]),
+                SourceFile::new("big.json", vec![b' '; crate::MAX_FILE_BYTES + 1]),
             ],
             bindings: Some(
                 b"spec: agent-toolkit/people-bindings@1\nroles:\n  reviewer:\n    preferred_people: [ada, ghost]\n"

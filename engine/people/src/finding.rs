@@ -3,7 +3,7 @@
 //! reach a report through it; the file is located by path, line, column and the JSON
 //! pointer of the schema rule that failed.
 
-use crate::diagnostic::Severity;
+use acompose_engine::diagnostic::Severity;
 
 use super::tree::{Position, SyntaxError};
 
