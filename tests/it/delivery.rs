@@ -3,7 +3,7 @@
 //! previous projection, stale entries removed, compiled bundles), and the identity
 //! surfaces `statusline` and `whoami` read back from the projection record.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io;

@@ -3,7 +3,7 @@
 //! folder, uses harness extension fields or is valid in every way. `catalog check` and a
 //! composition over it are snapshotted; the policies and the loading budget are asserted.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +46,7 @@ fn decisions<'a>(trace: &'a serde_json::Value, subject: &str) -> Vec<&'a serde_j
 
 #[test]
 fn every_catalogue_case_matches_its_snapshot() {
-    insta::glob!("fixtures/catalogue/*/case.md", |path| {
+    insta::glob!("../fixtures", "catalogue/*/case.md", |path| {
         let case = path.parent().expect("case folder");
         let name = case.file_name().expect("name").to_string_lossy().into_owned();
         let check = acompose(case, &["-v", "catalog", "check"]);

@@ -1,7 +1,7 @@
 //! The content-addressed store: shared entries, writes proportional to an edit, crash
 //! recovery, `gc`, `bundle export`/`import` and `verify` through the store's links.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt as _;

@@ -2,7 +2,7 @@
 //! `tests/fixtures/roster/<case>/case.txt` that patches a valid package, runs the real
 //! binary and snapshots the rendered diagnostics.
 
-mod common;
+use crate::common;
 
 use common::{acompose, materialize_case};
 
@@ -32,7 +32,7 @@ fn base_fixture_is_valid() {
 
 #[test]
 fn every_rule_case_fails_with_file_and_line() {
-    insta::glob!("fixtures/roster/*/case.txt", |path| {
+    insta::glob!("../fixtures", "roster/*/case.txt", |path| {
         let temporary = tempfile::tempdir().expect("tempdir");
         let arguments = materialize_case(path, &temporary.path().join("pkg"));
         let mut command = vec!["roster", "validate", "--person-source", "pkg"];

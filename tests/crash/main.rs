@@ -4,7 +4,11 @@
 //! are all of the previous generation or all of the new one, `person.json` parses, a
 //! recovery run succeeds, the run after it writes nothing, and nothing is left over.
 //! Times are used only to choose when to kill, never asserted.
+//!
+//! A binary of its own: its kills are aimed within the measured length of a run, which
+//! the other suites' parallel load would stretch unpredictably if they shared a process.
 
+#[path = "../it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: running the binary, fixtures, temp packages.
 
-#![allow(dead_code, reason = "each test file uses a different subset of these helpers")]
+#![allow(dead_code, reason = "each test module and binary uses a different subset of these helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! terminal over a WebSocket (output, input, resize, reopening), stop, and what the
 //! server ends when it stops.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! is visible, the host's global skill mount is hidden, nested launches are refused and
 //! no credential's bytes reach a bundle, a runtime home or the output.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! Estate convergence: per-role bundles, the repository plan, incrementality (checked
 //! against salsa's executed-query log), the fingerprint cache, `--stats` and watch mode.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

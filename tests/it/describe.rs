@@ -1,6 +1,6 @@
 //! `describe`, `--why`, `--json` and `diff` over the composition fixtures.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! the new one, every indexed bundle verifies, the message tells the truth, and a
 //! recovery run converges and leaves nothing behind.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -3,7 +3,7 @@
 //! `<home>/skill-mounts.json`; a second run changes nothing, the user's own same-named
 //! skill wins, removing the keys removes exactly our links; `setup` writes the keys.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

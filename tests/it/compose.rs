@@ -2,7 +2,7 @@
 //! estate with a `request.kdl`; the bundle's manifest, trace and instructions (or the
 //! diagnostics) are snapshotted.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,7 @@ fn bundle_dir(root: &Path) -> Option<PathBuf> {
 
 #[test]
 fn every_compose_case_matches_its_snapshot() {
-    insta::glob!("fixtures/compose/*/request.kdl", |path| {
+    insta::glob!("../fixtures", "compose/*/request.kdl", |path| {
         let case = path.parent().expect("case folder");
         let (_temporary, root) = stage(case);
         let output = compose_in(&root);

@@ -3,7 +3,7 @@
 //! raw control byte from a file reaches the terminal. Never asserts a time: the bounds are
 //! counted in diagnostics.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -326,8 +326,8 @@ fn the_fuzzed_roles_kdl_of_nested_slashdash_blocks_is_refused_unparsed() {
     // The first timeout, and the slow base of the second (1.3 s on a release build: `/-`
     // followed by other tokens before each `{`).
     for bytes in [
-        include_bytes!("fixtures/fuzz/roles_kdl-timeout-440f2465.kdl").to_vec(),
-        include_bytes!("fixtures/fuzz/roles_kdl-slow-507add82.kdl").to_vec(),
+        include_bytes!("../fixtures/fuzz/roles_kdl-timeout-440f2465.kdl").to_vec(),
+        include_bytes!("../fixtures/fuzz/roles_kdl-slow-507add82.kdl").to_vec(),
     ] {
         let db = acompose_engine::Database::default();
         let file =

@@ -1,7 +1,7 @@
 //! The JSON API against a real server on a loopback port: the token, the Host and
 //! Origin checks, every write with good and hostile input, and what lands on disk.
 
-mod support;
+use crate::support;
 
 use std::net::{IpAddr, TcpStream, UdpSocket};
 

@@ -8,7 +8,7 @@
 //! `ACOMPOSE_BROWSER_TESTS=required` (as `.ci/run` sets), which makes their absence a
 //! failure.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::io::{Read, Write};

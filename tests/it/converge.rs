@@ -1,7 +1,7 @@
 //! Host convergence end to end: bare `acompose`, the roster artifact, `person.json`,
 //! transactions, locking and hostile inputs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io;

@@ -2,7 +2,7 @@
 //! succeeds (with `BUNDLE` a composed bundle and `DIR` a fresh folder), every harness of
 //! the layout table has a section, and the Claude Code `statusLine` snippet is valid.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,8 @@
+//! The server's integration tests in one binary: the JSON API (`api`), People sessions
+//! over HTTP and WebSocket (`sessions_api`) and the page in a real Chromium (`browser`).
+
+mod support;
+
+mod api;
+mod browser;
+mod sessions_api;

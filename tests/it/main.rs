@@ -1,0 +1,24 @@
+//! The integration tests of the whole product, in one binary (as ripgrep and jj keep
+//! theirs): one module per topic, sharing the helpers in `common`. Most run the real
+//! `acompose` binary in temporary folders; the in-memory ones call the driver and engine.
+
+mod common;
+
+mod bounded;
+mod catalogue;
+mod compose;
+mod converge;
+mod delivery;
+mod describe;
+mod docs_delivery;
+mod estate;
+mod faults;
+mod host_delivery;
+mod incremental;
+mod launch;
+mod no_panic;
+mod people;
+mod roster;
+mod serve;
+mod sessions;
+mod store;
