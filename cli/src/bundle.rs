@@ -56,7 +56,7 @@ struct Report<'a> {
 
 fn print_report(json: bool, report: &Report<'_>) {
     if json {
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(report)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(report)));
     } else {
         print_stdout(&format!("bundle {} ({})\npath   {}\n", report.bundle, report.status, report.path));
     }

@@ -2,15 +2,13 @@
 
 use std::fmt::Write as _;
 
-use acompose_engine::Database;
-use acompose_engine::diagnostic::sanitize;
-use acompose_engine::person::PersonModel;
-use acompose_engine::render::tint;
-use acompose_engine::snapshot::to_json_bytes;
+use acompose_driver::engine::PersonModel;
+use acompose_driver::engine::diagnostic::sanitize;
+use acompose_driver::engine::render::tint;
+use acompose_driver::engine::snapshot::to_json_bytes;
 use serde::Serialize;
 
-use acompose_driver::artifact::load_model;
-use acompose_driver::load::Loader;
+use acompose_driver::Sources;
 
 use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
@@ -110,9 +108,7 @@ pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
         print_stderr("error: `--role` applies to `catalog seats` only\n");
         return exit::USAGE;
     }
-    let mut db = Database::default();
-    let mut loader = Loader::default();
-    let model = match load_model(&mut db, &mut loader, &args.source.selection(false)) {
+    let model = match Sources::default().load_model(&args.source.selection(false)) {
         Ok(valid) => {
             report_warnings(&valid.warnings, terminal);
             valid.model

@@ -17,7 +17,7 @@ pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
     };
     let report = &checked.report;
     if json {
-        let mut bytes = acompose_engine::snapshot::to_json_bytes(report);
+        let mut bytes = acompose_driver::engine::snapshot::to_json_bytes(report);
         if !bytes.ends_with(b"\n") {
             bytes.push(b'\n');
         }

@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::bundle::Bundle;
-use acompose_engine::{Database, render};
+use acompose_driver::Sources;
 use acompose_driver::bundle::Materialized;
 use acompose_driver::compose_cache;
 use acompose_driver::convergence::Stats;
+use acompose_driver::engine::Bundle;
+use acompose_driver::engine::render;
 use acompose_driver::home::{BUNDLES_DIR, projects_root, resolve_home};
-use acompose_driver::load::Loader;
 use acompose_driver::placement::{Target, destination, place};
-use acompose_driver::request::{Prepared, prepare};
+use acompose_driver::request::Prepared;
 
 use crate::terminal::{Terminal, report_error, report_warnings, stats_line};
 use crate::{exit, print_stdout};
@@ -69,10 +69,9 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         return exit::SUCCESS;
     }
     // Made only now: a warm composition needs no database.
-    let mut db = Database::default();
-    let mut loader = Loader::default();
-    let strict = args.strict.then_some(acompose_engine::skill_rules::SkillPolicy::Strict);
-    let prepared = match prepare(&mut db, &mut loader, &args.request, &projects, strict) {
+    let mut sources = Sources::default();
+    let strict = args.strict.then_some(acompose_driver::engine::SkillPolicy::Strict);
+    let (prepared, loader) = match sources.prepare(&args.request, &projects, strict) {
         Ok(prepared) => prepared,
         Err(error) => return report_error(&error, terminal),
     };
@@ -99,7 +98,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     // every time.
     if let Some(home) = home.as_deref().filter(|_| prepared.warnings.is_empty()) {
         let reused = render(&args, &prepared, &out, Materialized::Reused, terminal);
-        compose_cache::record(home, &projects, &key, &loader, &bundle.id, &out.join(&bundle.id), &reused);
+        compose_cache::record(home, &projects, &key, loader, &bundle.id, &out.join(&bundle.id), &reused);
     }
     let mut text = render(&args, &prepared, &out, materialized, terminal);
     if args.stats && !args.json {
@@ -151,7 +150,7 @@ fn render(
             shadowed: bundle.summary.shadowed,
             delivered: bundle.summary.delivered,
         };
-        return String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&report)).into_owned();
+        return String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&report)).into_owned();
     }
     let mut text = format!("bundle {} ({})\n", bundle.id, materialized.name());
     if !terminal.quiet {

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acompose_engine::diagnostic::sanitize;
 use acompose_driver::NoProgress;
 use acompose_driver::cache;
 use acompose_driver::convergence::{BareRun, Stats, converge_home};
+use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
 use acompose_driver::mounts::{MountReport, deliver};
 use acompose_driver::session::Report;
@@ -118,7 +118,7 @@ fn print_report(
                 queries_reused: stats.queries_reused,
             }),
         };
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
         return;
     }
     if !terminal.quiet {

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use acompose_engine::describe::{self, WhyError};
 use acompose_driver::bundle::read_provenance as load;
+use acompose_driver::engine::describe::{self, WhyError};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -48,7 +48,7 @@ pub fn run(args: DescribeArgs, terminal: &Terminal) -> u8 {
         Some(item) => match describe::why(&trace, item) {
             Ok(why) => {
                 if args.json {
-                    print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&why)));
+                    print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&why)));
                 } else {
                     print_stdout(&describe::why_text(&why, terminal.stdout));
                 }
@@ -98,7 +98,7 @@ pub fn run_diff(args: DiffArgs, terminal: &Terminal) -> u8 {
     };
     let difference = describe::diff((&before.1, &before.2), (&after.1, &after.2));
     if args.json {
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&difference)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&difference)));
     } else {
         print_stdout(&describe::diff_text(&difference, terminal.stdout));
     }

@@ -34,7 +34,7 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         }
         let document =
             Document { format: "acompose.gc.v1", dry_run: report.dry_run, removed: &report.removed, kept: report.kept };
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
         return exit::SUCCESS;
     }
     let mut text = String::new();

@@ -7,7 +7,7 @@
 use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
-use acompose_engine::projection::{identity_row, whoami_text};
+use acompose_driver::engine::projection::{identity_row, whoami_text};
 use acompose_driver::launch::find_nearest;
 
 use crate::terminal::Terminal;
@@ -68,7 +68,7 @@ pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
                 format: &'static str,
                 target: String,
                 health: &'static str,
-                projection: &'a acompose_engine::projection::Details,
+                projection: &'a acompose_driver::engine::projection::Details,
             }
             let document = Document {
                 format: "acompose.whoami.v1",
@@ -76,7 +76,7 @@ pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
                 health: found.health.name(),
                 projection: &found.details,
             };
-            print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+            print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
             exit::SUCCESS
         }
         Some(found) => {
@@ -96,5 +96,5 @@ pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
 }
 
 fn display(path: &Path) -> String {
-    acompose_engine::diagnostic::sanitize(&path.display().to_string())
+    acompose_driver::engine::diagnostic::sanitize(&path.display().to_string())
 }

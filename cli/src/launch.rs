@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
-use acompose_engine::layout;
-use acompose_engine::render;
+use acompose_driver::engine::layout;
+use acompose_driver::engine::render;
 use acompose_driver::home::{projects_root, resolve_home};
 use acompose_driver::launch::{LaunchRequest, exec, prepare};
 

@@ -1,6 +1,6 @@
 //! `acompose people …`: durable, reviewed collaborators in a workspace. Parses the
 //! arguments, reads the workspace through the host (`acompose_driver::people`), hands bytes to
-//! `acompose_people` and prints its reports. Only `start` runs anything: a
+//! `acompose_driver::people` and prints its reports. Only `start` runs anything: a
 //! reviewed runner, through the host's session runner (`session`).
 
 mod attach;
@@ -11,8 +11,8 @@ mod session;
 
 use std::path::PathBuf;
 
-use acompose_people::{report, workspace};
 use acompose_driver::people::{Stop, Workspace, checked_id, existing_person, initialise, save_person};
+use acompose_driver::people::{report, workspace};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -228,7 +228,7 @@ fn run_show(args: &ShowArgs) -> Result<(), Stop> {
     let workspace = Workspace::open(&args.workspace.workspace)?;
     let person = existing_person(&workspace, id)?;
     if args.json {
-        print_stdout(&String::from_utf8_lossy(&acompose_people::document::person_bytes(&person)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::people::document::person_bytes(&person)));
     } else {
         print_stdout(&report::person_text(&person));
     }

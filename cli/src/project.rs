@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use acompose_engine::diagnostic::sanitize;
-use acompose_engine::layout::{self, Scope};
-use acompose_engine::projection::Mode;
+use acompose_driver::engine::diagnostic::sanitize;
+use acompose_driver::engine::layout::{self, Scope};
+use acompose_driver::engine::projection::Mode;
 use acompose_driver::projection::{Request, default_target, project};
 use acompose_driver::transaction::NoFaults;
 
@@ -96,7 +96,7 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
             unchanged: outcome.unchanged,
             removed: &outcome.removed,
         };
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
         return exit::SUCCESS;
     }
     if !terminal.quiet {

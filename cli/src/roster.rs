@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use acompose_engine::Database;
-use acompose_engine::render;
-use acompose_driver::artifact::{load_model, write_roster};
-use acompose_driver::load::{EMBEDDED, Loader, Location, Selection, label_of};
+use acompose_driver::Sources;
+use acompose_driver::artifact::write_roster;
+use acompose_driver::engine::render;
+use acompose_driver::load::{EMBEDDED, Location, Selection, label_of};
 
 use crate::terminal::{Terminal, count_summary, render_diagnostics, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
@@ -73,12 +73,11 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
         );
         return exit::USAGE;
     }
-    let mut db = Database::default();
-    let mut loader = Loader::default();
+    let mut sources = Sources::default();
     match args.command {
         Some(RosterCommand::Validate(validate)) => {
             let selection = validate.source.selection(validate.core_rules);
-            let validation = acompose_driver::artifact::validate(&mut db, &mut loader, &selection);
+            let validation = sources.validate(&selection);
             let diagnostics = &validation.findings.diagnostics;
             if validate.json {
                 print_stdout(&String::from_utf8_lossy(&diagnostics_json(diagnostics)));
@@ -107,7 +106,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         Some(RosterCommand::Show(show)) => {
-            let model = match load_model(&mut db, &mut loader, &show.source.selection(false)) {
+            let model = match sources.load_model(&show.source.selection(false)) {
                 Ok(valid) => {
                     report_warnings(&valid.warnings, terminal);
                     valid.model
@@ -115,7 +114,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
                 Err(error) => return report_error(&error, terminal),
             };
             if show.json {
-                print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::person_json(&model)));
+                print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::person_json(&model)));
                 return exit::SUCCESS;
             }
             match show.role {
@@ -125,7 +124,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
                         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
                         print_stderr(&format!(
                             "error: unknown role `{}`; valid roles: {}\n",
-                            acompose_engine::diagnostic::sanitize(&slug),
+                            acompose_driver::engine::diagnostic::sanitize(&slug),
                             known.join(", ")
                         ));
                         return exit::INVALID;
@@ -136,7 +135,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         None => match args.out {
-            Some(out) => render_roster_out(&mut db, &mut loader, &args.source.selection(false), &out, terminal),
+            Some(out) => render_roster_out(&mut sources, &args.source.selection(false), &out, terminal),
             None => {
                 print_stderr("error: `acompose roster` needs a subcommand (`validate`, `show`) or `--out DIR`\n");
                 exit::USAGE
@@ -154,14 +153,8 @@ fn source_label(selection: &Selection) -> String {
 
 /// `roster --out DIR`: the roster artifact rendered anywhere, with the same transaction
 /// as host convergence.
-fn render_roster_out(
-    db: &mut Database,
-    loader: &mut Loader,
-    selection: &Selection,
-    out: &std::path::Path,
-    terminal: &Terminal,
-) -> u8 {
-    let model = match load_model(db, loader, selection) {
+fn render_roster_out(sources: &mut Sources, selection: &Selection, out: &std::path::Path, terminal: &Terminal) -> u8 {
+    let model = match sources.load_model(selection) {
         Ok(valid) => {
             report_warnings(&valid.warnings, terminal);
             valid.model
@@ -187,7 +180,7 @@ fn render_roster_out(
 }
 
 /// Diagnostics as a JSON document (`acompose.diagnostics.v1`).
-pub fn diagnostics_json(diagnostics: &[acompose_engine::Diagnostic]) -> Vec<u8> {
+pub fn diagnostics_json(diagnostics: &[acompose_driver::engine::Diagnostic]) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Document<'a> {
         format: &'static str,
@@ -223,5 +216,5 @@ pub fn diagnostics_json(diagnostics: &[acompose_engine::Diagnostic]) -> Vec<u8> 
             })
             .collect(),
     };
-    acompose_engine::snapshot::to_json_bytes(&document)
+    acompose_driver::engine::snapshot::to_json_bytes(&document)
 }

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-use acompose_people::report;
 use acompose_driver::people::Stop;
+use acompose_driver::people::report;
 use acompose_server::{Options, ServeError};
 
 use crate::terminal::Terminal;

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::converge::{CONFIG_FILE, KeyChange};
-use acompose_engine::diagnostic::sanitize;
-use acompose_engine::layout;
 use acompose_driver::convergence::converge_home;
+use acompose_driver::engine::converge::{CONFIG_FILE, KeyChange};
+use acompose_driver::engine::diagnostic::sanitize;
+use acompose_driver::engine::layout;
 use acompose_driver::home::{projects_root, read_config, resolve_home};
 use acompose_driver::mounts::{deliver, enable};
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::print_stderr;
-use acompose_engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
-use acompose_engine::render::Palette;
-use acompose_engine::{Diagnostic, Severity};
 use acompose_driver::convergence::Stats;
+use acompose_driver::engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
+use acompose_driver::engine::render::Palette;
+use acompose_driver::engine::{Diagnostic, Severity};
 use acompose_driver::session::Report;
 use acompose_driver::{Blame, Findings, HostError};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
@@ -77,7 +77,7 @@ pub fn render_diagnostics(
     let theme = if palette == Palette::Plain { GraphicalTheme::unicode_nocolor() } else { GraphicalTheme::unicode() };
     let handler = GraphicalReportHandler::new_themed(theme).with_width(100).with_links(false);
     let mut output = String::new();
-    let bounded = acompose_engine::diagnostic::bound_per_file(diagnostics.to_vec());
+    let bounded = acompose_driver::engine::diagnostic::bound_per_file(diagnostics.to_vec());
     let mut sources: BTreeMap<String, Option<IndexedSource>> = BTreeMap::new();
     for diagnostic in &bounded {
         let source = diagnostic.file.as_deref().and_then(|file| {

@@ -32,7 +32,7 @@ pub fn run(args: VerifyArgs, terminal: &Terminal) -> u8 {
             Err(problems) => (false, 0, 0, problems.as_slice()),
         };
         let document = Document { format: "acompose.verify.v1", verified, skills, files, problems };
-        print_stdout(&String::from_utf8_lossy(&acompose_engine::snapshot::to_json_bytes(&document)));
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
         return if verified { exit::SUCCESS } else { exit::INVALID };
     }
     match verify_directory(&args.bundle) {

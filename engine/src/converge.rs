@@ -6,10 +6,10 @@ use crate::OutputFile;
 // The strict YAML reader shared with People: size, depth and value limits, no duplicate
 // keys, anchors, aliases, tags or non-finite numbers.
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
-use crate::strict::tree::{Position, Tree, push_token};
-use crate::strict::yaml as strict_yaml;
 use crate::person::PersonModel;
 use crate::person::validate::person_model;
+use crate::strict::tree::{Position, Tree, push_token};
+use crate::strict::yaml as strict_yaml;
 use crate::{PersonSource, render, snapshot};
 
 /// The name of the host configuration file inside home.

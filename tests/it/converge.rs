@@ -8,8 +8,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use acompose_engine::OutputFile;
 use acompose_driver::transaction::{self, Hooks, Step};
+use acompose_engine::OutputFile;
 use common::{acompose, acompose_with};
 
 /// Every file under `root` (following nothing) with its bytes and mtime.

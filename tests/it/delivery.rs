@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use acompose_engine::layout::{LAYOUTS, Scope};
-use acompose_engine::projection::Mode;
 use acompose_driver::projection::{Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
+use acompose_engine::layout::{LAYOUTS, Scope};
+use acompose_engine::projection::Mode;
 use common::{acompose, copy_dir};
 
 /// A composed bundle of one of the compose fixtures, in its own temporary estate.

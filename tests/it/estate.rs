@@ -8,10 +8,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acompose_engine::Database;
 use acompose_driver::NoProgress;
 use acompose_driver::session::Session;
 use acompose_driver::transaction::NoFaults;
+use acompose_engine::Database;
 use common::{acompose, backdate_folders};
 
 fn skill(name: &str, body: &str) -> String {

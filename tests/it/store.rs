@@ -8,13 +8,13 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use acompose_engine::Database;
 use acompose_driver::NoProgress;
 use acompose_driver::bundle::{Placement, Verification, materialize_into, verify_directory};
 use acompose_driver::load::Loader;
 use acompose_driver::session::Session;
 use acompose_driver::store::Store;
 use acompose_driver::transaction::NoFaults;
+use acompose_engine::Database;
 use common::{acompose, copy_dir};
 
 fn skill(name: &str, body: &str) -> String {
@@ -167,9 +167,14 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
     let (_temporary, root) = stage("selector-slice");
     let mut db = Database::default();
     let mut loader = Loader::default();
-    let prepared =
-        acompose_driver::request::prepare(&mut db, &mut loader, &root.join("request.kdl"), &root.join("projects"), None)
-            .expect("prepare");
+    let prepared = acompose_driver::request::prepare(
+        &mut db,
+        &mut loader,
+        &root.join("request.kdl"),
+        &root.join("projects"),
+        None,
+    )
+    .expect("prepare");
     let out = root.join("out");
     let store = Store::at(root.join("store"));
     let crashed = materialize_into(&out, prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || {
@@ -488,7 +493,8 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
     let (mut watcher, _) =
-        acompose_driver::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress).expect("watch");
+        acompose_driver::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress)
+            .expect("watch");
     let home_flag = home.to_str().expect("utf-8");
     let collect = || {
         let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use acompose_people::Finding;
+use acompose_driver::people::Finding;
 use acompose_driver::people::Stop;
 
 /// The largest request body accepted, in bytes: a 64 KiB file, escaped inside a JSON

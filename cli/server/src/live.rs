@@ -14,8 +14,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use acompose_people::session::SessionRecord;
 use acompose_driver::people::Stop;
+use acompose_driver::people::session::SessionRecord;
 use acompose_driver::people::session_runner::{Resizer, SessionHandle, Stopper, TerminalSize};
 use tokio::sync::broadcast;
 

@@ -15,12 +15,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use acompose_people::hire::{self, Overrides};
-use acompose_people::recipe::{self, Syntax};
-use acompose_people::resolve::{self as resolution, Assignment};
-use acompose_people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
-use acompose_people::{Finding, Person, document, is_slug, json as people_json, printable, report};
 use acompose_driver::people as host;
+use acompose_driver::people::hire::{self, Overrides};
+use acompose_driver::people::recipe::{self, Syntax};
+use acompose_driver::people::resolve::{self as resolution, Assignment};
+use acompose_driver::people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
+use acompose_driver::people::{Finding, Person, document, is_slug, json as people_json, printable, report};
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::state::AppState;
@@ -275,7 +275,7 @@ fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
     let body = json!({
         "format": "acompose.people-bindings.v1",
         "present": validation.roster.has_bindings,
-        "bindings": {"spec": acompose_people::BINDINGS_SPEC, "roles": roles},
+        "bindings": {"spec": acompose_driver::people::BINDINGS_SPEC, "roles": roles},
         "findings": missing,
     });
     Ok(json_response(StatusCode::OK, document::json_bytes(&body)))

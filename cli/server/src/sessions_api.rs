@@ -15,11 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use acompose_people::document;
-use acompose_people::runner::PromptIntake;
-use acompose_people::session::{Status, is_session_id};
-use acompose_people::session_report::{review_json, sessions_json};
 use acompose_driver::people as host;
+use acompose_driver::people::document;
+use acompose_driver::people::runner::PromptIntake;
+use acompose_driver::people::session::{Status, is_session_id};
+use acompose_driver::people::session_report::{review_json, sessions_json};
 use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
 use acompose_driver::people::sessions::{
     DEFAULT_GRACE, Reviewed, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,

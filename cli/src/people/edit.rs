@@ -2,7 +2,7 @@
 //! written to canonical bytes, checked exactly as `validate` would check the file, and
 //! only then written atomically.
 
-use acompose_people::{Avatar, Isolation, Person};
+use acompose_driver::people::{Avatar, Isolation, Person};
 
 use acompose_driver::people::{Stop, Workspace, checked_id, create_person, existing_person, save_person};
 

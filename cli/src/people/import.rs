@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use acompose_people::hire::{self, Overrides};
-use acompose_people::report;
+use acompose_driver::people::hire::{self, Overrides};
+use acompose_driver::people::report;
 
 use acompose_driver::people::storage::{input_label, read_input_file};
 use acompose_driver::people::{Stop, Workspace, checked_id, create_person};

@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use acompose_engine::Severity;
-use acompose_people::recipe::{self, Syntax};
-use acompose_people::resolve::{self as resolution, Assignment};
-use acompose_people::{Finding, printable, report};
+use acompose_driver::engine::Severity;
+use acompose_driver::people::recipe::{self, Syntax};
+use acompose_driver::people::resolve::{self as resolution, Assignment};
+use acompose_driver::people::{Finding, printable, report};
 
 use super::WorkspaceArgs;
 use crate::{print_stderr, print_stdout};

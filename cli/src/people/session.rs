@@ -5,17 +5,17 @@
 
 use std::sync::Arc;
 
-use acompose_people::runner::PromptIntake;
-use acompose_people::session::Status;
-use acompose_people::session_report::{
+use acompose_driver::people::runner::PromptIntake;
+use acompose_driver::people::session::Status;
+use acompose_driver::people::session_report::{
     interruptions_text, review_json, review_text, sessions_json, sessions_text,
 };
-use acompose_people::{printable, report};
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
 use acompose_driver::people::sessions::{
     DEFAULT_GRACE, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,
 };
 use acompose_driver::people::{Stop, Workspace};
+use acompose_driver::people::{printable, report};
 use serde::Serialize;
 
 use super::WorkspaceArgs;

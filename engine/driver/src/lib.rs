@@ -1,10 +1,15 @@
-//! The acompose host: every read and write of the disk around the pure engine — loading
+//! The acompose driver: every read and write of the disk around the pure engine — loading
 //! packages and catalogues into salsa inputs, the fingerprint cache, transactions and
 //! locks, bundle materialization and verification, estate sessions, the watch loop's
 //! reaction to events, People storage and People sessions (records, the PTY runner), and
 //! delivery into harnesses (projections, assigned launches, host skill links). It never
 //! prints, never exits and never reads the command line: it returns reports and errors as
 //! data and tells of progress through [`Progress`].
+//!
+//! It is the faces' only door: the cli and the server depend on this crate alone. What
+//! they render of the engine's and People's values comes through [`engine`] and
+//! [`people`], which re-export exactly those values and pure renderings; the salsa
+//! database stays inside (see [`Sources`] and [`session::Session`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -32,9 +37,47 @@ pub mod progress;
 pub mod projection;
 pub mod request;
 pub mod session;
+pub mod sources;
 pub mod store;
 pub mod transaction;
 pub mod watch;
 
 pub use error::{Blame, Findings, HostError};
 pub use progress::{NoProgress, Progress};
+pub use sources::Sources;
+
+/// The composition engine's values and pure renderings a face shows: diagnostics and
+/// their escaping, identity cards and roster transcripts, harness layouts, `describe`,
+/// and the JSON serializer every output shares. Nothing else of the engine is reachable
+/// from a face.
+pub mod engine {
+    pub use acompose_engine::bundle::Bundle;
+    pub use acompose_engine::person::PersonModel;
+    pub use acompose_engine::skill_rules::SkillPolicy;
+    pub use acompose_engine::{Diagnostic, Severity, describe, layout};
+
+    /// Diagnostics as values, and the escaping of anything from a user's file.
+    pub mod diagnostic {
+        pub use acompose_engine::diagnostic::{LineIndex, bound_per_file, sanitize, sanitize_lines, snippet_safe};
+    }
+
+    /// Identity cards, roster transcripts and colour.
+    pub mod render {
+        pub use acompose_engine::render::{Palette, identity_card, roster_transcript, tint};
+    }
+
+    /// The identity row of `statusline` and `whoami`, and how a projection delivers.
+    pub mod projection {
+        pub use acompose_engine::projection::{Details, Mode, identity_row, whoami_text};
+    }
+
+    /// The host configuration's file name and a change to its keys (`acompose setup`).
+    pub mod converge {
+        pub use acompose_engine::converge::{CONFIG_FILE, KeyChange};
+    }
+
+    /// JSON output documents.
+    pub mod snapshot {
+        pub use acompose_engine::snapshot::{person_json, to_json_bytes};
+    }
+}

@@ -7,11 +7,20 @@ pub mod session_runner;
 pub mod sessions;
 pub mod storage;
 
-use acompose_people::workspace::{self, PEOPLE_DIRECTORY};
-use acompose_people::{Bindings, Person, contract, document, is_slug, printable, report};
+use acompose_people::workspace::PEOPLE_DIRECTORY;
+use acompose_people::{Bindings, contract};
 
 pub use crate::atomic::FileError;
 pub use storage::{Stop, Workspace};
+
+// The People core's values and pure functions a face shows or hands back (reports,
+// the reviewed import, swarm resolution, session records), so that the cli and the
+// server reach People through the driver alone.
+pub use acompose_people::{Avatar, Isolation, Person};
+pub use acompose_people::{
+    BINDINGS_SPEC, Finding, document, hire, is_slug, json, printable, recipe, report, resolve, runner, session,
+    session_report, workspace,
+};
 
 /// Checks a Person id from the command line before it becomes part of a path.
 pub fn checked_id(id: &str) -> Result<&str, Stop> {

@@ -33,10 +33,10 @@ pub mod start;
 pub mod toolkit_lock;
 pub mod workspace;
 
-pub use finding::Finding;
-pub use model::{Avatar, Bindings, Budget, ImportSource, Isolation, Person, RoleBinding};
 pub use acompose_engine::OutputFile;
 pub use acompose_engine::strict::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Position, Tree, json, tree, yaml};
+pub use finding::Finding;
+pub use model::{Avatar, Bindings, Budget, ImportSource, Isolation, Person, RoleBinding};
 pub use workspace::{Roster, SourceFile, Validation, WorkspaceFiles};
 
 /// The spec string of one Person file.

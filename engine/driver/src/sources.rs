@@ -1,0 +1,48 @@
+//! `Sources`: one command's handle on what it reads outside a home convergence — the
+//! salsa database and the loader that fills it — for `roster`, `catalog` and `compose`.
+//! A face creates one per command and asks it for a validation, a model or a prepared
+//! composition; the database inside never leaves the driver.
+
+use std::path::Path;
+
+use acompose_engine::Database;
+use acompose_engine::skill_rules::SkillPolicy;
+
+use crate::artifact::{self, ValidModel, Validation};
+use crate::error::HostError;
+use crate::load::{Loader, Selection};
+use crate::request::{self, Prepared};
+
+/// The database and loader of one command.
+#[derive(Default)]
+pub struct Sources {
+    database: Database,
+    loader: Loader,
+}
+
+impl Sources {
+    /// Validates a person source: its model and every diagnostic, errors included.
+    pub fn validate(&mut self, selection: &Selection) -> Validation {
+        artifact::validate(&mut self.database, &mut self.loader, selection)
+    }
+
+    /// Loads a person source that must be valid: the model and its warnings, or every
+    /// diagnostic that stopped it.
+    pub fn load_model(&mut self, selection: &Selection) -> Result<ValidModel, HostError> {
+        artifact::load_model(&mut self.database, &mut self.loader, selection)
+    }
+
+    /// Reads and resolves a `compose` request (see [`request::prepare`]), and returns it
+    /// with the loader that read it, whose record of observed paths and counters the
+    /// warm-path cache and `--stats` need.
+    pub fn prepare(
+        &mut self,
+        request_path: &Path,
+        projects: &Path,
+        skill_policy: Option<SkillPolicy>,
+    ) -> Result<(Prepared<'_>, &Loader), HostError> {
+        let Self { database, loader } = self;
+        let prepared = request::prepare(database, loader, request_path, projects, skill_policy)?;
+        Ok((prepared, loader))
+    }
+}
