@@ -9,14 +9,16 @@ use crate::db::{Package, PackageKind, PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::file_queries::skill_document;
 use crate::person::declaration::{
-    InspirationUse, PersonalityDeclaration, RoleDeclaration, Spanned, inspiration_declaration, manifest_declaration,
-    personality_declaration, role_declaration,
+    InspirationUse, PersonalityDeclaration, Spanned, inspiration_declaration, manifest_declaration,
+    personality_declaration,
 };
 use crate::person::layout::{PackageLayout, package_layout};
-use crate::person::{
-    Colour, Identity, IdentityForm, InspirationReference, MODEL_TIERS, PersonModel, Personality, Role, Seat, SkillFile,
-};
+use crate::person::{Colour, InspirationReference, PersonModel, Personality, Role, SkillFile};
 use crate::skill::{SkillDocument, content_digest};
+
+mod role;
+
+use role::load_roles;
 
 /// The most words a role skill body may hold after its title.
 pub const ROLE_SKILL_MAX_WORDS: usize = 400;
@@ -96,17 +98,59 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
     let mut context = Context { db, diagnostics: Vec::new() };
 
     let packages: Vec<Package> = std::iter::once(package).chain(source.libraries(db).iter().copied()).collect();
-    let mut layouts: Vec<&PackageLayout> = Vec::new();
-    for &each in &packages {
+    let layouts = load_layouts(&mut context, &packages);
+    let person_name = read_manifests(&mut context, &packages, &layouts);
+    let source_id = if package.embedded(db) { "roster:core".to_owned() } else { format!("person:{person_name}") };
+
+    let mut inspirations = InspirationRegistry::declared_by(&mut context, &layouts);
+    let catalogue = load_personality_catalogue(&mut context, &packages, &layouts, &mut inspirations);
+    let layout = layouts[0];
+    let roles = load_roles(&mut context, package, layout, &catalogue.personalities, &mut inspirations, core);
+    // When a declaration file does not parse, its references are unknown, so rules
+    // about unused entries would only repeat the parse error.
+    let incomplete = catalogue.incomplete || roles.incomplete;
+    if !incomplete {
+        inspirations.report_unused(&mut context);
+    }
+    let invariant = read_invariant(&mut context, package, layout);
+
+    if core && !incomplete {
+        let locations =
+            CoreLocations { manifest: layout.manifest, roles: &roles.files, personalities: &catalogue.locations };
+        check_core(&mut context, package, &roles.roles, &catalogue.personalities, &locations);
+    }
+
+    let model = PersonModel {
+        source: source_id,
+        person: person_name,
+        core,
+        roles: roles.roles,
+        personalities: catalogue.personalities,
+        invariant,
+    };
+    let mut diagnostics = context.diagnostics;
+    diagnostics.dedup();
+    Parsed::new(model, crate::diagnostic::bound_per_file(diagnostics))
+}
+
+/// The layout of every package, with the diagnostics of loading and laying it out.
+fn load_layouts<'db>(context: &mut Context<'db>, packages: &[Package]) -> Vec<&'db PackageLayout> {
+    let db = context.db;
+    let mut layouts = Vec::new();
+    for &each in packages {
         context.extend(each.load_diagnostics(db));
         let layout = package_layout(db, each);
         context.extend(&layout.diagnostics);
         layouts.push(&layout.value);
     }
+    layouts
+}
 
-    // Manifests.
+/// Every package's manifest (`person.kdl` or `library.kdl`); returns the person's name.
+fn read_manifests(context: &mut Context<'_>, packages: &[Package], layouts: &[&PackageLayout]) -> String {
+    let db = context.db;
     let mut person_name = String::new();
-    for (&each, layout) in packages.iter().zip(&layouts) {
+    for (&each, layout) in packages.iter().zip(layouts) {
         let is_person = each.kind(db) == PackageKind::Person;
         let expected = if is_person { "person" } else { "library" };
         match layout.manifest {
@@ -127,38 +171,53 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
             ),
         }
     }
-    let source_id = if package.embedded(db) { "roster:core".to_owned() } else { format!("person:{person_name}") };
+    person_name
+}
 
-    // Inspirations declared by every package.
-    let mut inspirations: BTreeMap<String, (SourceFile, Span)> = BTreeMap::new();
-    for layout in &layouts {
-        for numbered in &layout.inspirations {
-            let parsed = inspiration_declaration(db, numbered.file);
-            context.extend(&parsed.diagnostics);
-            let Some(declaration) = &parsed.value else { continue };
-            check_file_name(&mut context, numbered.file, &numbered.slug, &declaration.id, "inspiration");
-            if inspirations.contains_key(&declaration.id.value) {
-                context.report(
-                    numbered.file,
-                    Some(declaration.id.span),
-                    "duplicate-inspiration",
-                    format!("inspiration `{}` is declared twice", declaration.id.value),
-                    "give each inspiration a unique id",
-                );
-            } else {
-                inspirations.insert(declaration.id.value.clone(), (numbered.file, declaration.id.span));
+/// The inspirations every package declares, and which of them a role or personality uses.
+struct InspirationRegistry {
+    declared: BTreeMap<String, (SourceFile, Span)>,
+    used: BTreeSet<String>,
+}
+
+impl InspirationRegistry {
+    /// Reads the inspiration files of every package; an id is declared once.
+    fn declared_by(context: &mut Context<'_>, layouts: &[&PackageLayout]) -> Self {
+        let db = context.db;
+        let mut declared: BTreeMap<String, (SourceFile, Span)> = BTreeMap::new();
+        for layout in layouts {
+            for numbered in &layout.inspirations {
+                let parsed = inspiration_declaration(db, numbered.file);
+                context.extend(&parsed.diagnostics);
+                let Some(declaration) = &parsed.value else { continue };
+                check_file_name(context, numbered.file, &numbered.slug, &declaration.id, "inspiration");
+                if declared.contains_key(&declaration.id.value) {
+                    context.report(
+                        numbered.file,
+                        Some(declaration.id.span),
+                        "duplicate-inspiration",
+                        format!("inspiration `{}` is declared twice", declaration.id.value),
+                        "give each inspiration a unique id",
+                    );
+                } else {
+                    declared.insert(declaration.id.value.clone(), (numbered.file, declaration.id.span));
+                }
             }
         }
+        Self { declared, used: BTreeSet::new() }
     }
-    let mut used_inspirations: BTreeSet<String> = BTreeSet::new();
-    // When a declaration file does not parse, its references are unknown, so rules
-    // about unused entries would only repeat the parse error.
-    let mut incomplete = false;
-    let mut resolve_inspirations = |context: &mut Context<'_>, file: SourceFile, uses: &[InspirationUse]| {
+
+    /// The references a declaration makes, each to a declared inspiration.
+    fn resolve(
+        &mut self,
+        context: &mut Context<'_>,
+        file: SourceFile,
+        uses: &[InspirationUse],
+    ) -> Vec<InspirationReference> {
         let mut references = Vec::new();
         for used in uses {
-            if inspirations.contains_key(&used.id.value) {
-                used_inspirations.insert(used.id.value.clone());
+            if self.declared.contains_key(&used.id.value) {
+                self.used.insert(used.id.value.clone());
                 references.push(InspirationReference { id: used.id.value.clone(), fit: used.fit.clone() });
             } else {
                 context.report(
@@ -171,24 +230,64 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
             }
         }
         references
-    };
+    }
 
-    // The personality catalogue.
-    let mut personalities: Vec<Personality> = Vec::new();
-    let mut personality_locations: BTreeMap<String, (SourceFile, Span)> = BTreeMap::new();
+    /// Inspirations that nothing uses.
+    fn report_unused(&self, context: &mut Context<'_>) {
+        for (id, (file, span)) in &self.declared {
+            if !self.used.contains(id) {
+                context.report(
+                    *file,
+                    Some(*span),
+                    "unused-inspiration",
+                    format!("inspiration `{id}` is not used by any role or personality"),
+                    "reference it with `inspiration \"<id>\" { fit \"…\" }` or remove the file",
+                );
+            }
+        }
+    }
+}
+
+/// The personality catalogue across the package and its libraries.
+struct PersonalityCatalogue {
+    personalities: Vec<Personality>,
+    /// Where each personality is declared, for the Core rules.
+    locations: BTreeMap<String, (SourceFile, Span)>,
+    /// Whether a personality file did not parse.
+    incomplete: bool,
+}
+
+/// One package being read: its handle and the files it holds.
+#[derive(Clone, Copy)]
+struct PackageFiles<'a> {
+    package: Package,
+    layout: &'a PackageLayout,
+}
+
+/// Reads every package's personalities, then checks each package's definitions.
+fn load_personality_catalogue(
+    context: &mut Context<'_>,
+    packages: &[Package],
+    layouts: &[&PackageLayout],
+    inspirations: &mut InspirationRegistry,
+) -> PersonalityCatalogue {
+    let db = context.db;
+    let mut catalogue =
+        PersonalityCatalogue { personalities: Vec::new(), locations: BTreeMap::new(), incomplete: false };
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
-    for (&each, layout) in packages.iter().zip(&layouts) {
+    for (&package, &layout) in packages.iter().zip(layouts) {
+        let files = PackageFiles { package, layout };
         let mut bound: BTreeSet<String> = BTreeSet::new();
         for numbered in &layout.personalities {
             let parsed = personality_declaration(db, numbered.file);
             context.extend(&parsed.diagnostics);
             let Some(declaration) = &parsed.value else {
-                incomplete = true;
+                catalogue.incomplete = true;
                 continue;
             };
-            check_file_name(&mut context, numbered.file, &numbered.slug, &declaration.slug, "personality");
-            let references = resolve_inspirations(&mut context, numbered.file, &declaration.inspirations);
-            if personalities.iter().any(|known| known.slug == declaration.slug.value) {
+            check_file_name(context, numbered.file, &numbered.slug, &declaration.slug, "personality");
+            let references = inspirations.resolve(context, numbered.file, &declaration.inspirations);
+            if catalogue.personalities.iter().any(|known| known.slug == declaration.slug.value) {
                 context.report(
                     numbered.file,
                     Some(declaration.slug.span),
@@ -199,112 +298,48 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
                 continue;
             }
             if let Some(personality) =
-                load_personality(&mut context, each, layout, numbered.file, declaration, &mut bound, &mut aliases)
+                load_personality(context, files, numbered.file, declaration, &mut bound, &mut aliases)
             {
-                personality_locations.insert(personality.slug.clone(), (numbered.file, declaration.slug.span));
-                personalities.push(Personality { inspirations: references, ..personality });
+                catalogue.locations.insert(personality.slug.clone(), (numbered.file, declaration.slug.span));
+                catalogue.personalities.push(Personality { inspirations: references, ..personality });
             }
         }
-        check_definitions(&mut context, each, layout, &bound);
+        check_definitions(context, package, layout, &bound);
     }
+    catalogue
+}
 
-    // Roles.
-    let mut roles: Vec<Role> = Vec::new();
-    let mut methods_seen: BTreeMap<String, String> = BTreeMap::new();
-    let mut role_files: Vec<(SourceFile, Span)> = Vec::new();
-    let layout = layouts[0];
-    if package.kind(db) == PackageKind::Person {
-        for numbered in &layout.roles {
-            let parsed = role_declaration(db, numbered.file);
-            context.extend(&parsed.diagnostics);
-            let Some(declaration) = &parsed.value else {
-                incomplete = true;
-                continue;
-            };
-            check_file_name(&mut context, numbered.file, &numbered.slug, &declaration.slug, "role");
-            let references = resolve_inspirations(&mut context, numbered.file, &declaration.inspirations);
-            if roles.iter().any(|known| known.slug == declaration.slug.value) {
+/// The personality invariant of a person package; a library has none.
+fn read_invariant(context: &mut Context<'_>, package: Package, layout: &PackageLayout) -> String {
+    let db = context.db;
+    if package.kind(db) != PackageKind::Person {
+        return String::new();
+    }
+    match layout.invariant {
+        Some(file) => {
+            let text = String::from_utf8_lossy(file.bytes(db)).into_owned();
+            if text.trim().is_empty() {
                 context.report(
-                    numbered.file,
-                    Some(declaration.slug.span),
-                    "duplicate-role",
-                    format!("role `{}` is declared more than once", declaration.slug.value),
-                    "a role slug is unique in its package",
+                    file,
+                    None,
+                    "invariant-empty",
+                    "the personality invariant is empty".to_owned(),
+                    "write the invariant every personality keeps",
                 );
-                continue;
             }
-            let loaded =
-                load_role(&mut context, layout, numbered.file, declaration, &personalities, &mut methods_seen, core);
-            if let Some(role) = loaded {
-                role_files.push((
-                    numbered.file,
-                    declaration.personalities.as_ref().map_or(declaration.slug.span, |list| list.span),
-                ));
-                roles.push(Role { inspirations: references, ..role });
-            }
+            text
         }
-        check_orphan_role_folders(&mut context, package, layout, &roles);
-        if layout.roles.is_empty() {
+        None => {
             context.report_package(
-                package,
-                "roles",
-                "no-roles",
-                "the package declares no roles".to_owned(),
-                "add at least one `roles/NN-<slug>.kdl`",
-            );
-        }
-    }
-
-    // Inspirations that nothing uses.
-    for (id, (file, span)) in &inspirations {
-        if !incomplete && !used_inspirations.contains(id) {
-            context.report(
-                *file,
-                Some(*span),
-                "unused-inspiration",
-                format!("inspiration `{id}` is not used by any role or personality"),
-                "reference it with `inspiration \"<id>\" { fit \"…\" }` or remove the file",
-            );
-        }
-    }
-
-    // The invariant.
-    let mut invariant = String::new();
-    if package.kind(db) == PackageKind::Person {
-        match layout.invariant {
-            Some(file) => {
-                let text = String::from_utf8_lossy(file.bytes(db)).into_owned();
-                if text.trim().is_empty() {
-                    context.report(
-                        file,
-                        None,
-                        "invariant-empty",
-                        "the personality invariant is empty".to_owned(),
-                        "write the invariant every personality keeps",
-                    );
-                }
-                invariant = text;
-            }
-            None => context.report_package(
                 package,
                 "definitions/INVARIANT.md",
                 "invariant-missing",
                 "the package has no `definitions/INVARIANT.md`".to_owned(),
                 "write the personality invariant there",
-            ),
+            );
+            String::new()
         }
     }
-
-    if core && !incomplete {
-        let locations =
-            CoreLocations { manifest: layout.manifest, roles: &role_files, personalities: &personality_locations };
-        check_core(&mut context, package, &roles, &personalities, &locations);
-    }
-
-    let model = PersonModel { source: source_id, person: person_name, core, roles, personalities, invariant };
-    let mut diagnostics = context.diagnostics;
-    diagnostics.dedup();
-    Parsed::new(model, crate::diagnostic::bound_per_file(diagnostics))
 }
 
 fn check_file_name(
@@ -325,68 +360,109 @@ fn check_file_name(
     }
 }
 
+/// One personality's rules: its skill binding, colour, aliases and skill file.
 fn load_personality(
     context: &mut Context<'_>,
-    package: Package,
-    layout: &PackageLayout,
+    files: PackageFiles<'_>,
     file: SourceFile,
     declaration: &PersonalityDeclaration,
     bound: &mut BTreeSet<String>,
     aliases: &mut BTreeMap<String, String>,
 ) -> Option<Personality> {
     let slug = &declaration.slug.value;
+    let skill_id = personality_skill_id(context, file, declaration)?;
+    bound.insert(skill_id.clone());
+    let colour = declaration.color.as_ref().and_then(|written| read_colour(context, file, written));
+    register_aliases(context, file, declaration, aliases);
+    let skill = load_personality_skill(context, files, file, declaration, &skill_id)?;
+    Some(Personality {
+        slug: slug.clone(),
+        skill,
+        // An unreadable colour is already reported; a stand-in keeps the personality in
+        // the catalogue so roles that name it do not report a second, misleading error.
+        colour: colour.unwrap_or_else(|| Colour::from_lab(Lab { l: 0.7, a: 0.0, b: 0.0 })),
+        motif: declaration.motif.clone().unwrap_or_default(),
+        emblem: declaration.emblem.clone(),
+        form: declaration.form.clone(),
+        sound_mark: declaration.sound_mark.clone(),
+        aliases: declaration.aliases.iter().map(|alias| alias.value.clone()).collect(),
+        verbs: declaration.verbs.clone(),
+        inspirations: Vec::new(),
+        package: files.package.label(context.db).clone(),
+    })
+}
+
+/// The skill a personality binds, which should be `personality-<slug>`; `None` when it
+/// binds none (the declaration already reported the missing property).
+fn personality_skill_id(
+    context: &mut Context<'_>,
+    file: SourceFile,
+    declaration: &PersonalityDeclaration,
+) -> Option<String> {
+    let slug = &declaration.slug.value;
     let expected_skill = format!("personality-{slug}");
-    let skill_id = declaration.skill.as_ref().map(|skill| skill.value.clone())?;
-    if skill_id != expected_skill {
-        let span = declaration.skill.as_ref().map(|skill| skill.span);
+    let skill = declaration.skill.as_ref()?;
+    if skill.value != expected_skill {
         context.report(
             file,
-            span,
+            Some(skill.span),
             "personality-skill-binding",
-            format!("personality `{slug}` binds `{}`, expected `{expected_skill}`", sanitize(&skill_id)),
+            format!("personality `{slug}` binds `{}`, expected `{expected_skill}`", sanitize(&skill.value)),
             format!("write `skill=\"{expected_skill}\"`"),
         );
     }
-    bound.insert(skill_id.clone());
+    Some(skill.value.clone())
+}
 
-    let colour = declaration.color.as_ref().and_then(|written| {
-        let Some(rgb) = color::parse_hex(&written.value) else {
-            context.report(
-                file,
-                Some(written.span),
-                "color-invalid",
-                format!("`{}` is not a `#rrggbb` colour", sanitize(&written.value)),
-                "write six hexadecimal digits after `#`, e.g. `#8f8c47`",
-            );
-            return None;
-        };
-        let lab = color::oklab(rgb);
-        let failure = match color::gate(lab) {
-            Ok(()) => None,
-            Err(GateFailure::TooDark(lightness)) => Some((
-                "color-too-dark",
-                format!("colour `{}` has OKLab lightness {lightness:.3}, below 0.60", written.value),
-            )),
-            Err(GateFailure::TooLight(lightness)) => Some((
-                "color-too-light",
-                format!("colour `{}` has OKLab lightness {lightness:.3}, above 0.80", written.value),
-            )),
-            Err(GateFailure::TooGray(chroma)) => {
-                Some(("color-too-gray", format!("colour `{}` has OKLab chroma {chroma:.3}, below 0.05", written.value)))
-            }
-        };
-        if let Some((code, message)) = failure {
-            context.report(
-                file,
-                Some(written.span),
-                code,
-                message,
-                "pick a colour with OKLab lightness 0.60–0.80 and chroma at least 0.05",
-            );
+/// A personality colour: a `#rrggbb` value inside the lightness and chroma gate.
+/// A colour outside the gate is reported and still kept.
+fn read_colour(context: &mut Context<'_>, file: SourceFile, written: &Spanned<String>) -> Option<Colour> {
+    let Some(rgb) = color::parse_hex(&written.value) else {
+        context.report(
+            file,
+            Some(written.span),
+            "color-invalid",
+            format!("`{}` is not a `#rrggbb` colour", sanitize(&written.value)),
+            "write six hexadecimal digits after `#`, e.g. `#8f8c47`",
+        );
+        return None;
+    };
+    let lab = color::oklab(rgb);
+    if let Some((code, message)) = colour_gate_failure(lab, &written.value) {
+        context.report(
+            file,
+            Some(written.span),
+            code,
+            message,
+            "pick a colour with OKLab lightness 0.60–0.80 and chroma at least 0.05",
+        );
+    }
+    Some(Colour { hex: written.value.to_lowercase(), rgb, lab })
+}
+
+/// The code and message for a colour outside the gate, or `None` inside it.
+fn colour_gate_failure(lab: Lab, written: &str) -> Option<(&'static str, String)> {
+    match color::gate(lab) {
+        Ok(()) => None,
+        Err(GateFailure::TooDark(lightness)) => {
+            Some(("color-too-dark", format!("colour `{written}` has OKLab lightness {lightness:.3}, below 0.60")))
         }
-        Some(Colour { hex: written.value.to_lowercase(), rgb, lab })
-    });
+        Err(GateFailure::TooLight(lightness)) => {
+            Some(("color-too-light", format!("colour `{written}` has OKLab lightness {lightness:.3}, above 0.80")))
+        }
+        Err(GateFailure::TooGray(chroma)) => {
+            Some(("color-too-gray", format!("colour `{written}` has OKLab chroma {chroma:.3}, below 0.05")))
+        }
+    }
+}
 
+/// Records a personality's aliases; an alias belongs to one personality of the catalogue.
+fn register_aliases(
+    context: &mut Context<'_>,
+    file: SourceFile,
+    declaration: &PersonalityDeclaration,
+    aliases: &mut BTreeMap<String, String>,
+) {
     for alias in &declaration.aliases {
         if let Some(owner) = aliases.get(&alias.value) {
             context.report(
@@ -397,29 +473,37 @@ fn load_personality(
                 "aliases are unique across the catalogue",
             );
         } else {
-            aliases.insert(alias.value.clone(), slug.clone());
+            aliases.insert(alias.value.clone(), declaration.slug.value.clone());
         }
     }
+}
 
-    let folder = layout.definitions.get(&skill_id);
-    let skill_file = match folder.and_then(|folder| folder.skill) {
-        Some(skill_file) => skill_file,
-        None => {
-            context.report(
-                file,
-                declaration.skill.as_ref().map(|skill| skill.span),
-                "definition-missing",
-                format!(
-                    "personality `{slug}` has no `definitions/skills/{}/SKILL.md` in {}",
-                    sanitize(&skill_id),
-                    package.label(context.db)
-                ),
-                "write the personality skill there",
-            );
-            return None;
-        }
+/// The personality skill at `definitions/skills/<id>/SKILL.md` of the same package;
+/// `None` when it is missing or empty.
+fn load_personality_skill(
+    context: &mut Context<'_>,
+    files: PackageFiles<'_>,
+    file: SourceFile,
+    declaration: &PersonalityDeclaration,
+    skill_id: &str,
+) -> Option<SkillFile> {
+    let slug = &declaration.slug.value;
+    let folder = files.layout.definitions.get(skill_id);
+    let Some(skill_file) = folder.and_then(|folder| folder.skill) else {
+        context.report(
+            file,
+            declaration.skill.as_ref().map(|skill| skill.span),
+            "definition-missing",
+            format!(
+                "personality `{slug}` has no `definitions/skills/{}/SKILL.md` in {}",
+                sanitize(skill_id),
+                files.package.label(context.db)
+            ),
+            "write the personality skill there",
+        );
+        return None;
     };
-    let (skill, document) = context.skill_file(skill_file, &skill_id);
+    let (skill, document) = context.skill_file(skill_file, skill_id);
     if document.empty {
         // Reported once by `check_definitions`.
         return None;
@@ -436,21 +520,7 @@ fn load_personality(
             "shorten the body after the title",
         );
     }
-    Some(Personality {
-        slug: slug.clone(),
-        skill,
-        // An unreadable colour is already reported; a stand-in keeps the personality in
-        // the catalogue so roles that name it do not report a second, misleading error.
-        colour: colour.unwrap_or_else(|| Colour::from_lab(Lab { l: 0.7, a: 0.0, b: 0.0 })),
-        motif: declaration.motif.clone().unwrap_or_default(),
-        emblem: declaration.emblem.clone(),
-        form: declaration.form.clone(),
-        sound_mark: declaration.sound_mark.clone(),
-        aliases: declaration.aliases.iter().map(|alias| alias.value.clone()).collect(),
-        verbs: declaration.verbs.clone(),
-        inspirations: Vec::new(),
-        package: package.label(context.db).clone(),
-    })
+    Some(skill)
 }
 
 /// Definitions strictness: every folder under `definitions/skills/` is bound by exactly
@@ -508,465 +578,6 @@ fn check_definitions(context: &mut Context<'_>, package: Package, layout: &Packa
             ),
         }
     }
-}
-
-fn load_role(
-    context: &mut Context<'_>,
-    layout: &PackageLayout,
-    file: SourceFile,
-    declaration: &RoleDeclaration,
-    personalities: &[Personality],
-    methods_seen: &mut BTreeMap<String, String>,
-    core: bool,
-) -> Option<Role> {
-    let db = context.db;
-    let slug = declaration.slug.value.clone();
-    let role_span = Some(declaration.slug.span);
-
-    let purpose = match &declaration.purpose {
-        Some(purpose) => purpose.clone(),
-        None => {
-            context.report(
-                file,
-                role_span,
-                "missing-node",
-                format!("role `{slug}` has no `purpose`"),
-                "add `purpose \"…\"`, one sentence",
-            );
-            String::new()
-        }
-    };
-
-    // The role skill id and its body.
-    let expected_skill = format!("role-{slug}");
-    match &declaration.skill {
-        Some(skill) if skill.value != expected_skill => context.report(
-            file,
-            Some(skill.span),
-            "role-skill-name",
-            format!("role `{slug}` names skill `{}`, expected `{expected_skill}`", sanitize(&skill.value)),
-            format!("write `skill \"{expected_skill}\"`"),
-        ),
-        Some(_) => {}
-        // A legacy role carries its body inline; its skill id is implied as `role-<slug>`.
-        None if declaration.briefing.is_some() => {}
-        None => context.report(
-            file,
-            role_span,
-            "missing-node",
-            format!("role `{slug}` has no `skill`"),
-            format!("add `skill \"{expected_skill}\"`"),
-        ),
-    }
-    let skill = match (layout.role_skills.get(&slug), &declaration.briefing) {
-        (Some(&skill_file), briefing) => {
-            if let Some(briefing) = briefing {
-                context.report(
-                    file,
-                    Some(briefing.span),
-                    "briefing-and-skill",
-                    format!("role `{slug}` has both a `briefing` and `roles/{slug}/SKILL.md`"),
-                    "keep the `SKILL.md` and remove the legacy `briefing`",
-                );
-            }
-            let (skill, document) = context.skill_file(skill_file, &expected_skill);
-            check_role_skill(context, skill_file, &document, &expected_skill);
-            skill
-        }
-        (None, Some(briefing)) => {
-            let paragraphs = crate::skill::count_paragraphs(&briefing.value);
-            let words = briefing.value.split_whitespace().count();
-            if paragraphs < ROLE_SKILL_MIN_PARAGRAPHS {
-                context.report(
-                    file,
-                    Some(briefing.span),
-                    "role-skill-paragraphs",
-                    format!("briefing of role `{slug}` has {paragraphs} paragraph(s), at least {ROLE_SKILL_MIN_PARAGRAPHS} are required"),
-                    "separate paragraphs with a blank line",
-                );
-            }
-            if words > ROLE_SKILL_MAX_WORDS {
-                context.report(
-                    file,
-                    Some(briefing.span),
-                    "role-skill-too-long",
-                    format!("briefing of role `{slug}` has {words} words, at most {ROLE_SKILL_MAX_WORDS} are allowed"),
-                    "shorten it",
-                );
-            }
-            let text = format!(
-                "---\nname: {expected_skill}\ndescription: {}\n---\n\n# {}\n\n{}\n",
-                purpose,
-                declaration.display_name.clone().unwrap_or_else(|| slug.clone()),
-                briefing.value.trim()
-            );
-            let bytes = text.into_bytes();
-            SkillFile {
-                id: expected_skill.clone(),
-                source: file.display_path(db),
-                relative_path: file.relative_path(db).clone(),
-                digest: content_digest(&bytes),
-                description: purpose.clone(),
-                body: briefing.value.trim().to_owned(),
-                bytes: bytes.into(),
-            }
-        }
-        (None, None) => {
-            context.report(
-                file,
-                role_span,
-                "role-skill-missing",
-                format!("role `{slug}` has no `roles/{slug}/SKILL.md`"),
-                format!("write the role skill at `roles/{slug}/SKILL.md`"),
-            );
-            return None;
-        }
-    };
-
-    // Methods.
-    let mut methods = Vec::new();
-    for method in &declaration.methods {
-        if let Some(owner) = methods_seen.get(&method.value) {
-            context.report(
-                file,
-                Some(method.span),
-                "duplicate-method",
-                format!("method `{}` is already declared by role `{owner}`", method.value),
-                "method ids are unique across the package",
-            );
-            continue;
-        }
-        methods_seen.insert(method.value.clone(), slug.clone());
-        let folder = layout.methods.get(&(slug.clone(), method.value.clone()));
-        let Some(method_file) = folder.and_then(|folder| folder.skill) else {
-            context.report(
-                file,
-                Some(method.span),
-                "method-skill-missing",
-                format!("method `{}` has no `roles/{slug}/skills/{}/SKILL.md`", method.value, method.value),
-                "write the method skill there",
-            );
-            continue;
-        };
-        let (skill, document) = context.skill_file(method_file, &method.value);
-        if document.name.as_deref() != Some(method.value.as_str()) {
-            context.report(
-                method_file,
-                document.name_span,
-                "method-skill-mismatch",
-                format!("method skill is not named `{}`", method.value),
-                format!("write `name: {}` in the frontmatter", method.value),
-            );
-        }
-        methods.push(skill);
-    }
-    for ((owner, method), folder) in layout.methods.range((slug.clone(), String::new())..) {
-        if owner != &slug {
-            break;
-        }
-        if !declaration.methods.iter().any(|declared| &declared.value == method) {
-            let target = folder.skill.unwrap_or(file);
-            context.report(
-                target,
-                None,
-                "method-undeclared",
-                format!("`roles/{slug}/skills/{}` is not a declared method of role `{slug}`", sanitize(method)),
-                format!("add `method \"{}\"` to the role or remove the folder", sanitize(method)),
-            );
-        }
-    }
-
-    // Model tiers.
-    let mut model_tiers = Vec::new();
-    if let Some(declared) = &declaration.model_tiers {
-        let mut seen = BTreeSet::new();
-        for tier in &declared.value {
-            if !MODEL_TIERS.contains(&tier.value.as_str()) {
-                context.report(
-                    file,
-                    Some(tier.span),
-                    "unknown-model-tier",
-                    format!("`{}` is not a model tier", sanitize(&tier.value)),
-                    "model tiers are `frontier`, `commodity` and `oss`",
-                );
-            } else if !seen.insert(tier.value.clone()) {
-                context.report(
-                    file,
-                    Some(tier.span),
-                    "duplicate-model-tier",
-                    format!("model tier `{}` is listed twice", tier.value),
-                    "list each tier once",
-                );
-            }
-        }
-        model_tiers = MODEL_TIERS.iter().filter(|tier| seen.contains(**tier)).map(|tier| (*tier).to_owned()).collect();
-    } else if core {
-        context.report(
-            file,
-            role_span,
-            "core-model-tiers-required",
-            format!("Core role `{slug}` does not declare its model tiers"),
-            "add `model-tier \"frontier\" …` with the tiers the role supports",
-        );
-    }
-    if declaration.model_tiers.is_none() {
-        model_tiers = MODEL_TIERS.iter().map(|tier| (*tier).to_owned()).collect();
-    }
-
-    // The meld.
-    let mut meld = Vec::new();
-    let mut lab_components: Vec<Lab> = Vec::new();
-    match &declaration.personalities {
-        None => context.report(
-            file,
-            role_span,
-            "meld-empty",
-            format!("role `{slug}` names no personalities"),
-            "add `personality \"<slug>\" …` with at least one personality",
-        ),
-        Some(list) => {
-            for reference in &list.value {
-                if meld.contains(&reference.value) {
-                    context.report(
-                        file,
-                        Some(reference.span),
-                        "meld-repeat",
-                        format!("personality `{}` appears twice in the meld", reference.value),
-                        "list each personality once",
-                    );
-                    continue;
-                }
-                match personalities.iter().find(|personality| personality.slug == reference.value) {
-                    Some(personality) => lab_components.push(personality.colour.lab),
-                    None => context.report(
-                        file,
-                        Some(reference.span),
-                        "unknown-personality",
-                        format!("personality `{}` has no catalogue binding", sanitize(&reference.value)),
-                        known_hint("personalities", personalities.iter().map(|personality| personality.slug.as_str())),
-                    ),
-                }
-                meld.push(reference.value.clone());
-            }
-            if core && list.value.len() != crate::person::validate::CORE_MELD_SIZE {
-                context.report(
-                    file,
-                    Some(list.span),
-                    "core-meld-size",
-                    format!(
-                        "Core role `{slug}` melds {} personalities, exactly {CORE_MELD_SIZE} are required",
-                        list.value.len()
-                    ),
-                    "name exactly two personalities",
-                );
-            }
-        }
-    }
-
-    // Identity and seats.
-    let seat_identity = declaration.seats.iter().any(|seat| seat.name.is_some() || seat.pronouns.is_some());
-    let identity_form = if declaration.identity.is_some() { IdentityForm::Role } else { IdentityForm::PerSeat };
-    if let Some(identity) = &declaration.identity
-        && seat_identity
-    {
-        context.report(
-            file,
-            Some(identity.span),
-            "identity-mixed",
-            format!("role `{slug}` declares a role-level `identity` and per-seat names"),
-            "use one form: either `identity name=… pronouns=…` or name/pronouns on every seat",
-        );
-    }
-    if core && declaration.identity.is_none() {
-        context.report(
-            file,
-            role_span,
-            "core-identity-required",
-            format!("Core role `{slug}` has no role-level `identity`"),
-            "add `identity name=\"…\" pronouns=\"…\"` and keep seats for routing only",
-        );
-    }
-    if core && declaration.seats.is_empty() {
-        context.report(
-            file,
-            role_span,
-            "core-seats-required",
-            format!("Core role `{slug}` has no harness seats"),
-            "add at least one `agent \"<harness>\" tier=\"…\"`",
-        );
-    }
-    if declaration.identity.is_none() && declaration.seats.is_empty() && !core {
-        context.report(
-            file,
-            role_span,
-            "identity-missing",
-            format!("role `{slug}` has no identity"),
-            "add `identity name=\"…\" pronouns=\"…\"` or a `seat` with name and pronouns",
-        );
-    }
-    let mut seats = Vec::new();
-    let mut seat_keys = BTreeSet::new();
-    for seat in &declaration.seats {
-        if !seat_keys.insert(seat.key.value.clone()) {
-            context.report(
-                file,
-                Some(seat.key.span),
-                "duplicate-seat",
-                format!("seat `{}` is declared twice in role `{slug}`", sanitize(&seat.key.value)),
-                "seat keys are unique within a role",
-            );
-            continue;
-        }
-        if let Some(tier) = &seat.tier {
-            if !MODEL_TIERS.contains(&tier.value.as_str()) {
-                context.report(
-                    file,
-                    Some(tier.span),
-                    "unknown-model-tier",
-                    format!("`{}` is not a model tier", sanitize(&tier.value)),
-                    "model tiers are `frontier`, `commodity` and `oss`",
-                );
-            } else if !model_tiers.contains(&tier.value) {
-                context.report(
-                    file,
-                    Some(tier.span),
-                    "seat-tier-unsupported",
-                    format!(
-                        "seat `{}` routes to tier `{}`, which role `{slug}` does not support",
-                        seat.key.value, tier.value
-                    ),
-                    format!("use one of {}", model_tiers.join(", ")),
-                );
-            }
-        }
-        let (name, pronouns) = match (&declaration.identity, &seat.name, &seat.pronouns) {
-            (Some(identity), _, _) => identity.value.clone(),
-            (None, Some(name), Some(pronouns)) => (name.clone(), pronouns.clone()),
-            (None, _, _) => {
-                context.report(
-                    file,
-                    Some(seat.key.span),
-                    "identity-missing",
-                    format!(
-                        "seat `{}` of role `{slug}` has no name and pronouns, and the role has no `identity`",
-                        seat.key.value
-                    ),
-                    "add `identity name=\"…\" pronouns=\"…\"` to the role",
-                );
-                (String::new(), String::new())
-            }
-        };
-        seats.push(Seat {
-            key: seat.key.value.clone(),
-            harness: seat.harness.clone(),
-            name,
-            pronouns,
-            channel: seat.channel.clone(),
-            tier: seat.tier.as_ref().map(|tier| tier.value.clone()),
-        });
-    }
-    let identity = match &declaration.identity {
-        Some(identity) => Identity { name: identity.value.0.clone(), pronouns: identity.value.1.clone() },
-        None => seats
-            .first()
-            .map(|seat| Identity { name: seat.name.clone(), pronouns: seat.pronouns.clone() })
-            .unwrap_or(Identity { name: String::new(), pronouns: String::new() }),
-    };
-
-    let favourite = color::favourite(&lab_components).map(Colour::from_lab)?;
-    let display_name = declaration.display_name.clone().or_else(|| skill_title(&skill)).unwrap_or_else(|| slug.clone());
-    Some(Role {
-        slug,
-        display_name,
-        purpose,
-        model_tiers,
-        model_tiers_declared: declaration.model_tiers.is_some(),
-        skill,
-        methods,
-        personalities: meld,
-        favourite,
-        identity,
-        identity_form,
-        seats,
-        copy_contract: declaration.copy_contract.clone(),
-        inspirations: Vec::new(),
-    })
-}
-
-fn skill_title(skill: &SkillFile) -> Option<String> {
-    skill
-        .body
-        .lines()
-        .find(|line| !line.trim().is_empty())
-        .and_then(|line| line.strip_prefix("# "))
-        .map(|title| title.trim().to_owned())
-}
-
-fn check_role_skill(context: &mut Context<'_>, file: SourceFile, document: &SkillDocument, expected: &str) {
-    if document.empty {
-        context.report(file, None, "role-skill-empty", "role skill is empty".to_owned(), "write the role charter");
-        return;
-    }
-    match &document.name {
-        Some(name) if name == expected => {}
-        Some(name) => context.report(
-            file,
-            document.name_span,
-            "role-skill-frontmatter",
-            format!("role skill is named `{}`, expected `{expected}`", sanitize(name)),
-            format!("write `name: {expected}` in the frontmatter"),
-        ),
-        None => context.report(
-            file,
-            None,
-            "role-skill-frontmatter",
-            format!("role skill has no frontmatter `name: {expected}`"),
-            format!("start the file with `---`, `name: {expected}`, `description: …`, `---`"),
-        ),
-    }
-    if document.description.as_deref().is_none_or(|description| description.trim().is_empty()) {
-        context.report(
-            file,
-            document.name_span,
-            "role-skill-description",
-            "role skill has no frontmatter `description:`".to_owned(),
-            "add `description: <one line>` to the frontmatter",
-        );
-    }
-    if document.paragraphs < ROLE_SKILL_MIN_PARAGRAPHS {
-        context.report(
-            file,
-            None,
-            "role-skill-paragraphs",
-            format!("role skill body has {} paragraph(s) after its title, at least {ROLE_SKILL_MIN_PARAGRAPHS} are required", document.paragraphs),
-            "separate paragraphs with a blank line",
-        );
-    }
-    if document.words > ROLE_SKILL_MAX_WORDS {
-        context.report(
-            file,
-            None,
-            "role-skill-too-long",
-            format!("role skill body has {} words, at most {ROLE_SKILL_MAX_WORDS} are allowed", document.words),
-            "shorten the body after the title",
-        );
-    }
-}
-
-fn check_orphan_role_folders(context: &mut Context<'_>, package: Package, layout: &PackageLayout, roles: &[Role]) {
-    let declared: BTreeSet<String> = layout.roles.iter().map(|numbered| numbered.slug.clone()).collect();
-    for (slug, file) in &layout.role_skills {
-        if !declared.contains(slug) && !roles.iter().any(|role| &role.slug == slug) {
-            context.report(
-                *file,
-                None,
-                "role-skill-orphan",
-                format!("`roles/{}/SKILL.md` belongs to no declared role", sanitize(slug)),
-                "declare the role in `roles/NN-<slug>.kdl` or remove the folder",
-            );
-        }
-    }
-    let _ = package;
 }
 
 /// Where Core diagnostics point: the manifest for counts, each role's meld and each
