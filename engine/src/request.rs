@@ -99,8 +99,17 @@ fn package_path_value(reader: &mut Reader<'_>, node: &Node, value: String, span:
     Some(value)
 }
 
-fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, allow_embedded: bool) -> Option<String> {
-    if allow_embedded {
+/// Which paths a request node accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathRule {
+    /// A person package or library: relative (it may climb with `..`), or `roster:core`.
+    PackageOrEmbedded,
+    /// A path that stays inside the request's folder.
+    StaysInside,
+}
+
+fn path_value(reader: &mut Reader<'_>, node: &Node, value: String, span: Span, rule: PathRule) -> Option<String> {
+    if rule == PathRule::PackageOrEmbedded {
         return package_path_value(reader, node, value, span);
     }
     match check_relative_path(&value) {
@@ -153,31 +162,12 @@ fn parse_bounded(text: &str, path: &str) -> Parsed<crate::syntax::Document> {
 pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
     let parsed = parse_bounded(text, path);
     let mut diagnostics = parsed.diagnostics;
-    let mut request = Request {
-        person_source: None,
-        personality_libraries: Vec::new(),
-        role: None,
-        delivery: None,
-        model_tier: None,
-        sources: Vec::new(),
-        person_policy: PersonPolicy::Default,
-        skill_policy: None,
-    };
+    let request = unset_request();
     if !diagnostics.is_empty() {
         return Parsed::new(request, diagnostics);
     }
     let mut reader = Reader::new(path);
-    let mut compose = None;
-    for node in &parsed.value.nodes {
-        if node.name != "compose" {
-            reader.unknown_node(node, "a request", &["compose"]);
-        } else if compose.is_some() {
-            reader.report("duplicate-node", node.name_span, "a request holds one `compose` block", "merge them");
-        } else {
-            compose = Some(node);
-        }
-    }
-    let Some(compose) = compose else {
+    let Some(compose) = find_compose_block(&mut reader, &parsed.value.nodes) else {
         if reader.diagnostics.is_empty() {
             reader.report("missing-node", Span::new(0, 0), "the request has no `compose { … }` block", "add one");
         }
@@ -186,204 +176,305 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
     };
     reader.argument_count(compose, 0, Some(0));
     reader.allowed_properties(compose, &[]);
-    let mut seen = BTreeMap::new();
-    let mut source_ids: BTreeMap<String, Span> = BTreeMap::new();
-    let mut policy_span = None;
+    let mut reading =
+        ComposeReading { reader, request, seen: BTreeMap::new(), source_ids: BTreeMap::new(), policy_span: None };
     for child in &compose.children {
-        match child.name.as_str() {
-            "person-source" | "role" | "delivery" | "model-tier" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                let Some((value, span)) = reader.single_string(child) else { continue };
-                match child.name.as_str() {
-                    "person-source" => request.person_source = path_value(&mut reader, child, value, span, true),
-                    "role" => request.role = Some((value, span)),
-                    "model-tier" => request.model_tier = Some((value, span)),
-                    _ => match value.as_str() {
-                        "native-skills" => request.delivery = Some(Delivery::NativeSkills),
-                        "compiled" => request.delivery = Some(Delivery::Compiled),
-                        other => reader.report(
-                            "unknown-delivery",
-                            span,
-                            format!("`{}` is not a delivery", sanitize(other)),
-                            "use `native-skills` or `compiled`",
-                        ),
-                    },
-                }
-            }
-            "person-policy" | "density" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                let Some((value, span)) = reader.single_string(child) else { continue };
-                match (child.name.as_str(), value.as_str()) {
-                    ("person-policy", "external-only") => {
-                        request.person_policy = PersonPolicy::ExternalOnly;
-                        policy_span = Some(span);
-                    }
-                    ("person-policy", "default") => request.person_policy = PersonPolicy::Default,
-                    ("person-policy", other) => reader.report(
-                        "unknown-person-policy",
-                        span,
-                        format!("`{}` is not a person policy", sanitize(other)),
-                        "use `external-only` (or `default`, the same as leaving the node out)",
-                    ),
-                    // The Go program removed `density`; it still accepts the old default.
-                    (_, "full") => {}
-                    (_, other) => reader.report(
-                        "density-removed",
-                        span,
-                        format!("`density \"{}\"` is no longer supported", sanitize(other)),
-                        "delete the node (only the legacy `density \"full\"` is accepted)",
-                    ),
-                }
-            }
-            "identity" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.argument_count(child, 0, Some(0));
-                reader.allowed_properties(child, &["name"]);
-                reader.no_children(child);
-                if reader.string_property(child, "name", true).is_some() {
-                    warn_unmodelled(
-                        &mut reader,
-                        child,
-                        "a request does not rename the role; the identity comes from the person package",
-                    );
-                }
-            }
-            "boundary-omit" => {
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                if reader.argument_count(child, 1, None) {
-                    let _names = reader.string_arguments(child);
-                    warn_unmodelled(
-                        &mut reader,
-                        child,
-                        "role boundaries are not modelled, so there is nothing to omit",
-                    );
-                }
-            }
-            "personality-library" => {
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                if let Some((value, span)) = reader.single_string(child)
-                    && let Some(path) = path_value(&mut reader, child, value, span, true)
-                {
-                    request.personality_libraries.push(path);
-                }
-            }
-            "source" => {
-                reader.allowed_properties(child, &["root", "declaration", "required"]);
-                reader.no_children(child);
-                let Some((id, span)) = reader.single_string(child) else { continue };
-                if !reader.slug(&id, span, "source id") {
-                    continue;
-                }
-                if id == "person" {
-                    reader.report(
-                        "reserved-source-id",
-                        span,
-                        "`person` is the id of the person package",
-                        "choose another source id",
-                    );
-                    continue;
-                }
-                if source_ids.insert(id.clone(), span).is_some() {
-                    reader.report(
-                        "duplicate-source",
-                        span,
-                        format!("source `{id}` is declared twice"),
-                        "give each source a unique id",
-                    );
-                    continue;
-                }
-                let required = match child.property("required").map(|property| (&property.value, property.span)) {
-                    None => false,
-                    Some((Value::Bool(flag), _)) => *flag,
-                    Some((other, span)) => {
-                        reader.report(
-                            "argument-type",
-                            span,
-                            format!("`required` expects `#true` or `#false`, found a {}", other.kind_name()),
-                            "write `required=#true`",
-                        );
-                        false
-                    }
-                };
-                let root = reader.string_property(child, "root", false);
-                let declaration = reader.string_property(child, "declaration", false);
-                let location = match (root, declaration) {
-                    (Some((path, path_span)), None) => {
-                        path_value(&mut reader, child, path, path_span, false).map(SourceLocation::Root)
-                    }
-                    (None, Some((path, path_span))) => {
-                        path_value(&mut reader, child, path, path_span, false).map(SourceLocation::Declaration)
-                    }
-                    _ => {
-                        reader.report(
-                            "source-location",
-                            span,
-                            format!("source `{id}` needs exactly one of `root=` and `declaration=`"),
-                            "write `source \"<id>\" root=\"<folder>\"` or `source \"<id>\" declaration=\"<file>.kdl\"`",
-                        );
-                        None
-                    }
-                };
-                if let Some(location) = location {
-                    request.sources.push(RequestSource { id, location, required, span });
-                }
-            }
-            "skill-policy" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                let Some((value, span)) = reader.single_string(child) else { continue };
-                match crate::skill_rules::SkillPolicy::from_name(&value) {
-                    Some(policy) => request.skill_policy = Some(policy),
-                    None => reader.report(
-                        "unknown-skill-policy",
-                        span,
-                        format!("`{}` is not a skill policy", sanitize(&value)),
-                        "use `warn`, `strict` or `skip`",
-                    ),
-                }
-            }
-            _ => reader.unknown_node(child, "`compose`", &[REQUEST_CHILDREN, &["skill-policy"]].concat()),
-        }
+        reading.read_child(child);
     }
-    // External-only means the request never falls back to the embedded roster.
-    if let Some(span) = policy_span
-        && request.person_source.as_deref().is_none_or(|source| source == "roster:core")
-    {
-        reader.report(
-            "request-external-only",
-            span,
-            "`person-policy \"external-only\"` needs an external `person-source`",
-            "add `person-source \"<folder>\"` naming a person package, or remove the policy",
-        );
-    }
-    if request.role.is_none() && !seen.contains_key("role") {
-        reader.report("missing-node", compose.name_span, "the request names no `role`", "add `role \"<slug>\"`");
-    }
-    if request.delivery.is_none() && !seen.contains_key("delivery") {
-        reader.report(
-            "missing-node",
-            compose.name_span,
-            "the request names no `delivery`",
-            "add `delivery \"native-skills\"` or `delivery \"compiled\"`",
-        );
-    }
+    reading.check_external_only();
+    reading.check_role_and_delivery(compose);
+    let ComposeReading { mut reader, request, .. } = reading;
     diagnostics.append(&mut reader.diagnostics);
     Parsed::new(request, diagnostics)
+}
+
+/// A request with nothing read yet: what a request that does not parse yields.
+fn unset_request() -> Request {
+    Request {
+        person_source: None,
+        personality_libraries: Vec::new(),
+        role: None,
+        delivery: None,
+        model_tier: None,
+        sources: Vec::new(),
+        person_policy: PersonPolicy::Default,
+        skill_policy: None,
+    }
+}
+
+/// The one top-level `compose` block, reporting every other top-level node.
+fn find_compose_block<'n>(reader: &mut Reader<'_>, nodes: &'n [Node]) -> Option<&'n Node> {
+    let mut compose = None;
+    for node in nodes {
+        if node.name != "compose" {
+            reader.unknown_node(node, "a request", &["compose"]);
+        } else if compose.is_some() {
+            reader.report("duplicate-node", node.name_span, "a request holds one `compose` block", "merge them");
+        } else {
+            compose = Some(node);
+        }
+    }
+    compose
+}
+
+/// The state of reading one `compose` block: the request so far and what the
+/// rules across its children need to remember.
+struct ComposeReading<'a> {
+    reader: Reader<'a>,
+    request: Request,
+    /// Singleton nodes already read, by name.
+    seen: BTreeMap<String, Span>,
+    /// Source ids already declared, so a second one is refused.
+    source_ids: BTreeMap<String, Span>,
+    /// Where `person-policy "external-only"` was written, for the rule checked at the end.
+    policy_span: Option<Span>,
+}
+
+impl ComposeReading<'_> {
+    /// Reads one child of `compose` by its name.
+    fn read_child(&mut self, child: &Node) {
+        match child.name.as_str() {
+            "person-source" | "role" | "delivery" | "model-tier" => self.read_setting(child),
+            "person-policy" | "density" => self.read_policy_or_density(child),
+            "identity" => self.read_identity(child),
+            "boundary-omit" => self.read_boundary_omit(child),
+            "personality-library" => self.read_personality_library(child),
+            "source" => self.read_source(child),
+            "skill-policy" => self.read_skill_policy(child),
+            _ => self.reader.unknown_node(child, "`compose`", &[REQUEST_CHILDREN, &["skill-policy"]].concat()),
+        }
+    }
+
+    /// The singleton string value of `child`, or `None` when it repeats or is malformed
+    /// (each already reported).
+    fn singleton_string(&mut self, child: &Node) -> Option<(String, Span)> {
+        if !self.reader.singleton(&mut self.seen, child) {
+            return None;
+        }
+        self.reader.allowed_properties(child, &[]);
+        self.reader.no_children(child);
+        self.reader.single_string(child)
+    }
+
+    /// `person-source`, `role`, `delivery` and `model-tier`: one string each.
+    fn read_setting(&mut self, child: &Node) {
+        let Some((value, span)) = self.singleton_string(child) else { return };
+        match child.name.as_str() {
+            "person-source" => {
+                self.request.person_source =
+                    path_value(&mut self.reader, child, value, span, PathRule::PackageOrEmbedded)
+            }
+            "role" => self.request.role = Some((value, span)),
+            "model-tier" => self.request.model_tier = Some((value, span)),
+            _ => self.read_delivery(&value, span),
+        }
+    }
+
+    /// The value of `delivery`, one of the two delivery names.
+    fn read_delivery(&mut self, value: &str, span: Span) {
+        match value {
+            "native-skills" => self.request.delivery = Some(Delivery::NativeSkills),
+            "compiled" => self.request.delivery = Some(Delivery::Compiled),
+            other => self.reader.report(
+                "unknown-delivery",
+                span,
+                format!("`{}` is not a delivery", sanitize(other)),
+                "use `native-skills` or `compiled`",
+            ),
+        }
+    }
+
+    /// `person-policy`, and the removed `density` whose old default is still accepted.
+    fn read_policy_or_density(&mut self, child: &Node) {
+        let Some((value, span)) = self.singleton_string(child) else { return };
+        match (child.name.as_str(), value.as_str()) {
+            ("person-policy", "external-only") => {
+                self.request.person_policy = PersonPolicy::ExternalOnly;
+                self.policy_span = Some(span);
+            }
+            ("person-policy", "default") => self.request.person_policy = PersonPolicy::Default,
+            ("person-policy", other) => self.reader.report(
+                "unknown-person-policy",
+                span,
+                format!("`{}` is not a person policy", sanitize(other)),
+                "use `external-only` (or `default`, the same as leaving the node out)",
+            ),
+            // The Go program removed `density`; it still accepts the old default.
+            (_, "full") => {}
+            (_, other) => self.reader.report(
+                "density-removed",
+                span,
+                format!("`density \"{}\"` is no longer supported", sanitize(other)),
+                "delete the node (only the legacy `density \"full\"` is accepted)",
+            ),
+        }
+    }
+
+    /// `identity name=…`: read and ignored with a warning.
+    fn read_identity(&mut self, child: &Node) {
+        if !self.reader.singleton(&mut self.seen, child) {
+            return;
+        }
+        self.reader.argument_count(child, 0, Some(0));
+        self.reader.allowed_properties(child, &["name"]);
+        self.reader.no_children(child);
+        if self.reader.string_property(child, "name", true).is_some() {
+            warn_unmodelled(
+                &mut self.reader,
+                child,
+                "a request does not rename the role; the identity comes from the person package",
+            );
+        }
+    }
+
+    /// `boundary-omit "<name>" …`: read and ignored with a warning.
+    fn read_boundary_omit(&mut self, child: &Node) {
+        self.reader.allowed_properties(child, &[]);
+        self.reader.no_children(child);
+        if self.reader.argument_count(child, 1, None) {
+            let _names = self.reader.string_arguments(child);
+            warn_unmodelled(&mut self.reader, child, "role boundaries are not modelled, so there is nothing to omit");
+        }
+    }
+
+    /// `personality-library "<path>"`, which may repeat.
+    fn read_personality_library(&mut self, child: &Node) {
+        self.reader.allowed_properties(child, &[]);
+        self.reader.no_children(child);
+        if let Some((value, span)) = self.reader.single_string(child)
+            && let Some(path) = path_value(&mut self.reader, child, value, span, PathRule::PackageOrEmbedded)
+        {
+            self.request.personality_libraries.push(path);
+        }
+    }
+
+    /// `source "<id>" root=… | declaration=… required=…`.
+    fn read_source(&mut self, child: &Node) {
+        self.reader.allowed_properties(child, &["root", "declaration", "required"]);
+        self.reader.no_children(child);
+        let Some((id, span)) = self.reader.single_string(child) else { return };
+        if !self.admit_source_id(&id, span) {
+            return;
+        }
+        let required = source_required(&mut self.reader, child);
+        if let Some(location) = source_location(&mut self.reader, child, &id, span) {
+            self.request.sources.push(RequestSource { id, location, required, span });
+        }
+    }
+
+    /// Whether a source id is a slug, not the reserved `person`, and not declared before.
+    fn admit_source_id(&mut self, id: &str, span: Span) -> bool {
+        if !self.reader.slug(id, span, "source id") {
+            return false;
+        }
+        if id == "person" {
+            self.reader.report(
+                "reserved-source-id",
+                span,
+                "`person` is the id of the person package",
+                "choose another source id",
+            );
+            return false;
+        }
+        if self.source_ids.insert(id.to_owned(), span).is_some() {
+            self.reader.report(
+                "duplicate-source",
+                span,
+                format!("source `{id}` is declared twice"),
+                "give each source a unique id",
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `skill-policy "<name>"`.
+    fn read_skill_policy(&mut self, child: &Node) {
+        let Some((value, span)) = self.singleton_string(child) else { return };
+        match crate::skill_rules::SkillPolicy::from_name(&value) {
+            Some(policy) => self.request.skill_policy = Some(policy),
+            None => self.reader.report(
+                "unknown-skill-policy",
+                span,
+                format!("`{}` is not a skill policy", sanitize(&value)),
+                "use `warn`, `strict` or `skip`",
+            ),
+        }
+    }
+
+    /// External-only means the request never falls back to the embedded roster.
+    fn check_external_only(&mut self) {
+        if let Some(span) = self.policy_span
+            && self.request.person_source.as_deref().is_none_or(|source| source == "roster:core")
+        {
+            self.reader.report(
+                "request-external-only",
+                span,
+                "`person-policy \"external-only\"` needs an external `person-source`",
+                "add `person-source \"<folder>\"` naming a person package, or remove the policy",
+            );
+        }
+    }
+
+    /// A request names its role and its delivery, unless a written one was already reported.
+    fn check_role_and_delivery(&mut self, compose: &Node) {
+        if self.request.role.is_none() && !self.seen.contains_key("role") {
+            self.reader.report(
+                "missing-node",
+                compose.name_span,
+                "the request names no `role`",
+                "add `role \"<slug>\"`",
+            );
+        }
+        if self.request.delivery.is_none() && !self.seen.contains_key("delivery") {
+            self.reader.report(
+                "missing-node",
+                compose.name_span,
+                "the request names no `delivery`",
+                "add `delivery \"native-skills\"` or `delivery \"compiled\"`",
+            );
+        }
+    }
+}
+
+/// The `required=` flag of a source: `#false` when left out.
+fn source_required(reader: &mut Reader<'_>, child: &Node) -> bool {
+    match child.property("required").map(|property| (&property.value, property.span)) {
+        None => false,
+        Some((Value::Bool(flag), _)) => *flag,
+        Some((other, span)) => {
+            reader.report(
+                "argument-type",
+                span,
+                format!("`required` expects `#true` or `#false`, found a {}", other.kind_name()),
+                "write `required=#true`",
+            );
+            false
+        }
+    }
+}
+
+/// Where a source's skills come from: exactly one of `root=` and `declaration=`.
+fn source_location(reader: &mut Reader<'_>, child: &Node, id: &str, span: Span) -> Option<SourceLocation> {
+    let root = reader.string_property(child, "root", false);
+    let declaration = reader.string_property(child, "declaration", false);
+    match (root, declaration) {
+        (Some((path, path_span)), None) => {
+            path_value(reader, child, path, path_span, PathRule::StaysInside).map(SourceLocation::Root)
+        }
+        (None, Some((path, path_span))) => {
+            path_value(reader, child, path, path_span, PathRule::StaysInside).map(SourceLocation::Declaration)
+        }
+        _ => {
+            reader.report(
+                "source-location",
+                span,
+                format!("source `{id}` needs exactly one of `root=` and `declaration=`"),
+                "write `source \"<id>\" root=\"<folder>\"` or `source \"<id>\" declaration=\"<file>.kdl\"`",
+            );
+            None
+        }
+    }
 }
 
 /// One entry of a declaration file.
@@ -449,7 +540,9 @@ pub fn parse_declaration(text: &str, path: &str, expected_id: &str) -> Parsed<De
                 continue;
             }
             let Some((entry_path, path_span)) = reader.string_property(child, "path", true) else { continue };
-            let Some(entry_path) = path_value(&mut reader, child, entry_path, path_span, false) else { continue };
+            let Some(entry_path) = path_value(&mut reader, child, entry_path, path_span, PathRule::StaysInside) else {
+                continue;
+            };
             let entry = DeclaredEntry { id, path: entry_path, span: path_span };
             if child.name == "instruction" {
                 declaration.instructions.push(entry);
