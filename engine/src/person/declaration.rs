@@ -222,103 +222,26 @@ fn read_role(reader: &mut Reader<'_>, node: &Node) -> Option<RoleDeclaration> {
     let mut seen = BTreeMap::new();
     for child in &node.children {
         match child.name.as_str() {
-            "display-name" | "purpose" | "skill" | "briefing" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                let Some((value, span)) = reader.single_string(child) else { continue };
-                if value.trim().is_empty() {
-                    reader.report("empty-value", span, format!("`{}` is empty", child.name), "write a non-empty value");
-                    continue;
-                }
-                match child.name.as_str() {
-                    "display-name" => role.display_name = Some(value),
-                    "purpose" => role.purpose = Some(value),
-                    "skill" => role.skill = Some(Spanned::new(value, span)),
-                    _ => role.briefing = Some(Spanned::new(value, span)),
-                }
-            }
-            "model-tier" | "personality" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                if !reader.argument_count(child, 1, None) {
-                    continue;
-                }
-                let values =
-                    reader.string_arguments(child).into_iter().map(|(value, span)| Spanned::new(value, span)).collect();
-                let list = Some(Spanned::new(values, child.name_span));
-                if child.name == "model-tier" {
-                    role.model_tiers = list;
-                } else {
-                    role.personalities = list;
-                }
-            }
+            "display-name" | "purpose" | "skill" | "briefing" => read_role_text(reader, &mut seen, child, &mut role),
+            "model-tier" | "personality" => read_role_list(reader, &mut seen, child, &mut role),
             "method" => {
-                reader.allowed_properties(child, &[]);
-                reader.no_children(child);
-                if let Some((value, span)) = reader.single_string(child)
-                    && reader.slug(&value, span, "method id")
-                {
-                    role.methods.push(Spanned::new(value, span));
+                if let Some(method) = read_method(reader, child) {
+                    role.methods.push(method);
                 }
             }
             "identity" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.argument_count(child, 0, Some(0));
-                reader.allowed_properties(child, &["name", "pronouns"]);
-                reader.no_children(child);
-                let name = reader.string_property(child, "name", true);
-                let pronouns = reader.string_property(child, "pronouns", true);
-                if let (Some((name, _)), Some((pronouns, _))) = (name, pronouns) {
-                    role.identity = Some(Spanned::new((name, pronouns), child.name_span));
+                if let Some(identity) = read_role_identity(reader, &mut seen, child) {
+                    role.identity = Some(identity);
                 }
             }
             "agent" | "seat" => {
-                reader.allowed_properties(child, &["name", "pronouns", "channel", "tier", "harness"]);
-                reader.no_children(child);
-                let Some((key, key_span)) = reader.single_string(child) else { continue };
-                reader.slug(&key, key_span, "seat key");
-                let harness = reader.string_property(child, "harness", false).map(|(value, _)| value);
-                let seat = SeatDeclaration {
-                    harness: harness.unwrap_or_else(|| key.clone()),
-                    key: Spanned::new(key, key_span),
-                    name: reader.string_property(child, "name", false).map(|(value, _)| value),
-                    pronouns: reader.string_property(child, "pronouns", false).map(|(value, _)| value),
-                    channel: reader.string_property(child, "channel", false).map(|(value, _)| value),
-                    tier: reader.string_property(child, "tier", false).map(|(value, span)| Spanned::new(value, span)),
-                    span: child.name_span,
-                };
-                role.seats.push(seat);
+                if let Some(seat) = read_seat(reader, child) {
+                    role.seats.push(seat);
+                }
             }
             "copy-contract" => {
-                if !reader.singleton(&mut seen, child) {
-                    continue;
-                }
-                reader.argument_count(child, 0, Some(0));
-                reader.allowed_properties(child, &["scope"]);
-                let scope = reader.string_property(child, "scope", true).map(|(value, _)| value);
-                let mut rules = Vec::new();
-                for rule in &child.children {
-                    if rule.name != "forbid" {
-                        reader.unknown_node(rule, "`copy-contract`", &["forbid"]);
-                        continue;
-                    }
-                    reader.allowed_properties(rule, &["prefer"]);
-                    reader.no_children(rule);
-                    if let Some((forbid, _)) = reader.single_string(rule) {
-                        let prefer = reader.string_property(rule, "prefer", false).map(|(value, _)| value);
-                        rules.push(CopyRule { forbid, prefer });
-                    }
-                }
-                if let Some(scope) = scope {
-                    role.copy_contract = Some(CopyContract { scope, rules });
+                if let Some(contract) = read_copy_contract(reader, &mut seen, child) {
+                    role.copy_contract = Some(contract);
                 }
             }
             "inspiration" => {
@@ -330,6 +253,129 @@ fn read_role(reader: &mut Reader<'_>, node: &Node) -> Option<RoleDeclaration> {
         }
     }
     Some(role)
+}
+
+/// `display-name`, `purpose`, `skill` and `briefing`: one non-empty string each.
+fn read_role_text(
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeMap<String, Span>,
+    child: &Node,
+    role: &mut RoleDeclaration,
+) {
+    if !reader.singleton(seen, child) {
+        return;
+    }
+    reader.allowed_properties(child, &[]);
+    reader.no_children(child);
+    let Some((value, span)) = reader.single_string(child) else { return };
+    if value.trim().is_empty() {
+        reader.report("empty-value", span, format!("`{}` is empty", child.name), "write a non-empty value");
+        return;
+    }
+    match child.name.as_str() {
+        "display-name" => role.display_name = Some(value),
+        "purpose" => role.purpose = Some(value),
+        "skill" => role.skill = Some(Spanned::new(value, span)),
+        _ => role.briefing = Some(Spanned::new(value, span)),
+    }
+}
+
+/// `model-tier` and `personality`: a list of at least one string each.
+fn read_role_list(
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeMap<String, Span>,
+    child: &Node,
+    role: &mut RoleDeclaration,
+) {
+    if !reader.singleton(seen, child) {
+        return;
+    }
+    reader.allowed_properties(child, &[]);
+    reader.no_children(child);
+    if !reader.argument_count(child, 1, None) {
+        return;
+    }
+    let values = reader.string_arguments(child).into_iter().map(|(value, span)| Spanned::new(value, span)).collect();
+    let list = Some(Spanned::new(values, child.name_span));
+    if child.name == "model-tier" {
+        role.model_tiers = list;
+    } else {
+        role.personalities = list;
+    }
+}
+
+/// `method "<id>"`, which may repeat; its id is a slug.
+fn read_method(reader: &mut Reader<'_>, child: &Node) -> Option<Spanned<String>> {
+    reader.allowed_properties(child, &[]);
+    reader.no_children(child);
+    let (value, span) = reader.single_string(child)?;
+    reader.slug(&value, span, "method id").then(|| Spanned::new(value, span))
+}
+
+/// `identity name=… pronouns=…`, both required.
+fn read_role_identity(
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeMap<String, Span>,
+    child: &Node,
+) -> Option<Spanned<(String, String)>> {
+    if !reader.singleton(seen, child) {
+        return None;
+    }
+    reader.argument_count(child, 0, Some(0));
+    reader.allowed_properties(child, &["name", "pronouns"]);
+    reader.no_children(child);
+    let name = reader.string_property(child, "name", true);
+    let pronouns = reader.string_property(child, "pronouns", true);
+    match (name, pronouns) {
+        (Some((name, _)), Some((pronouns, _))) => Some(Spanned::new((name, pronouns), child.name_span)),
+        _ => None,
+    }
+}
+
+/// `agent "<key>" …` or `seat "<key>" …`; the harness defaults to the key.
+fn read_seat(reader: &mut Reader<'_>, child: &Node) -> Option<SeatDeclaration> {
+    reader.allowed_properties(child, &["name", "pronouns", "channel", "tier", "harness"]);
+    reader.no_children(child);
+    let (key, key_span) = reader.single_string(child)?;
+    reader.slug(&key, key_span, "seat key");
+    let harness = reader.string_property(child, "harness", false).map(|(value, _)| value);
+    Some(SeatDeclaration {
+        harness: harness.unwrap_or_else(|| key.clone()),
+        key: Spanned::new(key, key_span),
+        name: reader.string_property(child, "name", false).map(|(value, _)| value),
+        pronouns: reader.string_property(child, "pronouns", false).map(|(value, _)| value),
+        channel: reader.string_property(child, "channel", false).map(|(value, _)| value),
+        tier: reader.string_property(child, "tier", false).map(|(value, span)| Spanned::new(value, span)),
+        span: child.name_span,
+    })
+}
+
+/// `copy-contract scope=… { forbid "…" prefer=… }`; without a scope there is no contract.
+fn read_copy_contract(
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeMap<String, Span>,
+    child: &Node,
+) -> Option<CopyContract> {
+    if !reader.singleton(seen, child) {
+        return None;
+    }
+    reader.argument_count(child, 0, Some(0));
+    reader.allowed_properties(child, &["scope"]);
+    let scope = reader.string_property(child, "scope", true).map(|(value, _)| value);
+    let mut rules = Vec::new();
+    for rule in &child.children {
+        if rule.name != "forbid" {
+            reader.unknown_node(rule, "`copy-contract`", &["forbid"]);
+            continue;
+        }
+        reader.allowed_properties(rule, &["prefer"]);
+        reader.no_children(rule);
+        if let Some((forbid, _)) = reader.single_string(rule) {
+            let prefer = reader.string_property(rule, "prefer", false).map(|(value, _)| value);
+            rules.push(CopyRule { forbid, prefer });
+        }
+    }
+    scope.map(|scope| CopyContract { scope, rules })
 }
 
 fn read_inspiration_use(reader: &mut Reader<'_>, node: &Node) -> Option<InspirationUse> {
