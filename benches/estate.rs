@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use acompose_driver::NoProgress;
-use acompose_driver::session::Session;
+use acompose_driver::convergence::Converger;
 use acompose_driver::transaction::NoFaults;
 use divan::Bencher;
 use rayon::prelude::*;
@@ -279,9 +279,9 @@ fn edit_one_skill(bencher: Bencher) {
     let home = new_home(estate, "watch");
     let progress = NoProgress;
     let config = acompose_driver::home::read_config(&home, &progress).expect("config");
-    let mut session = Session::default();
-    session.defer_pruning = true;
-    session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
+    let mut converger = Converger::default();
+    converger.defer_pruning = true;
+    converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
     settle();
     // repo-000 is used by the first role; skill 05 is inside its selected slice.
     let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
@@ -292,8 +292,8 @@ fn edit_one_skill(bencher: Bencher) {
             std::fs::write(&edited, skill_text(0, 5, &format!("Revision {round}."))).expect("edit");
         })
         .bench_local_values(|()| {
-            session.loader.refresh(&mut session.db, &edited);
-            session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, false).expect("reconverge");
+            converger.loader.refresh(&mut converger.db, &edited);
+            converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, false).expect("reconverge");
         });
 }
 
@@ -305,8 +305,8 @@ fn edit_one_skill_recompute_only(bencher: Bencher) {
     let home = new_home(estate, "recompute");
     let progress = NoProgress;
     let config = acompose_driver::home::read_config(&home, &progress).expect("config");
-    let mut session = Session::default();
-    session.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
+    let mut converger = Converger::default();
+    converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
     let edited = estate.projects.join("estate/repo-001/.agents/skills/skill-001-05/SKILL.md");
     let mut round = 0;
     bencher
@@ -315,8 +315,8 @@ fn edit_one_skill_recompute_only(bencher: Bencher) {
             std::fs::write(&edited, skill_text(1, 5, &format!("Revision {round}."))).expect("edit");
         })
         .bench_local_values(|()| {
-            session.loader.refresh(&mut session.db, &edited);
-            assert_eq!(session.recompute_bundles(), ROLES.len());
+            converger.loader.refresh(&mut converger.db, &edited);
+            assert_eq!(converger.recompute_bundles(), ROLES.len());
         });
 }
 

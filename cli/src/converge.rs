@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use acompose_driver::NoProgress;
 use acompose_driver::cache;
+use acompose_driver::convergence::Report;
 use acompose_driver::convergence::{BareRun, Stats, converge_home};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
 use acompose_driver::mounts::{MountReport, deliver};
-use acompose_driver::session::Report;
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary};
@@ -169,7 +169,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         BareRun::Unchanged { summary, stats } => {
             print_report(&home, &Found::Unchanged(&summary), &stats, args, terminal, started.elapsed());
         }
-        BareRun::Converged { report, stats, session } => {
+        BareRun::Converged { report, stats, converger } => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
@@ -181,7 +181,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
             }
             // The process ends here: let the operating system reclaim the database
             // instead of freeing every memo one by one.
-            std::mem::forget(session);
+            std::mem::forget(converger);
         }
     }
     if !args.json {

@@ -3,8 +3,8 @@
 //! Reads and writes no file itself: every disk access is the host's.
 
 pub mod bundle;
-pub mod catalog;
-pub mod catalog_check;
+pub mod catalogue;
+pub mod catalogue_check;
 pub mod compose;
 pub mod converge;
 pub mod describe;
@@ -93,7 +93,7 @@ pub enum Command {
     /// Validate, show or render a person source.
     Roster(roster::RosterArgs),
     /// List roles, personalities or seats of the loaded person source.
-    Catalog(catalog::CatalogArgs),
+    Catalog(catalogue::CatalogArgs),
     /// Compose one immutable role bundle from a request.
     Compose(compose::ComposeArgs),
     /// Re-check every digest, budget and invariant of a bundle.
@@ -145,7 +145,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Some(Command::Roster(args)) => roster::run(args, &terminal),
         Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
-        Some(Command::Catalog(args)) => catalog::run(args, &terminal),
+        Some(Command::Catalog(args)) => catalogue::run(args, &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, &terminal),
         Some(Command::Describe(args)) => describe::run(args, &terminal),

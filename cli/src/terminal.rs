@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::print_stderr;
+use acompose_driver::convergence::Report;
 use acompose_driver::convergence::Stats;
 use acompose_driver::engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
 use acompose_driver::engine::render::Palette;
 use acompose_driver::engine::{Diagnostic, Severity};
-use acompose_driver::session::Report;
 use acompose_driver::{Blame, Findings, HostError};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_driver::NoProgress;
-use acompose_driver::session::Session;
+use acompose_driver::convergence::Converger;
 use acompose_driver::transaction::NoFaults;
 use acompose_engine::Database;
 use common::{acompose, backdate_folders};
@@ -76,13 +76,13 @@ fn index(home: &Path) -> BTreeMap<String, String> {
         .expect("parse")
 }
 
-/// A live session over an estate, converged once, with the executed-query log cleared.
-fn live_session(home: &Path, projects: &Path) -> (Session, acompose_engine::converge::HostConfig) {
-    let mut session = Session::with_database(Database::with_execution_log());
+/// A live converger over an estate, converged once, with the executed-query log cleared.
+fn live_converger(home: &Path, projects: &Path) -> (Converger, acompose_engine::converge::HostConfig) {
+    let mut converger = Converger::with_database(Database::with_execution_log());
     let config = config(home);
-    session.converge(home, projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
-    session.db.take_executed();
-    (session, config)
+    converger.converge(home, projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    converger.db.take_executed();
+    (converger, config)
 }
 
 fn count(executed: &[String], query: &str) -> usize {
@@ -93,15 +93,15 @@ fn count(executed: &[String], query: &str) -> usize {
 fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let before = index(&home);
     assert_eq!(before.len(), 7, "one bundle per role");
 
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Hardware, revised."));
-    assert!(session.loader.refresh(&mut session.db, &edited));
-    let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
-    let executed = session.db.take_executed();
+    assert!(converger.loader.refresh(&mut converger.db, &edited));
+    let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let executed = converger.db.take_executed();
     // The loader summarized the edited file as it read it again: no per-file query runs.
     assert_eq!(count(&executed, "summary_of_bytes"), 0, "{executed:#?}");
     assert_eq!(count(&executed, "parsed_document"), 0, "{executed:#?}");
@@ -125,13 +125,13 @@ fn memos_validated_by_three_edits(extra: usize) -> [usize; 3] {
         let name = format!("bench-extra-{index:02}");
         write(&projects.join(format!("example/benchmarks/.agents/skills/{name}/SKILL.md")), &skill(&name, "More."));
     }
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     let mut edit = |body: &str| {
         write(&edited, &skill("machine-gpu", body));
-        assert!(session.loader.refresh(&mut session.db, &edited));
-        let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
-        let executed = session.db.take_executed();
+        assert!(converger.loader.refresh(&mut converger.db, &edited));
+        let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        let executed = converger.db.take_executed();
         assert_eq!(count(&executed, "catalogue_listing"), 1, "{executed:#?}");
         assert_eq!(count(&executed, "composition_bundle"), 1, "only the platform role: {executed:#?}");
         report.queries_reused
@@ -159,11 +159,11 @@ fn editing_the_same_skill_again_checks_only_what_depends_on_it() {
 fn adding_a_skill_file_is_picked_up() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let added = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
     write(&added, &skill("machine-npu", "New hardware."));
-    assert!(session.loader.refresh(&mut session.db, &added));
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    assert!(converger.loader.refresh(&mut converger.db, &added));
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
     let platform = home.join("bundles").join(&index(&home)["platform"]);
     assert!(platform.join("content/skills/hardware/machine-npu/SKILL.md").is_file());
 }
@@ -172,15 +172,15 @@ fn adding_a_skill_file_is_picked_up() {
 fn a_file_added_beside_a_skill_replans_only_the_role_that_admits_it() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     // An editor's backup beside a skill: the catalogue's file list changes, its skill
     // names do not.
     for round in 0..2 {
         let added = projects.join(format!("example/hardware/.agents/skills/machine-gpu/SKILL.md.~{round}~"));
         write(&added, "backup");
-        assert!(session.loader.refresh(&mut session.db, &added));
-        session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
-        let executed = session.db.take_executed();
+        assert!(converger.loader.refresh(&mut converger.db, &added));
+        converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        let executed = converger.db.take_executed();
         assert_eq!(count(&executed, "composition_bundle"), 1, "round {round}: only the platform role: {executed:#?}");
     }
 }
@@ -189,13 +189,13 @@ fn a_file_added_beside_a_skill_replans_only_the_role_that_admits_it() {
 fn editing_roles_kdl_replans_only_the_affected_role() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let before = index(&home);
     let roles = projects.join("acme/root/.agents/roles.kdl");
     write(&roles, &ROLES.replace("composed-skill \"metrics-*\"", "composed-skill \"metrics-board\""));
-    assert!(session.loader.refresh(&mut session.db, &roles));
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
-    let executed = session.db.take_executed();
+    assert!(converger.loader.refresh(&mut converger.db, &roles));
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let executed = converger.db.take_executed();
     assert_eq!(count(&executed, "trusted_root"), 1, "{executed:#?}");
     assert_eq!(count(&executed, "composition_bundle"), 1, "only eval re-plans: {executed:#?}");
     let after = index(&home);
@@ -290,13 +290,13 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     let fresh = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
     std::fs::create_dir_all(fresh.parent().expect("parent")).expect("mkdir");
     std::fs::write(&fresh, skill("machine-npu", "Fresh.")).expect("write");
-    let mut session = Session::default();
+    let mut converger = Converger::default();
     let config = config(&home);
-    let report = session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
     // The cache is written later than two seconds after the read (a long convergence,
     // or watch mode waiting for the inputs to settle).
     std::thread::sleep(Duration::from_millis(2200));
-    let cache = acompose_driver::convergence::fingerprints(&session, &home, &projects, &report);
+    let cache = acompose_driver::convergence::fingerprints(&converger, &home, &projects, &report);
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
     match recorded {
         Some(acompose_driver::load::Observed::File(stat, _)) => {
@@ -592,14 +592,14 @@ fn a_bundle_left_by_a_failed_convergence_is_pruned_by_the_next_one() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
     let config = config(&home);
-    let mut session = Session::default();
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let mut converger = Converger::default();
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
     let first = index(&home);
     let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
 
     // An edit, then a convergence whose writes fail after the new bundle is on disk.
     write(&gpu, &skill("machine-gpu", "Second."));
-    let mut failing = Session::default();
+    let mut failing = Converger::default();
     assert!(failing.converge(&home, &projects, &config, &quiet(), &mut FailingWrites, true).is_err());
     assert_eq!(index(&home), first, "the failed run changed nothing that is named");
     let listed = |home: &Path| -> Vec<String> {
@@ -619,7 +619,7 @@ fn a_bundle_left_by_a_failed_convergence_is_pruned_by_the_next_one() {
 
     // Another edit, and a convergence that succeeds: the orphan goes with the stale one.
     write(&gpu, &skill("machine-gpu", "Third."));
-    let report = Session::default().converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("ok");
+    let report = Converger::default().converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("ok");
     assert_eq!(report.bundles_pruned, 2, "the previously named platform bundle and the orphan");
     assert!(!home.join("bundles").join(&orphans[0]).exists());
     let now = index(&home);
@@ -665,17 +665,17 @@ fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
 fn a_live_session_follows_a_commit_it_is_told_of_and_only_then() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let plan = || std::fs::read_to_string(home.join("repository-plan.json")).expect("plan");
     let branch = projects.join("acme/root/.git/refs/heads/main");
     write(&branch, "2222222222222222222222222222222222222222\n");
-    // Facts about the roots are kept between edits: without being told, the session
+    // Facts about the roots are kept between edits: without being told, the converger
     // still names the revision it read.
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
     assert!(!plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
     // Watch mode refreshes the path that changed: the next convergence reads it.
-    assert!(session.loader.refresh(&mut session.db, &branch));
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    assert!(converger.loader.refresh(&mut converger.db, &branch));
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
     assert!(plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
 }
 
@@ -683,18 +683,18 @@ fn a_live_session_follows_a_commit_it_is_told_of_and_only_then() {
 fn a_refresh_reads_only_the_files_that_changed() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut session, config) = live_session(&home, &projects);
+    let (mut converger, config) = live_converger(&home, &projects);
     let before = index(&home);
     let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&gpu, &skill("machine-gpu", "Edited while watched."));
-    let read_before = session.loader.counters.files_read;
-    assert!(session.loader.refresh(&mut session.db, &gpu));
+    let read_before = converger.loader.counters.files_read;
+    assert!(converger.loader.refresh(&mut converger.db, &gpu));
     assert_eq!(
-        session.loader.counters.files_read - read_before,
+        converger.loader.counters.files_read - read_before,
         1,
         "the edited file is read; its two unchanged neighbours are kept"
     );
-    session.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
     let after = index(&home);
     assert_ne!(after["platform"], before["platform"], "the edit reached the bundle");
     let bundle = home.join("bundles").join(&after["platform"]);

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use acompose_driver::NoProgress;
 use acompose_driver::bundle::{Placement, Verification, materialize_into, verify_directory};
+use acompose_driver::convergence::Converger;
 use acompose_driver::load::Loader;
-use acompose_driver::session::Session;
 use acompose_driver::store::Store;
 use acompose_driver::transaction::NoFaults;
 use acompose_engine::Database;
@@ -50,9 +50,9 @@ fn estate(root: &Path) -> (PathBuf, PathBuf) {
     (home, projects)
 }
 
-fn converge(session: &mut Session, home: &Path, projects: &Path) -> acompose_driver::session::Report {
+fn converge(converger: &mut Converger, home: &Path, projects: &Path) -> acompose_driver::convergence::Report {
     let config = acompose_driver::home::read_config(home, &NoProgress).expect("config");
-    session.converge(home, projects, &config, &NoProgress, &mut NoFaults, true).expect("converge")
+    converger.converge(home, projects, &config, &NoProgress, &mut NoFaults, true).expect("converge")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
@@ -93,7 +93,7 @@ fn store_listing(store: &Path) -> BTreeMap<String, Vec<(PathBuf, SystemTime)>> {
 fn two_roles_that_admit_the_same_skill_share_one_store_entry() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    converge(&mut Session::default(), &home, &projects);
+    converge(&mut Converger::default(), &home, &projects);
     let index = index(&home);
     let skill_of =
         |role: &str| home.join("bundles").join(&index[role]).join("content/skills/hardware/machine-cpu/SKILL.md");
@@ -113,7 +113,7 @@ fn two_roles_that_admit_the_same_skill_share_one_store_entry() {
 fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    converge(&mut Session::default(), &home, &projects);
+    converge(&mut Converger::default(), &home, &projects);
     let store = home.join("store");
     let before = store_listing(&store);
     let trees = |listing: &BTreeMap<String, Vec<(PathBuf, SystemTime)>>| -> Vec<String> {
@@ -122,7 +122,7 @@ fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
     assert!(trees(&before).len() >= 6, "estate-map, three hardware and two benchmark skills: {:?}", before.keys());
     std::thread::sleep(Duration::from_millis(20));
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
-    let report = converge(&mut Session::default(), &home, &projects);
+    let report = converge(&mut Converger::default(), &home, &projects);
     let after = store_listing(&store);
     let new: Vec<&String> = after.keys().filter(|name| !before.contains_key(*name)).collect();
     let new_trees: Vec<&&String> = new.iter().filter(|name| !name.starts_with("slice-")).collect();
@@ -207,15 +207,15 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     // file that changed in between must not enter the store under the old digest.
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let mut session = Session::default();
-    converge(&mut session, &home, &projects);
+    let mut converger = Converger::default();
+    converge(&mut converger, &home, &projects);
     let other = temporary.path().join("other");
     write(&other.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Edited after it was read."));
-    // The same session, not told about the edit, converges into a home with an empty store.
+    // The same converger, not told about the edit, converges into a home with an empty store.
     let config = acompose_driver::home::read_config(&other, &NoProgress).expect("config");
-    let error = session.converge(&other, &projects, &config, &NoProgress, &mut NoFaults, false).expect_err("refused");
+    let error = converger.converge(&other, &projects, &config, &NoProgress, &mut NoFaults, false).expect_err("refused");
     assert!(error.to_string().contains("changed while it was being composed"), "{error}");
     let store = Store::of_home(&other);
     for name in std::fs::read_dir(store.root()).expect("store").map(|entry| entry.expect("entry").file_name()) {
@@ -225,7 +225,7 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
         }
     }
     // Told about it, the next run converges and its bundles verify.
-    let report = converge(&mut session, &other, &projects);
+    let report = converge(&mut converger, &other, &projects);
     assert_eq!(report.bundles_new, 2);
     assert_indexed_bundles_verify(&other, "the bundles of the next run verify");
 }
@@ -375,7 +375,7 @@ fn a_bundle_link_repointed_to_another_slice_is_noticed_by_the_next_bare_run() {
 fn gc_removes_exactly_the_unreferenced_entries() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    converge(&mut Session::default(), &home, &projects);
+    converge(&mut Converger::default(), &home, &projects);
     let store = home.join("store");
     let referenced: Vec<String> = store_listing(&store).into_keys().collect();
     // A composition outside convergence, into the home: its entries are referenced too.
@@ -422,7 +422,7 @@ fn gc_removes_exactly_the_unreferenced_entries() {
 fn export_then_import_on_another_home_verifies_with_the_same_id() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    converge(&mut Session::default(), &home, &projects);
+    converge(&mut Converger::default(), &home, &projects);
     let id = index(&home)["eval"].clone();
     let bundle = home.join("bundles").join(&id);
     let archive = temporary.path().join("eval.tar");
@@ -468,7 +468,7 @@ fn export_then_import_on_another_home_verifies_with_the_same_id() {
 fn a_flipped_byte_in_a_store_entry_fails_verify_naming_it() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    converge(&mut Session::default(), &home, &projects);
+    converge(&mut Converger::default(), &home, &projects);
     let bundle = home.join("bundles").join(&index(&home)["platform"]);
     let skill = bundle.join("content/skills/hardware/machine-gpu/SKILL.md").canonicalize().expect("resolve");
     let entry = skill.parent().expect("tree").file_name().expect("name").to_string_lossy().into_owned();

@@ -1,6 +1,6 @@
 //! Where things live: the acompose home (`--home`, `$ACOMPOSE_HOME`, `~/.agent-compose`),
 //! the projects root, the layout inside home, and the host configuration read from it.
-//! Writes nothing; the session and the transactions write.
+//! Writes nothing; the converger and the transactions write.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

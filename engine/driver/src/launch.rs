@@ -12,12 +12,12 @@ use acompose_engine::layout::{Layout, Scope};
 use acompose_engine::person::PersonModel;
 use acompose_engine::projection::Mode;
 
+use crate::convergence::converger::{Converger, RoleRequest};
 use crate::convergence::{BareRun, converge_home};
 use crate::error::HostError;
 use crate::home::read_config;
 use crate::progress::Progress;
 use crate::projection::{self, Report};
-use crate::session::{RoleRequest, Session};
 use crate::transaction::NoFaults;
 
 /// The folder of runtime homes inside home.
@@ -67,7 +67,7 @@ pub fn refuse_nested() -> Result<(), HostError> {
         Some(value) if !value.is_empty() => Err(HostError::invalid(
             "",
             format!(
-                "this is already an assigned launch (`{LAUNCH_VARIABLE}` is set); a role is fixed for the session: leave this harness and launch the other role from a plain shell"
+                "this is already an assigned launch (`{LAUNCH_VARIABLE}` is set); a role is fixed for the converger: leave this harness and launch the other role from a plain shell"
             ),
         )),
         _ => Ok(()),
@@ -146,8 +146,8 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
             ),
         )
     })?;
-    if let BareRun::Converged { session, .. } = converge_home(request.home, request.projects, progress)? {
-        drop(session);
+    if let BareRun::Converged { converger, .. } = converge_home(request.home, request.projects, progress)? {
+        drop(converger);
     }
     let config = read_config(request.home, progress)?;
     let tier = request
@@ -155,9 +155,9 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         .map(str::to_owned)
         .or_else(|| std::env::var(TIER_VARIABLE).ok().filter(|tier| !tier.is_empty()))
         .unwrap_or_else(|| DEFAULT_TIER.to_owned());
-    let mut session = Session::default();
+    let mut converger = Converger::default();
     let bundles = request.home.join(RUNTIME_BUNDLES_DIR);
-    let (bundle, model) = session.compose_role(
+    let (bundle, model) = converger.compose_role(
         request.home,
         request.projects,
         &config,

@@ -1,6 +1,6 @@
 //! The acompose driver: every read and write of the disk around the pure engine — loading
 //! packages and catalogues into salsa inputs, the fingerprint cache, transactions and
-//! locks, bundle materialization and verification, estate sessions, the watch loop's
+//! locks, bundle materialization and verification, estate convergence, the watch loop's
 //! reaction to events, People storage and People sessions (records, the PTY runner), and
 //! delivery into harnesses (projections, assigned launches, host skill links). It never
 //! prints, never exits and never reads the command line: it returns reports and errors as
@@ -9,7 +9,7 @@
 //! It is the faces' only door: the cli and the server depend on this crate alone. What
 //! they render of the engine's and People's values comes through [`engine`] and
 //! [`people`], which re-export exactly those values and pure renderings; the salsa
-//! database stays inside (see [`Sources`] and [`session::Session`]).
+//! database stays inside (see [`Sources`] and [`convergence::Converger`]).
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -19,7 +19,7 @@ pub mod atomic;
 pub mod blame;
 pub mod bundle;
 pub mod cache;
-pub mod catalog_check;
+pub mod catalogue_check;
 pub mod compose_cache;
 pub mod convergence;
 pub mod debris;
@@ -36,7 +36,7 @@ pub mod placement;
 pub mod progress;
 pub mod projection;
 pub mod request;
-pub mod session;
+
 pub mod sources;
 pub mod store;
 pub mod transaction;

@@ -114,7 +114,7 @@ pub struct Loader {
     source: Option<PersonSource>,
     roots: BTreeMap<PathBuf, Root>,
     /// What callers looked up about roots, kept until the root is refreshed (or read
-    /// afresh): a live session does not read every repository's `.git` for each edit.
+    /// afresh): a live converger does not read every repository's `.git` for each edit.
     root_facts: HashMap<PathBuf, RootFacts>,
     observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,

@@ -269,7 +269,8 @@ pub fn prepare<'db>(
             texts.by_path.insert(roles_file.display_path(db), text);
         }
     }
-    let repositories = crate::session::trusted_repositories(db, loader, &sources, projects, false).inputs;
+    let repositories =
+        crate::convergence::converger::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let composition = Composition::new(
         db,
         source,

@@ -25,7 +25,7 @@ const STAGING_PREFIX: &str = ".staging-";
 static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A store folder, and the slices this value wrote or checked whole (with their trees):
-/// a live session (watch mode) does not check them again while they exist.
+/// a live converger (watch mode) does not check them again while they exist.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,

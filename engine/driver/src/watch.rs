@@ -13,12 +13,12 @@ use notify_debouncer_full::notify::{EventKind, RecommendedWatcher, RecursiveMode
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use crate::cache;
+use crate::convergence::converger::{Converger, Report};
 use crate::convergence::fingerprints;
 use crate::error::HostError;
 use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, LOCK_TIMEOUT, create_home, read_config};
 use crate::observe::Observed;
 use crate::progress::Progress;
-use crate::session::{Report, Session};
 use crate::transaction::{self, JOURNAL_DIR, NoFaults};
 
 /// Whether a changed path is one of our own outputs (never an input).
@@ -31,7 +31,7 @@ fn is_output(home: &Path, path: &Path) -> bool {
 
 /// Converges under the home lock.
 fn converge_locked(
-    session: &mut Session,
+    converger: &mut Converger,
     home: &Path,
     projects: &Path,
     config: &HostConfig,
@@ -39,7 +39,7 @@ fn converge_locked(
     fresh: bool,
 ) -> Result<Report, HostError> {
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
-    session.converge(home, projects, config, progress, &mut NoFaults, fresh)
+    converger.converge(home, projects, config, progress, &mut NoFaults, fresh)
 }
 
 /// What one round of the watch loop did.
@@ -56,9 +56,9 @@ pub enum WatchEvent {
     Disconnected,
 }
 
-/// A converged home kept converged: the live session, its watches and the event channel.
+/// A converged home kept converged: the live converger, its watches and the event channel.
 pub struct Watcher {
-    session: Session,
+    converger: Converger,
     home: PathBuf,
     projects: PathBuf,
     config: HostConfig,
@@ -74,8 +74,8 @@ pub struct Watcher {
 }
 
 /// Roots that were missing when read but are watched now.
-fn missing_then_present(session: &Session, started: Vec<PathBuf>) -> Vec<PathBuf> {
-    started.into_iter().filter(|root| session.loader.observed().get(root) == Some(&Observed::Missing)).collect()
+fn missing_then_present(converger: &Converger, started: Vec<PathBuf>) -> Vec<PathBuf> {
+    started.into_iter().filter(|root| converger.loader.observed().get(root) == Some(&Observed::Missing)).collect()
 }
 
 impl Watcher {
@@ -91,17 +91,17 @@ impl Watcher {
         let projects = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
         let config = read_config(&home, progress)?;
         create_home(&home)?;
-        let mut session = Session::default();
-        session.defer_pruning = true;
-        let report = converge_locked(&mut session, &home, &projects, &config, progress, true)?;
-        if let Err(message) = cache::store(&home, &fingerprints(&session, &home, &projects, &report), &mut NoFaults) {
+        let mut converger = Converger::default();
+        converger.defer_pruning = true;
+        let report = converge_locked(&mut converger, &home, &projects, &config, progress, true)?;
+        if let Err(message) = cache::store(&home, &fingerprints(&converger, &home, &projects, &report), &mut NoFaults) {
             progress.warn(&message);
         }
         let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
         let debouncer = new_debouncer(debounce, None, sender)
             .map_err(|error| HostError::environment(&home, format!("cannot watch files: {error}")))?;
         let mut watcher = Watcher {
-            session,
+            converger,
             home,
             projects,
             config,
@@ -112,14 +112,14 @@ impl Watcher {
             last_report: report.clone(),
             cache_stale: false,
         };
-        let started = watcher.watches.update(&watcher.session, &watcher.home, &mut watcher.debouncer, progress);
-        watcher.carried = missing_then_present(&watcher.session, started);
+        let started = watcher.watches.update(&watcher.converger, &watcher.home, &mut watcher.debouncer, progress);
+        watcher.carried = missing_then_present(&watcher.converger, started);
         Ok((watcher, report))
     }
 
     /// How many folders are watched (the roots and home).
     pub fn watched_folders(&self) -> usize {
-        self.session.loader.roots().len() + 1
+        self.converger.loader.roots().len() + 1
     }
 
     /// Waits up to 200 ms for events and reacts to them.
@@ -156,8 +156,8 @@ impl Watcher {
         // first, then read: whatever is written in between is read, whatever comes later
         // is an event. The same holds for a root removed and made again.
         appeared.extend(changed.iter().flat_map(|path| self.watches.missing_under(path).cloned()));
-        let watched_now = self.watches.update(&self.session, &self.home, &mut self.debouncer, progress);
-        appeared.extend(missing_then_present(&self.session, watched_now));
+        let watched_now = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress);
+        appeared.extend(missing_then_present(&self.converger, watched_now));
         appeared.sort();
         appeared.dedup();
         let config_changed = changed.iter().any(|path| path == &self.home.join(CONFIG_FILE));
@@ -168,16 +168,16 @@ impl Watcher {
             }
         } else {
             for path in changed.iter().chain(&appeared) {
-                self.session.loader.refresh(&mut self.session.db, path);
+                self.converger.loader.refresh(&mut self.converger.db, path);
             }
         }
         let first = changed[0].display().to_string();
         let what = if changed.len() == 1 { first } else { format!("{first} and {} more", changed.len() - 1) };
         let outcome =
-            converge_locked(&mut self.session, &self.home, &self.projects, &self.config, progress, config_changed);
+            converge_locked(&mut self.converger, &self.home, &self.projects, &self.config, progress, config_changed);
         // New roots (a repository added to roles.kdl), roots that appeared or vanished.
-        let started_watching = self.watches.update(&self.session, &self.home, &mut self.debouncer, progress);
-        self.carried = missing_then_present(&self.session, started_watching);
+        let started_watching = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress);
+        self.carried = missing_then_present(&self.converger, started_watching);
         match outcome {
             Ok(report) => {
                 self.last_report = report.clone();
@@ -206,7 +206,7 @@ impl Watcher {
             .filter(|path| !path.components().any(|part| part.as_os_str() == JOURNAL_DIR))
             .filter(|path| {
                 self.watches.leads_to_missing(path)
-                    || (!is_output(&self.home, path) && self.watches.is_relevant(&self.session, &self.home, path))
+                    || (!is_output(&self.home, path) && self.watches.is_relevant(&self.converger, &self.home, path))
             })
             .collect()
     }
@@ -219,12 +219,12 @@ impl Watcher {
         if !self.carried.is_empty() {
             return;
         }
-        prune_locked(&mut self.session, &self.home, Duration::from_millis(50));
+        prune_locked(&mut self.converger, &self.home, Duration::from_millis(50));
         if self.cache_stale {
             // Saved again at the next quiet moment; a failure here was warned about at start.
             let _ = cache::store(
                 &self.home,
-                &fingerprints(&self.session, &self.home, &self.projects, &self.last_report),
+                &fingerprints(&self.converger, &self.home, &self.projects, &self.last_report),
                 &mut NoFaults,
             );
             self.cache_stale = false;
@@ -234,12 +234,12 @@ impl Watcher {
     /// Stops watching: prunes what is pending (waiting up to 5 s for the lock) and saves
     /// the cache.
     pub fn stop(mut self) {
-        prune_locked(&mut self.session, &self.home, Duration::from_secs(5));
+        prune_locked(&mut self.converger, &self.home, Duration::from_secs(5));
         if self.cache_stale {
             // Saved again at the next quiet moment; a failure here was warned about at start.
             let _ = cache::store(
                 &self.home,
-                &fingerprints(&self.session, &self.home, &self.projects, &self.last_report),
+                &fingerprints(&self.converger, &self.home, &self.projects, &self.last_report),
                 &mut NoFaults,
             );
         }
@@ -249,12 +249,12 @@ impl Watcher {
 /// Prunes the bundles deferred convergences left, under the home lock (a bare run may be
 /// recording and materializing bundles meanwhile). Without the lock it waits for the next
 /// quiet moment.
-fn prune_locked(session: &mut Session, home: &Path, timeout: Duration) {
-    if !session.has_pending_prune() {
+fn prune_locked(converger: &mut Converger, home: &Path, timeout: Duration) {
+    if !converger.has_pending_prune() {
         return;
     }
     if let Ok(_lock) = transaction::lock(home, timeout) {
-        session.prune();
+        converger.prune();
     }
 }
 
@@ -279,11 +279,11 @@ fn folder_inode(path: &Path) -> Option<u64> {
 }
 
 impl Watches {
-    /// Brings the watches in line with the session's roots; returns the roots it started
+    /// Brings the watches in line with the converger's roots; returns the roots it started
     /// watching.
     fn update<W: notify_debouncer_full::notify::Watcher, C: notify_debouncer_full::FileIdCache>(
         &mut self,
-        session: &Session,
+        converger: &Converger,
         home: &Path,
         debouncer: &mut notify_debouncer_full::Debouncer<W, C>,
         progress: &dyn Progress,
@@ -305,7 +305,7 @@ impl Watches {
             }
             exists
         });
-        let mut roots = session.loader.roots();
+        let mut roots = converger.loader.roots();
         roots.push(home.to_path_buf());
         self.missing.clear();
         for root in roots {
@@ -358,10 +358,10 @@ impl Watches {
 
     /// Whether a changed path can matter: inside a root or the host configuration (not
     /// a sibling in a watched ancestor).
-    fn is_relevant(&self, session: &Session, home: &Path, path: &Path) -> bool {
+    fn is_relevant(&self, converger: &Converger, home: &Path, path: &Path) -> bool {
         path == home.join(CONFIG_FILE) || self.roots.iter().any(|(root, _)| root != home && path.starts_with(root)) || {
             // A root not watched directly (it is being re-watched) still counts.
-            session.loader.roots().iter().any(|root| path.starts_with(root))
+            converger.loader.roots().iter().any(|root| path.starts_with(root))
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use acompose_driver::catalog_check::check;
+use acompose_driver::catalogue_check::check;
 
 use crate::terminal::{Terminal, render_diagnostics, report_error, visible};
 use crate::{exit, print_stderr, print_stdout};

@@ -94,7 +94,7 @@ struct Listing<T> {
 
 pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
     if args.kind == CatalogKind::Check {
-        return crate::catalog_check::run(&args.directories, args.json, terminal);
+        return crate::catalogue_check::run(&args.directories, args.json, terminal);
     }
     if !args.directories.is_empty() {
         print_stderr("error: folders apply to `catalog check` only\n");

@@ -1,4 +1,4 @@
-//! A convergence session: the live database and loader behind bare `acompose` and
+//! `Converger`: the live database and loader behind bare `acompose` and
 //! `acompose watch`. Converges the roster artifact and, when trusted roots are
 //! configured, one bundle per role, the bundle index and the repository plan.
 
@@ -45,17 +45,17 @@ pub struct Report {
 
 /// The live state: database, loader and one composition input per role.
 #[derive(Default)]
-pub struct Session {
+pub struct Converger {
     pub db: Database,
     pub loader: Loader,
     compositions: BTreeMap<String, Composition>,
     config_key: Option<String>,
-    /// Bundle ids this session wrote or checked; watch mode does not check them again.
+    /// Bundle ids this converger wrote or checked; watch mode does not check them again.
     verified: BTreeSet<String>,
     /// Leave stale bundles for `prune` instead of removing them at once (watch mode).
     pub defer_pruning: bool,
     prune_pending: Vec<(PathBuf, Vec<String>)>,
-    /// The home's store, with the slices this session already wrote or checked.
+    /// The home's store, with the slices this converger already wrote or checked.
     store: Option<crate::store::Store>,
 }
 
@@ -187,10 +187,10 @@ pub fn git_revision(repository: &Path) -> Option<String> {
         .or_else(|| Some(reference.trim_start_matches("refs/heads/").to_owned()))
 }
 
-impl Session {
-    /// A session over a given database (tests pass one that logs executed queries).
+impl Converger {
+    /// A converger over a given database (tests pass one that logs executed queries).
     pub fn with_database(db: Database) -> Self {
-        Session { db, ..Session::default() }
+        Converger { db, ..Converger::default() }
     }
 
     /// Recomputes every role's bundle in the live database without writing anything:
@@ -410,7 +410,7 @@ impl Session {
         roles
     }
 
-    /// Record: stale bundles are removed now, or left for [`Session::prune`] in watch mode.
+    /// Record: stale bundles are removed now, or left for [`Converger::prune`] in watch mode.
     fn prune_or_defer(&mut self, bundles_dir: &Path, stale: Vec<String>, report: &mut Report) {
         if self.defer_pruning {
             // Watch mode: the index is written, so readers no longer need the stale
@@ -604,7 +604,7 @@ fn record_new_bundles(
 /// staging folders interrupted writers left in the store. The caller holds the home
 /// lock, so no other convergence is live; the bundles lock keeps out a `compose --out`
 /// into the same folder. Listing the store means reading every entry's name, so a live
-/// session does it only when it reads its sources afresh: staging debris has hidden
+/// converger does it only when it reads its sources afresh: staging debris has hidden
 /// names, is never reached from a bundle, and waits for that run or for `gc`.
 fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option<transaction::Lock>, HostError> {
     if !bundles_dir.is_dir() {
@@ -622,7 +622,7 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option
     Ok(Some(lock))
 }
 
-/// Materialize: every bundle, in parallel (bundles this session already checked are
+/// Materialize: every bundle, in parallel (bundles this converger already checked are
 /// reused at a glance). Returns the ids now known to be in place, and how many bundles
 /// were new and reused and how many files were written.
 fn materialize_bundles(

@@ -2,6 +2,10 @@
 //! then a full convergence under the home lock, and the fingerprints it leaves for the
 //! next run. Renders nothing; the caller prints the returned `BareRun`.
 
+pub mod converger;
+
+pub use converger::{Converger, Report};
+
 use std::path::{Path, PathBuf};
 
 use acompose_engine::converge::CONFIG_FILE;
@@ -14,7 +18,6 @@ use crate::home::{
 };
 use crate::observe::{Observed, Stat, observe};
 use crate::progress::Progress;
-use crate::session::{Report, Session};
 use crate::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 
 /// Counts for `--stats`.
@@ -32,9 +35,9 @@ pub struct Stats {
 pub enum BareRun {
     /// Nothing changed since the last convergence; nothing was written but the cache.
     Unchanged { summary: cache::Summary, stats: Stats },
-    /// A convergence ran. The session is handed back so a caller about to exit can let
+    /// A convergence ran. The converger is handed back so a caller about to exit can let
     /// the operating system reclaim it instead of freeing every memo.
-    Converged { report: Report, stats: Stats, session: Box<Session> },
+    Converged { report: Report, stats: Stats, converger: Box<Converger> },
 }
 
 /// Runs bare `acompose` in `home`: the fast path when nothing changed, else a full
@@ -58,24 +61,24 @@ pub fn converge_home_with(
         return Ok(unchanged);
     }
     let config = read_config(home, progress)?;
-    let mut session = Box::new(Session::default());
-    session.loader.note(&home.join(CONFIG_FILE), observe(&home.join(CONFIG_FILE)));
+    let mut converger = Box::new(Converger::default());
+    converger.loader.note(&home.join(CONFIG_FILE), observe(&home.join(CONFIG_FILE)));
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
-    let report = session.converge(home, projects, &config, progress, hooks, true)?;
-    if let Err(message) = cache::store(home, &fingerprints(&session, home, projects, &report), hooks) {
+    let report = converger.converge(home, projects, &config, progress, hooks, true)?;
+    if let Err(message) = cache::store(home, &fingerprints(&converger, home, projects, &report), hooks) {
         progress.warn(&message);
     }
-    let counters = session.loader.counters;
+    let counters = converger.loader.counters;
     let stats = Stats {
-        stated: session.loader.observed().len(),
+        stated: converger.loader.observed().len(),
         read: counters.files_read,
         hashed: counters.files_read,
         written: report.files_written,
         queries_executed: report.queries_executed,
         queries_reused: report.queries_reused,
     };
-    Ok(BareRun::Converged { report, stats, session })
+    Ok(BareRun::Converged { report, stats, converger })
 }
 
 /// The fast path: the cache says nothing changed, at a glance (stats only) or after
@@ -132,9 +135,9 @@ fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::S
     })
 }
 
-/// The fingerprints of a finished convergence: every input the session read and every
+/// The fingerprints of a finished convergence: every input the converger read and every
 /// output it owns.
-pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
+pub fn fingerprints(converger: &Converger, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
     let mut outputs = Vec::new();
     let mut stores = Vec::new();
     cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
@@ -176,7 +179,7 @@ pub fn fingerprints(session: &Session, home: &Path, projects: &Path, report: &Re
             bundles: report.bundles_new + report.bundles_reused,
         },
         inputs: {
-            let mut inputs: Vec<(PathBuf, Observed)> = session
+            let mut inputs: Vec<(PathBuf, Observed)> = converger
                 .loader
                 .observed()
                 .iter()
