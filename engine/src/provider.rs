@@ -90,162 +90,200 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
     }
     let parsed = kdl_document(db, file);
     let mut diagnostics = parsed.diagnostics.clone();
-    let mut root = TrustedRoot::default();
     if !diagnostics.is_empty() {
-        return Parsed::new(root, diagnostics);
+        return Parsed::new(TrustedRoot::default(), diagnostics);
     }
-    let mut reader = Reader::new(&path);
-    let mut seen = BTreeMap::new();
-    // Ids and slugs seen so far: a lookup per declaration through these sets keeps a
-    // root of many repositories linear (a scan of the list each time was quadratic).
-    let mut repository_ids: BTreeSet<String> = BTreeSet::new();
-    let mut role_slugs: BTreeSet<String> = BTreeSet::new();
+    let mut reading = RootReading {
+        reader: Reader::new(&path),
+        seen: BTreeMap::new(),
+        repository_ids: BTreeSet::new(),
+        role_slugs: BTreeSet::new(),
+        root: TrustedRoot::default(),
+    };
     for node in &parsed.value.nodes {
         match node.name.as_str() {
-            "repositories" => {
-                if !reader.singleton(&mut seen, node) {
-                    continue;
-                }
-                reader.argument_count(node, 0, Some(0));
-                for child in &node.children {
-                    match child.name.as_str() {
-                        "repository" => {
-                            reader.allowed_properties(child, &["path"]);
-                            let Some((id, span)) = reader.single_string(child) else { continue };
-                            if !reader.slug(&id, span, "repository id") {
-                                continue;
-                            }
-                            if repository_ids.contains(&id) {
-                                reader.report(
-                                    "duplicate-repository",
-                                    span,
-                                    format!("repository `{id}` is declared twice"),
-                                    "keep one",
-                                );
-                                continue;
-                            }
-                            let Some((repository_path, path_span)) = reader.string_property(child, "path", true) else {
-                                continue;
-                            };
-                            if !crate::converge::is_repository_path(&repository_path) {
-                                reader.report(
-                                    "repository-path",
-                                    path_span,
-                                    format!("`{}` is not an `owner/repo` path", sanitize(&repository_path)),
-                                    "repository paths are `owner/repo`, relative to the projects root",
-                                );
-                                continue;
-                            }
-                            let mut selectors = Vec::new();
-                            for selector in &child.children {
-                                if selector.name != "skill" {
-                                    reader.unknown_node(selector, "a `repository`", &["skill"]);
-                                    continue;
-                                }
-                                if let Some(pattern) = read_patterns(&mut reader, selector) {
-                                    selectors.push(pattern);
-                                }
-                            }
-                            repository_ids.insert(id.clone());
-                            root.repositories.push(RepositoryDeclaration {
-                                id,
-                                path: repository_path,
-                                selectors,
-                                span,
-                            });
-                        }
-                        "global" => {
-                            reader.allowed_properties(child, &[]);
-                            reader.no_children(child);
-                            if let Some((id, span)) = reader.single_string(child) {
-                                root.globals.push((id, span));
-                            }
-                        }
-                        _ => reader.unknown_node(child, "`repositories`", &["repository", "global"]),
-                    }
-                }
-            }
-            "roles" => {
-                if !reader.singleton(&mut seen, node) {
-                    continue;
-                }
-                reader.argument_count(node, 0, Some(0));
-                for child in &node.children {
-                    if child.name != "role" {
-                        reader.unknown_node(child, "`roles`", &["role"]);
-                        continue;
-                    }
-                    reader.allowed_properties(child, &[]);
-                    let Some((slug, span)) = reader.single_string(child) else { continue };
-                    if !is_slug(&slug) {
-                        reader.slug(&slug, span, "role slug");
-                        continue;
-                    }
-                    if !role_slugs.insert(slug.clone()) {
-                        reader.report(
-                            "duplicate-role",
-                            span,
-                            format!("role `{slug}` is declared twice"),
-                            "merge the two",
-                        );
-                        continue;
-                    }
-                    let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new() };
-                    for entry in &child.children {
-                        match entry.name.as_str() {
-                            "use-repository" => {
-                                reader.allowed_properties(entry, &[]);
-                                reader.no_children(entry);
-                                if let Some(reference) = reader.single_string(entry) {
-                                    role.repositories.push(reference);
-                                }
-                            }
-                            "composed-skill" => {
-                                if let Some(pattern) = read_patterns(&mut reader, entry) {
-                                    role.composed.push(pattern);
-                                }
-                            }
-                            _ => reader.unknown_node(entry, "a `role`", &["use-repository", "composed-skill"]),
-                        }
-                    }
-                    root.roles.push(role);
-                }
-            }
-            _ => reader.unknown_node(node, "`roles.kdl`", &["repositories", "roles"]),
+            "repositories" => reading.read_repositories(node),
+            "roles" => reading.read_roles(node),
+            _ => reading.reader.unknown_node(node, "`roles.kdl`", &["repositories", "roles"]),
         }
     }
-    // References resolve.
-    let references: Vec<(String, Span)> = root
-        .globals
-        .iter()
-        .cloned()
-        .chain(root.roles.iter().flat_map(|role| role.repositories.iter().cloned()))
-        .collect();
-    // The hint names the declared repositories once, and only the first few of them, so
-    // that many unknown references do not each repeat a list as long as the root.
-    let known_hint = {
-        let known: Vec<&str> =
-            root.repositories.iter().take(KNOWN_IN_HINT).map(|repository| repository.id.as_str()).collect();
-        match root.repositories.len() {
-            0 => "declare it first".to_owned(),
-            count if count > KNOWN_IN_HINT => {
-                format!("declared: {}, and {} more", known.join(", "), count - KNOWN_IN_HINT)
-            }
-            _ => format!("declared: {}", known.join(", ")),
+    reading.check_references();
+    diagnostics.append(&mut reading.reader.diagnostics);
+    Parsed::new(reading.root, crate::diagnostic::bound_per_file(diagnostics))
+}
+
+/// The state of reading one `roles.kdl`: the diagnostics so far, what was declared, and
+/// the root being built.
+struct RootReading<'a> {
+    reader: Reader<'a>,
+    /// Top-level singleton nodes seen so far.
+    seen: BTreeMap<String, Span>,
+    // Ids and slugs seen so far: a lookup per declaration through these sets keeps a
+    // root of many repositories linear (a scan of the list each time was quadratic).
+    repository_ids: BTreeSet<String>,
+    role_slugs: BTreeSet<String>,
+    root: TrustedRoot,
+}
+
+impl RootReading<'_> {
+    /// Reads the `repositories` block: `repository` declarations and `global` references.
+    fn read_repositories(&mut self, node: &Node) {
+        if !self.reader.singleton(&mut self.seen, node) {
+            return;
         }
-    };
-    for (id, span) in references {
-        if !repository_ids.contains(&id) {
+        self.reader.argument_count(node, 0, Some(0));
+        for child in &node.children {
+            match child.name.as_str() {
+                "repository" => {
+                    if let Some(repository) = self.read_repository(child) {
+                        self.repository_ids.insert(repository.id.clone());
+                        self.root.repositories.push(repository);
+                    }
+                }
+                "global" => self.read_global(child),
+                _ => self.reader.unknown_node(child, "`repositories`", &["repository", "global"]),
+            }
+        }
+    }
+
+    /// Reads one `repository` declaration with its id, `path` and `skill` selectors.
+    fn read_repository(&mut self, child: &Node) -> Option<RepositoryDeclaration> {
+        let reader = &mut self.reader;
+        reader.allowed_properties(child, &["path"]);
+        let (id, span) = reader.single_string(child)?;
+        if !reader.slug(&id, span, "repository id") {
+            return None;
+        }
+        if self.repository_ids.contains(&id) {
+            reader.report("duplicate-repository", span, format!("repository `{id}` is declared twice"), "keep one");
+            return None;
+        }
+        let (repository_path, path_span) = reader.string_property(child, "path", true)?;
+        if !crate::converge::is_repository_path(&repository_path) {
             reader.report(
-                "unknown-repository",
-                span,
-                format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
-                known_hint.clone(),
+                "repository-path",
+                path_span,
+                format!("`{}` is not an `owner/repo` path", sanitize(&repository_path)),
+                "repository paths are `owner/repo`, relative to the projects root",
             );
+            return None;
+        }
+        let selectors = read_repository_selectors(reader, child);
+        Some(RepositoryDeclaration { id, path: repository_path, selectors, span })
+    }
+
+    /// Reads one `global` reference to a declared repository.
+    fn read_global(&mut self, child: &Node) {
+        self.reader.allowed_properties(child, &[]);
+        self.reader.no_children(child);
+        if let Some((id, span)) = self.reader.single_string(child) {
+            self.root.globals.push((id, span));
         }
     }
-    diagnostics.append(&mut reader.diagnostics);
-    Parsed::new(root, crate::diagnostic::bound_per_file(diagnostics))
+
+    /// Reads the `roles` block: one `role` per slug.
+    fn read_roles(&mut self, node: &Node) {
+        if !self.reader.singleton(&mut self.seen, node) {
+            return;
+        }
+        self.reader.argument_count(node, 0, Some(0));
+        for child in &node.children {
+            if child.name != "role" {
+                self.reader.unknown_node(child, "`roles`", &["role"]);
+                continue;
+            }
+            if let Some(role) = self.read_role(child) {
+                self.root.roles.push(role);
+            }
+        }
+    }
+
+    /// Reads one `role` with its `use-repository` references and `composed-skill` selectors.
+    fn read_role(&mut self, child: &Node) -> Option<RoleUse> {
+        let reader = &mut self.reader;
+        reader.allowed_properties(child, &[]);
+        let (slug, span) = reader.single_string(child)?;
+        if !is_slug(&slug) {
+            reader.slug(&slug, span, "role slug");
+            return None;
+        }
+        if !self.role_slugs.insert(slug.clone()) {
+            reader.report("duplicate-role", span, format!("role `{slug}` is declared twice"), "merge the two");
+            return None;
+        }
+        let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new() };
+        for entry in &child.children {
+            match entry.name.as_str() {
+                "use-repository" => {
+                    reader.allowed_properties(entry, &[]);
+                    reader.no_children(entry);
+                    if let Some(reference) = reader.single_string(entry) {
+                        role.repositories.push(reference);
+                    }
+                }
+                "composed-skill" => {
+                    if let Some(pattern) = read_patterns(reader, entry) {
+                        role.composed.push(pattern);
+                    }
+                }
+                _ => reader.unknown_node(entry, "a `role`", &["use-repository", "composed-skill"]),
+            }
+        }
+        Some(role)
+    }
+
+    /// Reports every `global` and `use-repository` reference to an undeclared repository.
+    fn check_references(&mut self) {
+        let references: Vec<(String, Span)> = self
+            .root
+            .globals
+            .iter()
+            .cloned()
+            .chain(self.root.roles.iter().flat_map(|role| role.repositories.iter().cloned()))
+            .collect();
+        let known_hint = known_repositories_hint(&self.root);
+        for (id, span) in references {
+            if !self.repository_ids.contains(&id) {
+                self.reader.report(
+                    "unknown-repository",
+                    span,
+                    format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
+                    known_hint.clone(),
+                );
+            }
+        }
+    }
+}
+
+/// Reads the `skill` selectors under one `repository`.
+fn read_repository_selectors(reader: &mut Reader<'_>, repository: &Node) -> Vec<Pattern> {
+    let mut selectors = Vec::new();
+    for selector in &repository.children {
+        if selector.name != "skill" {
+            reader.unknown_node(selector, "a `repository`", &["skill"]);
+            continue;
+        }
+        if let Some(pattern) = read_patterns(reader, selector) {
+            selectors.push(pattern);
+        }
+    }
+    selectors
+}
+
+/// The hint of an `unknown-repository` diagnostic: the declared repositories.
+///
+/// The hint names the declared repositories once, and only the first few of them, so
+/// that many unknown references do not each repeat a list as long as the root.
+fn known_repositories_hint(root: &TrustedRoot) -> String {
+    let known: Vec<&str> =
+        root.repositories.iter().take(KNOWN_IN_HINT).map(|repository| repository.id.as_str()).collect();
+    match root.repositories.len() {
+        0 => "declare it first".to_owned(),
+        count if count > KNOWN_IN_HINT => {
+            format!("declared: {}, and {} more", known.join(", "), count - KNOWN_IN_HINT)
+        }
+        _ => format!("declared: {}", known.join(", ")),
+    }
 }
 
 /// What one role sees of a trusted root: every repository, the globals, the
