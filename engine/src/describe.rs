@@ -267,10 +267,32 @@ fn rgb(hex: &str) -> [u8; 3] {
     crate::color::parse_hex(hex).unwrap_or([0x80, 0x80, 0x80])
 }
 
+/// Whether `describe` collapses runs of three or more exclusions with the same cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExclusionRuns {
+    /// Runs of three or more collapse into one line naming the first two.
+    Collapse,
+    /// Every decision has its own line (`--all`).
+    ShowAll,
+}
+
 /// `describe` as text: header, profile, providers, context budget, selection, delivery.
 /// Runs of three or more exclusions with the same cause collapse unless `all`.
 pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, palette: Palette) -> String {
     let mut text = String::new();
+    write_header(&mut text, id, manifest, palette);
+    write_profile(&mut text, manifest, palette);
+    let id_width = provider_column_width(trace);
+    write_providers(&mut text, trace, id_width, palette);
+    write_context_budget(&mut text, trace, id_width, palette);
+    let runs = if all { ExclusionRuns::ShowAll } else { ExclusionRuns::Collapse };
+    write_selection(&mut text, trace, runs, palette);
+    write_delivery(&mut text, manifest, palette);
+    text
+}
+
+/// The first lines of `describe`: the bundle id, the role and how it is delivered.
+fn write_header(text: &mut String, id: &str, manifest: &Manifest, palette: Palette) {
     let meld: Vec<&str> = manifest.personalities.iter().map(|personality| personality.slug.as_str()).collect();
     let _ = writeln!(text, "{} {}", bold(palette, "bundle"), id);
     let _ = writeln!(
@@ -287,18 +309,14 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         "delivery  {} · tier {} · source {}",
         manifest.delivery, manifest.model_tier, manifest.person_source
     );
+}
 
+/// The `profile` section: purpose, identity, seats, role skill and personalities.
+fn write_profile(text: &mut String, manifest: &Manifest, palette: Palette) {
     let _ = writeln!(text, "\n{}", bold(palette, "profile"));
     let _ = writeln!(text, "  purpose       {}", wrap(&manifest.role.purpose, 64, 16));
     let _ = writeln!(text, "  identity      {} ({})", manifest.identity.name, manifest.identity.pronouns);
-    let seats: Vec<String> = manifest
-        .seats
-        .iter()
-        .map(|seat| {
-            let details: Vec<&str> = [seat.tier.as_deref(), seat.channel.as_deref()].into_iter().flatten().collect();
-            if details.is_empty() { seat.key.clone() } else { format!("{} ({})", seat.key, details.join(", ")) }
-        })
-        .collect();
+    let seats: Vec<String> = manifest.seats.iter().map(seat_label).collect();
     if !seats.is_empty() {
         let _ = writeln!(text, "  seats         {}", wrap(&seats.join(", "), 64, 16));
     }
@@ -315,9 +333,22 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
             personality.color
         );
     }
+}
 
+/// A seat as the profile lists it: its key, then its tier and channel when it has them.
+fn seat_label(seat: &crate::bundle::ManifestSeat) -> String {
+    let details: Vec<&str> = [seat.tier.as_deref(), seat.channel.as_deref()].into_iter().flatten().collect();
+    if details.is_empty() { seat.key.clone() } else { format!("{} ({})", seat.key, details.join(", ")) }
+}
+
+/// The width of the source column shared by the providers and the context budget.
+fn provider_column_width(trace: &Trace) -> usize {
+    trace.providers.iter().map(|provider| provider.source.chars().count()).max().unwrap_or(0).max(6)
+}
+
+/// The `providers` section: one line per provider and its reason below it.
+fn write_providers(text: &mut String, trace: &Trace, id_width: usize, palette: Palette) {
     let _ = writeln!(text, "\n{}", bold(palette, "providers"));
-    let id_width = trace.providers.iter().map(|provider| provider.source.chars().count()).max().unwrap_or(0).max(6);
     for provider in &trace.providers {
         let _ = writeln!(
             text,
@@ -330,9 +361,19 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         );
         let _ = writeln!(text, "      {}", wrap(&provider.reason, 74, 6));
     }
+}
 
+/// The `context budget` section: sizes per provider, how they load, and listing warnings.
+fn write_context_budget(text: &mut String, trace: &Trace, id_width: usize, palette: Palette) {
     let report = budget(trace);
     let _ = writeln!(text, "\n{}", bold(palette, "context budget"));
+    write_budget_sizes(text, &report, id_width);
+    write_budget_loading(text, &report, id_width);
+    write_listing_warnings(text, &report, palette);
+}
+
+/// The budget's table of skills, bytes and tokens per provider, with its total.
+fn write_budget_sizes(text: &mut String, report: &Budget, id_width: usize) {
     let _ = writeln!(text, "  {:<id_width$}  {:>6} {:>9} {:>8}", "source", "skills", "bytes", "~tokens");
     for row in &report.providers {
         let _ = write!(
@@ -351,6 +392,10 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         "  {:<id_width$}  {:>6} {:>9} {:>8}",
         "total", report.total_skills, report.total_bytes, report.total_tokens
     );
+}
+
+/// The budget's table of how the bytes load: metadata, instructions and resources.
+fn write_budget_loading(text: &mut String, report: &Budget, id_width: usize) {
     // How those bytes load: metadata is always listed, instructions load when a skill is
     // used, resources on demand; binary resources never count as tokens.
     let _ = writeln!(
@@ -384,6 +429,10 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
             String::new()
         }
     );
+}
+
+/// One warning per target harness whose skill listing the bundle's metadata overflows.
+fn write_listing_warnings(text: &mut String, report: &Budget, palette: Palette) {
     for warning in &report.listing_warnings {
         let message = format!(
             "{} would list {} bytes of skill metadata but keeps about {} characters ({}); it would cut: {}",
@@ -400,7 +449,11 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
             wrap(&message, 68, 4)
         );
     }
+}
 
+/// The `selection` section: every decision in trace order, runs of exclusions collapsed
+/// as `runs` says.
+fn write_selection(text: &mut String, trace: &Trace, runs: ExclusionRuns, palette: Palette) {
     let _ = writeln!(text, "\n{}", bold(palette, "selection"));
     let subject_width =
         trace.decisions.iter().map(|decision| decision.subject.chars().count()).max().unwrap_or(0).min(44);
@@ -409,46 +462,66 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
     let decisions = &trace.decisions;
     while index < decisions.len() {
         let decision = &decisions[index];
-        let run = decisions[index..]
-            .iter()
-            .take_while(|other| {
-                other.outcome == Outcome::Excluded
-                    && decision.outcome == Outcome::Excluded
-                    && other.cause == decision.cause
-            })
-            .count();
-        if !all && run >= 3 {
-            let names: Vec<&str> = decisions[index..index + run].iter().map(|other| other.subject.as_str()).collect();
-            let shown = names.iter().take(2).copied().collect::<Vec<_>>().join(", ");
-            let _ = writeln!(
-                text,
-                "  {} {run} × {}: {shown}{}",
-                marked(palette, Outcome::Excluded),
-                decision.cause,
-                if run > 2 { ", … (--all)" } else { "" }
-            );
+        let run = exclusion_run(&decisions[index..]);
+        if runs == ExclusionRuns::Collapse && run >= 3 {
+            write_collapsed_run(text, &decisions[index..index + run], palette);
             index += run;
             continue;
         }
-        let mut detail = decision.cause.clone();
-        if !decision.selectors.is_empty() {
-            detail.push_str(&format!(" [{}]", decision.selectors.join(", ")));
-        }
-        if let Some(winner) = &decision.winner {
-            detail.push_str(&format!(" (kept `{winner}`)"));
-        }
-        let _ = writeln!(
-            text,
-            "  {} {:<subject_width$}  {:<source_width$}  {:<9} {}",
-            marked(palette, decision.outcome),
-            decision.subject,
-            decision.source,
-            decision.outcome.name(),
-            detail
-        );
+        write_decision(text, decision, subject_width, source_width, palette);
         index += 1;
     }
+}
 
+/// How many decisions from the first on are exclusions with the first one's cause (none
+/// when the first is not an exclusion).
+fn exclusion_run(decisions: &[Decision]) -> usize {
+    let Some(first) = decisions.first() else { return 0 };
+    decisions
+        .iter()
+        .take_while(|other| {
+            other.outcome == Outcome::Excluded && first.outcome == Outcome::Excluded && other.cause == first.cause
+        })
+        .count()
+}
+
+/// One line for a run of exclusions with the same cause, naming its first two subjects.
+fn write_collapsed_run(text: &mut String, run: &[Decision], palette: Palette) {
+    let Some(first) = run.first() else { return };
+    let names: Vec<&str> = run.iter().map(|other| other.subject.as_str()).collect();
+    let shown = names.iter().take(2).copied().collect::<Vec<_>>().join(", ");
+    let _ = writeln!(
+        text,
+        "  {} {} × {}: {shown}{}",
+        marked(palette, Outcome::Excluded),
+        run.len(),
+        first.cause,
+        if run.len() > 2 { ", … (--all)" } else { "" }
+    );
+}
+
+/// One decision's line: outcome, subject, source, cause, matched selectors and winner.
+fn write_decision(text: &mut String, decision: &Decision, subject_width: usize, source_width: usize, palette: Palette) {
+    let mut detail = decision.cause.clone();
+    if !decision.selectors.is_empty() {
+        detail.push_str(&format!(" [{}]", decision.selectors.join(", ")));
+    }
+    if let Some(winner) = &decision.winner {
+        detail.push_str(&format!(" (kept `{winner}`)"));
+    }
+    let _ = writeln!(
+        text,
+        "  {} {:<subject_width$}  {:<source_width$}  {:<9} {}",
+        marked(palette, decision.outcome),
+        decision.subject,
+        decision.source,
+        decision.outcome.name(),
+        detail
+    );
+}
+
+/// The `delivery` section: the mode and where the bundle's files are.
+fn write_delivery(text: &mut String, manifest: &Manifest, palette: Palette) {
     let _ = writeln!(text, "\n{}", bold(palette, "delivery"));
     let _ = writeln!(text, "  mode          {}", manifest.delivery);
     let _ = writeln!(text, "  instructions  content/instructions.md");
@@ -457,7 +530,6 @@ pub fn describe_text(id: &str, manifest: &Manifest, trace: &Trace, all: bool, pa
         let _ = writeln!(text, "  compiled      delivery/compiled.md");
     }
     let _ = writeln!(text, "  files         {}", manifest.content.len() + 1);
-    text
 }
 
 /// One answer of `--why`.
