@@ -148,59 +148,93 @@ pub fn skill_folder_of(relative: &str) -> &str {
 /// Checks one `SKILL.md`'s bytes against the specification.
 pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
     let mut check = SkillCheck::default();
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        let offset = std::str::from_utf8(bytes).err().map_or(0, |error| error.valid_up_to());
-        check.findings.push(finding(
-            "skill-not-utf8",
-            FindingLevel::Violation,
-            Span::new(offset, 1),
-            "`SKILL.md` is not valid UTF-8".to_owned(),
-            NOT_LOADED,
-        ));
-        return check;
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            check.findings.push(finding(
+                "skill-not-utf8",
+                FindingLevel::Violation,
+                Span::new(error.valid_up_to(), 1),
+                "`SKILL.md` is not valid UTF-8".to_owned(),
+                NOT_LOADED,
+            ));
+            return check;
+        }
     };
+    let frontmatter = match read_frontmatter(text) {
+        Ok(frontmatter) => frontmatter,
+        Err(unreadable) => {
+            check.findings.push(unreadable);
+            return check;
+        }
+    };
+    check_fields(&mut check, &frontmatter, folder);
+    check_required_fields(&mut check, &frontmatter.fields);
+    check
+}
+
+/// The frontmatter's top-level fields, with where its block starts in the file.
+struct ReadFrontmatter<'a> {
+    /// The byte offset of the block in the whole file.
+    start: usize,
+    block: &'a str,
+    fields: Vec<Field>,
+}
+
+impl ReadFrontmatter<'_> {
+    /// The span in the whole file of `length` bytes from a marker inside the block.
+    fn span_of(&self, marker: Marker, length: usize) -> Span {
+        Span::new(self.start + offset_of(self.block, marker), length)
+    }
+}
+
+/// Finds the frontmatter block and reads its fields, or the one finding that stops the
+/// check: no block, a block that is not closed, not YAML, or not a mapping.
+fn read_frontmatter(text: &str) -> Result<ReadFrontmatter<'_>, SkillFinding> {
     let Some((start, end)) = frontmatter_block(text) else {
         let (code, message) = if text.starts_with("---") {
             ("skill-frontmatter-unclosed", "the frontmatter is not closed by a `---` line")
         } else {
             ("skill-frontmatter-missing", "`SKILL.md` does not start with a `---` frontmatter block")
         };
-        check.findings.push(finding(
+        return Err(finding(
             code,
             FindingLevel::Violation,
             Span::new(0, 3.min(text.len())),
             message.to_owned(),
             NOT_LOADED,
         ));
-        return check;
     };
     let block = &text[start..end];
     let fields = match read_fields(block) {
         Ok(fields) => fields,
         Err((marker, info)) => {
-            check.findings.push(finding(
+            return Err(finding(
                 "skill-frontmatter-yaml",
                 FindingLevel::Violation,
                 Span::new(start + offset_of(block, marker), 1),
                 format!("the frontmatter is not valid YAML: {}", sanitize(&info)),
                 "harnesses parse frontmatter with a YAML parser and will not load this skill; quote values holding `: ` or `#`",
             ));
-            return check;
         }
     };
     let Some(fields) = fields else {
-        check.findings.push(finding(
+        return Err(finding(
             "skill-frontmatter-not-mapping",
             FindingLevel::Violation,
             Span::new(start, block.len().min(1)),
             "the frontmatter is not a mapping of `key: value` fields".to_owned(),
             NOT_LOADED,
         ));
-        return check;
     };
-    let span_of = |marker: Marker, length: usize| Span::new(start + offset_of(block, marker), length);
+    Ok(ReadFrontmatter { start, block, fields })
+}
+
+/// Checks each field in order: a repeated key once, then its value by the rule of its key.
+fn check_fields(check: &mut SkillCheck, frontmatter: &ReadFrontmatter<'_>, folder: &str) {
+    let span_of = |marker: Marker, length: usize| frontmatter.span_of(marker, length);
     let mut seen: Vec<&str> = Vec::new();
-    for field in &fields {
+    for field in &frontmatter.fields {
         let key_span = span_of(field.key_marker, field.key.len());
         if seen.contains(&field.key.as_str()) {
             check.findings.push(finding(
@@ -221,100 +255,123 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
             None => key_span,
         };
         match field.key.as_str() {
-            "name" => {
-                let Some(name) = field.value.text() else {
-                    check.findings.push(finding(
-                        "skill-name-invalid",
-                        FindingLevel::Violation,
-                        value_span,
-                        "`name` is not a single line of text".to_owned(),
-                        NOT_LOADED,
-                    ));
-                    continue;
-                };
-                check.frontmatter.name = Some(name.to_owned());
-                check_name(&mut check.findings, name, folder, value_span);
-            }
-            "description" => {
-                let text = field.value.text().unwrap_or("");
-                if text.trim().is_empty() {
-                    check.findings.push(finding(
-                        "skill-description-missing",
-                        FindingLevel::Violation,
-                        value_span,
-                        "`description` is empty or not text".to_owned(),
-                        "harnesses choose a skill by its description; without one they will not load it",
-                    ));
-                    continue;
-                }
-                check.frontmatter.description = Some(text.to_owned());
-                let characters = text.chars().count();
-                if characters > DESCRIPTION_MAX_CHARACTERS {
-                    check.findings.push(finding(
-                        "skill-description-length",
-                        FindingLevel::Violation,
-                        value_span,
-                        format!("`description` has {characters} characters; the limit is {DESCRIPTION_MAX_CHARACTERS}"),
-                        "Codex skips this skill; the reference validator (skills-ref) rejects it",
-                    ));
-                }
-            }
-            "compatibility" => {
-                let characters = field.value.text().map(|text| text.chars().count());
-                match characters {
-                    Some(count) if count <= COMPATIBILITY_MAX_CHARACTERS => {}
-                    Some(count) => check.findings.push(finding(
-                        "skill-compatibility-length",
-                        FindingLevel::Violation,
-                        value_span,
-                        format!("`compatibility` has {count} characters; the limit is {COMPATIBILITY_MAX_CHARACTERS}"),
-                        LISTED_WRONGLY,
-                    )),
-                    None => check.findings.push(finding(
-                        "skill-compatibility-length",
-                        FindingLevel::Violation,
-                        value_span,
-                        "`compatibility` is not text".to_owned(),
-                        LISTED_WRONGLY,
-                    )),
-                }
-            }
+            "name" => check_name_field(check, &field.value, folder, value_span),
+            "description" => check_description_field(check, &field.value, value_span),
+            "compatibility" => check_compatibility(&mut check.findings, &field.value, value_span),
             "metadata" => check_metadata(&mut check.findings, &field.value, value_span, &span_of),
-            "allowed-tools" => {
-                let valid = match &field.value {
-                    Value::Text { .. } => true,
-                    Value::List(items) => items.iter().all(|item| matches!(item, Value::Text { .. })),
-                    _ => false,
-                };
-                if !valid {
-                    check.findings.push(finding(
-                        "skill-allowed-tools-invalid",
-                        FindingLevel::Doubt,
-                        value_span,
-                        "`allowed-tools` is neither text nor a list of text".to_owned(),
-                        "the specification makes `allowed-tools` a space-separated list of tool names; a harness may ignore a value of another shape",
-                    ));
-                }
-            }
+            "allowed-tools" => check_allowed_tools(&mut check.findings, &field.value, value_span),
             "license" => {}
-            other => match HARNESS_EXTENSION_FIELDS.iter().find(|(known, _)| *known == other) {
-                Some((_, source)) => check.findings.push(finding(
-                    "skill-field-extension",
-                    FindingLevel::Extension,
-                    key_span,
-                    format!("`{other}` is a harness extension field ({source})"),
-                    "accepted: harnesses that do not define it ignore it",
-                )),
-                None => check.findings.push(finding(
-                    "skill-field-unknown",
-                    FindingLevel::Doubt,
-                    key_span,
-                    format!("`{}` is neither an Agent Skills field nor a known harness extension", sanitize(other)),
-                    "harnesses ignore it; the reference validator (skills-ref) rejects fields outside the specification",
-                )),
-            },
+            other => check_other_field(&mut check.findings, other, key_span),
         }
     }
+}
+
+/// The `name` field: a single line of text, kept as the frontmatter's name and checked
+/// against the specification and the folder.
+fn check_name_field(check: &mut SkillCheck, value: &Value, folder: &str, span: Span) {
+    let Some(name) = value.text() else {
+        check.findings.push(finding(
+            "skill-name-invalid",
+            FindingLevel::Violation,
+            span,
+            "`name` is not a single line of text".to_owned(),
+            NOT_LOADED,
+        ));
+        return;
+    };
+    check.frontmatter.name = Some(name.to_owned());
+    check_name(&mut check.findings, name, folder, span);
+}
+
+/// The `description` field: text that is not blank, kept as the frontmatter's
+/// description, within the specification's length.
+fn check_description_field(check: &mut SkillCheck, value: &Value, span: Span) {
+    let text = value.text().unwrap_or("");
+    if text.trim().is_empty() {
+        check.findings.push(finding(
+            "skill-description-missing",
+            FindingLevel::Violation,
+            span,
+            "`description` is empty or not text".to_owned(),
+            "harnesses choose a skill by its description; without one they will not load it",
+        ));
+        return;
+    }
+    check.frontmatter.description = Some(text.to_owned());
+    let characters = text.chars().count();
+    if characters > DESCRIPTION_MAX_CHARACTERS {
+        check.findings.push(finding(
+            "skill-description-length",
+            FindingLevel::Violation,
+            span,
+            format!("`description` has {characters} characters; the limit is {DESCRIPTION_MAX_CHARACTERS}"),
+            "Codex skips this skill; the reference validator (skills-ref) rejects it",
+        ));
+    }
+}
+
+/// The `compatibility` field: text within the specification's length.
+fn check_compatibility(findings: &mut Vec<SkillFinding>, value: &Value, span: Span) {
+    let characters = value.text().map(|text| text.chars().count());
+    match characters {
+        Some(count) if count <= COMPATIBILITY_MAX_CHARACTERS => {}
+        Some(count) => findings.push(finding(
+            "skill-compatibility-length",
+            FindingLevel::Violation,
+            span,
+            format!("`compatibility` has {count} characters; the limit is {COMPATIBILITY_MAX_CHARACTERS}"),
+            LISTED_WRONGLY,
+        )),
+        None => findings.push(finding(
+            "skill-compatibility-length",
+            FindingLevel::Violation,
+            span,
+            "`compatibility` is not text".to_owned(),
+            LISTED_WRONGLY,
+        )),
+    }
+}
+
+/// The `allowed-tools` field: text or a list of text.
+fn check_allowed_tools(findings: &mut Vec<SkillFinding>, value: &Value, span: Span) {
+    let valid = match value {
+        Value::Text { .. } => true,
+        Value::List(items) => items.iter().all(|item| matches!(item, Value::Text { .. })),
+        _ => false,
+    };
+    if !valid {
+        findings.push(finding(
+            "skill-allowed-tools-invalid",
+            FindingLevel::Doubt,
+            span,
+            "`allowed-tools` is neither text nor a list of text".to_owned(),
+            "the specification makes `allowed-tools` a space-separated list of tool names; a harness may ignore a value of another shape",
+        ));
+    }
+}
+
+/// A field the specification does not define: a known harness extension, or unknown.
+fn check_other_field(findings: &mut Vec<SkillFinding>, key: &str, span: Span) {
+    match HARNESS_EXTENSION_FIELDS.iter().find(|(known, _)| *known == key) {
+        Some((_, source)) => findings.push(finding(
+            "skill-field-extension",
+            FindingLevel::Extension,
+            span,
+            format!("`{key}` is a harness extension field ({source})"),
+            "accepted: harnesses that do not define it ignore it",
+        )),
+        None => findings.push(finding(
+            "skill-field-unknown",
+            FindingLevel::Doubt,
+            span,
+            format!("`{}` is neither an Agent Skills field nor a known harness extension", sanitize(key)),
+            "harnesses ignore it; the reference validator (skills-ref) rejects fields outside the specification",
+        )),
+    }
+}
+
+/// The fields the specification requires, `name` and `description`, when absent.
+fn check_required_fields(check: &mut SkillCheck, fields: &[Field]) {
     if check.frontmatter.name.is_none() && !fields.iter().any(|field| field.key == "name") {
         check.findings.push(finding(
             "skill-name-missing",
@@ -333,7 +390,6 @@ pub fn check_skill(bytes: &[u8], folder: &str) -> SkillCheck {
             "harnesses choose a skill by its description; without one they will not load it",
         ));
     }
-    check
 }
 
 fn finding(
