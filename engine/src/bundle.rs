@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::OutputFile;
 use crate::compose::{Composition, PERSON_SOURCE_ID, Resolution, resolve};
 use crate::diagnostic::Parsed;
+use crate::person::{PersonModel, Role};
 use crate::render::{Palette, identity_card};
 use crate::snapshot::to_json_bytes;
 use crate::trace::{Outcome, Trace, TraceRecord, approximate_tokens};
@@ -339,7 +340,39 @@ fn instructions_document(resolution: &Resolution) -> String {
 
 /// Builds every file of the bundle from a resolution.
 pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle {
-    let model = &resolution.model;
+    let (content, sourced) = bundle_content(db, &resolution);
+    let mut manifest = manifest_of(&resolution);
+    let summary = Summary::of(&resolution.trace);
+    let trace = TraceFile::of(resolution.trace);
+    manifest.content = manifest_content(&content, &sourced, &trace);
+    let manifest_bytes = to_json_bytes(&manifest);
+    let id = bundle_id(&manifest_bytes);
+    let mut files = content;
+    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes.into() });
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Bundle { id, files, sourced, trace, summary }
+}
+
+/// The bundle's files besides the manifest and the trace, sorted by path: the files
+/// held with their bytes, and the skill files read again from their sources.
+fn bundle_content(db: &dyn salsa::Database, resolution: &Resolution) -> (Vec<OutputFile>, Vec<crate::SourcedFile>) {
+    let (mut content, sourced) = skill_files(db, resolution);
+    for (source, id, file) in &resolution.instructions {
+        content
+            .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
+    }
+    let instructions = instructions_document(resolution);
+    if resolution.delivery == crate::request::Delivery::Compiled {
+        content.push(compiled_document(&resolution.role, &instructions, &content));
+    }
+    content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes().into() });
+    content.sort_by(|a, b| a.path.cmp(&b.path));
+    (content, sourced)
+}
+
+/// The person package's skills and the selected skills' files: a summarized file is read
+/// again from its source when the bundle is written (sorted by path), any other is held.
+fn skill_files(db: &dyn salsa::Database, resolution: &Resolution) -> (Vec<OutputFile>, Vec<crate::SourcedFile>) {
     let mut content: Vec<OutputFile> = Vec::new();
     for skill in &resolution.person_skills {
         content.push(OutputFile {
@@ -358,36 +391,35 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
         }
     }
     sourced.sort_by(|a, b| a.path.cmp(&b.path));
-    for (source, id, file) in &resolution.instructions {
-        content
-            .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
-    }
-    let instructions = instructions_document(&resolution);
-    if resolution.delivery == crate::request::Delivery::Compiled {
-        let mut compiled = String::new();
-        let _ = writeln!(compiled, "<!-- compiled bundle for role `{}` -->\n", resolution.role);
-        compiled.push_str(&instructions);
-        let mut skill_files: Vec<&OutputFile> = content
-            .iter()
-            .filter(|file| file.path.starts_with("content/skills/") && file.path.ends_with("/SKILL.md"))
-            .collect();
-        skill_files.sort_by(|a, b| a.path.cmp(&b.path));
-        for file in skill_files {
-            let _ = writeln!(compiled, "\n---\n\n<!-- {} -->\n", file.path.trim_start_matches("content/"));
-            compiled.push_str(&String::from_utf8_lossy(&file.bytes));
-            if !compiled.ends_with('\n') {
-                compiled.push('\n');
-            }
-        }
-        content.push(OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes().into() });
-    }
-    content.push(OutputFile { path: "content/instructions.md".to_owned(), bytes: instructions.into_bytes().into() });
-    content.sort_by(|a, b| a.path.cmp(&b.path));
-    let summary = Summary::of(&resolution.trace);
-    let trace = TraceFile::of(resolution.trace);
+    (content, sourced)
+}
 
+/// `delivery/compiled.md`: the instructions document, then every skill's `SKILL.md`
+/// among `content` in path order.
+fn compiled_document(role: &str, instructions: &str, content: &[OutputFile]) -> OutputFile {
+    let mut compiled = String::new();
+    let _ = writeln!(compiled, "<!-- compiled bundle for role `{role}` -->\n");
+    compiled.push_str(instructions);
+    let mut skill_files: Vec<&OutputFile> = content
+        .iter()
+        .filter(|file| file.path.starts_with("content/skills/") && file.path.ends_with("/SKILL.md"))
+        .collect();
+    skill_files.sort_by(|a, b| a.path.cmp(&b.path));
+    for file in skill_files {
+        let _ = writeln!(compiled, "\n---\n\n<!-- {} -->\n", file.path.trim_start_matches("content/"));
+        compiled.push_str(&String::from_utf8_lossy(&file.bytes));
+        if !compiled.ends_with('\n') {
+            compiled.push('\n');
+        }
+    }
+    OutputFile { path: "delivery/compiled.md".to_owned(), bytes: compiled.into_bytes().into() }
+}
+
+/// The manifest of a resolution, its content list still empty.
+fn manifest_of(resolution: &Resolution) -> Manifest {
+    let model = &resolution.model;
     let role = model.role(&resolution.role);
-    let manifest = Manifest {
+    Manifest {
         format: MANIFEST_FORMAT.to_owned(),
         format_version: MANIFEST_FORMAT_VERSION,
         person_source: model.source.clone(),
@@ -405,37 +437,13 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
         },
         model_tier: resolution.model_tier.clone(),
         delivery: resolution.delivery.name().to_owned(),
-        personalities: role
-            .map(|role| {
-                role.personalities
-                    .iter()
-                    .filter_map(|slug| model.personality(slug))
-                    .map(|personality| ManifestPersonality {
-                        slug: personality.slug.clone(),
-                        skill: personality.skill.id.clone(),
-                        color: personality.colour.hex.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        personalities: role.map(|role| manifest_personalities(model, role)).unwrap_or_default(),
         favorite_color: role.map(|role| role.favourite.hex.clone()).unwrap_or_default(),
         identity: ManifestIdentity {
             name: role.map(|role| role.identity.name.clone()).unwrap_or_default(),
             pronouns: role.map(|role| role.identity.pronouns.clone()).unwrap_or_default(),
         },
-        seats: role
-            .map(|role| {
-                role.seats
-                    .iter()
-                    .map(|seat| ManifestSeat {
-                        key: seat.key.clone(),
-                        harness: seat.harness.clone(),
-                        channel: seat.channel.clone(),
-                        tier: seat.tier.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        seats: role.map(manifest_seats).unwrap_or_default(),
         sources: resolution
             .sources
             .iter()
@@ -446,35 +454,59 @@ pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle 
                 location: source.location.clone(),
             })
             .collect(),
-        content: {
-            let mut listed: Vec<ManifestContent> = content
-                .iter()
-                .map(|file| ManifestContent {
-                    path: file.path.clone(),
-                    bytes: file.bytes.len() as u64,
-                    digest: digest(&file.bytes),
-                })
-                .chain(sourced.iter().map(|file| ManifestContent {
-                    path: file.path.clone(),
-                    bytes: file.source.summary.raw_length,
-                    digest: format!("blake3:{}", blake3::Hash::from_bytes(file.source.raw_digest).to_hex()),
-                }))
-                .chain([ManifestContent {
-                    path: TraceFile::PATH.to_owned(),
-                    bytes: trace.length,
-                    digest: trace.digest.clone(),
-                }])
-                .collect();
-            listed.sort_by(|a, b| a.path.cmp(&b.path));
-            listed
-        },
-    };
-    let manifest_bytes = to_json_bytes(&manifest);
-    let id = bundle_id(&manifest_bytes);
-    let mut files = content;
-    files.push(OutputFile { path: "manifest.json".to_owned(), bytes: manifest_bytes.into() });
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Bundle { id, files, sourced, trace, summary }
+        content: Vec::new(),
+    }
+}
+
+/// The role's personality meld as the manifest lists it, in meld order.
+fn manifest_personalities(model: &PersonModel, role: &Role) -> Vec<ManifestPersonality> {
+    role.personalities
+        .iter()
+        .filter_map(|slug| model.personality(slug))
+        .map(|personality| ManifestPersonality {
+            slug: personality.slug.clone(),
+            skill: personality.skill.id.clone(),
+            color: personality.colour.hex.clone(),
+        })
+        .collect()
+}
+
+/// The role's seats as the manifest lists them.
+fn manifest_seats(role: &Role) -> Vec<ManifestSeat> {
+    role.seats
+        .iter()
+        .map(|seat| ManifestSeat {
+            key: seat.key.clone(),
+            harness: seat.harness.clone(),
+            channel: seat.channel.clone(),
+            tier: seat.tier.clone(),
+        })
+        .collect()
+}
+
+/// Every file of the bundle except `manifest.json`, with its size and digest, sorted by
+/// path: the held files, the files read again from their sources, and `trace.json`.
+fn manifest_content(content: &[OutputFile], sourced: &[crate::SourcedFile], trace: &TraceFile) -> Vec<ManifestContent> {
+    let mut listed: Vec<ManifestContent> = content
+        .iter()
+        .map(|file| ManifestContent {
+            path: file.path.clone(),
+            bytes: file.bytes.len() as u64,
+            digest: digest(&file.bytes),
+        })
+        .chain(sourced.iter().map(|file| ManifestContent {
+            path: file.path.clone(),
+            bytes: file.source.summary.raw_length,
+            digest: format!("blake3:{}", blake3::Hash::from_bytes(file.source.raw_digest).to_hex()),
+        }))
+        .chain([ManifestContent {
+            path: TraceFile::PATH.to_owned(),
+            bytes: trace.length,
+            digest: trace.digest.clone(),
+        }])
+        .collect();
+    listed.sort_by(|a, b| a.path.cmp(&b.path));
+    listed
 }
 
 /// The bundle of a composition, or the diagnostics that prevent it.
@@ -582,60 +614,100 @@ pub fn verify_facts(
     files: &BTreeMap<String, FileFacts>,
 ) -> Result<Verified, Vec<Problem>> {
     let mut problems = Vec::new();
-    let problem = |file: &str, message: String| Problem { file: file.to_owned(), message };
     for path in files.keys() {
         if !is_portable_path(path) {
             problems.push(problem(path, "the name is not portable".to_owned()));
         }
     }
-    let manifest: Option<Manifest> = match manifest_bytes {
-        None => {
-            problems.push(problem("manifest.json", "missing".to_owned()));
-            None
-        }
-        Some(bytes) => match read_bundle_json::<Manifest>("manifest.json", bytes, "manifest.json") {
-            Ok(manifest) if manifest.format == MANIFEST_FORMAT => Some(manifest),
-            Ok(manifest) => {
-                problems.push(problem(
-                    "manifest.json",
-                    format!("unknown format `{}`", crate::diagnostic::sanitize(&manifest.format)),
-                ));
-                None
-            }
-            Err(BundleJsonError::TooLarge(too_large)) => {
-                problems.push(problem("manifest.json", too_large.message));
-                None
-            }
-            Err(BundleJsonError::Invalid(error)) => {
-                problems.push(problem("manifest.json", format!("not a bundle manifest: {}", error_summary(&error))));
-                None
-            }
-        },
-    };
-    let trace: Option<Trace> = match trace_bytes {
-        None => {
-            problems.push(problem("trace.json", "missing".to_owned()));
-            None
-        }
-        Some(bytes) => match read_bundle_json::<Trace>("trace.json", bytes, "trace.json") {
-            Ok(trace) if trace.format == crate::trace::FORMAT => Some(trace),
-            Ok(_) => {
-                problems.push(problem("trace.json", "unknown trace format".to_owned()));
-                None
-            }
-            Err(BundleJsonError::TooLarge(too_large)) => {
-                problems.push(problem("trace.json", too_large.message));
-                None
-            }
-            Err(BundleJsonError::Invalid(error)) => {
-                problems.push(problem("trace.json", format!("not a trace: {}", error_summary(&error))));
-                None
-            }
-        },
-    };
+    let manifest = read_verified_manifest(manifest_bytes, &mut problems);
+    let trace = read_verified_trace(trace_bytes, &mut problems);
     let (Some(manifest), Some(trace)) = (manifest, trace) else { return Err(problems) };
+    check_manifest_listing(&manifest, files, &mut problems);
+    // The id is the digest of the manifest, which was checked against every file above.
+    let id = manifest_bytes.map(bundle_id).unwrap_or_default();
+    if directory_name != id {
+        problems.push(problem(
+            ".",
+            format!(
+                "the bundle's contents hash to `{id}`, not to its name `{}`",
+                crate::diagnostic::sanitize(directory_name)
+            ),
+        ));
+    }
+    if manifest.role.slug != trace.role {
+        problems.push(problem("trace.json", "its role differs from the manifest's".to_owned()));
+    }
+    let skill_folders = skill_folder_bytes(files);
+    check_trace_skills(&trace, &skill_folders, files, &mut problems);
+    check_provider_budgets(&trace, &skill_folders, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let skills = skill_folders.len();
+    Ok(Verified { manifest, trace, skills, files: files.len() })
+}
 
-    // Every file except the manifest is listed with its digest, and nothing else is.
+/// A problem with one file of a bundle.
+fn problem(file: &str, message: String) -> Problem {
+    Problem { file: file.to_owned(), message }
+}
+
+/// The bytes of every skill folder under `content/skills/`, keyed by (source, skill).
+type SkillFolderBytes = BTreeMap<(String, String), u64>;
+
+/// `manifest.json` read and of the bundle format, or the problem that it is missing, too
+/// large, not a manifest or of another format.
+fn read_verified_manifest(manifest_bytes: Option<&[u8]>, problems: &mut Vec<Problem>) -> Option<Manifest> {
+    let Some(bytes) = manifest_bytes else {
+        problems.push(problem("manifest.json", "missing".to_owned()));
+        return None;
+    };
+    match read_bundle_json::<Manifest>("manifest.json", bytes, "manifest.json") {
+        Ok(manifest) if manifest.format == MANIFEST_FORMAT => Some(manifest),
+        Ok(manifest) => {
+            problems.push(problem(
+                "manifest.json",
+                format!("unknown format `{}`", crate::diagnostic::sanitize(&manifest.format)),
+            ));
+            None
+        }
+        Err(BundleJsonError::TooLarge(too_large)) => {
+            problems.push(problem("manifest.json", too_large.message));
+            None
+        }
+        Err(BundleJsonError::Invalid(error)) => {
+            problems.push(problem("manifest.json", format!("not a bundle manifest: {}", error_summary(&error))));
+            None
+        }
+    }
+}
+
+/// `trace.json` read and of the trace format, or the problem that it is missing, too
+/// large, not a trace or of another format.
+fn read_verified_trace(trace_bytes: Option<&[u8]>, problems: &mut Vec<Problem>) -> Option<Trace> {
+    let Some(bytes) = trace_bytes else {
+        problems.push(problem("trace.json", "missing".to_owned()));
+        return None;
+    };
+    match read_bundle_json::<Trace>("trace.json", bytes, "trace.json") {
+        Ok(trace) if trace.format == crate::trace::FORMAT => Some(trace),
+        Ok(_) => {
+            problems.push(problem("trace.json", "unknown trace format".to_owned()));
+            None
+        }
+        Err(BundleJsonError::TooLarge(too_large)) => {
+            problems.push(problem("trace.json", too_large.message));
+            None
+        }
+        Err(BundleJsonError::Invalid(error)) => {
+            problems.push(problem("trace.json", format!("not a trace: {}", error_summary(&error))));
+            None
+        }
+    }
+}
+
+/// Every file except the manifest is listed with its digest, and nothing else is.
+fn check_manifest_listing(manifest: &Manifest, files: &BTreeMap<String, FileFacts>, problems: &mut Vec<Problem>) {
     let listed: BTreeMap<&str, &crate::bundle::ManifestContent> =
         manifest.content.iter().map(|entry| (entry.path.as_str(), entry)).collect();
     for (path, facts) in files {
@@ -655,23 +727,11 @@ pub fn verify_facts(
             problems.push(problem(path, "is listed in the manifest but missing".to_owned()));
         }
     }
-    // The id is the digest of the manifest, which was checked against every file above.
-    let id = manifest_bytes.map(bundle_id).unwrap_or_default();
-    if directory_name != id {
-        problems.push(problem(
-            ".",
-            format!(
-                "the bundle's contents hash to `{id}`, not to its name `{}`",
-                crate::diagnostic::sanitize(directory_name)
-            ),
-        ));
-    }
-    if manifest.role.slug != trace.role {
-        problems.push(problem("trace.json", "its role differs from the manifest's".to_owned()));
-    }
-    // Trace ↔ content: each selected or delivered skill has its folder, and each folder
-    // under content/skills has a decision.
-    let mut skill_folders: BTreeMap<(String, String), u64> = BTreeMap::new();
+}
+
+/// The bytes of each skill folder among the files (`content/skills/<source>/<skill>/…`).
+fn skill_folder_bytes(files: &BTreeMap<String, FileFacts>) -> SkillFolderBytes {
+    let mut skill_folders = SkillFolderBytes::new();
     for (path, facts) in files {
         if let Some(rest) = path.strip_prefix("content/skills/") {
             let mut parts = rest.splitn(3, '/');
@@ -681,6 +741,17 @@ pub fn verify_facts(
             }
         }
     }
+    skill_folders
+}
+
+/// Trace ↔ content: each selected or delivered skill has its folder, and each folder
+/// under content/skills has a decision.
+fn check_trace_skills(
+    trace: &Trace,
+    skill_folders: &SkillFolderBytes,
+    files: &BTreeMap<String, FileFacts>,
+    problems: &mut Vec<Problem>,
+) {
     let mut expected = BTreeMap::new();
     for decision in &trace.decisions {
         if decision.subject_kind() == "skill" && matches!(decision.outcome, Outcome::Selected | Outcome::Delivered) {
@@ -705,46 +776,15 @@ pub fn verify_facts(
             ));
         }
     }
-    // Budgets: each provider's bytes are the bytes of its folders; tokens are ceil(/4).
+}
+
+/// Budgets: each provider's bytes are the bytes of its folders; tokens are ceil(/4).
+fn check_provider_budgets(trace: &Trace, skill_folders: &SkillFolderBytes, problems: &mut Vec<Problem>) {
     let mut total: u64 = 0;
     for provider in &trace.providers {
-        let bytes: u64 = skill_folders
-            .iter()
-            .filter(|((source, _), _)| *source == provider.source)
-            .fold(0u64, |sum, (_, bytes)| sum.saturating_add(*bytes));
-        let skills = skill_folders.keys().filter(|(source, _)| *source == provider.source).count();
         // Numbers in a bundle are untrusted: add without overflowing.
         total = total.saturating_add(provider.context_bytes);
-        if provider.context_bytes != bytes || provider.skills != skills {
-            problems.push(problem(
-                "trace.json",
-                format!(
-                    "provider `{}` reports {} skills and {} bytes; the content holds {skills} and {bytes}",
-                    provider.source, provider.skills, provider.context_bytes
-                ),
-            ));
-        }
-        // The loading split sums to the bytes; a trace written before the split has zeros.
-        let parts =
-            provider.metadata_bytes.saturating_add(provider.instruction_bytes).saturating_add(provider.resource_bytes);
-        if parts != provider.context_bytes && parts != 0 {
-            problems.push(problem(
-                "trace.json",
-                format!(
-                    "provider `{}` splits its {} bytes into {parts} (metadata, instructions, resources)",
-                    provider.source, provider.context_bytes
-                ),
-            ));
-        }
-        if provider.approximate_tokens != approximate_tokens(provider.context_bytes) {
-            problems.push(problem(
-                "trace.json",
-                format!(
-                    "provider `{}` reports {} tokens, not ceil(bytes / 4)",
-                    provider.source, provider.approximate_tokens
-                ),
-            ));
-        }
+        check_provider_budget(provider, skill_folders, problems);
     }
     let content_bytes: u64 = skill_folders.values().fold(0u64, |sum, bytes| sum.saturating_add(*bytes));
     if total != content_bytes {
@@ -753,11 +793,50 @@ pub fn verify_facts(
             format!("providers report {total} bytes; content/skills holds {content_bytes}"),
         ));
     }
-    if !problems.is_empty() {
-        return Err(problems);
+}
+
+/// One provider's budget: its skills and bytes match its folders, its loading split sums
+/// to its bytes and its tokens are ceil(bytes / 4).
+fn check_provider_budget(
+    provider: &crate::trace::ProviderReport,
+    skill_folders: &SkillFolderBytes,
+    problems: &mut Vec<Problem>,
+) {
+    let bytes: u64 = skill_folders
+        .iter()
+        .filter(|((source, _), _)| *source == provider.source)
+        .fold(0u64, |sum, (_, bytes)| sum.saturating_add(*bytes));
+    let skills = skill_folders.keys().filter(|(source, _)| *source == provider.source).count();
+    if provider.context_bytes != bytes || provider.skills != skills {
+        problems.push(problem(
+            "trace.json",
+            format!(
+                "provider `{}` reports {} skills and {} bytes; the content holds {skills} and {bytes}",
+                provider.source, provider.skills, provider.context_bytes
+            ),
+        ));
     }
-    let skills = skill_folders.len();
-    Ok(Verified { manifest, trace, skills, files: files.len() })
+    // The loading split sums to the bytes; a trace written before the split has zeros.
+    let parts =
+        provider.metadata_bytes.saturating_add(provider.instruction_bytes).saturating_add(provider.resource_bytes);
+    if parts != provider.context_bytes && parts != 0 {
+        problems.push(problem(
+            "trace.json",
+            format!(
+                "provider `{}` splits its {} bytes into {parts} (metadata, instructions, resources)",
+                provider.source, provider.context_bytes
+            ),
+        ));
+    }
+    if provider.approximate_tokens != approximate_tokens(provider.context_bytes) {
+        problems.push(problem(
+            "trace.json",
+            format!(
+                "provider `{}` reports {} tokens, not ceil(bytes / 4)",
+                provider.source, provider.approximate_tokens
+            ),
+        ));
+    }
 }
 
 fn error_summary(error: &serde_json::Error) -> String {
