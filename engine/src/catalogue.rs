@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::file_queries::{skill_check, skill_document};
+use crate::skill::SkillDocument;
 use crate::skill_rules::SkillCheck;
 
 /// One repository or declared source as the driver read it. `available` is false when
@@ -166,91 +167,150 @@ pub fn tree_digest(members: &[(String, &FileSummary)]) -> String {
 /// Lists a catalogue's skills, composed skills, trusted-root document and instructions.
 #[salsa::tracked(returns(ref))]
 pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Parsed<CatalogueListing> {
-    let mut listing = CatalogueListing::default();
-    let mut diagnostics = catalogue.load_diagnostics(db).clone();
-    let mut folders: BTreeMap<(SkillKind, String), Vec<(String, SourceFile)>> = BTreeMap::new();
-    for &file in catalogue.files(db) {
-        let relative = file.relative_path(db);
-        let parts: Vec<&str> = relative.split('/').collect();
-        match parts.as_slice() {
-            [".agents", "roles.kdl"] => listing.roles = Some(file),
-            [".agents", "skills", name, rest @ ..] if !rest.is_empty() => {
-                folders.entry((SkillKind::Ordinary, (*name).to_owned())).or_default().push((rest.join("/"), file));
+    let mut builder = ListingBuilder {
+        db,
+        catalogue,
+        listing: CatalogueListing::default(),
+        diagnostics: catalogue.load_diagnostics(db).clone(),
+    };
+    let folders = builder.sort_files();
+    for ((kind, name), members) in folders {
+        builder.list_skill_folder(kind, name, members);
+    }
+    let ListingBuilder { mut listing, diagnostics, .. } = builder;
+    listing.instructions.sort_by(|a, b| a.id.cmp(&b.id));
+    Parsed::new(listing, diagnostics)
+}
+
+/// The files of each skill folder, keyed by kind and folder name: (path inside the
+/// folder, file), in the catalogue's order.
+type SkillFolders = BTreeMap<(SkillKind, String), Vec<(String, SourceFile)>>;
+
+/// A catalogue's listing while [`catalogue_listing`] builds it, with the diagnostics found
+/// on the way. It reads the database in the same order as one loop over the files would.
+struct ListingBuilder<'db> {
+    db: &'db dyn salsa::Database,
+    catalogue: Catalogue,
+    listing: CatalogueListing,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl<'db> ListingBuilder<'db> {
+    /// Sorts the catalogue's files: the trusted-root document and instructions go to the
+    /// listing, skill files to their folders.
+    fn sort_files(&mut self) -> SkillFolders {
+        let db = self.db;
+        let catalogue = self.catalogue;
+        let mut folders = SkillFolders::new();
+        for &file in catalogue.files(db) {
+            let relative = file.relative_path(db);
+            let parts: Vec<&str> = relative.split('/').collect();
+            match parts.as_slice() {
+                [".agents", "roles.kdl"] => self.listing.roles = Some(file),
+                [".agents", "skills", name, rest @ ..] if !rest.is_empty() => {
+                    folders.entry((SkillKind::Ordinary, (*name).to_owned())).or_default().push((rest.join("/"), file));
+                }
+                [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
+                    folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
+                }
+                ["instructions", name] if name.ends_with(".md") && !crate::portable::is_portable_path(name) => {
+                    self.diagnostics.push(unportable_name(catalogue.label(db), relative));
+                }
+                ["instructions", name] if name.ends_with(".md") => {
+                    self.listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
+                }
+                _ => {}
             }
-            [".agents", "composed", name, rest @ ..] if !rest.is_empty() => {
-                folders.entry((SkillKind::Composed, (*name).to_owned())).or_default().push((rest.join("/"), file));
-            }
-            ["instructions", name] if name.ends_with(".md") && !crate::portable::is_portable_path(name) => {
-                diagnostics.push(unportable_name(catalogue.label(db), relative));
-            }
-            ["instructions", name] if name.ends_with(".md") => {
-                listing.instructions.push(Instruction { id: name.trim_end_matches(".md").to_owned(), file })
-            }
-            _ => {}
+        }
+        folders
+    }
+
+    /// Lists one skill folder as a skill of its kind, or reports why it is not one.
+    fn list_skill_folder(&mut self, kind: SkillKind, name: String, members: Vec<(String, SourceFile)>) {
+        let Some(members) = self.portable_members(kind, &name, members) else { return };
+        let entry = members.iter().find(|(path, _)| path == kind.entry_file()).map(|(_, file)| *file);
+        let Some(entry) = entry else {
+            self.report_missing_entry(kind, name);
+            return;
+        };
+        let skill = self.read_skill(kind, name, &members, entry);
+        match kind {
+            SkillKind::Ordinary => self.listing.ordinary.push(skill),
+            SkillKind::Composed => self.listing.composed.push(skill),
         }
     }
-    for ((kind, name), mut members) in folders {
+
+    /// The folder's members sorted by path, those with portable names only; `None` when
+    /// the folder's own name is not portable.
+    fn portable_members(
+        &mut self,
+        kind: SkillKind,
+        name: &str,
+        mut members: Vec<(String, SourceFile)>,
+    ) -> Option<Vec<(String, SourceFile)>> {
+        let db = self.db;
         members.sort_by(|a, b| a.0.cmp(&b.0));
         // A name that cannot be a portable path could never be delivered (a bundle holding
         // it fails verification): a skill folder so named is an error, a file inside one
         // (an editor's `SKILL.md.~1~`) is left out with a warning; both are named escaped
         // and never staged.
-        if !crate::portable::is_portable_path(&name) {
-            diagnostics.push(unportable_name(catalogue.label(db), &skill_folder(kind, &name)));
-            continue;
+        if !crate::portable::is_portable_path(name) {
+            self.diagnostics.push(unportable_name(self.catalogue.label(db), &skill_folder(kind, name)));
+            return None;
         }
         members.retain(|(path, _)| {
             let portable = crate::portable::is_portable_path(path);
             if !portable {
                 let relative = skill_folder(kind, &format!("{name}/{path}"));
-                diagnostics.push(unportable_member(catalogue.label(db), &relative));
+                self.diagnostics.push(unportable_member(self.catalogue.label(db), &relative));
             }
             portable
         });
-        let entry = members.iter().find(|(path, _)| path == kind.entry_file()).map(|(_, file)| *file);
-        let Some(entry) = entry else {
-            if kind == SkillKind::Ordinary {
-                diagnostics.push(
-                    Diagnostic::note(
-                        "not-a-skill",
-                        format!("folder `{}` has no `SKILL.md`; it is not a skill and is left out", sanitize(&name)),
-                    )
-                    .in_file(format!("{}/{}", catalogue.label(db), skill_folder(kind, &name)))
-                    .hint("a folder of shared references beside skills is fine; add `SKILL.md` to make it a skill"),
-                );
-                listing.not_skills.push(name);
-                continue;
-            }
-            diagnostics.push(
-                Diagnostic::error(
-                    "skill-file-missing",
-                    format!("{} skill `{}` has no `{}`", kind.name(), sanitize(&name), kind.entry_file()),
+        Some(members)
+    }
+
+    /// A folder without its entry file: an ordinary one holds resources, not a skill (a
+    /// note), a composed one is an error.
+    fn report_missing_entry(&mut self, kind: SkillKind, name: String) {
+        let folder = format!("{}/{}", self.catalogue.label(self.db), skill_folder(kind, &name));
+        if kind == SkillKind::Ordinary {
+            self.diagnostics.push(
+                Diagnostic::note(
+                    "not-a-skill",
+                    format!("folder `{}` has no `SKILL.md`; it is not a skill and is left out", sanitize(&name)),
                 )
-                .in_file(format!("{}/{}", catalogue.label(db), skill_folder(kind, &name)))
-                .hint(format!("add `{}` or remove the folder", kind.entry_file())),
+                .in_file(folder)
+                .hint("a folder of shared references beside skills is fine; add `SKILL.md` to make it a skill"),
             );
-            continue;
-        };
+            self.listing.not_skills.push(name);
+            return;
+        }
+        self.diagnostics.push(
+            Diagnostic::error(
+                "skill-file-missing",
+                format!("{} skill `{}` has no `{}`", kind.name(), sanitize(&name), kind.entry_file()),
+            )
+            .in_file(folder)
+            .hint(format!("add `{}` or remove the folder", kind.entry_file())),
+        );
+    }
+
+    /// Reads a skill from its entry file and members: its check or document, digest,
+    /// bytes, description and loading split.
+    fn read_skill(
+        &mut self,
+        kind: SkillKind,
+        name: String,
+        members: &[(String, SourceFile)],
+        entry: SourceFile,
+    ) -> CatalogueSkill {
+        let db = self.db;
         let document = skill_document(db, entry);
         // Ordinary skills are judged by the Agent Skills rules (`skill_check`) under the
         // composition's policy; the line reader's complaints would only repeat them.
         let check = (kind == SkillKind::Ordinary).then(|| skill_check(db, entry).clone());
         if kind == SkillKind::Composed {
-            diagnostics.extend(document.diagnostics.iter().cloned());
-        }
-        if kind == SkillKind::Composed
-            && let Some(declared) = &document.value.name
-            && declared != &name
-        {
-            diagnostics.push(
-                Diagnostic::warning(
-                    "skill-name-mismatch",
-                    format!("skill folder `{}` declares `name: {}`", sanitize(&name), sanitize(declared)),
-                )
-                .in_file(entry.display_path(db))
-                .at(document.value.name_span.or(Some(Span::new(0, 0))))
-                .hint("the folder name is the skill's name; make the frontmatter agree"),
-            );
+            self.check_composed_document(&name, document, entry);
         }
         let summaries: Vec<(String, &FileSummary)> =
             members.iter().map(|(path, file)| (path.clone(), file_summary(db, *file))).collect();
@@ -263,40 +323,57 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
             .unwrap_or_default();
         let listed_name =
             check.as_ref().and_then(|check| check.frontmatter.name.clone()).unwrap_or_else(|| name.clone());
-        let entry_length: u64 =
-            summaries.iter().filter(|(path, _)| path == kind.entry_file()).map(|(_, summary)| summary.raw_length).sum();
-        let resources = bytes - entry_length;
-        let binary = summaries
+        let budget = skill_budget(kind, &summaries, bytes, &listed_name, &description);
+        let members = members
             .iter()
-            .filter(|(path, summary)| path != kind.entry_file() && summary.binary)
-            .map(|(_, summary)| summary.raw_length)
-            .sum();
-        let budget = SkillBudget::split(&listed_name, &description, entry_length, resources, binary);
-        let skill = CatalogueSkill {
-            name: name.clone(),
-            kind,
-            members: members
-                .iter()
-                .zip(&summaries)
-                .map(|((path, file), (_, summary))| SkillMember {
-                    path: path.clone(),
-                    file: *file,
-                    raw_length: summary.raw_length,
-                })
-                .collect(),
-            digest,
-            bytes,
-            description,
-            budget,
-            check,
-        };
-        match kind {
-            SkillKind::Ordinary => listing.ordinary.push(skill),
-            SkillKind::Composed => listing.composed.push(skill),
+            .zip(&summaries)
+            .map(|((path, file), (_, summary))| SkillMember {
+                path: path.clone(),
+                file: *file,
+                raw_length: summary.raw_length,
+            })
+            .collect();
+        CatalogueSkill { name, kind, members, digest, bytes, description, budget, check }
+    }
+
+    /// A composed skill's document: the line reader's diagnostics, and a warning when its
+    /// declared name differs from its folder.
+    fn check_composed_document(&mut self, name: &str, document: &Parsed<SkillDocument>, entry: SourceFile) {
+        self.diagnostics.extend(document.diagnostics.iter().cloned());
+        if let Some(declared) = &document.value.name
+            && declared != name
+        {
+            self.diagnostics.push(
+                Diagnostic::warning(
+                    "skill-name-mismatch",
+                    format!("skill folder `{}` declares `name: {}`", sanitize(name), sanitize(declared)),
+                )
+                .in_file(entry.display_path(self.db))
+                .at(document.value.name_span.or(Some(Span::new(0, 0))))
+                .hint("the folder name is the skill's name; make the frontmatter agree"),
+            );
         }
     }
-    listing.instructions.sort_by(|a, b| a.id.cmp(&b.id));
-    Parsed::new(listing, diagnostics)
+}
+
+/// How a skill of `bytes` loads: its listed name and description, the rest of its entry
+/// file, and its other members (binary ones counted apart).
+fn skill_budget(
+    kind: SkillKind,
+    summaries: &[(String, &FileSummary)],
+    bytes: u64,
+    listed_name: &str,
+    description: &str,
+) -> SkillBudget {
+    let entry_length: u64 =
+        summaries.iter().filter(|(path, _)| path == kind.entry_file()).map(|(_, summary)| summary.raw_length).sum();
+    let resources = bytes - entry_length;
+    let binary = summaries
+        .iter()
+        .filter(|(path, summary)| path != kind.entry_file() && summary.binary)
+        .map(|(_, summary)| summary.raw_length)
+        .sum();
+    SkillBudget::split(listed_name, description, entry_length, resources, binary)
 }
 
 /// The error for a catalogue path that cannot be a portable file name (control bytes, a
