@@ -34,21 +34,48 @@ impl Span {
     }
 }
 
-/// One problem found in user input: a stable kebab-case `code`, the file it is in, where
-/// in that file when known, a lowercase message and hints on how to fix it.
+/// A 1-based line and column (columns count characters): where a problem is in a data
+/// file (JSON, YAML) whose text is never shown back, unlike a [`Span`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// One problem found in user input, the one problem type of every check (roster,
+/// request, catalogue rules, People files and bindings, session records): a stable
+/// kebab-case `code`, the file it is in, where in that file when known, a lowercase
+/// message and hints on how to fix it.
+///
+/// Where is a [`Span`] in a text file whose lines a renderer may show (KDL, Markdown),
+/// or a [`Position`] in a data file, with the JSON `pointer` of the schema rule that
+/// failed and a `field` name taken from the contract (never from the file).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub code: &'static str,
     pub file: Option<String>,
     pub span: Option<Span>,
+    pub position: Option<Position>,
+    pub pointer: Option<String>,
+    pub field: Option<String>,
     pub message: String,
     pub hints: Vec<String>,
 }
 
 impl Diagnostic {
     pub fn error(code: &'static str, message: impl Into<String>) -> Self {
-        Self { severity: Severity::Error, code, file: None, span: None, message: message.into(), hints: Vec::new() }
+        Self {
+            severity: Severity::Error,
+            code,
+            file: None,
+            span: None,
+            position: None,
+            pointer: None,
+            field: None,
+            message: message.into(),
+            hints: Vec::new(),
+        }
     }
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
@@ -66,6 +93,24 @@ impl Diagnostic {
 
     pub fn at(mut self, span: Option<Span>) -> Self {
         self.span = span;
+        self
+    }
+
+    /// Where in a data file.
+    pub fn at_position(mut self, position: Option<Position>) -> Self {
+        self.position = position;
+        self
+    }
+
+    /// The JSON pointer of the schema rule that failed.
+    pub fn pointer(mut self, pointer: impl Into<String>) -> Self {
+        self.pointer = Some(pointer.into());
+        self
+    }
+
+    /// The contract's name of the field concerned.
+    pub fn field(mut self, name: impl Into<String>) -> Self {
+        self.field = Some(name.into());
         self
     }
 

@@ -82,30 +82,41 @@ impl FindingLevel {
     }
 }
 
-/// One finding about one `SKILL.md`; the span is a byte range of the whole file.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SkillFinding {
-    pub code: &'static str,
-    pub level: FindingLevel,
-    pub span: Span,
-    pub message: String,
-    /// What a harness does about it, in one sentence.
-    pub consequence: &'static str,
-}
+impl FindingLevel {
+    /// The level of a finding [`check_skill`] made, read back from its severity: a
+    /// violation is an error before any policy applies, a doubt a warning, an extension
+    /// detail.
+    pub fn of(finding: &Diagnostic) -> Self {
+        match finding.severity {
+            Severity::Error => FindingLevel::Violation,
+            Severity::Warning | Severity::Note => FindingLevel::Doubt,
+            Severity::Detail => FindingLevel::Extension,
+        }
+    }
 
-impl SkillFinding {
-    /// The finding as a diagnostic of `file`; violations take `violation_severity`
-    /// (warning or error, by policy), doubts are warnings, extensions detail.
-    pub fn diagnostic(&self, file: &str, violation_severity: Severity) -> Diagnostic {
-        let severity = match self.level {
-            FindingLevel::Violation => violation_severity,
+    fn severity(self) -> Severity {
+        match self {
+            FindingLevel::Violation => Severity::Error,
             FindingLevel::Doubt => Severity::Warning,
             FindingLevel::Extension => Severity::Detail,
-        };
-        let mut diagnostic = Diagnostic::error(self.code, self.message.clone()).in_file(file).at(Some(self.span));
-        diagnostic.severity = severity;
-        diagnostic.hint(self.consequence)
+        }
     }
+}
+
+/// What a harness does about a finding [`check_skill`] made, in one sentence: its first
+/// hint.
+pub fn consequence(finding: &Diagnostic) -> &str {
+    finding.hints.first().map_or("", String::as_str)
+}
+
+/// A finding of [`check_skill`] as a diagnostic of `file` under a policy: violations take
+/// `violation_severity` (warning or error), doubts stay warnings, extensions detail.
+pub fn in_file(finding: &Diagnostic, file: &str, violation_severity: Severity) -> Diagnostic {
+    let mut diagnostic = finding.clone().in_file(file);
+    if FindingLevel::of(finding) == FindingLevel::Violation {
+        diagnostic.severity = violation_severity;
+    }
+    diagnostic
 }
 
 /// What the frontmatter says, as YAML reads it.
@@ -119,12 +130,14 @@ pub struct Frontmatter {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct SkillCheck {
     pub frontmatter: Frontmatter,
-    pub findings: Vec<SkillFinding>,
+    /// Findings as diagnostics without a file: the span is a byte range of the whole
+    /// `SKILL.md`, the severity its [`FindingLevel`] and the first hint its consequence.
+    pub findings: Vec<Diagnostic>,
 }
 
 impl SkillCheck {
     pub fn has_violations(&self) -> bool {
-        self.findings.iter().any(|finding| finding.level == FindingLevel::Violation)
+        self.findings.iter().any(|finding| FindingLevel::of(finding) == FindingLevel::Violation)
     }
 }
 
@@ -190,7 +203,7 @@ impl ReadFrontmatter<'_> {
 
 /// Finds the frontmatter block and reads its fields, or the one finding that stops the
 /// check: no block, a block that is not closed, not YAML, or not a mapping.
-fn read_frontmatter(text: &str) -> Result<ReadFrontmatter<'_>, SkillFinding> {
+fn read_frontmatter(text: &str) -> Result<ReadFrontmatter<'_>, Diagnostic> {
     let Some((start, end)) = frontmatter_block(text) else {
         let (code, message) = if text.starts_with("---") {
             ("skill-frontmatter-unclosed", "the frontmatter is not closed by a `---` line")
@@ -311,7 +324,7 @@ fn check_description_field(check: &mut SkillCheck, value: &Value, span: Span) {
 }
 
 /// The `compatibility` field: text within the specification's length.
-fn check_compatibility(findings: &mut Vec<SkillFinding>, value: &Value, span: Span) {
+fn check_compatibility(findings: &mut Vec<Diagnostic>, value: &Value, span: Span) {
     let characters = value.text().map(|text| text.chars().count());
     match characters {
         Some(count) if count <= COMPATIBILITY_MAX_CHARACTERS => {}
@@ -333,7 +346,7 @@ fn check_compatibility(findings: &mut Vec<SkillFinding>, value: &Value, span: Sp
 }
 
 /// The `allowed-tools` field: text or a list of text.
-fn check_allowed_tools(findings: &mut Vec<SkillFinding>, value: &Value, span: Span) {
+fn check_allowed_tools(findings: &mut Vec<Diagnostic>, value: &Value, span: Span) {
     let valid = match value {
         Value::Text { .. } => true,
         Value::List(items) => items.iter().all(|item| matches!(item, Value::Text { .. })),
@@ -351,7 +364,7 @@ fn check_allowed_tools(findings: &mut Vec<SkillFinding>, value: &Value, span: Sp
 }
 
 /// A field the specification does not define: a known harness extension, or unknown.
-fn check_other_field(findings: &mut Vec<SkillFinding>, key: &str, span: Span) {
+fn check_other_field(findings: &mut Vec<Diagnostic>, key: &str, span: Span) {
     match HARNESS_EXTENSION_FIELDS.iter().find(|(known, _)| *known == key) {
         Some((_, source)) => findings.push(finding(
             "skill-field-extension",
@@ -398,11 +411,13 @@ fn finding(
     span: Span,
     message: String,
     consequence: &'static str,
-) -> SkillFinding {
-    SkillFinding { code, level, span, message, consequence }
+) -> Diagnostic {
+    let mut diagnostic = Diagnostic::error(code, message).at(Some(span)).hint(consequence);
+    diagnostic.severity = level.severity();
+    diagnostic
 }
 
-fn check_name(findings: &mut Vec<SkillFinding>, name: &str, folder: &str, span: Span) {
+fn check_name(findings: &mut Vec<Diagnostic>, name: &str, folder: &str, span: Span) {
     let characters = name.chars().count();
     if characters == 0 || characters > NAME_MAX_CHARACTERS {
         findings.push(finding(
@@ -438,12 +453,7 @@ fn check_name(findings: &mut Vec<SkillFinding>, name: &str, folder: &str, span: 
     }
 }
 
-fn check_metadata(
-    findings: &mut Vec<SkillFinding>,
-    value: &Value,
-    span: Span,
-    span_of: &dyn Fn(Marker, usize) -> Span,
-) {
+fn check_metadata(findings: &mut Vec<Diagnostic>, value: &Value, span: Span, span_of: &dyn Fn(Marker, usize) -> Span) {
     let Value::Map(entries) = value else {
         findings.push(finding(
             "skill-metadata-not-map",
@@ -681,7 +691,7 @@ mod tests {
     #[test]
     fn extension_and_unknown_fields_are_told_apart() {
         let found = check_skill(b"---\nname: a\ndescription: d\nmodel: x\nflavour: y\n---\n", "a");
-        let levels: Vec<_> = found.findings.iter().map(|finding| (finding.code, finding.level)).collect();
+        let levels: Vec<_> = found.findings.iter().map(|finding| (finding.code, FindingLevel::of(finding))).collect();
         assert_eq!(
             levels,
             [("skill-field-extension", FindingLevel::Extension), ("skill-field-unknown", FindingLevel::Doubt)]
@@ -710,7 +720,8 @@ mod tests {
         let marked: Vec<&str> = check
             .findings
             .iter()
-            .map(|finding| &text[finding.span.offset..finding.span.offset + finding.span.length])
+            .filter_map(|finding| finding.span)
+            .map(|span| &text[span.offset..span.offset + span.length])
             .collect();
         assert_eq!(marked, ["compatibility", "7"]);
     }

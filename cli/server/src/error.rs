@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use acompose_driver::people::Finding;
+use acompose_driver::engine::Diagnostic;
 use acompose_driver::people::Stop;
 
 /// The largest request body accepted, in bytes: a 64 KiB file, escaped inside a JSON
@@ -21,7 +21,7 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     pointer: Option<String>,
-    findings: Vec<Finding>,
+    findings: Vec<Diagnostic>,
 }
 
 #[derive(Serialize)]
@@ -75,10 +75,10 @@ impl ApiError {
     }
 
     /// The findings of a file the engine refused; the first error names the response.
-    pub fn findings(findings: Vec<Finding>) -> Self {
+    pub fn findings(findings: Vec<Diagnostic>) -> Self {
         let first = findings.iter().find(|finding| finding.is_error()).or(findings.first());
         let (code, message, pointer) = first.map_or(("invalid", "the input was refused", None), |finding| {
-            (finding.code, finding.message, finding.rule.clone())
+            (finding.code, finding.message.as_str(), finding.pointer.clone())
         });
         Self { status: StatusCode::UNPROCESSABLE_ENTITY, code, message: message.to_owned(), pointer, findings }
     }
@@ -120,13 +120,13 @@ impl IntoResponse for ApiError {
                 .iter()
                 .map(|finding| FindingJson {
                     code: finding.code,
-                    message: finding.message,
-                    pointer: finding.rule.as_deref(),
-                    file: &finding.file,
+                    message: &finding.message,
+                    pointer: finding.pointer.as_deref(),
+                    file: finding.file.as_deref().unwrap_or_default(),
                     line: finding.position.map(|position| position.line),
                     column: finding.position.map(|position| position.column),
                     field: finding.field.as_deref(),
-                    hint: finding.hint,
+                    hint: finding.hints.first().map(String::as_str),
                 })
                 .collect(),
         };

@@ -15,12 +15,13 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
+use acompose_driver::engine::Diagnostic;
 use acompose_driver::people as host;
 use acompose_driver::people::hire::{self, Overrides};
 use acompose_driver::people::recipe::{self, Syntax};
 use acompose_driver::people::resolve::{self as resolution, Assignment};
 use acompose_driver::people::workspace::{self, BINDINGS_PATH, PEOPLE_DIRECTORY};
-use acompose_driver::people::{Finding, Person, document, is_slug, json as people_json, printable, report};
+use acompose_driver::people::{Person, document, finding, is_slug, json as people_json, printable, report};
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::state::AppState;
@@ -107,7 +108,7 @@ pub async fn show(State(state): State<Arc<AppState>>, Path(id): Path<String>) ->
 /// duplicate key or an oversized body is refused before anything else.
 fn submitted_id(bytes: &[u8]) -> Result<String, ApiError> {
     let tree =
-        people_json::parse(bytes).map_err(|error| ApiError::findings(vec![Finding::syntax("request", error)]))?;
+        people_json::parse(bytes).map_err(|error| ApiError::findings(vec![finding::syntax("request", error)]))?;
     match tree.value.get("id").and_then(serde_json::Value::as_str) {
         Some(id) if is_slug(id) => Ok(id.to_owned()),
         _ => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-id", "`id` must be a lowercase slug")
@@ -254,8 +255,8 @@ pub async fn import_save(State(state): State<Arc<AppState>>, body: Body) -> Resu
 
 fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
     let validation = workspace::load_roster(&state.workspace.collect(false)?);
-    let findings: Vec<Finding> =
-        validation.findings.into_iter().filter(|finding| finding.file == BINDINGS_PATH).collect();
+    let findings: Vec<Diagnostic> =
+        validation.findings.into_iter().filter(|finding| finding.file.as_deref() == Some(BINDINGS_PATH)).collect();
     if findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE) {
         return Err(ApiError::findings(findings));
     }
@@ -270,7 +271,7 @@ fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
         .collect();
     let missing: Vec<_> = findings
         .iter()
-        .map(|finding| json!({"code": finding.code, "pointer": finding.rule, "line": finding.position.map(|position| position.line)}))
+        .map(|finding| json!({"code": finding.code, "pointer": finding.pointer, "line": finding.position.map(|position| position.line)}))
         .collect();
     let body = json!({
         "format": "acompose.people-bindings.v1",

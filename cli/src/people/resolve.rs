@@ -4,10 +4,11 @@
 
 use std::path::PathBuf;
 
+use acompose_driver::engine::Diagnostic;
 use acompose_driver::engine::Severity;
 use acompose_driver::people::recipe::{self, Syntax};
 use acompose_driver::people::resolve::{self as resolution, Assignment};
-use acompose_driver::people::{Finding, printable, report};
+use acompose_driver::people::{printable, report};
 
 use super::WorkspaceArgs;
 use crate::{print_stderr, print_stdout};
@@ -51,10 +52,10 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     let workspace = Workspace::open(&args.workspace.workspace)?;
     let validation = acompose_driver::people::roster_for_resolution(&workspace)?;
     if !validation.findings.is_empty() && !args.json {
-        let warnings: Vec<Finding> = validation
+        let warnings: Vec<Diagnostic> = validation
             .findings
             .iter()
-            .map(|finding| Finding { severity: Severity::Warning, ..finding.clone() })
+            .map(|finding| Diagnostic { severity: Severity::Warning, ..finding.clone() })
             .collect();
         print_stderr(&report::findings_text(&warnings));
     }

@@ -174,7 +174,8 @@ pub fn run_sessions(args: &SessionsArgs, terminal: &Terminal) -> Result<(), Stop
     let workspace = Workspace::open(&args.workspace.workspace)?;
     let listing = list_sessions(&workspace, &SystemClock)?;
     if args.json {
-        let mut refused: Vec<&str> = listing.findings.iter().map(|finding| finding.file.as_str()).collect();
+        let mut refused: Vec<&str> =
+            listing.findings.iter().map(|finding| finding.file.as_deref().unwrap_or_default()).collect();
         refused.dedup();
         let bytes = sessions_json(&listing.records, &listing.interruptions, refused.len());
         print_stdout(&String::from_utf8_lossy(&bytes));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::diagnostic::{Diagnostic, Severity, line_column, sanitize};
-use acompose_engine::skill_rules::check_skill;
+use acompose_engine::skill_rules::{self, FindingLevel, check_skill};
 use serde::Serialize;
 
 use crate::error::HostError;
@@ -133,16 +133,16 @@ impl Checker {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let check = check_skill(&bytes, &name);
         for finding in &check.findings {
-            let diagnostic = finding.diagnostic(&label, Severity::Error);
-            let (line, column) = line_column(&text, finding.span.offset);
+            let diagnostic = skill_rules::in_file(finding, &label, Severity::Error);
+            let (line, column) = line_column(&text, finding.span.map_or(0, |span| span.offset));
             row.findings.push(FindingRow {
                 code: finding.code.to_owned(),
-                level: finding.level.name(),
+                level: FindingLevel::of(finding).name(),
                 severity: severity_name(diagnostic.severity),
                 line,
                 column,
                 message: finding.message.clone(),
-                consequence: finding.consequence.to_owned(),
+                consequence: skill_rules::consequence(finding).to_owned(),
             });
             self.diagnostics.push(diagnostic);
         }

@@ -18,7 +18,7 @@ pub use storage::{Stop, Workspace};
 // server reach People through the driver alone.
 pub use acompose_people::{Avatar, Isolation, Person};
 pub use acompose_people::{
-    BINDINGS_SPEC, Finding, document, hire, is_slug, json, printable, recipe, report, resolve, runner, session,
+    BINDINGS_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, runner, session,
     session_report, workspace,
 };
 

@@ -5,15 +5,16 @@
 //! Agent Toolkit's own format is handed to `toolkit_lock`. It does not evaluate schemas
 //! itself.
 
+use crate::finding;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::finding::Finding;
 use super::schema::{BINDINGS_SCHEMA, PERSON_SCHEMA};
 use super::{BINDINGS_SPEC, PERSON_SPEC, json, toolkit_lock};
+use crate::Diagnostic;
 use crate::OutputFile;
 
 pub const PERSON_SCHEMA_PATH: &str = "schemas/person.schema.json";
@@ -105,10 +106,10 @@ pub fn mirror_files() -> Vec<OutputFile> {
 
 /// Verifies the mirrors against the lock, and the lock against the shipped contract.
 /// Reads hashes only: no mirror is parsed or evaluated here or after a failure.
-pub fn verify(files: &ContractFiles) -> Vec<Finding> {
+pub fn verify(files: &ContractFiles) -> Vec<Diagnostic> {
     let Some(lock) = &files.lock else {
         return vec![
-            Finding::error("contract-lock-missing", LOCK_PATH, "the schema lock is missing")
+            finding::error("contract-lock-missing", LOCK_PATH, "the schema lock is missing")
                 .hint("run `acompose people init` to write the schema mirrors and their lock"),
         ];
     };
@@ -117,7 +118,7 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
     }
     let Some(locked) = locked_hashes(lock) else {
         return vec![
-            Finding::error("contract-lock-invalid", LOCK_PATH, "the schema lock is not a people-contracts lock")
+            finding::error("contract-lock-invalid", LOCK_PATH, "the schema lock is not a people-contracts lock")
                 .hint("run `acompose people init` to rewrite the schema mirrors and their lock"),
         ];
     };
@@ -128,14 +129,14 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
     {
         let Some(bytes) = bytes else {
             findings.push(
-                Finding::error("contract-mirror-missing", mirror.path, "a schema mirror is missing")
+                finding::error("contract-mirror-missing", mirror.path, "a schema mirror is missing")
                     .hint("run `acompose people init` to write the schema mirrors and their lock"),
             );
             continue;
         };
         if sha256_hex(bytes) != *locked_hash {
             findings.push(
-                Finding::error(
+                finding::error(
                     "contract-drift",
                     mirror.path,
                     "the schema mirror differs from its lock; it was not evaluated",
@@ -146,7 +147,7 @@ pub fn verify(files: &ContractFiles) -> Vec<Finding> {
         }
         if *locked_hash != sha256_hex(mirror.text.as_bytes()) {
             findings.push(
-                Finding::error(
+                finding::error(
                     "contract-mismatch",
                     mirror.path,
                     "the locked schema is not the contract this acompose ships; it was not evaluated",
@@ -208,7 +209,7 @@ mod tests {
     }
 
     fn codes(files: &ContractFiles) -> Vec<(&'static str, String)> {
-        verify(files).into_iter().map(|finding| (finding.code, finding.file)).collect()
+        verify(files).into_iter().map(|finding| (finding.code, finding.file.unwrap_or_default())).collect()
     }
 
     #[test]

@@ -3,11 +3,12 @@
 //! supply. It only reads the hire file's bytes: nothing it contains is executed, fetched
 //! or kept beyond the mapped fields, and the import never links back to its source.
 
+use crate::finding;
 use serde_json::{Map, Value};
 
-use super::finding::Finding;
 use super::model::{ImportSource, Isolation, Person};
 use super::{HIRE_SPEC, MAX_REFERENCES, MAX_TOKENS_CEILING, is_reference, json, slugify};
+use crate::Diagnostic;
 
 /// What review supplies on the command line; each wins over the hire file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,19 +67,19 @@ impl Review {
 
 /// Reads a hire file and maps it. Findings only for a file that is not a hire file at
 /// all (unparseable, not an object, another spec).
-pub fn review(file: &str, bytes: &[u8], overrides: &Overrides) -> Result<Review, Vec<Finding>> {
-    let tree = json::parse(bytes).map_err(|error| vec![Finding::syntax(file, error)])?;
+pub fn review(file: &str, bytes: &[u8], overrides: &Overrides) -> Result<Review, Vec<Diagnostic>> {
+    let tree = json::parse(bytes).map_err(|error| vec![finding::syntax(file, error)])?;
     let Some(object) = tree.value.as_object() else {
         return Err(vec![
-            Finding::error("not-a-hire-file", file, "a hire file is a JSON object").at(tree.position("")),
+            finding::error("not-a-hire-file", file, "a hire file is a JSON object").at_position(tree.position("")),
         ]);
     };
     if let Some(spec) = object.get("spec")
         && spec.as_str() != Some(HIRE_SPEC)
     {
         return Err(vec![
-            Finding::error("not-a-hire-file", file, "`spec` is not `munder-difflin/hire@1`")
-                .at(tree.position("/spec"))
+            finding::error("not-a-hire-file", file, "`spec` is not `munder-difflin/hire@1`")
+                .at_position(tree.position("/spec"))
                 .hint("only munder-difflin/hire@1 files can be imported"),
         ]);
     }

@@ -33,9 +33,9 @@ pub mod start;
 pub mod toolkit_lock;
 pub mod workspace;
 
+pub use acompose_engine::Diagnostic;
 pub use acompose_engine::OutputFile;
 pub use acompose_engine::strict::{MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, Position, Tree, json, tree, yaml};
-pub use finding::Finding;
 pub use model::{Avatar, Bindings, Budget, ImportSource, Isolation, Person, RoleBinding};
 pub use workspace::{Roster, SourceFile, Validation, WorkspaceFiles};
 

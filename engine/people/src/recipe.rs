@@ -2,11 +2,12 @@
 //! each with an optional persona (an agent definition id). JSON or YAML through the
 //! hardened parsers and the shipped recipe schema. It does not resolve anything.
 
+use crate::finding;
 use serde::Deserialize;
 
-use super::finding::Finding;
 use super::schema::{self, Contract};
 use super::{json, yaml};
+use crate::Diagnostic;
 
 /// The syntax a recipe is written in, chosen by its file extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,26 +55,26 @@ struct SlotFile {
 }
 
 /// Reads and checks a recipe; role slugs must be unique.
-pub fn parse(file: &str, syntax: Syntax, bytes: &[u8]) -> Result<Recipe, Vec<Finding>> {
+pub fn parse(file: &str, syntax: Syntax, bytes: &[u8]) -> Result<Recipe, Vec<Diagnostic>> {
     let parsed = match syntax {
         Syntax::Json => json::parse(bytes),
         Syntax::Yaml => yaml::parse(bytes),
     };
-    let tree = parsed.map_err(|error| vec![Finding::syntax(file, error)])?;
+    let tree = parsed.map_err(|error| vec![finding::syntax(file, error)])?;
     let findings = schema::check(Contract::Recipe, &tree, file);
     if !findings.is_empty() {
         return Err(findings);
     }
     let Ok(recipe) = RecipeFile::deserialize(&tree.value) else {
-        return Err(vec![Finding::error("undecodable", file, "the file passed the schema but could not be read")]);
+        return Err(vec![finding::error("undecodable", file, "the file passed the schema but could not be read")]);
     };
     let mut findings = Vec::new();
     for (index, slot) in recipe.roles.iter().enumerate() {
         if recipe.roles.iter().take(index).any(|earlier| earlier.role == slot.role) {
             findings.push(
-                Finding::error("duplicate-role", file, "a recipe names the same role twice")
-                    .at(tree.position(&format!("/roles/{index}/role")))
-                    .rule("/properties/roles/items/properties/role"),
+                finding::error("duplicate-role", file, "a recipe names the same role twice")
+                    .at_position(tree.position(&format!("/roles/{index}/role")))
+                    .pointer("/properties/roles/items/properties/role"),
             );
         }
     }

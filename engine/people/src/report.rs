@@ -6,34 +6,35 @@
 
 use serde::Serialize;
 
-use super::finding::Finding;
 use super::hire::Review;
 use super::model::Person;
 use super::resolve::{Rejection, Resolved, Rule};
 use super::workspace::Validation;
 use super::{BINDINGS_SPEC, HIRE_SPEC, PERSON_SPEC, displayable, printable};
+use crate::Diagnostic;
 
 // ---------------------------------------------------------------------------------------
 // Findings
 
 /// Findings as text, one block each: `error[code]: message`, then where, the rule, the
 /// contract field and a hint when there are any.
-pub fn findings_text(findings: &[Finding]) -> String {
+pub fn findings_text(findings: &[Diagnostic]) -> String {
     let mut text = String::new();
     for finding in findings {
         let severity = if finding.is_error() { "error" } else { "warning" };
         text.push_str(&format!("{severity}[{}]: {}\n", finding.code, finding.message));
+        let file = finding.file.as_deref().unwrap_or_default();
         match finding.position {
-            Some(position) => text.push_str(&format!("  --> {}:{}:{}\n", finding.file, position.line, position.column)),
-            None => text.push_str(&format!("  --> {}\n", finding.file)),
+            Some(position) => text.push_str(&format!("  --> {file}:{}:{}\n", position.line, position.column)),
+            None => text.push_str(&format!("  --> {file}\n")),
         }
-        if let Some(rule) = &finding.rule {
+        if let Some(rule) = &finding.pointer {
             text.push_str(&format!("  rule: {}\n", printable(rule)));
         }
         if let Some(field) = &finding.field {
             text.push_str(&format!("  field: `{}`\n", printable(field)));
         }
-        if let Some(hint) = finding.hint {
+        for hint in &finding.hints {
             text.push_str(&format!("  hint: {hint}\n"));
         }
     }
@@ -41,7 +42,7 @@ pub fn findings_text(findings: &[Finding]) -> String {
 }
 
 /// `N error(s), M warning(s)`.
-pub fn count_summary(findings: &[Finding]) -> String {
+pub fn count_summary(findings: &[Diagnostic]) -> String {
     let errors = findings.iter().filter(|finding| finding.is_error()).count();
     let warnings = findings.len() - errors;
     format!("{}, {}", plural(errors, "error", "errors"), plural(warnings, "warning", "warnings"))
@@ -64,30 +65,30 @@ struct FindingJson<'a> {
     rule: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     field: Option<&'a str>,
-    message: &'static str,
+    message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    hint: Option<&'static str>,
+    hint: Option<&'a str>,
 }
 
-fn findings_json(findings: &[Finding]) -> Vec<FindingJson<'_>> {
+fn findings_json(findings: &[Diagnostic]) -> Vec<FindingJson<'_>> {
     findings
         .iter()
         .map(|finding| FindingJson {
             severity: if finding.is_error() { "error" } else { "warning" },
             code: finding.code,
-            file: &finding.file,
+            file: finding.file.as_deref().unwrap_or_default(),
             line: finding.position.map(|position| position.line),
             column: finding.position.map(|position| position.column),
-            rule: finding.rule.as_deref(),
+            rule: finding.pointer.as_deref(),
             field: finding.field.as_deref(),
-            message: finding.message,
-            hint: finding.hint,
+            message: &finding.message,
+            hint: finding.hints.first().map(String::as_str),
         })
         .collect()
 }
 
 /// Findings alone as a JSON document (for commands that stop on them).
-pub fn findings_document(findings: &[Finding]) -> Vec<u8> {
+pub fn findings_document(findings: &[Diagnostic]) -> Vec<u8> {
     #[derive(Serialize)]
     struct Document<'a> {
         format: &'static str,
@@ -189,7 +190,7 @@ pub fn list_text(people: &[Person]) -> String {
 }
 
 /// The roster as JSON, with the findings of files that could not be listed.
-pub fn list_json(people: &[Person], findings: &[Finding]) -> Vec<u8> {
+pub fn list_json(people: &[Person], findings: &[Diagnostic]) -> Vec<u8> {
     #[derive(Serialize)]
     struct Document<'a> {
         format: &'static str,
@@ -554,13 +555,14 @@ newline; symlinks are refused.
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding;
     use crate::tree::Position;
 
     #[test]
     fn findings_render_location_rule_and_hint() {
-        let finding = Finding::error("too-long", "people/ada.json", "text is longer than the schema allows")
-            .at(Some(Position { line: 5, column: 11 }))
-            .rule("/properties/goal/maxLength")
+        let finding = finding::error("too-long", "people/ada.json", "text is longer than the schema allows")
+            .at_position(Some(Position { line: 5, column: 11 }))
+            .pointer("/properties/goal/maxLength")
             .hint("shorten it");
         assert_eq!(
             findings_text(&[finding]),

@@ -2,14 +2,15 @@
 //! resolve recipe), compiled once with no way to fetch a remote `$ref`, and the mapping
 //! of schema errors to findings. It does not decide which files to check.
 
+use crate::finding;
 use std::sync::LazyLock;
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
-use super::finding::Finding;
 use super::tree::{Tree, push_token};
+use crate::Diagnostic;
 
 /// `schemas/person.schema.json`, byte for byte as `people init` mirrors it.
 pub const PERSON_SCHEMA: &str = include_str!("schemas/person.schema.json");
@@ -56,9 +57,9 @@ fn compile(text: &str) -> Option<Validator> {
 
 /// Checks a parsed document against a shipped schema. Findings carry the schema rule's
 /// pointer and the position of the offending value, never the value or its key.
-pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Finding> {
+pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Diagnostic> {
     let Some(validator) = contract.validator() else {
-        return vec![Finding::error("contract-unavailable", file, "the built-in schema could not be compiled")];
+        return vec![finding::error("contract-unavailable", file, "the built-in schema could not be compiled")];
     };
     let mut findings = Vec::new();
     for error in validator.iter_errors(&tree.value) {
@@ -76,11 +77,12 @@ pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Finding> {
                     let mut pointer = instance.to_owned();
                     push_token(&mut pointer, key);
                     let position = tree.key_position(&pointer).or_else(|| tree.position(instance));
-                    findings.push(Finding::error(code, file, message).at(position).rule(rule.clone()));
+                    findings.push(finding::error(code, file, message).at_position(position).pointer(rule.clone()));
                 }
             }
             ValidationErrorKind::Required { property } => {
-                let mut finding = Finding::error(code, file, message).at(tree.position(instance)).rule(rule);
+                let mut finding =
+                    finding::error(code, file, message).at_position(tree.position(instance)).pointer(rule);
                 // The property name comes from the schema, not from the file.
                 if let Some(name) = property.as_str() {
                     finding = finding.field(name);
@@ -95,13 +97,14 @@ pub fn check(contract: Contract, tree: &Tree, file: &str) -> Vec<Finding> {
                     push_token(&mut pointer, key);
                 }
                 let position = tree.key_position(&pointer).or_else(|| tree.position(instance));
-                findings.push(Finding::error(code, file, message).at(position).rule(rule));
+                findings.push(finding::error(code, file, message).at_position(position).pointer(rule));
             }
-            _ => findings.push(Finding::error(code, file, message).at(tree.position(instance)).rule(rule)),
+            _ => findings.push(finding::error(code, file, message).at_position(tree.position(instance)).pointer(rule)),
         }
     }
-    findings
-        .sort_by(|left, right| (left.position, &left.rule, left.code).cmp(&(right.position, &right.rule, right.code)));
+    findings.sort_by(|left, right| {
+        (left.position, &left.pointer, left.code).cmp(&(right.position, &right.pointer, right.code))
+    });
     findings.dedup();
     findings
 }
@@ -139,7 +142,7 @@ mod tests {
         let tree = Tree::new(value, Default::default());
         check(contract, &tree, "people/x.json")
             .into_iter()
-            .map(|finding| (finding.code, finding.rule.unwrap_or_default()))
+            .map(|finding| (finding.code, finding.pointer.unwrap_or_default()))
             .collect()
     }
 

@@ -7,15 +7,16 @@
 //! field for the one-time task of a start, so the task cannot reach a record. Findings
 //! about a record never carry a value from it.
 
+use crate::finding;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::finding::Finding;
 use super::tree::Tree;
 use super::workspace::SourceFile;
 use super::{is_reference, is_slug, json};
+use crate::Diagnostic;
 
 /// The spec string of a session record. The contract names the fields but no spec
 /// string; the record also carries `pid` and `pid_start`, which are this project's, so the
@@ -474,7 +475,7 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
 /// The bytes of a record, checked as a reader will check them, so nothing is written
 /// that a later listing would refuse (a `cwd` over 4096 bytes, a bad id, …). The driver
 /// writes only what this returns.
-pub fn checked_record_bytes(record: &SessionRecord) -> Result<Vec<u8>, Vec<Finding>> {
+pub fn checked_record_bytes(record: &SessionRecord) -> Result<Vec<u8>, Vec<Diagnostic>> {
     let bytes = record_bytes(record);
     check_record(&record.file_name(), &bytes)?;
     Ok(bytes)
@@ -483,25 +484,26 @@ pub fn checked_record_bytes(record: &SessionRecord) -> Result<Vec<u8>, Vec<Findi
 /// Checks one record file named `name` in the sessions folder: size, file name, hardened
 /// parse, every field, then the rules across fields. Findings name the field from the
 /// contract and the position, never the value.
-pub fn check_record(name: &str, bytes: &[u8]) -> Result<SessionRecord, Vec<Finding>> {
+pub fn check_record(name: &str, bytes: &[u8]) -> Result<SessionRecord, Vec<Diagnostic>> {
     let path = format!("{SESSIONS_DIRECTORY}/{name}");
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(vec![
-            Finding::error("record-too-large", &path, "a session record is larger than 16 KiB; it was not read")
+            finding::error("record-too-large", &path, "a session record is larger than 16 KiB; it was not read")
                 .hint("remove the file; acompose never writes records this large"),
         ]);
     }
     let Some(stem) = name.strip_suffix(".json").filter(|stem| is_session_id(stem)) else {
-        return Err(vec![Finding::error(
+        return Err(vec![finding::error(
             "invalid-record-name",
             &path,
             "a session record must be named `<id>.json` with a lowercase id of letters, digits and `-`",
         )]);
     };
-    let tree = json::parse(bytes).map_err(|error| vec![Finding::syntax(&path, error)])?;
+    let tree = json::parse(bytes).map_err(|error| vec![finding::syntax(&path, error)])?;
     let Some(object) = tree.value.as_object() else {
         return Err(vec![
-            Finding::error("record-not-object", &path, "a session record must be a JSON object").at(tree.position("")),
+            finding::error("record-not-object", &path, "a session record must be a JSON object")
+                .at_position(tree.position("")),
         ]);
     };
     let mut reader = FieldReader { tree: &tree, object, path: &path, findings: Vec::new() };
@@ -511,7 +513,7 @@ pub fn check_record(name: &str, bytes: &[u8]) -> Result<SessionRecord, Vec<Findi
         Some(record) if reader.findings.is_empty() => Ok(record),
         _ => {
             if reader.findings.is_empty() {
-                reader.findings.push(Finding::error("undecodable", &path, "the session record could not be read"));
+                reader.findings.push(finding::error("undecodable", &path, "the session record could not be read"));
             }
             Err(reader.findings)
         }
@@ -523,7 +525,7 @@ struct FieldReader<'a> {
     tree: &'a Tree,
     object: &'a Map<String, Value>,
     path: &'a str,
-    findings: Vec<Finding>,
+    findings: Vec<Diagnostic>,
 }
 
 impl FieldReader<'_> {
@@ -534,15 +536,15 @@ impl FieldReader<'_> {
             let mut pointer = String::new();
             super::tree::push_token(&mut pointer, &key);
             let finding =
-                Finding::error("unknown-field", self.path, "a session record has a field the format does not define")
-                    .at(self.tree.key_position(&pointer));
+                finding::error("unknown-field", self.path, "a session record has a field the format does not define")
+                    .at_position(self.tree.key_position(&pointer));
             self.findings.push(finding);
         }
     }
 
     fn fail(&mut self, field: &'static str, code: &'static str, message: &'static str) {
         let position = self.tree.key_position(&format!("/{field}"));
-        self.findings.push(Finding::error(code, self.path, message).at(position).field(field));
+        self.findings.push(finding::error(code, self.path, message).at_position(position).field(field));
     }
 
     /// The value of a required key, or a `missing-field` finding.
@@ -717,7 +719,7 @@ pub struct RecordListing {
     /// Valid records, newest first.
     pub records: Vec<SessionRecord>,
     /// One or more findings per file that was refused; those files are left as they are.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Diagnostic>,
 }
 
 /// Checks every file of the sessions folder the driver read. Names starting with `.`
@@ -725,12 +727,12 @@ pub struct RecordListing {
 /// file must be a valid record. `refused` holds what the driver would not read
 /// (symlinks, folders). More than 512 entries is refused as a whole, before any is
 /// checked, so a listing is bounded work.
-pub fn read_records(files: &[SourceFile], refused: Vec<Finding>) -> RecordListing {
+pub fn read_records(files: &[SourceFile], refused: Vec<Diagnostic>) -> RecordListing {
     let mut listing = RecordListing { records: Vec::new(), findings: refused };
     let files: Vec<&SourceFile> = files.iter().filter(|file| !file.name.starts_with('.')).collect();
     if files.len() > MAX_RECORDS {
         listing.findings.push(
-            Finding::error("too-many-records", SESSIONS_DIRECTORY, "the sessions folder holds more than 512 records")
+            finding::error("too-many-records", SESSIONS_DIRECTORY, "the sessions folder holds more than 512 records")
                 .hint("move old records out of the folder"),
         );
         return listing;
@@ -1018,7 +1020,7 @@ mod tests {
     /// The code and contract field of each finding.
     type Codes = Vec<(&'static str, Option<String>)>;
 
-    fn codes(result: Result<SessionRecord, Vec<Finding>>) -> Codes {
+    fn codes(result: Result<SessionRecord, Vec<Diagnostic>>) -> Codes {
         match result {
             Ok(_) => Vec::new(),
             Err(findings) => findings.into_iter().map(|finding| (finding.code, finding.field)).collect(),
@@ -1106,7 +1108,10 @@ mod tests {
             let result = check_record("s-1.json", &bytes);
             if let Err(findings) = &result {
                 for finding in findings {
-                    assert!(!finding.message.contains("SECRET") && !finding.file.contains("SECRET"));
+                    assert!(
+                        !finding.message.contains("SECRET")
+                            && !finding.file.as_deref().unwrap_or_default().contains("SECRET")
+                    );
                     assert!(finding.field.as_deref().is_none_or(|field| RECORD_FIELDS.contains(&field)));
                 }
             }
@@ -1126,7 +1131,7 @@ mod tests {
             SourceFile::new("s-3.json", b"{".to_vec()),
             SourceFile::new(".lock", Vec::new()),
         ];
-        let listing = read_records(&files, vec![Finding::symlink_refused(".agent-toolkit/sessions/s-4.json")]);
+        let listing = read_records(&files, vec![finding::symlink_refused(".agent-toolkit/sessions/s-4.json")]);
         assert_eq!(listing.records, vec![newer, good]);
         let found: Vec<&str> = listing.findings.iter().map(|finding| finding.code).collect();
         assert_eq!(found, ["symlink-refused", "json-syntax"]);

@@ -5,13 +5,14 @@
 //! the bytes of the paths `listed_paths` names) and never evaluates a listed schema: the
 //! People are validated with this project's own contract once the lock holds.
 
+use crate::finding;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::finding::Finding;
 use super::json;
+use crate::Diagnostic;
 
 /// The spec string of a lock the Agent Toolkit wrote.
 pub const TOOLKIT_LOCK_SPEC: &str = "agent-toolkit/people-contracts-lock@1";
@@ -76,10 +77,10 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// Checks every file the Toolkit lock lists against its digest. `listed` holds the bytes
 /// the driver found for each path of `listed_paths` (`None` when absent). Reads digests
 /// only: nothing listed is parsed here or after a failure.
-pub fn verify(lock_path: &str, lock: &[u8], listed: &BTreeMap<String, Option<Vec<u8>>>) -> Vec<Finding> {
+pub fn verify(lock_path: &str, lock: &[u8], listed: &BTreeMap<String, Option<Vec<u8>>>) -> Vec<Diagnostic> {
     let Some(files) = locked_files(lock) else {
         return vec![
-            Finding::error("contract-lock-invalid", lock_path, "the Agent Toolkit schema lock is malformed")
+            finding::error("contract-lock-invalid", lock_path, "the Agent Toolkit schema lock is malformed")
                 .hint("restore the lock the Agent Toolkit wrote, or run the Toolkit's own setup again"),
         ];
     };
@@ -87,11 +88,11 @@ pub fn verify(lock_path: &str, lock: &[u8], listed: &BTreeMap<String, Option<Vec
     for (path, digest) in &files {
         match listed.get(path).and_then(Option::as_ref) {
             None => findings.push(
-                Finding::error("contract-mirror-missing", path, "a file the schema lock lists is missing")
+                finding::error("contract-mirror-missing", path, "a file the schema lock lists is missing")
                     .hint("restore the file the Agent Toolkit wrote"),
             ),
             Some(bytes) if sha256_hex(bytes) != *digest => findings.push(
-                Finding::error("contract-drift", path, "the file differs from its lock; nothing was evaluated")
+                finding::error("contract-drift", path, "the file differs from its lock; nothing was evaluated")
                     .hint("review the change, then restore the file the Agent Toolkit wrote"),
             ),
             Some(_) => {}
@@ -122,8 +123,8 @@ mod tests {
         files.iter().map(|(path, bytes)| ((*path).to_owned(), Some(bytes.to_vec()))).collect()
     }
 
-    fn codes(findings: &[Finding]) -> Vec<(&'static str, String)> {
-        findings.iter().map(|finding| (finding.code, finding.file.clone())).collect()
+    fn codes(findings: &[Diagnostic]) -> Vec<(&'static str, String)> {
+        findings.iter().map(|finding| (finding.code, finding.file.clone().unwrap_or_default())).collect()
     }
 
     #[test]

@@ -3,15 +3,17 @@
 //! never stops the others (a failed contract check stops everything, by design). It does
 //! not read files or decide which symlinks to refuse; the driver passes those findings in.
 
+use crate::finding;
 use std::collections::BTreeSet;
 
 use super::contract::{self, ContractFiles};
 use super::document::{decode_bindings, decode_person};
-use super::finding::{Finding, has_errors};
 use super::model::{Bindings, Person};
 use super::schema::{self, Contract};
 use super::tree::Tree;
 use super::{is_slug, json, yaml};
+use crate::Diagnostic;
+use crate::finding::has_errors;
 
 pub const PEOPLE_DIRECTORY: &str = "people";
 pub const TEMPLATES_DIRECTORY: &str = "templates/people";
@@ -42,7 +44,7 @@ pub struct WorkspaceFiles {
     /// `templates/people/*.json`, in any order.
     pub templates: Vec<SourceFile>,
     /// What the driver refused to read (symlinks), already as findings.
-    pub refused: Vec<Finding>,
+    pub refused: Vec<Diagnostic>,
 }
 
 /// The valid People of a workspace, sorted by id (which is file order).
@@ -74,7 +76,7 @@ impl Roster {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Validation {
     pub roster: Roster,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Diagnostic>,
     /// Whether the contract check stopped validation before any file was evaluated.
     pub stopped_at_contract: bool,
 }
@@ -147,16 +149,16 @@ pub fn slug_stem(name: &str) -> Option<&str> {
 
 /// Checks one Person file in `folder` (`people` or `templates/people`): size, hardened
 /// parse, schema, then the rules the schema cannot express (file name, id equals stem).
-pub fn check_person(folder: &str, name: &str, bytes: &[u8]) -> Result<Person, Vec<Finding>> {
+pub fn check_person(folder: &str, name: &str, bytes: &[u8]) -> Result<Person, Vec<Diagnostic>> {
     let path = format!("{folder}/{name}");
     let Some(stem) = slug_stem(name) else {
         return Err(vec![
-            Finding::error(
+            finding::error(
                 "invalid-file-name",
                 &path,
                 "a person file must be named `<id>.json` with a lowercase slug id",
             )
-            .rule("/properties/id/pattern")
+            .pointer("/properties/id/pattern")
             .hint("rename the file to its id, e.g. `people/ada.json`"),
         ]);
     };
@@ -167,28 +169,28 @@ pub fn check_person(folder: &str, name: &str, bytes: &[u8]) -> Result<Person, Ve
     }
     if tree.value.get("id").and_then(serde_json::Value::as_str) != Some(stem) {
         findings.push(
-            Finding::error("id-file-mismatch", &path, "`id` does not equal the file name without `.json`")
-                .at(tree.position("/id"))
-                .rule("/properties/id")
+            finding::error("id-file-mismatch", &path, "`id` does not equal the file name without `.json`")
+                .at_position(tree.position("/id"))
+                .pointer("/properties/id")
                 .hint("rename the file or change `id` so they agree"),
         );
         return Err(findings);
     }
     decode_person(&tree.value)
-        .ok_or_else(|| vec![Finding::error("undecodable", &path, "the file passed the schema but could not be read")])
+        .ok_or_else(|| vec![finding::error("undecodable", &path, "the file passed the schema but could not be read")])
 }
 
-fn parse_json(path: &str, bytes: &[u8]) -> Result<Tree, Vec<Finding>> {
-    json::parse(bytes).map_err(|error| vec![Finding::syntax(path, error)])
+fn parse_json(path: &str, bytes: &[u8]) -> Result<Tree, Vec<Diagnostic>> {
+    json::parse(bytes).map_err(|error| vec![finding::syntax(path, error)])
 }
 
 /// Checks `people/bindings.yaml`; every referenced id must name a file in `people/`.
 /// The bindings are returned whenever they are well-formed, even with references to
 /// missing People (reported as `binding-to-missing-person`): resolution skips those.
-pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindings>, Vec<Finding>) {
+pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindings>, Vec<Diagnostic>) {
     let tree = match yaml::parse(bytes) {
         Ok(tree) => tree,
-        Err(error) => return (None, vec![Finding::syntax(BINDINGS_PATH, error)]),
+        Err(error) => return (None, vec![finding::syntax(BINDINGS_PATH, error)]),
     };
     let findings = schema::check(Contract::Bindings, &tree, BINDINGS_PATH);
     if !findings.is_empty() {
@@ -197,7 +199,7 @@ pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindi
     let Some(bindings) = decode_bindings(&tree.value) else {
         return (
             None,
-            vec![Finding::error("undecodable", BINDINGS_PATH, "the file passed the schema but could not be read")],
+            vec![finding::error("undecodable", BINDINGS_PATH, "the file passed the schema but could not be read")],
         );
     };
     let mut findings = Vec::new();
@@ -222,13 +224,13 @@ pub fn check_bindings(bytes: &[u8], present: &BTreeSet<String>) -> (Option<Bindi
         for (pointer, person_id, rule) in references {
             if !present.contains(person_id) {
                 findings.push(
-                    Finding::error(
+                    finding::error(
                         MISSING_BINDING_CODE,
                         BINDINGS_PATH,
                         "a binding names a Person with no file in `people/`",
                     )
-                    .at(tree.position(&pointer))
-                    .rule(rule)
+                    .at_position(tree.position(&pointer))
+                    .pointer(rule)
                     .hint("add the Person, or remove it from the binding"),
                 );
             }
@@ -263,7 +265,7 @@ mod tests {
     }
 
     fn codes(validation: &Validation) -> Vec<(&'static str, String)> {
-        validation.findings.iter().map(|finding| (finding.code, finding.file.clone())).collect()
+        validation.findings.iter().map(|finding| (finding.code, finding.file.clone().unwrap_or_default())).collect()
     }
 
     #[test]

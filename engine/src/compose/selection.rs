@@ -7,7 +7,7 @@ use crate::catalogue::{CatalogueListing, CatalogueSkill, SkillBudget, SkillKind}
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::selector::{Matcher, Pattern};
-use crate::skill_rules::{FindingLevel, SkillPolicy};
+use crate::skill_rules::{self, FindingLevel, SkillPolicy};
 use crate::trace::{Decision, FindingRecord, Outcome, SelectorReport, TraceEntry};
 
 use super::{Admission, Candidate, Resolver, SelectedSkill};
@@ -362,13 +362,14 @@ impl Resolver<'_> {
             if check.findings.is_empty() { String::new() } else { skill_entry_file(self.db, take.candidate, skill) };
         let severity = if take.policy == SkillPolicy::Strict { Severity::Error } else { Severity::Warning };
         for finding in &check.findings {
-            self.diagnostics.push(finding.diagnostic(&entry, severity));
-            if finding.level != FindingLevel::Extension {
+            self.diagnostics.push(skill_rules::in_file(finding, &entry, severity));
+            let level = FindingLevel::of(finding);
+            if level != FindingLevel::Extension {
                 records.push(FindingRecord {
                     code: finding.code.to_owned(),
-                    level: finding.level.name().to_owned(),
+                    level: level.name().to_owned(),
                     message: finding.message.clone(),
-                    consequence: finding.consequence.to_owned(),
+                    consequence: skill_rules::consequence(finding).to_owned(),
                 });
             }
         }
@@ -376,7 +377,7 @@ impl Resolver<'_> {
             let codes: Vec<&str> = check
                 .findings
                 .iter()
-                .filter(|finding| finding.level == FindingLevel::Violation)
+                .filter(|finding| FindingLevel::of(finding) == FindingLevel::Violation)
                 .map(|finding| finding.code)
                 .collect();
             let reason = format!("breaks the Agent Skills rules ({}); skill policy `skip`", codes.join(", "));

@@ -6,12 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// A 1-based line and column (columns count characters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Position {
-    pub line: usize,
-    pub column: usize,
-}
+pub use crate::diagnostic::Position;
 
 /// A parsed document and the start position of every value in it.
 #[derive(Debug, Clone, PartialEq)]

@@ -146,7 +146,8 @@ pub fn start_session(
     let folder = sessions_folder(workspace, true)?.ok_or_else(|| terminal_error("no sessions folder"))?;
     let guard = lock(&folder)?;
     let listing = reconcile_locked(&folder, clock.as_ref())?;
-    let mut refused: Vec<&str> = listing.findings.iter().map(|finding| finding.file.as_str()).collect();
+    let mut refused: Vec<&str> =
+        listing.findings.iter().map(|finding| finding.file.as_deref().unwrap_or_default()).collect();
     refused.dedup();
     let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
     if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {

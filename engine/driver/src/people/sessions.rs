@@ -19,7 +19,7 @@ use acompose_people::session::{
     check_record, checked_record_bytes, processes_to_observe, reconcile,
 };
 use acompose_people::start::{StartRejection, StartRequest, StartReview, review_start};
-use acompose_people::{Finding, Roster, SourceFile, is_slug, printable};
+use acompose_people::{Diagnostic, Roster, SourceFile, finding, is_slug, printable};
 
 use super::storage::{Stop, Workspace};
 use super::{checked_id, existing_person, process};
@@ -97,7 +97,7 @@ pub fn lock(folder: &Path) -> Result<transaction::Lock, Stop> {
 /// Reads the files of the sessions folder for the engine. Dot files are the lock and
 /// temporaries; symlinks and folders are refused; at most `MAX_RECORDS + 1` other names
 /// are taken, and above `MAX_RECORDS` none is read (the engine refuses the folder).
-fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Finding>), Stop> {
+fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Diagnostic>), Stop> {
     let listing = fs::read_dir(folder).at(folder, || format!("cannot list `{}`", folder.display()))?;
     let mut names = Vec::new();
     for item in listing {
@@ -119,9 +119,9 @@ fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Finding>), Stop> {
         let path = folder.join(&name);
         let metadata = fs::symlink_metadata(&path).at(&path, || format!("cannot inspect `{}`", path.display()))?;
         if metadata.file_type().is_symlink() {
-            refused.push(Finding::symlink_refused(&relative));
+            refused.push(finding::symlink_refused(&relative));
         } else if !metadata.is_file() {
-            refused.push(Finding::error("not-a-record", &relative, "only session record files belong here"));
+            refused.push(finding::error("not-a-record", &relative, "only session record files belong here"));
         } else {
             files.push(SourceFile::new(name, read_record_file(&path, &metadata)?));
         }
@@ -142,7 +142,7 @@ pub(crate) fn write_record(folder: &Path, record: &SessionRecord, create: bool) 
     let name = record.file_name();
     let target = folder.join(&name);
     if fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
-        return Err(Stop::Findings(vec![Finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
+        return Err(Stop::Findings(vec![finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
     }
     if create {
         return Ok(crate::atomic::create_new(folder, &name, &bytes)?);
@@ -163,7 +163,7 @@ pub(crate) fn read_record(folder: &Path, id: &str) -> Result<Option<SessionRecor
         }
     };
     if metadata.file_type().is_symlink() {
-        return Err(Stop::Findings(vec![Finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
+        return Err(Stop::Findings(vec![finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
     }
     let bytes = read_record_file(&path, &metadata)?;
     check_record(&name, &bytes).map(Some).map_err(Stop::Findings)
@@ -179,7 +179,7 @@ pub struct Listing {
     pub records: Vec<SessionRecord>,
     /// What was wrong with the files that were not read as records; they are left as
     /// they are.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Diagnostic>,
     /// The records this listing changed to `interrupted`.
     pub interruptions: Vec<Interruption>,
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_people::contract::{self, ContractFiles};
 use acompose_people::workspace::{PEOPLE_DIRECTORY, TEMPLATES_DIRECTORY};
-use acompose_people::{Finding, MAX_FILE_BYTES, SourceFile, WorkspaceFiles};
+use acompose_people::{Diagnostic, MAX_FILE_BYTES, SourceFile, WorkspaceFiles, finding};
 
 use crate::atomic::{At as _, FileError, Result};
 pub use crate::atomic::{create_new, replace};
@@ -18,7 +18,7 @@ pub use crate::atomic::{create_new, replace};
 #[derive(Debug)]
 pub enum Stop {
     /// Problems in the user's files (or refused symlinks): exit 1.
-    Findings(Vec<Finding>),
+    Findings(Vec<Diagnostic>),
     /// Invalid input that is not a file problem (an unknown id, an existing file): exit 1.
     Invalid(String),
     /// A failed check whose report was already printed: exit 1.
@@ -65,7 +65,7 @@ impl Workspace {
     pub fn open(root: &Path) -> Result<Self, Stop> {
         match entry(root)? {
             Entry::Directory => Ok(Self { root: root.to_path_buf() }),
-            Entry::Symlink => Err(Stop::Findings(vec![Finding::symlink_refused(&workspace_label(root))])),
+            Entry::Symlink => Err(Stop::Findings(vec![finding::symlink_refused(&workspace_label(root))])),
             Entry::Missing => {
                 Err(Stop::Io(FileError::new(root, format!("workspace `{}` does not exist", root.display()))))
             }
@@ -88,12 +88,12 @@ impl Workspace {
     }
 
     /// A folder of the workspace: `Ok(false)` when missing, refused when a symlink.
-    fn folder(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<bool> {
+    fn folder(&self, relative: &str, refused: &mut Vec<Diagnostic>) -> Result<bool> {
         match entry(&self.path(relative))? {
             Entry::Directory => Ok(true),
             Entry::Missing => Ok(false),
             Entry::Symlink => {
-                refused.push(Finding::symlink_refused(relative));
+                refused.push(finding::symlink_refused(relative));
                 Ok(false)
             }
             Entry::File(_) | Entry::Other => Err(FileError::new(
@@ -104,13 +104,13 @@ impl Workspace {
     }
 
     /// One file of the workspace: `None` when missing or refused.
-    fn file(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Option<Vec<u8>>> {
+    fn file(&self, relative: &str, refused: &mut Vec<Diagnostic>) -> Result<Option<Vec<u8>>> {
         let path = self.path(relative);
         match entry(&path)? {
             Entry::File(metadata) => read_limited(&path, &metadata).map(Some),
             Entry::Missing => Ok(None),
             Entry::Symlink => {
-                refused.push(Finding::symlink_refused(relative));
+                refused.push(finding::symlink_refused(relative));
                 Ok(None)
             }
             Entry::Directory | Entry::Other => {
@@ -120,7 +120,7 @@ impl Workspace {
     }
 
     /// The `*.json` files of a folder. Symlinked entries of any name are refused.
-    fn json_files(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Vec<SourceFile>> {
+    fn json_files(&self, relative: &str, refused: &mut Vec<Diagnostic>) -> Result<Vec<SourceFile>> {
         let folder = self.path(relative);
         let mut files = Vec::new();
         let listing = fs::read_dir(&folder).at(&folder, || format!("cannot list `{}`", folder.display()))?;
@@ -134,7 +134,7 @@ impl Workspace {
             let relative_file = format!("{relative}/{name}");
             let path = folder.join(&name);
             match entry(&path)? {
-                Entry::Symlink => refused.push(Finding::symlink_refused(&relative_file)),
+                Entry::Symlink => refused.push(finding::symlink_refused(&relative_file)),
                 Entry::File(metadata) if name.ends_with(".json") => {
                     files.push(SourceFile::new(name, read_limited(&path, &metadata)?));
                 }
@@ -180,7 +180,7 @@ impl Workspace {
 
     /// A file an Agent Toolkit lock lists (the engine has checked the path is relative
     /// and stays inside). Every folder on the way is refused when it is a symlink.
-    fn listed_file(&self, relative: &str, refused: &mut Vec<Finding>) -> Result<Option<Vec<u8>>> {
+    fn listed_file(&self, relative: &str, refused: &mut Vec<Diagnostic>) -> Result<Option<Vec<u8>>> {
         let mut folder = String::new();
         for segment in relative.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
             if !folder.is_empty() {
@@ -239,7 +239,7 @@ impl Workspace {
         let mut refused = Vec::new();
         for relative in relatives {
             if let Entry::Symlink = entry(&self.path(relative))? {
-                refused.push(Finding::symlink_refused(relative));
+                refused.push(finding::symlink_refused(relative));
             }
         }
         if refused.is_empty() { Ok(()) } else { Err(Stop::Findings(refused)) }
@@ -287,7 +287,7 @@ fn same_file(_left: &Metadata, right: &Metadata) -> bool {
 pub fn read_input_file(path: &Path) -> Result<Vec<u8>, Stop> {
     match entry(path)? {
         Entry::File(metadata) => Ok(read_limited(path, &metadata)?),
-        Entry::Symlink => Err(Stop::Findings(vec![Finding::symlink_refused(&input_label(path))])),
+        Entry::Symlink => Err(Stop::Findings(vec![finding::symlink_refused(&input_label(path))])),
         Entry::Missing => Err(Stop::Io(FileError::new(path, format!("`{}` does not exist", path.display())))),
         Entry::Directory | Entry::Other => {
             Err(Stop::Io(FileError::new(path, format!("`{}` is not a regular file", path.display()))))
