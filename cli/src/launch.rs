@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
-use acompose_driver::engine::layout;
+use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::render;
 use acompose_driver::home::{projects_root, resolve_home};
 use acompose_driver::launch::{LaunchRequest, exec, prepare};
@@ -21,7 +21,7 @@ pub struct LaunchArgs {
     /// The role to assign (a slug of the person source).
     pub role: String,
     /// The harness to start.
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(layout::harness_names()))]
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
     pub harness: String,
     /// The model tier to compose for (default: `$AGENT_COMPOSE_MODEL_TIER`, else `frontier`).
     #[arg(long, value_name = "TIER")]
@@ -53,7 +53,7 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
         (Some(role), Some(harness))
             if role != "help"
                 && !commands.iter().any(|command| command == role)
-                && layout::layout(harness).is_some() =>
+                && harness_layout::layout(harness).is_some() =>
         {
             let mut rewritten = arguments[..index].to_vec();
             rewritten.extend(["launch".into(), role.into(), harness.into(), "--".into()]);
@@ -71,7 +71,7 @@ fn confirm(text: &str) -> bool {
 }
 
 pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
-    let Some(layout) = layout::layout(&args.harness) else {
+    let Some(layout) = harness_layout::layout(&args.harness) else {
         return exit::USAGE;
     };
     let home = match resolve_home(home) {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::engine::layout::{self, Scope};
+use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
 use acompose_driver::projection::{Request, default_target, project};
 use acompose_driver::transaction::NoFaults;
@@ -36,7 +36,7 @@ pub struct ProjectArgs {
     /// The bundle directory (`<out>/<id>`).
     pub bundle: PathBuf,
     /// The harness layout to write.
-    #[arg(long, value_name = "HARNESS", value_parser = clap::builder::PossibleValuesParser::new(layout::harness_names()))]
+    #[arg(long, value_name = "HARNESS", value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
     pub layout: String,
     /// Repository or home layout.
     #[arg(long, value_enum, default_value = "repo")]
@@ -54,7 +54,7 @@ pub struct ProjectArgs {
 }
 
 pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
-    let Some(layout) = layout::layout(&args.layout) else {
+    let Some(layout) = harness_layout::layout(&args.layout) else {
         return exit::USAGE;
     };
     let scope = args.scope.scope();

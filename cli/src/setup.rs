@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use acompose_driver::convergence::converge_home;
-use acompose_driver::engine::converge::{CONFIG_FILE, KeyChange};
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::engine::layout;
+use acompose_driver::engine::harness_layout;
+use acompose_driver::engine::host_config::{CONFIG_FILE, KeyChange};
 use acompose_driver::home::{projects_root, read_config, resolve_home};
 use acompose_driver::mounts::{deliver, enable};
 
@@ -18,7 +18,7 @@ use crate::{exit, print_stderr, print_stdout};
 #[derive(Debug, clap::Args)]
 pub struct SetupArgs {
     /// The harness to deliver the roster into.
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(layout::harness_names()))]
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
     pub harness: String,
     /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else `~/projects`).
     #[arg(long, value_name = "DIR")]

@@ -10,13 +10,14 @@ pub mod bundle;
 pub mod catalogue;
 pub mod color;
 pub mod compose;
-pub mod converge;
+pub mod convergence;
 pub mod db;
 pub mod describe;
 pub mod diagnostic;
-pub mod estate;
+
 pub mod file_queries;
-pub mod layout;
+pub mod harness_layout;
+pub mod host_config;
 pub mod limits;
 
 pub mod person;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::Manifest;
 use crate::diagnostic::sanitize;
-use crate::layout::{Layout, Scope};
+use crate::harness_layout::{Layout, Scope};
 use crate::render::{Palette, tint};
 
 /// The projection record, relative to the target.
@@ -347,7 +347,7 @@ mod tests {
         let files = files(paths);
         let bundle =
             BundleInput { id: "0123456789abcdef", path: "/b/0123456789abcdef", manifest: &manifest, files: &files };
-        plan(&bundle, crate::layout::layout("claude").expect("claude"), Scope::Repository, mode)
+        plan(&bundle, crate::harness_layout::layout("claude").expect("claude"), Scope::Repository, mode)
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl RootReading<'_> {
             return None;
         }
         let (repository_path, path_span) = reader.string_property(child, "path", true)?;
-        if !crate::converge::is_repository_path(&repository_path) {
+        if !crate::host_config::is_repository_path(&repository_path) {
             reader.report(
                 "repository-path",
                 path_span,

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::converge::PersonPolicy;
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
+use crate::host_config::PersonPolicy;
 use crate::person::reader::Reader;
 use crate::syntax::{Node, Value, parse_text};
 

@@ -10,5 +10,5 @@ fuzz_target!(|data: &[u8]| {
     let _ = acompose_people::yaml::parse(data);
     let present: BTreeSet<String> = ["ada".to_owned()].into_iter().collect();
     let _ = acompose_people::workspace::check_bindings(data, &present);
-    let _ = acompose_engine::converge::parse_host_config(&String::from_utf8_lossy(data), "config.yaml");
+    let _ = acompose_engine::host_config::parse_host_config(&String::from_utf8_lossy(data), "config.yaml");
 });

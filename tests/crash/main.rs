@@ -84,7 +84,7 @@ fn assert_index_matches_plan(home: &Path, context: &str) {
     else {
         return;
     };
-    let index = acompose_engine::estate::parse_index(&index).expect("the index parses");
+    let index = acompose_engine::convergence::parse_index(&index).expect("the index parses");
     let plan: serde_json::Value = serde_json::from_slice(&plan).expect("the plan parses");
     let planned: std::collections::BTreeMap<String, String> = plan["roles"]
         .as_object()
@@ -103,7 +103,7 @@ fn mid_commit(home: &Path) -> bool {
 
 fn assert_consistent(home: &Path, context: &str) {
     if let Ok(bytes) = std::fs::read(home.join("bundles/index.json")) {
-        let index = acompose_engine::estate::parse_index(&bytes).expect("the index parses");
+        let index = acompose_engine::convergence::parse_index(&bytes).expect("the index parses");
         for id in index.values() {
             let verified = acompose_driver::bundle::verify_directory(&home.join("bundles").join(id));
             assert!(verified.is_ok(), "{context}: indexed bundle {id} does not verify: {verified:?}");

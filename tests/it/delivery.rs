@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::projection::{Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
-use acompose_engine::layout::{LAYOUTS, Scope};
+use acompose_engine::harness_layout::{LAYOUTS, Scope};
 use acompose_engine::projection::Mode;
 use common::{acompose, copy_dir};
 
@@ -244,7 +244,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
         let target = tempfile::tempdir().expect("target");
         let first = Request {
             bundle: &star.bundle,
-            layout: acompose_engine::layout::layout("claude").expect("claude"),
+            layout: acompose_engine::harness_layout::layout("claude").expect("claude"),
             scope: Scope::Repository,
             target: target.path(),
             mode,

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::layout::LAYOUTS;
+use acompose_engine::harness_layout::LAYOUTS;
 use common::{acompose_with, copy_dir};
 
 fn page() -> String {

@@ -67,17 +67,17 @@ fn quiet() -> NoProgress {
     NoProgress
 }
 
-fn config(home: &Path) -> acompose_engine::converge::HostConfig {
+fn config(home: &Path) -> acompose_engine::host_config::HostConfig {
     acompose_driver::home::read_config(home, &quiet()).expect("config")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
-    acompose_engine::estate::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
+    acompose_engine::convergence::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
         .expect("parse")
 }
 
 /// A live converger over an estate, converged once, with the executed-query log cleared.
-fn live_converger(home: &Path, projects: &Path) -> (Converger, acompose_engine::converge::HostConfig) {
+fn live_converger(home: &Path, projects: &Path) -> (Converger, acompose_engine::host_config::HostConfig) {
     let mut converger = Converger::with_database(Database::with_execution_log());
     let config = config(home);
     converger.converge(home, projects, &config, &quiet(), &mut NoFaults, true).expect("converge");

@@ -62,7 +62,7 @@ fn converge(home: &Path, projects: &Path, hooks: &mut dyn Hooks) -> (Result<Bare
 /// Every bundle the index names verifies.
 fn assert_indexed_bundles_verify(home: &Path, context: &str) {
     let Ok(bytes) = std::fs::read(home.join("bundles/index.json")) else { return };
-    let index = acompose_engine::estate::parse_index(&bytes).expect("the index parses");
+    let index = acompose_engine::convergence::parse_index(&bytes).expect("the index parses");
     for id in index.values() {
         let verified = acompose_driver::bundle::verify_directory(&home.join("bundles").join(id));
         assert!(verified.is_ok(), "{context}: bundle {id} does not verify: {verified:?}");

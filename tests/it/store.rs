@@ -56,7 +56,7 @@ fn converge(converger: &mut Converger, home: &Path, projects: &Path) -> acompose
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
-    acompose_engine::estate::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
+    acompose_engine::convergence::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
         .expect("parse")
 }
 

@@ -51,7 +51,7 @@ pub fn validate(db: &mut Database, loader: &mut Loader, selection: &Selection) -
 /// Writes the roster artifact of `model` into `out` in one transaction, creating `out`
 /// when needed and refusing a symbolic link or a file in its place.
 pub fn write_roster(model: &PersonModel, out: &Path) -> Result<Outcome, HostError> {
-    let files = acompose_engine::converge::roster_files(model);
+    let files = acompose_engine::convergence::roster_files(model);
     match std::fs::symlink_metadata(out) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(HostError::invalid(

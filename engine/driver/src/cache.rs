@@ -227,16 +227,23 @@ impl Cache {
 
     /// Parses a cache; `Err` with a short reason when it is not one this build wrote.
     pub fn parse(text: &str) -> Result<Cache, &'static str> {
-        let damaged = "a line is damaged";
         let (header, glance, detail) = sections(text).ok_or("it is not a fingerprint cache of this format")?;
         let mut cache = Cache::default();
+        cache.parse_header(header)?;
+        let files = cache.parse_glance(glance)?;
+        cache.parse_detail(detail, files)?;
+        Ok(cache)
+    }
+
+    /// The header section: identity and summary.
+    fn parse_header(&mut self, header: &str) -> Result<(), &'static str> {
         for line in header.lines().skip(1) {
             let fields: Vec<&str> = line.split('\t').collect();
             let number = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok());
             match fields.as_slice() {
-                ["identity", identity] => cache.identity = (*identity).to_owned(),
+                ["identity", identity] => self.identity = (*identity).to_owned(),
                 ["summary", source, ..] if fields.len() == 6 => {
-                    cache.summary = Summary {
+                    self.summary = Summary {
                         source: (*source).to_owned(),
                         roles: number(2).ok_or("its summary is damaged")? as usize,
                         personalities: number(3).ok_or("its summary is damaged")? as usize,
@@ -248,6 +255,13 @@ impl Cache {
                 _ => return Err("its header is damaged"),
             }
         }
+        Ok(())
+    }
+
+    /// The glance section: what a no-op stats. Returns the indices of the recorded files,
+    /// whose digests the detail section holds in the same order.
+    fn parse_glance(&mut self, glance: &str) -> Result<Vec<usize>, &'static str> {
+        let damaged = "a line is damaged";
         let mut anchor = "";
         let mut files = Vec::new();
         for line in glance.lines() {
@@ -266,16 +280,16 @@ impl Cache {
             };
             match fields.as_slice() {
                 ["A", folder] => anchor = folder,
-                ["D", _, _, path] => cache.inputs.push((anchored(anchor, path), Observed::Directory(folder()?))),
+                ["D", _, _, path] => self.inputs.push((anchored(anchor, path), Observed::Directory(folder()?))),
                 ["F", _, _, _, path] => {
-                    files.push(cache.inputs.len());
-                    cache.inputs.push((anchored(anchor, path), Observed::File(sized()?, [0; 32])));
+                    files.push(self.inputs.len());
+                    self.inputs.push((anchored(anchor, path), Observed::File(sized()?, [0; 32])));
                 }
-                ["M" | "m", path] => cache.inputs.push((anchored(anchor, path), Observed::Missing)),
-                ["U", path] => cache.inputs.push((anchored(anchor, path), Observed::Unreachable)),
-                ["O", _, _, _, path] => cache.outputs.push((anchored(anchor, path), sized()?)),
+                ["M" | "m", path] => self.inputs.push((anchored(anchor, path), Observed::Missing)),
+                ["U", path] => self.inputs.push((anchored(anchor, path), Observed::Unreachable)),
+                ["O", _, _, _, path] => self.outputs.push((anchored(anchor, path), sized()?)),
                 ["S", _, _, path] => {
-                    cache.stores.push(StoreRecord {
+                    self.stores.push(StoreRecord {
                         folder: anchored(anchor, path),
                         stat: folder()?,
                         trees: Vec::new(),
@@ -284,6 +298,12 @@ impl Cache {
                 _ => return Err(damaged),
             }
         }
+        Ok(files)
+    }
+
+    /// The detail section: the recorded files' digests and the store trees' folders.
+    fn parse_detail(&mut self, detail: &str, files: Vec<usize>) -> Result<(), &'static str> {
+        let damaged = "a line is damaged";
         let mut anchor = "";
         let mut files = files.into_iter();
         let mut store = None;
@@ -300,14 +320,14 @@ impl Cache {
             match fields.as_slice() {
                 ["H", digest] => {
                     let index = files.next().ok_or(damaged)?;
-                    if let Observed::File(_, recorded) = &mut cache.inputs[index].1 {
+                    if let Observed::File(_, recorded) = &mut self.inputs[index].1 {
                         *recorded = unhex(digest).ok_or("a digest is damaged")?;
                     }
                 }
                 ["A", folder] => anchor = folder,
                 ["T"] => {
                     let next = store.map_or(0, |index: usize| index + 1);
-                    if next >= cache.stores.len() {
+                    if next >= self.stores.len() {
                         return Err(damaged);
                     }
                     store = Some(next);
@@ -319,7 +339,7 @@ impl Cache {
                         inode: inode.parse().map_err(|_| damaged)?,
                     };
                     let index = store.ok_or("a tree line has no store")?;
-                    cache.stores[index].trees.push((anchored(anchor, path), stat));
+                    self.stores[index].trees.push((anchored(anchor, path), stat));
                 }
                 ["end"] => ended = true,
                 _ => return Err(damaged),
@@ -331,7 +351,7 @@ impl Cache {
         if files.next().is_some() {
             return Err("a digest is missing");
         }
-        Ok(cache)
+        Ok(())
     }
 }
 

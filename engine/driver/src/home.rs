@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acompose_engine::converge::{CONFIG_FILE, HostConfig, parse_host_config};
+use acompose_engine::host_config::{CONFIG_FILE, HostConfig, parse_host_config};
 
 use crate::error::{Findings, HostError};
 use crate::load::{EMBEDDED, Location, Selection, error_kind, printable};

@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use acompose_engine::layout::{Layout, Scope};
+use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::person::PersonModel;
 use acompose_engine::projection::Mode;
 

@@ -54,7 +54,7 @@ pub mod engine {
     pub use acompose_engine::bundle::Bundle;
     pub use acompose_engine::person::PersonModel;
     pub use acompose_engine::skill_rules::SkillPolicy;
-    pub use acompose_engine::{Diagnostic, Severity, describe, layout};
+    pub use acompose_engine::{Diagnostic, Severity, describe, harness_layout};
 
     /// Diagnostics as values, and the escaping of anything from a user's file.
     pub mod diagnostic {
@@ -72,8 +72,8 @@ pub mod engine {
     }
 
     /// The host configuration's file name and a change to its keys (`acompose setup`).
-    pub mod converge {
-        pub use acompose_engine::converge::{CONFIG_FILE, KeyChange};
+    pub mod host_config {
+        pub use acompose_engine::host_config::{CONFIG_FILE, KeyChange};
     }
 
     /// JSON output documents.

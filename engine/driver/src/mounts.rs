@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use acompose_engine::converge::{CONFIG_FILE, Destination, HostConfig, KeyChange, LoadPoint, enable_harness};
-use acompose_engine::layout;
+use acompose_engine::harness_layout;
+use acompose_engine::host_config::{CONFIG_FILE, Destination, HostConfig, KeyChange, LoadPoint, enable_harness};
 
 use crate::error::HostError;
 use crate::home::ARTIFACT_DIR;
@@ -93,14 +93,14 @@ fn expand(text: &str, user_home: Option<&Path>) -> Option<PathBuf> {
 /// The configured destinations: harness → path, opted-out harnesses left out.
 fn destinations(
     points: Option<&Vec<LoadPoint>>,
-    default: impl Fn(&layout::Layout) -> &'static str,
+    default: impl Fn(&harness_layout::Layout) -> &'static str,
     user_home: Option<&Path>,
 ) -> Vec<(String, PathBuf)> {
     points
         .into_iter()
         .flatten()
         .filter_map(|point| {
-            let row = layout::layout(&point.harness)?;
+            let row = harness_layout::layout(&point.harness)?;
             let path = match &point.destination {
                 Destination::Off => return None,
                 Destination::Default => user_home?.join(default(row)),

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Manifest;
-use acompose_engine::layout::{Layout, Scope};
+use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::projection::{self, BundleInput, Details, Health, Mode, Planned};
 
 use crate::error::HostError;

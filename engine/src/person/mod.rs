@@ -3,7 +3,7 @@
 //! not render anything (that is `snapshot` and `render`).
 
 pub mod declaration;
-pub mod layout;
+pub mod package_layout;
 pub mod reader;
 pub mod validate;
 

@@ -12,7 +12,7 @@ use crate::person::declaration::{
     InspirationUse, PersonalityDeclaration, Spanned, inspiration_declaration, manifest_declaration,
     personality_declaration,
 };
-use crate::person::layout::{PackageLayout, package_layout};
+use crate::person::package_layout::{PackageLayout, package_layout};
 use crate::person::{Colour, InspirationReference, PersonModel, Personality, Role, SkillFile};
 use crate::skill::{SkillDocument, content_digest};
 

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, composition_bundle};
 use acompose_engine::compose::{Composition, CompositionSource, RepositoryInput, SourceKind};
-use acompose_engine::converge::{HostConfig, roster_files};
-use acompose_engine::estate::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::convergence::roster_files;
+use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::host_config::HostConfig;
 use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;

@@ -8,7 +8,7 @@ pub use converger::{Converger, Report};
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::converge::CONFIG_FILE;
+use acompose_engine::host_config::CONFIG_FILE;
 use rayon::prelude::*;
 
 use crate::cache;
@@ -153,7 +153,7 @@ pub fn fingerprints(converger: &Converger, home: &Path, projects: &Path, report:
         }
     }
     if let Some(index) =
-        std::fs::read(bundles.join(INDEX_FILE)).ok().and_then(|bytes| acompose_engine::estate::parse_index(&bytes))
+        std::fs::read(bundles.join(INDEX_FILE)).ok().and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
     {
         // Every file of every indexed bundle: a bundle missing a file must not pass as
         // reused.

@@ -11,7 +11,7 @@ use crate::color::{self, Lab};
 use crate::db::{Package, PackageKind, SourceFile};
 use crate::diagnostic::{Span, sanitize};
 use crate::person::declaration::{RoleDeclaration, SeatDeclaration, Spanned, role_declaration};
-use crate::person::layout::PackageLayout;
+use crate::person::package_layout::PackageLayout;
 use crate::person::{Colour, Identity, IdentityForm, MODEL_TIERS, Personality, Role, Seat, SkillFile};
 use crate::skill::{SkillDocument, content_digest};
 

@@ -1,16 +1,12 @@
-//! Host convergence, the engine half: the host configuration (`agent-compose.yaml`) and
-//! the roster artifact's files. Owns what to write; never writes (the cli's transaction
-//! layer does), never decides where home is.
+//! The host configuration (`agent-compose.yaml` in home): its keys read with the strict
+//! YAML reader, and `acompose setup`'s edit of it. Owns what the file means; never reads
+//! or writes it (the driver does), never decides where home is.
 
-use crate::OutputFile;
 // The strict YAML reader shared with People: size, depth and value limits, no duplicate
 // keys, anchors, aliases, tags or non-finite numbers.
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
-use crate::person::PersonModel;
-use crate::person::validate::person_model;
 use crate::strict::tree::{Position, Tree, push_token};
 use crate::strict::yaml as strict_yaml;
-use crate::{PersonSource, render, snapshot};
 
 /// The name of the host configuration file inside home.
 pub const CONFIG_FILE: &str = "agent-compose.yaml";
@@ -126,14 +122,14 @@ impl Reader<'_> {
             let mut child = pointer.to_owned();
             push_token(&mut child, harness);
             let span = self.span(&child, 1);
-            if crate::layout::layout(harness).is_none() {
+            if crate::harness_layout::layout(harness).is_none() {
                 let span = self.key_span(&child, harness);
                 let message = format!("`{}` is not a known harness", sanitize(harness));
                 self.error(
                     "config-unknown-harness",
                     message,
                     span,
-                    format!("known harnesses: {}", crate::layout::harness_names().join(", ")),
+                    format!("known harnesses: {}", crate::harness_layout::harness_names().join(", ")),
                 );
                 continue;
             }
@@ -249,61 +245,7 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
         }
     };
     for (key, value) in entries {
-        let mut pointer = String::new();
-        push_token(&mut pointer, key);
-        let key_span = reader.key_span(&pointer, key);
-        match key.as_str() {
-            "person_source" => config.person_source = reader.scalar(value, &pointer, key),
-            "person_policy" => match reader.scalar(value, &pointer, key) {
-                Some((policy, _)) if policy == "external-only" => config.person_policy = PersonPolicy::ExternalOnly,
-                Some((policy, _)) if policy == "default" => config.person_policy = PersonPolicy::Default,
-                Some((policy, span)) => reader.diagnostics.push(
-                    Diagnostic::error("config-value", format!("unknown person policy `{}`", sanitize(&policy)))
-                        .in_file(path)
-                        .at(Some(span))
-                        .hint("use `external-only` or `default`"),
-                ),
-                None => {}
-            },
-            "personality_libraries" => config.personality_libraries = reader.list(value, &pointer, key),
-            "load_points" => config.load_points = Some(reader.load_points(value, &pointer, key)),
-            "skill_load_points" => config.skill_load_points = Some(reader.load_points(value, &pointer, key)),
-            "skill_policy" => {
-                if let Some((policy, span)) = reader.scalar(value, &pointer, key) {
-                    match crate::skill_rules::SkillPolicy::from_name(&policy) {
-                        Some(policy) => config.skill_policy = policy,
-                        None => reader.diagnostics.push(
-                            Diagnostic::error("config-value", format!("unknown skill policy `{}`", sanitize(&policy)))
-                                .in_file(path)
-                                .at(Some(span))
-                                .hint("use `warn`, `strict` or `skip`"),
-                        ),
-                    }
-                }
-            }
-            "operating_context" => {
-                config.operating_context = reader.list(value, &pointer, key);
-                for (repository, span) in &config.operating_context {
-                    if !is_repository_path(repository) {
-                        reader.diagnostics.push(
-                            Diagnostic::error(
-                                "config-value",
-                                format!("`{}` is not an `owner/repo` path", sanitize(repository)),
-                            )
-                            .in_file(path)
-                            .at(Some(*span))
-                            .hint("write repositories as `owner/repo`, relative to the projects root"),
-                        );
-                    }
-                }
-            }
-            _ => reader.diagnostics.push(
-                Diagnostic::error("config-unknown-key", format!("unknown key `{}`", sanitize(key)))
-                    .in_file(path)
-                    .at(Some(key_span))
-                    .hint(format!("known keys: {}", KNOWN_KEYS.join(", "))),
-            ),
-        }
+        reader.read_key(&mut config, key, value);
     }
     let mut diagnostics = reader.diagnostics;
     if config.person_policy == PersonPolicy::ExternalOnly
@@ -322,6 +264,81 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
     Parsed::new(config, diagnostics)
 }
 
+impl Reader<'_> {
+    /// Reads one top-level key into `config`, or reports it as unknown.
+    fn read_key(&mut self, config: &mut HostConfig, key: &str, value: &serde_json::Value) {
+        let mut pointer = String::new();
+        push_token(&mut pointer, key);
+        match key {
+            "person_source" => config.person_source = self.scalar(value, &pointer, key),
+            "person_policy" => self.read_person_policy(config, value, &pointer, key),
+            "personality_libraries" => config.personality_libraries = self.list(value, &pointer, key),
+            "load_points" => config.load_points = Some(self.load_points(value, &pointer, key)),
+            "skill_load_points" => config.skill_load_points = Some(self.load_points(value, &pointer, key)),
+            "skill_policy" => self.read_skill_policy(config, value, &pointer, key),
+            "operating_context" => self.read_operating_context(config, value, &pointer, key),
+            _ => {
+                let key_span = self.key_span(&pointer, key);
+                self.diagnostics.push(
+                    Diagnostic::error("config-unknown-key", format!("unknown key `{}`", sanitize(key)))
+                        .in_file(self.path)
+                        .at(Some(key_span))
+                        .hint(format!("known keys: {}", KNOWN_KEYS.join(", "))),
+                );
+            }
+        }
+    }
+
+    /// `person_policy`: `external-only` or `default`.
+    fn read_person_policy(&mut self, config: &mut HostConfig, value: &serde_json::Value, pointer: &str, key: &str) {
+        match self.scalar(value, pointer, key) {
+            Some((policy, _)) if policy == "external-only" => config.person_policy = PersonPolicy::ExternalOnly,
+            Some((policy, _)) if policy == "default" => config.person_policy = PersonPolicy::Default,
+            Some((policy, span)) => self.diagnostics.push(
+                Diagnostic::error("config-value", format!("unknown person policy `{}`", sanitize(&policy)))
+                    .in_file(self.path)
+                    .at(Some(span))
+                    .hint("use `external-only` or `default`"),
+            ),
+            None => {}
+        }
+    }
+
+    /// `skill_policy`: one of the Agent Skills policies.
+    fn read_skill_policy(&mut self, config: &mut HostConfig, value: &serde_json::Value, pointer: &str, key: &str) {
+        let Some((policy, span)) = self.scalar(value, pointer, key) else {
+            return;
+        };
+        match crate::skill_rules::SkillPolicy::from_name(&policy) {
+            Some(policy) => config.skill_policy = policy,
+            None => self.diagnostics.push(
+                Diagnostic::error("config-value", format!("unknown skill policy `{}`", sanitize(&policy)))
+                    .in_file(self.path)
+                    .at(Some(span))
+                    .hint("use `warn`, `strict` or `skip`"),
+            ),
+        }
+    }
+
+    /// `operating_context`: a list of `owner/repo` paths.
+    fn read_operating_context(&mut self, config: &mut HostConfig, value: &serde_json::Value, pointer: &str, key: &str) {
+        config.operating_context = self.list(value, pointer, key);
+        for (repository, span) in &config.operating_context {
+            if !is_repository_path(repository) {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "config-value",
+                        format!("`{}` is not an `owner/repo` path", sanitize(repository)),
+                    )
+                    .in_file(self.path)
+                    .at(Some(*span))
+                    .hint("write repositories as `owner/repo`, relative to the projects root"),
+                );
+            }
+        }
+    }
+}
+
 /// `owner/repo`: two non-empty segments of `[A-Za-z0-9._-]`, neither `.` nor `..`.
 pub fn is_repository_path(text: &str) -> bool {
     let segments: Vec<&str> = text.split('/').collect();
@@ -332,41 +349,6 @@ pub fn is_repository_path(text: &str) -> bool {
                 && *segment != ".."
                 && segment.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-'))
         })
-}
-
-/// The roster artifact: `person.json`, `ROSTER.md`, `INVARIANT.md` and the skill tree
-/// `.agents/skills/<id>/SKILL.md` for every role skill, role method and personality.
-/// Files are sorted by path.
-pub fn roster_files(model: &PersonModel) -> Vec<OutputFile> {
-    let mut files = vec![
-        OutputFile { path: "person.json".to_owned(), bytes: snapshot::person_json(model).into() },
-        OutputFile { path: "ROSTER.md".to_owned(), bytes: render::roster_document(model).into_bytes().into() },
-        OutputFile { path: "INVARIANT.md".to_owned(), bytes: model.invariant.as_bytes().into() },
-    ];
-    let skill =
-        |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.into() };
-    for role in &model.roles {
-        files.push(skill(&role.skill.id, &role.skill.bytes));
-        for method in &role.methods {
-            files.push(skill(&method.id, &method.bytes));
-        }
-    }
-    for personality in &model.personalities {
-        files.push(skill(&personality.skill.id, &personality.skill.bytes));
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    files.dedup_by(|a, b| a.path == b.path);
-    files
-}
-
-/// The roster artifact of a person source, or its diagnostics when it is invalid.
-#[salsa::tracked(returns(ref), no_eq)]
-pub fn roster_artifact(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Option<Vec<OutputFile>>> {
-    let model = person_model(db, source);
-    if model.has_errors() {
-        return Parsed::new(None, model.diagnostics.clone());
-    }
-    Parsed::new(Some(roster_files(&model.value)), model.diagnostics.clone())
 }
 
 #[cfg(test)]
@@ -433,7 +415,7 @@ pub enum KeyChange {
 /// written; lines are only added. An invalid configuration, or a key written in a form
 /// lines cannot be added to, is refused with a message.
 pub fn enable_harness(text: &str, harness: &str) -> Result<(String, Vec<KeyChange>), String> {
-    let Some(row) = crate::layout::layout(harness) else {
+    let Some(row) = crate::harness_layout::layout(harness) else {
         return Err(format!("`{}` is not a known harness", sanitize(harness)));
     };
     let parsed = parse_host_config(text, CONFIG_FILE);

@@ -1,13 +1,18 @@
-//! Estate convergence, the engine half: the repository plan and the bundle index that
-//! bare `acompose` writes when trusted roots are configured. Owns their JSON shapes;
-//! the per-role bundles themselves come from `compose` and `bundle`.
+//! Convergence, the engine half: what bare `acompose` writes — the roster artifact's
+//! files, and, when trusted roots are configured, the repository plan and the bundle
+//! index beside the per-role bundles (which come from `compose` and `bundle`). Owns the
+//! files' contents and JSON shapes; never writes (the driver's transactions do).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::snapshot::to_json_bytes;
+use crate::diagnostic::Parsed;
+use crate::person::PersonModel;
+use crate::person::validate::person_model;
+use crate::snapshot::{self, to_json_bytes};
 use crate::trace::{Outcome, ProviderReport, SelectorReport};
+use crate::{OutputFile, PersonSource, render};
 
 pub const PLAN_FORMAT: &str = "acompose.repository-plan.v1";
 pub const INDEX_FORMAT: &str = "acompose.bundle-index.v1";
@@ -111,4 +116,39 @@ pub fn parse_index(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
         return None;
     }
     value.get("bundles")?.as_object()?.iter().map(|(role, id)| Some((role.clone(), id.as_str()?.to_owned()))).collect()
+}
+
+/// The roster artifact: `person.json`, `ROSTER.md`, `INVARIANT.md` and the skill tree
+/// `.agents/skills/<id>/SKILL.md` for every role skill, role method and personality.
+/// Files are sorted by path.
+pub fn roster_files(model: &PersonModel) -> Vec<OutputFile> {
+    let mut files = vec![
+        OutputFile { path: "person.json".to_owned(), bytes: snapshot::person_json(model).into() },
+        OutputFile { path: "ROSTER.md".to_owned(), bytes: render::roster_document(model).into_bytes().into() },
+        OutputFile { path: "INVARIANT.md".to_owned(), bytes: model.invariant.as_bytes().into() },
+    ];
+    let skill =
+        |id: &str, bytes: &[u8]| OutputFile { path: format!(".agents/skills/{id}/SKILL.md"), bytes: bytes.into() };
+    for role in &model.roles {
+        files.push(skill(&role.skill.id, &role.skill.bytes));
+        for method in &role.methods {
+            files.push(skill(&method.id, &method.bytes));
+        }
+    }
+    for personality in &model.personalities {
+        files.push(skill(&personality.skill.id, &personality.skill.bytes));
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files.dedup_by(|a, b| a.path == b.path);
+    files
+}
+
+/// The roster artifact of a person source, or its diagnostics when it is invalid.
+#[salsa::tracked(returns(ref), no_eq)]
+pub fn roster_artifact(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Option<Vec<OutputFile>>> {
+    let model = person_model(db, source);
+    if model.has_errors() {
+        return Parsed::new(None, model.diagnostics.clone());
+    }
+    Parsed::new(Some(roster_files(&model.value)), model.diagnostics.clone())
 }
