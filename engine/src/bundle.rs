@@ -17,7 +17,7 @@ use crate::snapshot::to_json_bytes;
 use crate::trace::{Outcome, Trace, TraceRecord, approximate_tokens};
 
 pub const MANIFEST_FORMAT: &str = "agent-compose.bundle";
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -283,7 +283,7 @@ pub fn digest(bytes: &[u8]) -> String {
 /// The bundle id: the first 16 hex digits of blake3 over `manifest.json`. The manifest
 /// names every other file with its size and blake3, and everything else that
 /// determines the bundle, so its digest covers the whole bundle.
-pub fn bundle_id(manifest: &[u8]) -> String {
+pub(crate) fn bundle_id(manifest: &[u8]) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"acompose-bundle\0");
     hasher.update(manifest);
@@ -339,7 +339,7 @@ fn instructions_document(resolution: &Resolution) -> String {
 }
 
 /// Builds every file of the bundle from a resolution.
-pub fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle {
+pub(crate) fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> Bundle {
     let (content, sourced) = bundle_content(db, &resolution);
     let mut manifest = manifest_of(&resolution);
     let summary = Summary::of(&resolution.trace);

@@ -43,7 +43,7 @@ impl SkillKind {
     }
 
     /// The file that defines a skill of this kind.
-    pub fn entry_file(self) -> &'static str {
+    pub(crate) fn entry_file(self) -> &'static str {
         match self {
             SkillKind::Ordinary => "SKILL.md",
             SkillKind::Composed => "COMPOSED.md",
@@ -142,18 +142,8 @@ pub struct CatalogueListing {
     pub not_skills: Vec<String>,
 }
 
-impl CatalogueListing {
-    pub fn skill(&self, kind: SkillKind, name: &str) -> Option<&CatalogueSkill> {
-        let list = match kind {
-            SkillKind::Ordinary => &self.ordinary,
-            SkillKind::Composed => &self.composed,
-        };
-        list.iter().find(|skill| skill.name == name)
-    }
-}
-
 /// Tree digest over (path, folded length, folded bytes digest) of every member.
-pub fn tree_digest(members: &[(String, &FileSummary)]) -> String {
+pub(crate) fn tree_digest(members: &[(String, &FileSummary)]) -> String {
     let mut hasher = blake3::Hasher::new();
     for (path, summary) in members {
         hasher.update(path.as_bytes());

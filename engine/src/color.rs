@@ -5,12 +5,12 @@ use palette::convert::FromColorUnclamped;
 use palette::{FromColor, Oklab, Srgb};
 
 /// The lightness band every personality colour and every favourite stays inside.
-pub const LIGHTNESS_MIN: f64 = 0.60;
-pub const LIGHTNESS_MAX: f64 = 0.80;
+pub(crate) const LIGHTNESS_MIN: f64 = 0.60;
+pub(crate) const LIGHTNESS_MAX: f64 = 0.80;
 /// The least chroma a personality colour may have.
-pub const CHROMA_MIN: f64 = 0.05;
+pub(crate) const CHROMA_MIN: f64 = 0.05;
 /// The least OKLab distance between two Core role favourites.
-pub const CORE_DISTANCE_MIN: f64 = 0.08;
+pub(crate) const CORE_DISTANCE_MIN: f64 = 0.08;
 
 /// A colour in OKLab coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +44,7 @@ impl Lab {
 }
 
 /// Parses `#rrggbb` (lowercase or uppercase). Anything else is `None`.
-pub fn parse_hex(text: &str) -> Option<[u8; 3]> {
+pub(crate) fn parse_hex(text: &str) -> Option<[u8; 3]> {
     let digits = text.strip_prefix('#')?;
     if digits.len() != 6 || !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
         return None;
@@ -54,7 +54,7 @@ pub fn parse_hex(text: &str) -> Option<[u8; 3]> {
 }
 
 /// The OKLab coordinates of an sRGB colour.
-pub fn oklab(rgb: [u8; 3]) -> Lab {
+pub(crate) fn oklab(rgb: [u8; 3]) -> Lab {
     let srgb: Srgb<f64> = Srgb::new(rgb[0], rgb[1], rgb[2]).into_format();
     let lab: Oklab<f64> = Oklab::from_color(srgb);
     Lab { l: lab.l, a: lab.a, b: lab.b }
@@ -69,7 +69,7 @@ pub enum GateFailure {
 }
 
 /// Checks the legibility gate: lightness 0.60–0.80 and chroma at least 0.05.
-pub fn gate(lab: Lab) -> Result<(), GateFailure> {
+pub(crate) fn gate(lab: Lab) -> Result<(), GateFailure> {
     if lab.l < LIGHTNESS_MIN {
         return Err(GateFailure::TooDark(lab.l));
     }
@@ -138,7 +138,7 @@ pub fn rounded(value: f64) -> f64 {
 }
 
 /// The xterm-256 palette index nearest to an sRGB colour (6×6×6 cube and gray ramp).
-pub fn xterm_256(rgb: [u8; 3]) -> u8 {
+pub(crate) fn xterm_256(rgb: [u8; 3]) -> u8 {
     let levels = [0u8, 95, 135, 175, 215, 255];
     let nearest_level = |value: u8| {
         levels

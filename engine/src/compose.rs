@@ -31,7 +31,7 @@ use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, TraceEntry
 use selection::ProviderSelection;
 
 /// The id of the person package among the providers.
-pub const PERSON_SOURCE_ID: &str = "person";
+pub(crate) const PERSON_SOURCE_ID: &str = "person";
 
 /// A request source: a root read by convention, or a declared list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -14,8 +14,8 @@ use crate::snapshot::{self, to_json_bytes};
 use crate::trace::{Outcome, ProviderReport, SelectorReport};
 use crate::{OutputFile, PersonSource, render};
 
-pub const PLAN_FORMAT: &str = "acompose.repository-plan.v1";
-pub const INDEX_FORMAT: &str = "acompose.bundle-index.v1";
+pub(crate) const PLAN_FORMAT: &str = "acompose.repository-plan.v1";
+pub(crate) const INDEX_FORMAT: &str = "acompose.bundle-index.v1";
 
 /// One operating-context repository as configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -73,7 +73,7 @@ pub struct PersonSource {
 
 /// Counts of queries executed and reused, for `--stats`.
 #[derive(Debug, Default)]
-pub struct QueryCounters {
+pub(crate) struct QueryCounters {
     executed: AtomicUsize,
     reused: AtomicUsize,
 }

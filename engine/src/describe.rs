@@ -11,12 +11,12 @@ use crate::bundle::Manifest;
 use crate::render::{Palette, bold, tint};
 use crate::trace::{Decision, Outcome, ProviderReport, Trace};
 
-pub const DESCRIBE_FORMAT: &str = "acompose.describe.v1";
-pub const WHY_FORMAT: &str = "acompose.why.v1";
-pub const DIFF_FORMAT: &str = "acompose.diff.v1";
+pub(crate) const DESCRIBE_FORMAT: &str = "acompose.describe.v1";
+pub(crate) const WHY_FORMAT: &str = "acompose.why.v1";
+pub(crate) const DIFF_FORMAT: &str = "acompose.diff.v1";
 
 /// The symbol of an outcome: ✓ selected, ✗ excluded, ~ shadowed, → delivered.
-pub fn symbol(outcome: Outcome) -> &'static str {
+pub(crate) fn symbol(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Selected => "✓",
         Outcome::Excluded => "✗",
@@ -39,7 +39,7 @@ fn marked(palette: Palette, outcome: Outcome) -> String {
 }
 
 /// How a provider category reads in reports.
-pub fn category_label(category: &str) -> &str {
+pub(crate) fn category_label(category: &str) -> &str {
     match category {
         "person-package" => "person package",
         "ordinary-catalogue" => "ordinary catalogue",
@@ -112,7 +112,7 @@ pub struct Budget {
 
 /// A harness's budget for the skill listing it puts in context before truncating.
 #[derive(Debug, Clone, Copy)]
-pub struct ListingBudget {
+pub(crate) struct ListingBudget {
     pub harness: &'static str,
     pub characters: u64,
     pub basis: &'static str,
@@ -121,7 +121,7 @@ pub struct ListingBudget {
 /// The listing budgets of target harnesses. Codex documents about 2 % of the context
 /// window, or 8,000 characters when the window is unknown; a bundle does not know the
 /// window, so the fallback applies.
-pub const LISTING_BUDGETS: [ListingBudget; 1] = [ListingBudget {
+pub(crate) const LISTING_BUDGETS: [ListingBudget; 1] = [ListingBudget {
     harness: "Codex",
     characters: 8_000,
     basis: "about 2 % of the context window, or 8,000 characters when it is unknown",
@@ -244,7 +244,7 @@ pub fn describe_json(id: &str, manifest: &Manifest, trace: &Trace) -> Vec<u8> {
 }
 
 /// Wraps text at `width` columns; continuation lines start with `indent` spaces.
-pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize, indent: usize) -> String {
     let mut lines: Vec<String> = Vec::new();
     let mut current = String::new();
     for word in text.split_whitespace() {
@@ -615,7 +615,7 @@ pub fn why(trace: &Trace, item: &str) -> Result<Why, WhyError> {
 }
 
 /// Levenshtein distance, for suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut previous: Vec<usize> = (0..=b.len()).collect();
     for (i, left) in a.chars().enumerate() {

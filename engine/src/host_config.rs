@@ -340,7 +340,7 @@ impl Reader<'_> {
 }
 
 /// `owner/repo`: two non-empty segments of `[A-Za-z0-9._-]`, neither `.` nor `..`.
-pub fn is_repository_path(text: &str) -> bool {
+pub(crate) fn is_repository_path(text: &str) -> bool {
     let segments: Vec<&str> = text.split('/').collect();
     segments.len() == 2
         && segments.iter().all(|segment| {

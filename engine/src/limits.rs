@@ -41,7 +41,7 @@ pub const BUNDLE_TRACE: Limit = Limit { input: "a bundle trace", code: "limit-bu
 /// People reports have always used (`docs/people.md`).
 pub const PEOPLE_FILE: Limit = Limit { input: "a People file", code: "file-too-large", bytes: 64 * KIB };
 /// A request or response body of the HTTP interface (reserved: no HTTP reader exists yet).
-pub const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-http-body", bytes: MIB };
+pub(crate) const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-http-body", bytes: MIB };
 
 /// Every limit, for the documentation test and the reliability table.
 pub const ALL: &[Limit] =
@@ -96,7 +96,7 @@ impl Limit {
 
 /// A byte count for messages: whole KiB or MiB when exact, else the bytes and, past a
 /// KiB, the rounded size in tenths.
-pub fn human_size(bytes: usize) -> String {
+pub(crate) fn human_size(bytes: usize) -> String {
     if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else if bytes >= KIB && bytes.is_multiple_of(KIB) {

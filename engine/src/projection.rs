@@ -20,8 +20,6 @@ pub const RECORD: &str = ".agent-compose/projection.json";
 pub const JOURNAL: &str = ".agent-compose/transaction";
 /// The `format` of the projection record.
 pub const FORMAT: &str = "acompose.projection.v1";
-/// The folder `statusline` and `whoami` look for, walking up from a directory.
-pub const RECORD_FOLDER: &str = ".agent-compose";
 
 /// How skills reach the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,7 +23,7 @@ pub struct RepositoryDeclaration {
 impl RepositoryDeclaration {
     /// A repository with `skill` children provides a bounded slice to the roles that use
     /// it.
-    pub fn is_skill_provider(&self) -> bool {
+    pub(crate) fn is_skill_provider(&self) -> bool {
         !self.selectors.is_empty()
     }
 }
@@ -44,21 +44,8 @@ pub struct TrustedRoot {
 }
 
 impl TrustedRoot {
-    pub fn repository(&self, id: &str) -> Option<&RepositoryDeclaration> {
-        self.repositories.iter().find(|repository| repository.id == id)
-    }
-
     pub fn role(&self, slug: &str) -> Option<&RoleUse> {
         self.roles.iter().find(|role| role.slug == slug)
-    }
-
-    /// The roles that use a repository, in declaration order.
-    pub fn users_of(&self, id: &str) -> Vec<&str> {
-        self.roles
-            .iter()
-            .filter(|role| role.repositories.iter().any(|(used, _)| used == id))
-            .map(|role| role.slug.as_str())
-            .collect()
     }
 }
 
@@ -312,7 +299,7 @@ impl RoleView {
 }
 
 /// Every declared repository with the roles that use it, in declaration order, built in
-/// one pass over the roles (asking [`TrustedRoot::users_of`] per repository is quadratic).
+/// one pass over the roles (asking each role per repository would be quadratic).
 fn users_by_repository(root: &TrustedRoot) -> BTreeMap<String, Vec<String>> {
     let mut users: BTreeMap<String, Vec<String>> =
         root.repositories.iter().map(|repository| (repository.id.clone(), Vec::new())).collect();

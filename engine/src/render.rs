@@ -26,7 +26,7 @@ pub fn tint(palette: Palette, rgb: [u8; 3], text: &str) -> String {
 }
 
 /// Bold text, when the palette allows styling.
-pub fn bold(palette: Palette, text: &str) -> String {
+pub(crate) fn bold(palette: Palette, text: &str) -> String {
     match palette {
         Palette::Plain => text.to_owned(),
         _ => format!("\x1b[1m{text}\x1b[0m"),
@@ -113,7 +113,7 @@ pub fn roster_transcript(model: &PersonModel, palette: Palette) -> String {
 
 /// The human-readable roster document of the artifact (`ROSTER.md`): the native
 /// role-selection contract and every role's card, without colour codes.
-pub fn roster_document(model: &PersonModel) -> String {
+pub(crate) fn roster_document(model: &PersonModel) -> String {
     let mut text = String::new();
     let slugs: Vec<String> = model.roles.iter().map(|role| format!("`{}`", role.slug)).collect();
     let _ = writeln!(text, "# Roster `{}`\n", model.source);

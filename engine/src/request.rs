@@ -61,7 +61,7 @@ pub struct Request {
 }
 
 /// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
-pub fn check_relative_path(text: &str) -> Result<(), &'static str> {
+pub(crate) fn check_relative_path(text: &str) -> Result<(), &'static str> {
     if text.is_empty() {
         return Err("the path is empty");
     }

@@ -18,7 +18,7 @@ pub fn compile(pattern: &str) -> Result<GlobMatcher, globset::Error> {
 }
 
 /// Patterns compiled once, to match many names.
-pub struct Matcher {
+pub(crate) struct Matcher {
     compiled: Vec<Compiled>,
 }
 

@@ -37,7 +37,7 @@ impl SkillDocument {
 }
 
 /// The document of a skill file's bytes; `path` labels diagnostics.
-pub fn document_of(bytes: &[u8], path: &str) -> Parsed<SkillDocument> {
+pub(crate) fn document_of(bytes: &[u8], path: &str) -> Parsed<SkillDocument> {
     if let Some(too_large) = crate::limits::SKILL_DOCUMENT.check(bytes.len(), path) {
         return Parsed::new(SkillDocument::default(), vec![too_large]);
     }
@@ -118,7 +118,7 @@ pub fn parse_skill(text: &str, path: &str) -> Parsed<SkillDocument> {
 }
 
 /// Counts blank-line separated blocks of non-blank lines.
-pub fn count_paragraphs(text: &str) -> usize {
+pub(crate) fn count_paragraphs(text: &str) -> usize {
     let mut count = 0;
     let mut inside = false;
     for line in text.lines() {
@@ -158,14 +158,14 @@ fn unquote(value: &str) -> String {
 }
 
 /// The digest of one file's bytes with CRLF folded to LF, as lowercase hex.
-pub fn content_digest(bytes: &[u8]) -> String {
+pub(crate) fn content_digest(bytes: &[u8]) -> String {
     let mut hasher = blake3::Hasher::new();
     hash_folded(&mut hasher, bytes);
     hasher.finalize().to_hex().to_string()
 }
 
 /// Feeds bytes to a hasher with every CRLF folded to LF.
-pub fn hash_folded(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+pub(crate) fn hash_folded(hasher: &mut blake3::Hasher, bytes: &[u8]) {
     let mut start = 0;
     for cr in crlf_positions(bytes) {
         hasher.update(&bytes[start..cr]);
@@ -176,7 +176,7 @@ pub fn hash_folded(hasher: &mut blake3::Hasher, bytes: &[u8]) {
 
 /// The positions of the `\r` of every CRLF in `bytes`, found by searching for `\r` (most
 /// files have none, and the search is word-at-a-time).
-pub fn crlf_positions(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn crlf_positions(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
     let mut from = 0;
     std::iter::from_fn(move || {
         while let Some(offset) = bytes.get(from..).and_then(|rest| rest.iter().position(|&byte| byte == b'\r')) {
@@ -192,7 +192,7 @@ pub fn crlf_positions(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
 
 /// The number of words of `text`, as `split_whitespace` counts them; ASCII text is
 /// counted byte by byte.
-pub fn count_words(text: &str) -> usize {
+pub(crate) fn count_words(text: &str) -> usize {
     if !text.is_ascii() {
         return text.split_whitespace().count();
     }

@@ -11,17 +11,13 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 use crate::diagnostic::{Diagnostic, Severity, Span, sanitize};
 
 /// The specification's limits, in characters.
-pub const NAME_MAX_CHARACTERS: usize = 64;
-pub const DESCRIPTION_MAX_CHARACTERS: usize = 1024;
-pub const COMPATIBILITY_MAX_CHARACTERS: usize = 500;
-
-/// Fields the Agent Skills specification defines.
-pub const SPECIFICATION_FIELDS: [&str; 6] =
-    ["name", "description", "license", "compatibility", "metadata", "allowed-tools"];
+pub(crate) const NAME_MAX_CHARACTERS: usize = 64;
+pub(crate) const DESCRIPTION_MAX_CHARACTERS: usize = 1024;
+pub(crate) const COMPATIBILITY_MAX_CHARACTERS: usize = 500;
 
 /// Fields outside the specification that a major harness defines, with the harness that
 /// defines them. Accepted; reported only as detail.
-pub const HARNESS_EXTENSION_FIELDS: [(&str, &str); 8] = [
+pub(crate) const HARNESS_EXTENSION_FIELDS: [(&str, &str); 8] = [
     ("user-invocable", "Claude Code: whether the skill appears as a slash command"),
     ("disable-model-invocation", "Claude Code: only the user may invoke the skill"),
     ("argument-hint", "Claude Code: the argument hint shown for the slash command"),
@@ -43,7 +39,7 @@ pub enum SkillPolicy {
 }
 
 impl SkillPolicy {
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         match name {
             "warn" => Some(SkillPolicy::Warn),
             "strict" => Some(SkillPolicy::Strict),
@@ -136,7 +132,7 @@ pub struct SkillCheck {
 }
 
 impl SkillCheck {
-    pub fn has_violations(&self) -> bool {
+    pub(crate) fn has_violations(&self) -> bool {
         self.findings.iter().any(|finding| FindingLevel::of(finding) == FindingLevel::Violation)
     }
 }
@@ -154,7 +150,7 @@ const LISTED_WRONGLY: &str =
 /// (`.agents/skills/<folder>/SKILL.md`): the per-file firewall, so editing one skill
 /// re-checks only that skill.
 /// The folder of a skill's entry file (`.agents/skills/<folder>/SKILL.md`).
-pub fn skill_folder_of(relative: &str) -> &str {
+pub(crate) fn skill_folder_of(relative: &str) -> &str {
     relative.rsplit('/').nth(1).unwrap_or_default()
 }
 
@@ -501,7 +497,7 @@ fn reads_as_text(text: &str) -> bool {
 }
 
 /// The frontmatter block: the byte range between the opening and the closing `---` line.
-pub fn frontmatter_block(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn frontmatter_block(text: &str) -> Option<(usize, usize)> {
     let first_line_end = text.find('\n')?;
     if text[..first_line_end].trim_end_matches('\r') != "---" {
         return None;

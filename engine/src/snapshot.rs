@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::person::{EXPRESSIONS, PersonModel, Role};
 
 pub const FORMAT: &str = "agent-compose.person-snapshot.v3";
-pub const SCHEMA_VERSION: u32 = 3;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Snapshot<'a> {
@@ -120,7 +120,7 @@ struct SoundMarkEntry<'a> {
 }
 
 /// The logical source of a file: `<source id>/<relative path>`; never a disk path.
-pub fn logical_source(source: &str, relative_path: &str) -> String {
+pub(crate) fn logical_source(source: &str, relative_path: &str) -> String {
     format!("{source}/{relative_path}")
 }
 

@@ -45,7 +45,7 @@ pub enum TreeBody<'bundle> {
 
 /// What a tree key needs of one file: its raw and CRLF-folded lengths and digests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileKey {
+pub(crate) struct FileKey {
     pub raw_length: u64,
     pub raw_digest: [u8; 32],
     pub folded_length: u64,
@@ -53,7 +53,7 @@ pub struct FileKey {
 }
 
 impl FileKey {
-    pub fn of_bytes(bytes: &[u8]) -> FileKey {
+    pub(crate) fn of_bytes(bytes: &[u8]) -> FileKey {
         let summary = FileSummary::of_bytes(bytes);
         FileKey {
             raw_length: summary.raw_length,
@@ -63,7 +63,7 @@ impl FileKey {
         }
     }
 
-    pub fn of_summarized(summarized: &Summarized) -> FileKey {
+    pub(crate) fn of_summarized(summarized: &Summarized) -> FileKey {
         FileKey {
             raw_length: summarized.summary.raw_length,
             raw_digest: summarized.raw_digest,
@@ -116,7 +116,7 @@ pub fn tree_key(files: &[(&str, &[u8])]) -> String {
 }
 
 /// The key of a skill tree from its files' keys, in any order.
-pub fn tree_key_of(files: &[(&str, FileKey)]) -> String {
+pub(crate) fn tree_key_of(files: &[(&str, FileKey)]) -> String {
     let mut sorted: Vec<&(&str, FileKey)> = files.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut folded = blake3::Hasher::new();

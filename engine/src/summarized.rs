@@ -18,13 +18,13 @@ pub struct FileSummary {
 
 impl FileSummary {
     /// The summary of bytes held in memory (person package skills).
-    pub fn of_bytes(bytes: &[u8]) -> FileSummary {
+    pub(crate) fn of_bytes(bytes: &[u8]) -> FileSummary {
         Self::of_bytes_hashed(bytes, None)
     }
 
     /// [`FileSummary::of_bytes`] given the blake3 of the raw bytes when it is known: a file
     /// without a CRLF folds to itself, so its folded digest is that one.
-    pub fn of_bytes_hashed(bytes: &[u8], raw_digest: Option<[u8; 32]>) -> FileSummary {
+    pub(crate) fn of_bytes_hashed(bytes: &[u8], raw_digest: Option<[u8; 32]>) -> FileSummary {
         let crlf = crate::skill::crlf_positions(bytes).count() as u64;
         let digest = match raw_digest {
             Some(digest) if crlf == 0 => digest,

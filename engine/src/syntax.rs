@@ -26,7 +26,7 @@ impl Value {
         }
     }
 
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
             Value::Integer(_) => "integer",
@@ -92,13 +92,13 @@ pub fn kdl_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Docume
 
 /// The deepest `{` nesting a file may have. The KDL parser recurses per level, so a
 /// hostile file could otherwise exhaust the stack; no roster file comes close.
-pub const MAX_NESTING: usize = 128;
+pub(crate) const MAX_NESTING: usize = 128;
 
 /// The deepest nesting of slashdashed children blocks (`/-{ … }` inside `/-{ … }`). The
 /// KDL parser's work doubles (or worse) with each such level: a 243-byte file of 27 of
 /// them ran for minutes (found by the `roles_kdl` fuzz target). Commenting out a block
 /// inside a commented-out block inside another is as deep as a real file goes.
-pub const MAX_SLASHDASH_NESTING: usize = 4;
+pub(crate) const MAX_SLASHDASH_NESTING: usize = 4;
 
 /// Why a file is refused before parsing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

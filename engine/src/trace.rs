@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "agent-compose.trace";
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,7 +70,7 @@ impl Decision {
     }
 
     /// The kind part of the subject (`skill` for `skill:machine-gpu`).
-    pub fn subject_kind(&self) -> &str {
+    pub(crate) fn subject_kind(&self) -> &str {
         self.subject.split_once(':').map_or("", |(kind, _)| kind)
     }
 }
@@ -234,7 +234,7 @@ impl TraceRecord {
     /// each group's text is serialized once and only the names are written per skill: on a
     /// large estate they are most of the trace. The text is gathered in a buffer and
     /// handed to `out` in pieces of about [`WRITE_PIECE`] bytes.
-    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let mut text = Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2));
         text.extend_from_slice(b"{\n  \"format\": ");
         write_nested(&mut text, FORMAT, 1)?;
@@ -268,7 +268,7 @@ impl TraceRecord {
 }
 
 /// About how many bytes [`TraceRecord::write_json`] gathers before each write.
-pub const WRITE_PIECE: usize = 1 << 16;
+pub(crate) const WRITE_PIECE: usize = 1 << 16;
 
 /// Hands `text` to `out` once it holds a piece.
 fn hand_over(out: &mut dyn std::io::Write, text: &mut Vec<u8>) -> std::io::Result<()> {

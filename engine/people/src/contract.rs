@@ -21,7 +21,7 @@ pub const PERSON_SCHEMA_PATH: &str = "schemas/person.schema.json";
 pub const BINDINGS_SCHEMA_PATH: &str = "schemas/people-bindings.schema.json";
 pub const LOCK_PATH: &str = "schemas/people-contracts.lock.json";
 /// The spec string of the lock file.
-pub const LOCK_SPEC: &str = "acompose/people-contracts-lock@1";
+pub(crate) const LOCK_SPEC: &str = "acompose/people-contracts-lock@1";
 
 /// The contract files as the driver found them; `None` when absent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,7 +79,7 @@ struct LockEntry {
 }
 
 /// The bytes of `schemas/people-contracts.lock.json` for the shipped schemas.
-pub fn lock_bytes() -> Vec<u8> {
+pub(crate) fn lock_bytes() -> Vec<u8> {
     let lock = LockFile {
         spec: LOCK_SPEC,
         contracts: MIRRORS
@@ -95,7 +95,7 @@ pub fn lock_bytes() -> Vec<u8> {
 }
 
 /// Everything `people init` writes under `schemas/`: both mirrors, then the lock.
-pub fn mirror_files() -> Vec<OutputFile> {
+pub(crate) fn mirror_files() -> Vec<OutputFile> {
     let mut files: Vec<OutputFile> = MIRRORS
         .iter()
         .map(|mirror| OutputFile { path: mirror.path.to_owned(), bytes: mirror.text.as_bytes().into() })

@@ -107,7 +107,7 @@ struct RoleBindingFile {
 }
 
 /// Reads a Person from a value the person@1 schema accepted.
-pub fn decode_person(value: &Value) -> Option<Person> {
+pub(crate) fn decode_person(value: &Value) -> Option<Person> {
     let file = PersonFile::deserialize(value).ok()?;
     let budget = file.budget.map_or_else(Budget::default, |budget| Budget {
         max_tokens: budget.max_tokens,
@@ -141,7 +141,7 @@ pub fn decode_person(value: &Value) -> Option<Person> {
 }
 
 /// Reads the bindings from a value the people-bindings@1 schema accepted.
-pub fn decode_bindings(value: &Value) -> Option<Bindings> {
+pub(crate) fn decode_bindings(value: &Value) -> Option<Bindings> {
     let file = BindingsFile::deserialize(value).ok()?;
     let mut bindings = Bindings::default();
     for (role, entry) in file.roles {

@@ -60,7 +60,7 @@ pub struct Review {
 }
 
 impl Review {
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.person.is_some()
     }
 }

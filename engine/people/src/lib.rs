@@ -40,22 +40,22 @@ pub use model::{Avatar, Bindings, Budget, ImportSource, Isolation, Person, RoleB
 pub use workspace::{Roster, SourceFile, Validation, WorkspaceFiles};
 
 /// The spec string of one Person file.
-pub const PERSON_SPEC: &str = "agent-toolkit/person@1";
+pub(crate) const PERSON_SPEC: &str = "agent-toolkit/person@1";
 /// The spec string of `people/bindings.yaml`.
 pub const BINDINGS_SPEC: &str = "agent-toolkit/people-bindings@1";
 /// The spec string of an importable hire file.
-pub const HIRE_SPEC: &str = "munder-difflin/hire@1";
+pub(crate) const HIRE_SPEC: &str = "munder-difflin/hire@1";
 /// The spec string of a swarm recipe as `acompose people resolve` reads it.
 pub const RECIPE_SPEC: &str = "acompose/people-recipe@1";
 
 /// The longest id, role or other slug.
-pub const MAX_SLUG_LENGTH: usize = 64;
+pub(crate) const MAX_SLUG_LENGTH: usize = 64;
 /// The longest reference (definition id, provider, model, skill, …).
-pub const MAX_REFERENCE_LENGTH: usize = 128;
+pub(crate) const MAX_REFERENCE_LENGTH: usize = 128;
 /// The most entries in a reference list.
-pub const MAX_REFERENCES: usize = 32;
+pub(crate) const MAX_REFERENCES: usize = 32;
 /// The largest `budget.max_tokens` person@1 accepts.
-pub const MAX_TOKENS_CEILING: u64 = 1_000_000_000;
+pub(crate) const MAX_TOKENS_CEILING: u64 = 1_000_000_000;
 
 /// Whether `text` is a slug as ids and roles spell it: `^[a-z0-9][a-z0-9_-]*$`, at most
 /// 64 characters.
@@ -71,7 +71,7 @@ pub fn is_slug(text: &str) -> bool {
 
 /// Whether `text` is a reference: `^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$`, at most 128
 /// characters.
-pub fn is_reference(text: &str) -> bool {
+pub(crate) fn is_reference(text: &str) -> bool {
     let mut bytes = text.bytes();
     let Some(first) = bytes.next() else {
         return false;
@@ -83,7 +83,7 @@ pub fn is_reference(text: &str) -> bool {
 
 /// Turns free text into a slug: ASCII letters and digits lowercased, every other run of
 /// characters one `-`, trimmed, at most 64 characters. Empty when nothing is left.
-pub fn slugify(text: &str) -> String {
+pub(crate) fn slugify(text: &str) -> String {
     let mut slug = String::new();
     let mut pending_separator = false;
     for character in text.chars() {
@@ -117,7 +117,7 @@ pub fn printable(text: &str) -> String {
 
 /// Makes a value from a file safe to print in a review: control characters (escape
 /// sequences included) become U+FFFD, everything else is kept.
-pub fn displayable(text: &str) -> String {
+pub(crate) fn displayable(text: &str) -> String {
     acompose_engine::diagnostic::sanitize(text)
 }
 

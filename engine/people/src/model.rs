@@ -52,7 +52,7 @@ impl Person {
         }
     }
 
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         !self.archived
     }
 }

@@ -191,7 +191,7 @@ fn resolve_slot<'a>(
 
 /// A Person built on one agent definition cannot fill a slot that asks for another
 /// persona. A Person without a definition, or a slot without a persona, is compatible.
-pub fn compatible(slot: &Slot, person: &Person) -> bool {
+pub(crate) fn compatible(slot: &Slot, person: &Person) -> bool {
     match (&slot.persona, &person.definition_id) {
         (Some(persona), Some(definition)) => persona == definition,
         _ => true,

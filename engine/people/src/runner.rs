@@ -129,7 +129,7 @@ pub fn invocation(runner: &Runner, model: Option<&str>, prompt: &str) -> Result<
 
 /// An argv as one line a POSIX shell reads back to the same words: each argument that
 /// is not plainly safe is single-quoted.
-pub fn argv_text(argv: &[String]) -> String {
+pub(crate) fn argv_text(argv: &[String]) -> String {
     argv.iter().map(|argument| shell_word(argument)).collect::<Vec<_>>().join(" ")
 }
 

@@ -13,11 +13,11 @@ use super::tree::{Tree, push_token};
 use crate::Diagnostic;
 
 /// `schemas/person.schema.json`, byte for byte as `people init` mirrors it.
-pub const PERSON_SCHEMA: &str = include_str!("schemas/person.schema.json");
+pub(crate) const PERSON_SCHEMA: &str = include_str!("schemas/person.schema.json");
 /// `schemas/people-bindings.schema.json`, byte for byte as `people init` mirrors it.
-pub const BINDINGS_SCHEMA: &str = include_str!("schemas/people-bindings.schema.json");
+pub(crate) const BINDINGS_SCHEMA: &str = include_str!("schemas/people-bindings.schema.json");
 /// The recipe format of `acompose people resolve`; not mirrored into workspaces.
-pub const RECIPE_SCHEMA: &str = include_str!("schemas/recipe.schema.json");
+pub(crate) const RECIPE_SCHEMA: &str = include_str!("schemas/recipe.schema.json");
 
 /// One of the shipped schemas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

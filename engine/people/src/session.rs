@@ -21,7 +21,7 @@ use crate::Diagnostic;
 /// The spec string of a session record. The contract names the fields but no spec
 /// string; the record also carries `pid` and `pid_start`, which are this project's, so the
 /// name is this project's too.
-pub const SESSION_SPEC: &str = "acompose/person-session@1";
+pub(crate) const SESSION_SPEC: &str = "acompose/person-session@1";
 /// Where session records live, relative to the workspace.
 pub const SESSIONS_DIRECTORY: &str = ".agent-toolkit/sessions";
 /// The largest record accepted, in bytes.
@@ -29,11 +29,11 @@ pub const MAX_RECORD_BYTES: usize = 16 * 1024;
 /// The most records a sessions folder may hold.
 pub const MAX_RECORDS: usize = 512;
 /// The longest session id.
-pub const MAX_SESSION_ID_LENGTH: usize = 64;
+pub(crate) const MAX_SESSION_ID_LENGTH: usize = 64;
 /// The longest `cwd`, in bytes.
-pub const MAX_CWD_BYTES: usize = 4096;
+pub(crate) const MAX_CWD_BYTES: usize = 4096;
 /// The longest Person name, in characters (as person@1 bounds it).
-pub const MAX_PERSON_NAME_CHARACTERS: usize = 128;
+pub(crate) const MAX_PERSON_NAME_CHARACTERS: usize = 128;
 
 // ---------------------------------------------------------------------------------------
 // Status machine
@@ -85,7 +85,7 @@ impl Status {
         Self::ALL.into_iter().find(|status| status.as_str() == text)
     }
 
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(self, Status::Launching | Status::Running)
     }
 
@@ -108,7 +108,7 @@ impl Status {
     }
 
     /// The checked transition.
-    pub fn transition(self, to: Status) -> Result<Status, SessionError> {
+    pub(crate) fn transition(self, to: Status) -> Result<Status, SessionError> {
         if self.allows(to) { Ok(to) } else { Err(SessionError::ForbiddenTransition { from: self, to }) }
     }
 }
@@ -433,7 +433,7 @@ struct RecordFile<'a> {
 }
 
 /// Every key a record has, in the written order.
-pub const RECORD_FIELDS: [&str; 15] = [
+pub(crate) const RECORD_FIELDS: [&str; 15] = [
     "spec",
     "id",
     "person_id",
@@ -709,7 +709,7 @@ fn is_cwd(text: &str) -> bool {
 
 /// Sorts records newest first: by `started_at` descending, then by id descending, so
 /// the order is total and the same on every machine.
-pub fn sort_newest_first(records: &mut [SessionRecord]) {
+pub(crate) fn sort_newest_first(records: &mut [SessionRecord]) {
     records.sort_by(|left, right| right.started_at.cmp(&left.started_at).then_with(|| right.id.cmp(&left.id)));
 }
 

@@ -12,11 +12,11 @@ use super::session::{Launch, Timestamp};
 use super::{is_slug, workspace::Roster};
 
 /// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
-pub const MAX_TASK_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_TASK_BYTES: usize = 8 * 1024;
 /// The environment hint naming the Person of a session.
-pub const PERSON_ID_VARIABLE: &str = "AGENT_TOOLKIT_PERSON_ID";
+pub(crate) const PERSON_ID_VARIABLE: &str = "AGENT_TOOLKIT_PERSON_ID";
 /// The environment hint naming the session.
-pub const SESSION_ID_VARIABLE: &str = "AGENT_TOOLKIT_SESSION_ID";
+pub(crate) const SESSION_ID_VARIABLE: &str = "AGENT_TOOLKIT_SESSION_ID";
 
 /// What the user asked to start.
 #[derive(Debug, Clone, Copy)]
@@ -156,7 +156,7 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
 }
 
 /// The limits of `person` a local PTY cannot enforce, in a fixed order.
-pub fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
+pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
     let mut limits = Vec::new();
     if person.budget.max_tokens.is_some() {
         limits.push(UnsupportedLimit::MaxTokens);
@@ -175,7 +175,7 @@ pub fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
 /// tabs become U+FFFD, so the text shown in the review is the text the runner receives.
 /// It always starts with `You`, never with `-`, so a positional prompt is never read as
 /// an option.
-pub fn initial_prompt(person: &Person, project_id: &str, task: Option<&str>) -> String {
+pub(crate) fn initial_prompt(person: &Person, project_id: &str, task: Option<&str>) -> String {
     let mut prompt = format!(
         "You are working as the {} of project {}.\n\nYour standing goal: {}\n",
         person.role,

@@ -15,11 +15,11 @@ use super::json;
 use crate::Diagnostic;
 
 /// The spec string of a lock the Agent Toolkit wrote.
-pub const TOOLKIT_LOCK_SPEC: &str = "agent-toolkit/people-contracts-lock@1";
+pub(crate) const TOOLKIT_LOCK_SPEC: &str = "agent-toolkit/people-contracts-lock@1";
 
 /// Whether the bytes are a JSON object whose `spec` is the Toolkit's lock spec. Used to
 /// choose the format before the lock is checked in full.
-pub fn is_toolkit_lock(bytes: &[u8]) -> bool {
+pub(crate) fn is_toolkit_lock(bytes: &[u8]) -> bool {
     json::parse(bytes).ok().is_some_and(|tree| {
         tree.value.as_object().and_then(|object| object.get("spec")).and_then(Value::as_str) == Some(TOOLKIT_LOCK_SPEC)
     })
@@ -28,7 +28,7 @@ pub fn is_toolkit_lock(bytes: &[u8]) -> bool {
 /// The digest of every listed file, by workspace-relative path; `None` unless the lock
 /// is exactly `{spec, source, files}` with a non-empty `files` map of safe relative paths
 /// to `{sha256, source}` (64 hex digits and a string).
-pub fn locked_files(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
+pub(crate) fn locked_files(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
     let tree = json::parse(bytes).ok()?;
     let object = tree.value.as_object()?;
     if object.len() != 3 || object.get("spec")?.as_str()? != TOOLKIT_LOCK_SPEC {

@@ -11,7 +11,7 @@ use crate::syntax::{Node, kdl_document};
 
 /// A value with the span it was read from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Spanned<T> {
+pub(crate) struct Spanned<T> {
     pub value: T,
     pub span: Span,
 }
@@ -24,7 +24,7 @@ impl<T> Spanned<T> {
 
 /// `agent "claude" tier="frontier"` or `seat "chatbot" name="guide" pronouns="they"`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SeatDeclaration {
+pub(crate) struct SeatDeclaration {
     pub key: Spanned<String>,
     pub harness: String,
     pub name: Option<String>,
@@ -48,13 +48,13 @@ pub struct CopyContract {
 
 /// `inspiration "<id>" { fit "…" }` inside a role or personality.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InspirationUse {
+pub(crate) struct InspirationUse {
     pub id: Spanned<String>,
     pub fit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RoleDeclaration {
+pub(crate) struct RoleDeclaration {
     pub slug: Spanned<String>,
     pub display_name: Option<String>,
     pub purpose: Option<String>,
@@ -77,7 +77,7 @@ pub struct Triple {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PersonalityDeclaration {
+pub(crate) struct PersonalityDeclaration {
     pub slug: Spanned<String>,
     pub skill: Option<Spanned<String>>,
     pub color: Option<Spanned<String>>,
@@ -94,7 +94,7 @@ pub struct PersonalityDeclaration {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InspirationDeclaration {
+pub(crate) struct InspirationDeclaration {
     pub id: Spanned<String>,
     pub name: String,
 }

@@ -11,10 +11,10 @@ pub use declaration::{CopyContract, CopyRule, Triple};
 pub use validate::person_model;
 
 /// The three model tiers, in their canonical order.
-pub const MODEL_TIERS: [&str; 3] = ["frontier", "commodity", "oss"];
+pub(crate) const MODEL_TIERS: [&str; 3] = ["frontier", "commodity", "oss"];
 
 /// The fixed renderer expression vocabulary.
-pub const EXPRESSIONS: [&str; 9] =
+pub(crate) const EXPRESSIONS: [&str; 9] =
     ["available", "listening", "thinking", "acting", "waiting-for-human", "blocked", "completed", "failed", "offline"];
 
 /// A colour as written (`#rrggbb`) and its OKLab coordinates.
@@ -26,7 +26,7 @@ pub struct Colour {
 }
 
 impl Colour {
-    pub fn from_lab(lab: crate::color::Lab) -> Self {
+    pub(crate) fn from_lab(lab: crate::color::Lab) -> Self {
         let hex = lab.to_hex();
         let rgb = crate::color::parse_hex(&hex).unwrap_or([0, 0, 0]);
         Self { hex, rgb, lab }

@@ -9,20 +9,20 @@ use crate::person::reader::is_slug;
 
 /// A numbered declaration file `NN-<slug>.kdl`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NumberedFile {
+pub(crate) struct NumberedFile {
     pub slug: String,
     pub file: SourceFile,
 }
 
 /// One skill folder: its `SKILL.md` when present.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SkillFolder {
+pub(crate) struct SkillFolder {
     pub folder: String,
     pub skill: Option<SourceFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct PackageLayout {
+pub(crate) struct PackageLayout {
     pub manifest: Option<SourceFile>,
     pub roles: Vec<NumberedFile>,
     /// `roles/<slug>/SKILL.md` by slug.

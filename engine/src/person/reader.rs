@@ -7,7 +7,7 @@ use crate::diagnostic::{Diagnostic, Span, sanitize};
 use crate::syntax::{Node, Value};
 
 /// Collects diagnostics for one file while its nodes are read.
-pub struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     pub path: &'a str,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -22,7 +22,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Checks the number of positional arguments; reports and returns false when wrong.
-    pub fn argument_count(&mut self, node: &Node, minimum: usize, maximum: Option<usize>) -> bool {
+    pub(crate) fn argument_count(&mut self, node: &Node, minimum: usize, maximum: Option<usize>) -> bool {
         let count = node.arguments.len();
         let too_few = count < minimum;
         let too_many = maximum.is_some_and(|maximum| count > maximum);
@@ -49,7 +49,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The string arguments of a node; non-strings are reported and skipped.
-    pub fn string_arguments(&mut self, node: &Node) -> Vec<(String, Span)> {
+    pub(crate) fn string_arguments(&mut self, node: &Node) -> Vec<(String, Span)> {
         let mut values = Vec::new();
         for argument in &node.arguments {
             match &argument.value {
@@ -66,7 +66,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The first argument as a string, after checking the node takes exactly one.
-    pub fn single_string(&mut self, node: &Node) -> Option<(String, Span)> {
+    pub(crate) fn single_string(&mut self, node: &Node) -> Option<(String, Span)> {
         if !self.argument_count(node, 1, Some(1)) {
             return None;
         }
@@ -74,7 +74,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reports properties outside `allowed` and repeated properties.
-    pub fn allowed_properties(&mut self, node: &Node, allowed: &[&str]) {
+    pub(crate) fn allowed_properties(&mut self, node: &Node, allowed: &[&str]) {
         let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
         for property in &node.properties {
             if !allowed.contains(&property.name.as_str()) {
@@ -101,7 +101,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string property; reports a wrong type, and its absence when `required`.
-    pub fn string_property(&mut self, node: &Node, name: &str, required: bool) -> Option<(String, Span)> {
+    pub(crate) fn string_property(&mut self, node: &Node, name: &str, required: bool) -> Option<(String, Span)> {
         match node.property(name) {
             Some(property) => match &property.value {
                 Value::String(text) => Some((text.clone(), property.span)),
@@ -129,7 +129,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub fn no_children(&mut self, node: &Node) {
+    pub(crate) fn no_children(&mut self, node: &Node) {
         if let Some(child) = node.children.first() {
             self.report(
                 "unknown-node",
@@ -141,7 +141,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reports a node that is not part of the grammar at this place.
-    pub fn unknown_node(&mut self, node: &Node, place: &str, known: &[&str]) {
+    pub(crate) fn unknown_node(&mut self, node: &Node, place: &str, known: &[&str]) {
         self.report(
             "unknown-node",
             node.name_span,
@@ -151,7 +151,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Records a singleton node; reports and returns false when it was already seen.
-    pub fn singleton(&mut self, seen: &mut BTreeMap<String, Span>, node: &Node) -> bool {
+    pub(crate) fn singleton(&mut self, seen: &mut BTreeMap<String, Span>, node: &Node) -> bool {
         if seen.contains_key(&node.name) {
             self.report(
                 "duplicate-node",
@@ -188,6 +188,6 @@ pub fn is_slug(value: &str) -> bool {
         && value.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
 }
 
-pub fn quoted_list(items: &[&str]) -> String {
+pub(crate) fn quoted_list(items: &[&str]) -> String {
     items.iter().map(|item| format!("`{item}`")).collect::<Vec<_>>().join(", ")
 }

@@ -21,17 +21,17 @@ mod role;
 use role::load_roles;
 
 /// The most words a role skill body may hold after its title.
-pub const ROLE_SKILL_MAX_WORDS: usize = 400;
+pub(crate) const ROLE_SKILL_MAX_WORDS: usize = 400;
 /// The fewest paragraphs a role skill body (or legacy briefing) must hold.
-pub const ROLE_SKILL_MIN_PARAGRAPHS: usize = 3;
+pub(crate) const ROLE_SKILL_MIN_PARAGRAPHS: usize = 3;
 /// The most words a personality skill body may hold.
-pub const PERSONALITY_SKILL_MAX_WORDS: usize = 320;
+pub(crate) const PERSONALITY_SKILL_MAX_WORDS: usize = 320;
 /// Core: roles and personalities in the embedded default.
-pub const CORE_ROLE_COUNT: usize = 7;
-pub const CORE_PERSONALITY_COUNT: usize = 10;
+pub(crate) const CORE_ROLE_COUNT: usize = 7;
+pub(crate) const CORE_PERSONALITY_COUNT: usize = 10;
 /// Core: personalities per role, and the most roles one personality may serve.
-pub const CORE_MELD_SIZE: usize = 2;
-pub const CORE_MAX_ROLES_PER_PERSONALITY: usize = 3;
+pub(crate) const CORE_MELD_SIZE: usize = 2;
+pub(crate) const CORE_MAX_ROLES_PER_PERSONALITY: usize = 3;
 
 struct Context<'db> {
     db: &'db dyn salsa::Database,

@@ -24,7 +24,7 @@ impl Tree {
         Self { value, positions, keys: BTreeMap::new() }
     }
 
-    pub fn with_keys(mut self, keys: BTreeMap<String, Position>) -> Self {
+    pub(crate) fn with_keys(mut self, keys: BTreeMap<String, Position>) -> Self {
         self.keys = keys;
         self
     }
@@ -57,7 +57,7 @@ impl SyntaxError {
         Self::new(crate::limits::PEOPLE_FILE.code, "file is larger than 64 KiB", None)
     }
 
-    pub fn not_utf8() -> Self {
+    pub(crate) fn not_utf8() -> Self {
         Self::new("not-utf8", "file is not valid UTF-8", None)
     }
 }
