@@ -178,7 +178,8 @@ fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
 }
 
 fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
-    let validation = Workspace::open(&args.workspace.workspace).and_then(|workspace| Ok(workspace.collect(true)?));
+    let validation =
+        Workspace::open(&args.workspace.workspace).and_then(|workspace| Ok(workspace.collect_with_contract()?));
     let files = match validation {
         Ok(files) => files,
         Err(stop) => return report_stop(stop, args.json),
@@ -207,7 +208,7 @@ fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
 
 fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open(&args.workspace.workspace)?;
-    let validation = workspace::load_roster(&workspace.collect(false)?);
+    let validation = workspace::load_roster(&workspace.collect()?);
     if args.json {
         // One document: the findings travel inside it.
         print_stdout(&String::from_utf8_lossy(&report::list_json(&validation.roster.people, &validation.findings)));

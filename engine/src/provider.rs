@@ -145,7 +145,7 @@ impl RootReading<'_> {
             reader.report("duplicate-repository", span, format!("repository `{id}` is declared twice"), "keep one");
             return None;
         }
-        let (repository_path, path_span) = reader.string_property(child, "path", true)?;
+        let (repository_path, path_span) = reader.required_string_property(child, "path")?;
         if !crate::host_config::is_repository_path(&repository_path) {
             reader.report(
                 "repository-path",

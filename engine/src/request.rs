@@ -318,7 +318,7 @@ impl ComposeReading<'_> {
         self.reader.argument_count(child, 0, Some(0));
         self.reader.allowed_properties(child, &["name"]);
         self.reader.no_children(child);
-        if self.reader.string_property(child, "name", true).is_some() {
+        if self.reader.required_string_property(child, "name").is_some() {
             warn_unmodelled(
                 &mut self.reader,
                 child,
@@ -456,8 +456,8 @@ fn source_required(reader: &mut Reader<'_>, child: &Node) -> bool {
 
 /// Where a source's skills come from: exactly one of `root=` and `declaration=`.
 fn source_location(reader: &mut Reader<'_>, child: &Node, id: &str, span: Span) -> Option<SourceLocation> {
-    let root = reader.string_property(child, "root", false);
-    let declaration = reader.string_property(child, "declaration", false);
+    let root = reader.optional_string_property(child, "root");
+    let declaration = reader.optional_string_property(child, "declaration");
     match (root, declaration) {
         (Some((path, path_span)), None) => {
             path_value(reader, child, path, path_span, PathRule::StaysInside).map(SourceLocation::Root)
@@ -539,7 +539,7 @@ pub fn parse_declaration(text: &str, path: &str, expected_id: &str) -> Parsed<De
                 reader.report("duplicate-node", span, format!("{} `{id}` is declared twice", child.name), "keep one");
                 continue;
             }
-            let Some((entry_path, path_span)) = reader.string_property(child, "path", true) else { continue };
+            let Some((entry_path, path_span)) = reader.required_string_property(child, "path") else { continue };
             let Some(entry_path) = path_value(&mut reader, child, entry_path, path_span, PathRule::StaysInside) else {
                 continue;
             };

@@ -90,7 +90,7 @@ fn person_response(status: StatusCode, person: &Person) -> Response {
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     blocking(state, |state| {
-        let validation = workspace::load_roster(&state.workspace.collect(false)?);
+        let validation = workspace::load_roster(&state.workspace.collect()?);
         Ok(json_response(StatusCode::OK, report::list_json(&validation.roster.people, &validation.findings)))
     })
     .await
@@ -254,7 +254,7 @@ pub async fn import_save(State(state): State<Arc<AppState>>, body: Body) -> Resu
 }
 
 fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
-    let validation = workspace::load_roster(&state.workspace.collect(false)?);
+    let validation = workspace::load_roster(&state.workspace.collect()?);
     let findings: Vec<Diagnostic> =
         validation.findings.into_iter().filter(|finding| finding.file.as_deref() == Some(BINDINGS_PATH)).collect();
     if findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE) {

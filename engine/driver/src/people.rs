@@ -73,7 +73,7 @@ pub fn create_person(workspace: &Workspace, person: &Person) -> Result<String, S
 /// would, with every referenced Person required to have a file. Returns the path written.
 pub fn save_bindings(workspace: &Workspace, bindings: &Bindings) -> Result<String, Stop> {
     let bytes = document::bindings_bytes(bindings);
-    let files = workspace.collect(false)?;
+    let files = workspace.collect()?;
     let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
     let (checked, findings) = workspace::check_bindings(&bytes, &present);
     if checked.is_none() || !findings.is_empty() {
@@ -90,7 +90,7 @@ pub fn save_bindings(workspace: &Workspace, bindings: &Bindings) -> Result<Strin
 /// also YAML), checked exactly as `people validate` checks the file, every referenced
 /// Person required to have a file. Writes the canonical form; returns what was saved.
 pub fn replace_bindings(workspace: &Workspace, submitted: &[u8]) -> Result<Bindings, Stop> {
-    let files = workspace.collect(false)?;
+    let files = workspace.collect()?;
     let present = files.people.iter().filter_map(|file| workspace::slug_stem(&file.name)).map(str::to_owned).collect();
     let (checked, findings) = workspace::check_bindings(submitted, &present);
     let Some(bindings) = checked.filter(|_| findings.is_empty()) else {
@@ -104,7 +104,7 @@ pub fn replace_bindings(workspace: &Workspace, submitted: &[u8]) -> Result<Bindi
 /// binding that names a Person with no file does not (resolution skips that candidate as
 /// missing), and comes back among the findings.
 pub fn roster_for_resolution(workspace: &Workspace) -> Result<acompose_people::Validation, Stop> {
-    let validation = workspace::load_roster(&workspace.collect(false)?);
+    let validation = workspace::load_roster(&workspace.collect()?);
     let blocking =
         validation.findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE);
     if blocking {

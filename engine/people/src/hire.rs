@@ -129,7 +129,7 @@ impl Mapper {
                         );
                         self.draft.role = Some(role);
                     }
-                    None => self.attend("description", "is not text a role can be made from; not mapped", false),
+                    None => self.notice("description", "is not text a role can be made from; not mapped"),
                 },
                 "goal" => self.draft.goal = self.text("goal", "goal", value, 2048),
                 "character" => {
@@ -150,7 +150,7 @@ impl Mapper {
                         self.draft.isolation = Some(Isolation::Worktree);
                     }
                     Value::Bool(false) => self.map("isolate", "isolation", "(not set: inherited)", None),
-                    _ => self.attend("isolate", "is not true or false; not mapped", false),
+                    _ => self.notice("isolate", "is not true or false; not mapped"),
                 },
                 "tokenCap" => match value.as_u64() {
                     Some(cap) if cap <= MAX_TOKENS_CEILING => {
@@ -158,7 +158,7 @@ impl Mapper {
                         self.draft.max_tokens = Some(cap);
                     }
                     Some(_) => token_cap_too_high = true,
-                    None => self.attend("tokenCap", "is not a non-negative whole number; not mapped", false),
+                    None => self.notice("tokenCap", "is not a non-negative whole number; not mapped"),
                 },
                 "commandFlags" => self.ignore(key, "commands are never executed or stored"),
                 "author" | "homepage" => self.ignore(key, "attribution is not part of person@1"),
@@ -187,14 +187,14 @@ impl Mapper {
             self.map("--max-tokens", "budget.max_tokens", &max_tokens.to_string(), Some("supplied in review"));
             self.draft.max_tokens = Some(max_tokens);
         } else if token_cap_too_high {
-            self.attend("tokenCap", "is above the person@1 ceiling of 1000000000; pass --max-tokens", true);
+            self.block("tokenCap", "is above the person@1 ceiling of 1000000000; pass --max-tokens");
         }
         match (&overrides.id, &self.draft.name) {
             (Some(id), _) => self.map("--id", "id", id, Some("supplied in review")),
             (None, Some(name)) => {
                 let id = slugify(name);
                 if id.is_empty() {
-                    self.attend("id", "cannot be made from the name; pass --id", true);
+                    self.block("id", "cannot be made from the name; pass --id");
                 } else {
                     self.map("name", "id", &id, Some("slugified from the name; override with --id"));
                 }
@@ -202,13 +202,13 @@ impl Mapper {
             (None, None) => {}
         }
         if self.draft.name.is_none() {
-            self.attend("name", "is absent or not 1 to 128 characters; pass --name", true);
+            self.block("name", "is absent or not 1 to 128 characters; pass --name");
         }
         if self.draft.role.is_none() {
-            self.attend("role", "cannot be made from `description`; pass --role", true);
+            self.block("role", "cannot be made from `description`; pass --role");
         }
         if self.draft.goal.is_none() {
-            self.attend("goal", "is absent; review must supply one with --goal", true);
+            self.block("goal", "is absent; review must supply one with --goal");
         }
     }
 
@@ -243,8 +243,14 @@ impl Mapper {
         self.ignored.push(Ignored { name: name.to_owned(), reason });
     }
 
-    fn attend(&mut self, field: &'static str, message: &'static str, blocking: bool) {
-        self.attention.push(Attention { field, message, blocking });
+    /// A field the user must settle before the Person can be saved.
+    fn block(&mut self, field: &'static str, message: &'static str) {
+        self.attention.push(Attention { field, message, blocking: true });
+    }
+
+    /// A field worth a look that does not stop the save.
+    fn notice(&mut self, field: &'static str, message: &'static str) {
+        self.attention.push(Attention { field, message, blocking: false });
     }
 
     fn text(&mut self, source: &'static str, target: &'static str, value: &Value, maximum: usize) -> Option<String> {
@@ -254,7 +260,7 @@ impl Mapper {
                 Some(text.to_owned())
             }
             _ => {
-                self.attend(source, "is not text of an accepted length; not mapped", false);
+                self.notice(source, "is not text of an accepted length; not mapped");
                 None
             }
         }
@@ -267,7 +273,7 @@ impl Mapper {
                 Some(text.to_owned())
             }
             _ => {
-                self.attend(source, "is not a valid reference; not mapped", false);
+                self.notice(source, "is not a valid reference; not mapped");
                 None
             }
         }
@@ -276,7 +282,7 @@ impl Mapper {
     /// A list of references: invalid entries and repeats are dropped, at most 32 kept.
     fn references(&mut self, source: &'static str, target: &'static str, value: &Value) -> Vec<String> {
         let Some(items) = value.as_array() else {
-            self.attend(source, "is not a list; not mapped", false);
+            self.notice(source, "is not a list; not mapped");
             return Vec::new();
         };
         let names: Vec<Option<&str>> = items.iter().map(Value::as_str).collect();
@@ -294,16 +300,15 @@ impl Mapper {
             Value::Object(servers) => {
                 let names: Vec<Option<&str>> = servers.keys().map(|name| Some(name.as_str())).collect();
                 if servers.values().any(|configuration| !configuration.is_null()) {
-                    self.attend(
+                    self.notice(
                         "mcpServers",
                         "server configurations (commands, arguments, environment) are not kept; only names",
-                        false,
                     );
                 }
                 self.keep_references("mcpServers", "mcp_servers", &names)
             }
             _ => {
-                self.attend("mcpServers", "is neither a list nor an object of servers; not mapped", false);
+                self.notice("mcpServers", "is neither a list nor an object of servers; not mapped");
                 Vec::new()
             }
         }
@@ -323,11 +328,11 @@ impl Mapper {
             }
         }
         if dropped {
-            self.attend(source, "has entries that are not valid references; they were dropped", false);
+            self.notice(source, "has entries that are not valid references; they were dropped");
         }
         if kept.len() > MAX_REFERENCES {
             kept.truncate(MAX_REFERENCES);
-            self.attend(source, "has more than 32 entries; only the first 32 were kept", false);
+            self.notice(source, "has more than 32 entries; only the first 32 were kept");
         }
         self.map(source, target, &kept.join(", "), None);
         kept

@@ -324,8 +324,8 @@ fn read_role_identity(
     reader.argument_count(child, 0, Some(0));
     reader.allowed_properties(child, &["name", "pronouns"]);
     reader.no_children(child);
-    let name = reader.string_property(child, "name", true);
-    let pronouns = reader.string_property(child, "pronouns", true);
+    let name = reader.required_string_property(child, "name");
+    let pronouns = reader.required_string_property(child, "pronouns");
     match (name, pronouns) {
         (Some((name, _)), Some((pronouns, _))) => Some(Spanned::new((name, pronouns), child.name_span)),
         _ => None,
@@ -338,14 +338,14 @@ fn read_seat(reader: &mut Reader<'_>, child: &Node) -> Option<SeatDeclaration> {
     reader.no_children(child);
     let (key, key_span) = reader.single_string(child)?;
     reader.slug(&key, key_span, "seat key");
-    let harness = reader.string_property(child, "harness", false).map(|(value, _)| value);
+    let harness = reader.optional_string_property(child, "harness").map(|(value, _)| value);
     Some(SeatDeclaration {
         harness: harness.unwrap_or_else(|| key.clone()),
         key: Spanned::new(key, key_span),
-        name: reader.string_property(child, "name", false).map(|(value, _)| value),
-        pronouns: reader.string_property(child, "pronouns", false).map(|(value, _)| value),
-        channel: reader.string_property(child, "channel", false).map(|(value, _)| value),
-        tier: reader.string_property(child, "tier", false).map(|(value, span)| Spanned::new(value, span)),
+        name: reader.optional_string_property(child, "name").map(|(value, _)| value),
+        pronouns: reader.optional_string_property(child, "pronouns").map(|(value, _)| value),
+        channel: reader.optional_string_property(child, "channel").map(|(value, _)| value),
+        tier: reader.optional_string_property(child, "tier").map(|(value, span)| Spanned::new(value, span)),
         span: child.name_span,
     })
 }
@@ -361,7 +361,7 @@ fn read_copy_contract(
     }
     reader.argument_count(child, 0, Some(0));
     reader.allowed_properties(child, &["scope"]);
-    let scope = reader.string_property(child, "scope", true).map(|(value, _)| value);
+    let scope = reader.required_string_property(child, "scope").map(|(value, _)| value);
     let mut rules = Vec::new();
     for rule in &child.children {
         if rule.name != "forbid" {
@@ -371,7 +371,7 @@ fn read_copy_contract(
         reader.allowed_properties(rule, &["prefer"]);
         reader.no_children(rule);
         if let Some((forbid, _)) = reader.single_string(rule) {
-            let prefer = reader.string_property(rule, "prefer", false).map(|(value, _)| value);
+            let prefer = reader.optional_string_property(rule, "prefer").map(|(value, _)| value);
             rules.push(CopyRule { forbid, prefer });
         }
     }
@@ -466,9 +466,9 @@ fn read_personality(reader: &mut Reader<'_>, node: &Node) -> Option<PersonalityD
     reader.allowed_properties(node, &["skill", "color", "motif"]);
     let (slug, slug_span) = reader.single_string(node)?;
     reader.slug(&slug, slug_span, "personality slug");
-    let skill = reader.string_property(node, "skill", true).map(|(value, span)| Spanned::new(value, span));
-    let color = reader.string_property(node, "color", true).map(|(value, span)| Spanned::new(value, span));
-    let motif = reader.string_property(node, "motif", true).map(|(value, _)| value);
+    let skill = reader.required_string_property(node, "skill").map(|(value, span)| Spanned::new(value, span));
+    let color = reader.required_string_property(node, "color").map(|(value, span)| Spanned::new(value, span));
+    let motif = reader.required_string_property(node, "motif").map(|(value, _)| value);
     let mut personality = PersonalityDeclaration {
         slug: Spanned::new(slug, slug_span),
         skill,
@@ -553,7 +553,7 @@ fn read_inspiration(reader: &mut Reader<'_>, node: &Node) -> Option<InspirationD
     reader.allowed_properties(node, &["name", "profile-citation", "impact-mode"]);
     let (id, span) = reader.single_string(node)?;
     reader.slug(&id, span, "inspiration id");
-    let name = reader.string_property(node, "name", true).map(|(value, _)| value).unwrap_or_default();
+    let name = reader.required_string_property(node, "name").map(|(value, _)| value).unwrap_or_default();
     let mut seen = BTreeMap::new();
     for child in &node.children {
         match child.name.as_str() {

@@ -6,6 +6,13 @@ use std::collections::BTreeMap;
 use crate::diagnostic::{Diagnostic, Span, sanitize};
 use crate::syntax::{Node, Value};
 
+/// Whether a property must be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    Required,
+    Optional,
+}
+
 /// Collects diagnostics for one file while its nodes are read.
 pub(crate) struct Reader<'a> {
     pub path: &'a str,
@@ -100,8 +107,18 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A string property; reports a wrong type, and its absence when `required`.
-    pub(crate) fn string_property(&mut self, node: &Node, name: &str, required: bool) -> Option<(String, Span)> {
+    /// A string property that must be there: reports a wrong type and its absence.
+    pub(crate) fn required_string_property(&mut self, node: &Node, name: &str) -> Option<(String, Span)> {
+        self.string_property(node, name, Presence::Required)
+    }
+
+    /// A string property that may be left out: reports only a wrong type.
+    pub(crate) fn optional_string_property(&mut self, node: &Node, name: &str) -> Option<(String, Span)> {
+        self.string_property(node, name, Presence::Optional)
+    }
+
+    /// A string property; reports a wrong type, and its absence when it is required.
+    fn string_property(&mut self, node: &Node, name: &str, presence: Presence) -> Option<(String, Span)> {
         match node.property(name) {
             Some(property) => match &property.value {
                 Value::String(text) => Some((text.clone(), property.span)),
@@ -116,7 +133,7 @@ impl<'a> Reader<'a> {
                 }
             },
             None => {
-                if required {
+                if presence == Presence::Required {
                     self.report(
                         "missing-property",
                         node.name_span,

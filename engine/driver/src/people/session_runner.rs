@@ -19,7 +19,9 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, waitid};
 
 use super::process;
-use super::sessions::{Clock, Reviewed, lock, read_record, reconcile_locked, rejected, sessions_folder, write_record};
+use super::sessions::{
+    Clock, Reviewed, create_record, lock, made_sessions_folder, read_record, reconcile_locked, rejected, replace_record,
+};
 use super::storage::{Stop, Workspace};
 use crate::atomic::FileError;
 
@@ -143,7 +145,7 @@ pub fn start_session(
     clock: Arc<dyn Clock>,
 ) -> Result<SessionHandle, Stop> {
     reviewed.review.confirm(options.acknowledge_unsupported).map_err(rejected)?;
-    let folder = sessions_folder(workspace, true)?.ok_or_else(|| terminal_error("no sessions folder"))?;
+    let folder = made_sessions_folder(workspace)?;
     let guard = lock(&folder)?;
     let listing = reconcile_locked(&folder, clock.as_ref())?;
     let mut refused: Vec<&str> =
@@ -162,7 +164,7 @@ pub fn start_session(
         Ok(spawned) => spawned,
         Err(error) => {
             let _ = record.end(Ending::SpawnFailed, clock.now());
-            write_record(&folder, &record, false)?;
+            replace_record(&folder, &record)?;
             return Err(error);
         }
     };
@@ -172,10 +174,10 @@ pub fn start_session(
     if running.is_err() {
         let _ = process::end_group(pid, options.grace);
         let _ = record.end(Ending::SpawnFailed, clock.now());
-        write_record(&folder, &record, false)?;
+        replace_record(&folder, &record)?;
         return Err(terminal_error("the runner started but its process could not be observed"));
     }
-    if let Err(error) = write_record(&folder, &record, false) {
+    if let Err(error) = replace_record(&folder, &record) {
         // A runner whose record cannot say `running` is not left running.
         let _ = process::end_group(pid, options.grace);
         return Err(error);
@@ -206,7 +208,7 @@ fn launching_record(folder: &std::path::Path, reviewed: &Reviewed, clock: &dyn C
             break;
         };
         let record = SessionRecord::launching(reviewed.review.launch(&id, now.clone()));
-        if write_record(folder, &record, true)? {
+        if create_record(folder, &record)? {
             return Ok(record);
         }
     }
@@ -334,7 +336,7 @@ impl SessionHandle {
             _ => {
                 let mut record = self.record.clone();
                 record.end(ending, self.clock.now()).map_err(|error| Stop::Invalid(error.message().to_owned()))?;
-                write_record(&self.folder, &record, false)?;
+                replace_record(&self.folder, &record)?;
                 record
             }
         };

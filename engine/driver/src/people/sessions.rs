@@ -65,15 +65,18 @@ impl Clock for FixedClock {
 // ---------------------------------------------------------------------------------------
 // The records folder
 
-/// The sessions folder of a workspace, checked: neither `.agent-toolkit` nor `sessions`
-/// may be a symlink. `create` makes the missing folders; otherwise a missing folder is
-/// `None`.
-pub fn sessions_folder(workspace: &Workspace, create: bool) -> Result<Option<PathBuf>, Stop> {
+/// The sessions folder of a workspace, made when missing, checked: neither
+/// `.agent-toolkit` nor `sessions` may be a symlink.
+pub fn made_sessions_folder(workspace: &Workspace) -> Result<PathBuf, Stop> {
     workspace.refuse_symlinks(&[TOOLKIT_DIRECTORY, SESSIONS_DIRECTORY])?;
-    if create {
-        workspace.storage_folder(TOOLKIT_DIRECTORY)?;
-        return workspace.storage_folder(SESSIONS_DIRECTORY).map(Some);
-    }
+    workspace.storage_folder(TOOLKIT_DIRECTORY)?;
+    workspace.storage_folder(SESSIONS_DIRECTORY)
+}
+
+/// The sessions folder of a workspace if it exists, checked: neither `.agent-toolkit`
+/// nor `sessions` may be a symlink.
+pub fn sessions_folder(workspace: &Workspace) -> Result<Option<PathBuf>, Stop> {
+    workspace.refuse_symlinks(&[TOOLKIT_DIRECTORY, SESSIONS_DIRECTORY])?;
     let path = workspace.path(SESSIONS_DIRECTORY);
     match fs::symlink_metadata(&path) {
         Ok(metadata) if metadata.is_dir() => Ok(Some(path)),
@@ -135,20 +138,29 @@ fn read_record_file(path: &Path, inspected: &Metadata) -> Result<Vec<u8>, Stop> 
     super::storage::read_inspected(path, inspected, MAX_RECORD_BYTES).map_err(Stop::Io)
 }
 
-/// Writes `record` into `folder`: a new file when `create` (false if the name is taken),
-/// else over the existing one. Only bytes a later listing accepts are written.
-pub(crate) fn write_record(folder: &Path, record: &SessionRecord, create: bool) -> Result<bool, Stop> {
+/// Writes `record` into `folder` as a new file: false if the name is taken. Only bytes a
+/// later listing accepts are written.
+pub(crate) fn create_record(folder: &Path, record: &SessionRecord) -> Result<bool, Stop> {
+    let (name, bytes) = record_file(folder, record)?;
+    Ok(crate::atomic::create_new(folder, &name, &bytes)?)
+}
+
+/// Writes `record` over its existing file in `folder`. Only bytes a later listing
+/// accepts are written.
+pub(crate) fn replace_record(folder: &Path, record: &SessionRecord) -> Result<(), Stop> {
+    let (name, bytes) = record_file(folder, record)?;
+    crate::atomic::replace(folder, &name, &bytes)?;
+    Ok(())
+}
+
+/// A record's file name and checked bytes; refuses a symlink in its place.
+fn record_file(folder: &Path, record: &SessionRecord) -> Result<(String, Vec<u8>), Stop> {
     let bytes = checked_record_bytes(record).map_err(Stop::Findings)?;
     let name = record.file_name();
-    let target = folder.join(&name);
-    if fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+    if fs::symlink_metadata(folder.join(&name)).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
         return Err(Stop::Findings(vec![finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
     }
-    if create {
-        return Ok(crate::atomic::create_new(folder, &name, &bytes)?);
-    }
-    crate::atomic::replace(folder, &name, &bytes)?;
-    Ok(true)
+    Ok((name, bytes))
 }
 
 /// Reads one record of the folder by id, `None` when there is no such file.
@@ -188,7 +200,7 @@ pub struct Listing {
 /// is gone (or whose pid now names a process with another start time) become
 /// `interrupted` on disk. A workspace without a sessions folder has no sessions.
 pub fn list_sessions(workspace: &Workspace, clock: &dyn Clock) -> Result<Listing, Stop> {
-    let Some(folder) = sessions_folder(workspace, false)? else {
+    let Some(folder) = sessions_folder(workspace)? else {
         return Ok(Listing::default());
     };
     let _lock = lock(&folder)?;
@@ -208,7 +220,7 @@ pub(crate) fn reconcile_locked(folder: &Path, clock: &dyn Clock) -> Result<Listi
     }
     let interruptions = reconcile(&listing.records, &observations, &clock.now());
     for interruption in &interruptions {
-        write_record(folder, &interruption.record, false)?;
+        replace_record(folder, &interruption.record)?;
     }
     let records = listing
         .records
@@ -380,7 +392,7 @@ pub fn stop_session(workspace: &Workspace, id: &str, clock: &dyn Clock, grace: D
         return Err(Stop::Invalid(format!("`{}` is not a session id", printable(id))));
     }
     let no_session = || Stop::Invalid(format!("there is no session `{id}` in `{SESSIONS_DIRECTORY}/`"));
-    let folder = sessions_folder(workspace, false)?.ok_or_else(no_session)?;
+    let folder = sessions_folder(workspace)?.ok_or_else(no_session)?;
     let guard = lock(&folder)?;
     let listing = reconcile_locked(&folder, clock)?;
     let mut record = match listing.records.into_iter().find(|record| record.id == id) {
@@ -397,7 +409,7 @@ pub fn stop_session(workspace: &Workspace, id: &str, clock: &dyn Clock, grace: D
     record
         .end(Ending::Stopped { exit_code: None }, clock.now())
         .map_err(|error| Stop::Invalid(error.message().to_owned()))?;
-    write_record(&folder, &record, false)?;
+    replace_record(&folder, &record)?;
     drop(guard);
     let group_empty = process::end_group(group, grace)
         .map_err(|error| Stop::Io(FileError::caused(&folder, format!("cannot signal process group {group}"), error)))?;

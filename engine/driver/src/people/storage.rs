@@ -59,6 +59,13 @@ fn entry(path: &Path) -> Result<Entry> {
     }
 }
 
+/// Whether a collection reads the workspace's contract files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Contract {
+    Read,
+    Left,
+}
+
 impl Workspace {
     /// Opens an existing workspace folder, refusing a symlink. Only the folder itself is
     /// checked, not its parents (system folders such as `/tmp` may be links).
@@ -144,9 +151,19 @@ impl Workspace {
         Ok(files)
     }
 
-    /// Reads everything a command needs. `with_contract` adds the schema mirrors and lock
-    /// (only `validate` looks at them).
-    pub fn collect(&self, with_contract: bool) -> Result<WorkspaceFiles> {
+    /// Reads the People files and bindings every command needs.
+    pub fn collect(&self) -> Result<WorkspaceFiles> {
+        self.collect_files(Contract::Left)
+    }
+
+    /// Reads the People files and bindings with the schema mirrors and lock, which only
+    /// `validate` looks at.
+    pub fn collect_with_contract(&self) -> Result<WorkspaceFiles> {
+        self.collect_files(Contract::Read)
+    }
+
+    fn collect_files(&self, contract: Contract) -> Result<WorkspaceFiles> {
+        let with_contract = contract == Contract::Read;
         let mut files = WorkspaceFiles::default();
         let mut refused = Vec::new();
         if with_contract && self.folder("schemas", &mut refused)? {
