@@ -1,7 +1,7 @@
 //! `acompose catalog check [DIR…] [--json]`: renders the host's Agent Skills check of
 //! catalogues. Owns no rule and reads no file itself.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use acompose_driver::catalogue_check::check;
 
@@ -11,7 +11,7 @@ use crate::{exit, print_stderr, print_stdout};
 /// Checks every folder (the current folder when none is given); exit 1 on an
 /// error-level finding.
 pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
-    let checked = match check(directories) {
+    let checked = match check(Path::new(""), directories) {
         Ok(checked) => checked,
         Err(error) => return report_error(&error, terminal),
     };

@@ -116,7 +116,7 @@ fn cache_key(args: &ComposeArgs, out: &Path, projects: &Path, terminal: &Termina
         "{} {} {} {} {} {:?}",
         args.explain, args.json, args.standalone, args.strict, terminal.quiet, terminal.stdout
     );
-    compose_cache::key(&[&absolute(&args.request), &absolute(out), &absolute(projects), &store, &flags])
+    compose_cache::key(Path::new(""), &[&absolute(&args.request), &absolute(out), &absolute(projects), &store, &flags])
 }
 
 /// The report `compose` prints (without the `--stats` line).

@@ -72,9 +72,12 @@ enum Target {
     Skills(PathBuf),
 }
 
-fn target_of(directory: &Path) -> Option<Target> {
-    let is_file = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file());
-    let is_folder = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir());
+/// What `directory` (a path as given, found under `working_directory`) is.
+fn target_of(working_directory: &Path, directory: &Path) -> Option<Target> {
+    let is_file =
+        |path: &Path| std::fs::symlink_metadata(working_directory.join(path)).is_ok_and(|metadata| metadata.is_file());
+    let is_folder =
+        |path: &Path| std::fs::symlink_metadata(working_directory.join(path)).is_ok_and(|metadata| metadata.is_dir());
     if !is_folder(directory) {
         return None;
     }
@@ -92,34 +95,39 @@ fn display(path: &Path) -> String {
     sanitize(&path.to_string_lossy().replace('\\', "/"))
 }
 
-/// Sub-folders of a skills folder in lexical order; plain files and links are ignored.
-fn folders_in(directory: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(directory)?
+/// Sub-folders of a skills folder in lexical order, as paths under `directory` as given;
+/// plain files and links are ignored.
+fn folders_in(working_directory: &Path, directory: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(working_directory.join(directory))?
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
-        .map(|entry| entry.path())
+        .map(|entry| directory.join(entry.file_name()))
         .collect();
     folders.sort();
     Ok(folders)
 }
 
-struct Checker {
+/// The check's state. Paths are as given, which is how they are shown; they are read
+/// under `working_directory` (empty for the process's own).
+struct Checker<'a> {
+    working_directory: &'a Path,
     diagnostics: Vec<Diagnostic>,
     texts: BTreeMap<String, String>,
     rows: Vec<CatalogueRow>,
 }
 
-impl Checker {
+impl Checker<'_> {
     fn skill(&mut self, folder: &Path) -> SkillRow {
         let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         let entry = folder.join("SKILL.md");
         let label = display(&entry);
         let mut row = SkillRow { name: sanitize(&name), path: label.clone(), findings: Vec::new() };
-        let too_large = std::fs::symlink_metadata(&entry).is_ok_and(|metadata| metadata.len() > MAX_SKILL_FILE_BYTES);
+        let on_disk = self.working_directory.join(&entry);
+        let too_large = std::fs::symlink_metadata(&on_disk).is_ok_and(|metadata| metadata.len() > MAX_SKILL_FILE_BYTES);
         let bytes = if too_large {
             Err(format!("it is larger than {MAX_SKILL_FILE_BYTES} bytes"))
         } else {
-            std::fs::read(&entry).map_err(|error| crate::load::error_kind(&error))
+            std::fs::read(&on_disk).map_err(|error| crate::load::error_kind(&error))
         };
         let bytes = match bytes {
             Ok(bytes) => bytes,
@@ -158,7 +166,7 @@ impl Checker {
             }
             Target::Skills(directory) => {
                 let mut row = CatalogueRow { path: display(&directory), skills: Vec::new(), not_skills: Vec::new() };
-                let folders = match folders_in(&directory) {
+                let folders = match folders_in(self.working_directory, &directory) {
                     Ok(folders) => folders,
                     Err(error) => {
                         self.diagnostics.push(
@@ -173,7 +181,8 @@ impl Checker {
                     }
                 };
                 for folder in folders {
-                    if std::fs::symlink_metadata(folder.join("SKILL.md")).is_ok_and(|metadata| metadata.is_file()) {
+                    let entry = self.working_directory.join(&folder).join("SKILL.md");
+                    if std::fs::symlink_metadata(entry).is_ok_and(|metadata| metadata.is_file()) {
                         let skill = self.skill(&folder);
                         row.skills.push(skill);
                     } else {
@@ -205,12 +214,14 @@ fn severity_name(severity: Severity) -> &'static str {
     }
 }
 
-/// Checks every folder (the current folder when none is given).
-pub fn check(directories: &[PathBuf]) -> Result<Checked, HostError> {
+/// Checks every folder (the current folder when none is given). Folders are read under
+/// `working_directory` (empty for the process's own) and shown as given, so a caller that
+/// names a folder there sees what the same check run in that folder shows.
+pub fn check(working_directory: &Path, directories: &[PathBuf]) -> Result<Checked, HostError> {
     let directories = if directories.is_empty() { vec![PathBuf::from(".")] } else { directories.to_vec() };
-    let mut checker = Checker { diagnostics: Vec::new(), texts: BTreeMap::new(), rows: Vec::new() };
+    let mut checker = Checker { working_directory, diagnostics: Vec::new(), texts: BTreeMap::new(), rows: Vec::new() };
     for directory in &directories {
-        match target_of(directory) {
+        match target_of(working_directory, directory) {
             Some(target) => checker.catalogue(target),
             None => return Err(HostError::invalid(directory, format!("`{}` is not a folder", display(directory)))),
         }

@@ -23,11 +23,12 @@ pub struct Warm {
     pub stated: usize,
 }
 
-/// The cache key of one composition: the working folder and every setting that changes
-/// what is composed, where it goes or what is printed.
-pub fn key(settings: &[&str]) -> String {
+/// The cache key of one composition: the working folder (`working_directory`, empty for
+/// the process's own) and every setting that changes what is composed, where it goes or
+/// what is printed.
+pub fn key(working_directory: &Path, settings: &[&str]) -> String {
     let mut hasher = blake3::Hasher::new();
-    let here = std::path::absolute(".").unwrap_or_default();
+    let here = std::path::absolute(working_directory.join(".")).unwrap_or_default();
     hasher.update(here.as_os_str().as_encoded_bytes());
     for setting in settings {
         hasher.update(&[0]);

@@ -119,6 +119,12 @@ pub struct Loader {
     observed: HashMap<PathBuf, Observed>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
+    /// The folder the relative paths callers give are read under; empty for the
+    /// process's own working directory. Labels are made from the paths as given, so a
+    /// caller that names a folder here labels files exactly as a command run in that
+    /// folder would, without changing the process's working directory (which threads
+    /// share).
+    working_directory: PathBuf,
 }
 
 /// Turns a path into a label: as the user wrote it, with `/` separators.
@@ -508,29 +514,42 @@ impl Loader {
     }
 
     fn package(&mut self, db: &mut Database, location: &Location, kind: PackageKind) -> Package {
-        let (label, embedded, mut read, durability) = match location {
-            Location::Embedded => (
-                EMBEDDED.to_owned(),
-                true,
-                Read {
+        match location {
+            Location::Embedded => {
+                let read = Read {
                     files: acompose_roster::files()
                         .iter()
                         .map(|(path, bytes)| ((*path).to_owned(), Body::Bytes(Bytes::from(*bytes))))
                         .collect(),
                     ..Read::default()
-                },
-                Durability::HIGH,
-            ),
-            Location::Directory(path) => {
-                let label = label_of(path);
-                let read = read_package(path, &label);
-                self.roots.insert(path.clone(), Root::Package { label: label.clone(), kind });
-                (label, false, read, Durability::MEDIUM)
+                };
+                self.package_from(db, EMBEDDED.to_owned(), kind, true, read, Durability::HIGH)
             }
-        };
-        if !embedded {
-            self.record(&mut read);
+            Location::Directory(path) => {
+                let root = self.on_disk(path);
+                self.directory_package(db, &root, label_of(path), kind)
+            }
         }
+    }
+
+    /// Reads the package folder `root` (a path on disk) and sets its input under `label`.
+    fn directory_package(&mut self, db: &mut Database, root: &Path, label: String, kind: PackageKind) -> Package {
+        let mut read = read_package(root, &label);
+        self.roots.insert(root.to_path_buf(), Root::Package { label: label.clone(), kind });
+        self.record(&mut read);
+        self.package_from(db, label, kind, false, read, Durability::MEDIUM)
+    }
+
+    /// Sets (or updates) the input of a package read as `read`.
+    fn package_from(
+        &mut self,
+        db: &mut Database,
+        label: String,
+        kind: PackageKind,
+        embedded: bool,
+        mut read: Read,
+        durability: Durability,
+    ) -> Package {
         let files: Vec<SourceFile> = std::mem::take(&mut read.files)
             .into_iter()
             .map(|(relative, bytes)| self.file(db, &label, relative, bytes, durability, durability))
@@ -745,8 +764,8 @@ impl Loader {
             Root::Catalogue { label } => {
                 self.catalogue(db, &root, &label);
             }
-            Root::Package { kind, .. } => {
-                self.package(db, &Location::Directory(root), kind);
+            Root::Package { label, kind } => {
+                self.directory_package(db, &root, label, kind);
             }
         }
         true
@@ -770,6 +789,18 @@ impl Loader {
     /// needs their text.
     pub fn summarize_skills(&mut self, summarize: bool) {
         self.summarize = summarize;
+    }
+
+    /// A loader that reads the relative paths it is given under `working_directory`, and
+    /// labels them as given: what a command run in that folder would read and show.
+    pub fn in_directory(working_directory: impl Into<PathBuf>) -> Self {
+        Loader { working_directory: working_directory.into(), ..Loader::default() }
+    }
+
+    /// Where a path a caller gave is on disk: under the working directory when relative,
+    /// itself when absolute or when the loader reads the process's own working directory.
+    pub fn on_disk(&self, path: &Path) -> PathBuf {
+        self.working_directory.join(path)
     }
 
     /// The folders being read, for watching.
@@ -825,5 +856,33 @@ mod limited_tests {
         std::fs::write(&path, "compose {}\n").expect("small file");
         let read = read_limited(&path, "request.kdl", limit).expect("opened");
         assert_eq!(read.ok().as_deref(), Some(&b"compose {}\n"[..]));
+    }
+}
+
+#[cfg(test)]
+mod working_directory_tests {
+    use super::*;
+
+    #[test]
+    fn a_loader_in_a_directory_reads_there_and_labels_as_given_even_after_a_refresh() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let manifest = temporary.path().join("pkg/person.kdl");
+        std::fs::create_dir_all(manifest.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&manifest, "person \"first\"\n").expect("write");
+        let mut db = Database::default();
+        let mut loader = Loader::in_directory(temporary.path());
+        let selection =
+            Selection { person: Location::Directory(PathBuf::from("pkg")), libraries: Vec::new(), core_rules: false };
+        let package = loader.load(&mut db, &selection).package(&db);
+        assert_eq!(package.label(&db), "pkg");
+        let paths: Vec<String> = package.files(&db).iter().map(|file| file.display_path(&db)).collect();
+        assert_eq!(paths, ["pkg/person.kdl"]);
+        assert_eq!(loader.roots(), [temporary.path().join("pkg")]);
+
+        std::fs::write(&manifest, "person \"second\"\n").expect("write");
+        assert!(loader.refresh(&mut db, &manifest));
+        let refreshed = loader.load_cached(&mut db, &selection).package(&db);
+        assert_eq!((refreshed, refreshed.label(&db).as_str()), (package, "pkg"));
+        assert_eq!(&refreshed.files(&db)[0].bytes(&db)[..], b"person \"second\"\n");
     }
 }

@@ -22,7 +22,8 @@ struct Texts {
 }
 
 /// Reads a declared source into a virtual catalogue: declared skills under
-/// `.agents/skills/<id>/`, instructions under `instructions/<id>.md`.
+/// `.agents/skills/<id>/`, instructions under `instructions/<id>.md`. `file` is the path
+/// as the request gave it, which labels it; it is read where the loader finds it on disk.
 fn read_declaration(
     db: &mut Database,
     loader: &mut Loader,
@@ -31,6 +32,7 @@ fn read_declaration(
     texts: &mut Texts,
 ) -> (acompose_engine::catalogue::Catalogue, Vec<Diagnostic>) {
     let label = label_of(file);
+    let file = &loader.on_disk(file);
     let mut diagnostics = Vec::new();
     let text = match std::fs::symlink_metadata(file) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -182,7 +184,7 @@ fn request_sources(
         })
         .map(|path| {
             let label = label_of(&path);
-            (path, label)
+            (loader.on_disk(&path), label)
         })
         .collect();
     loader.catalogues(db, &roots, true);
@@ -190,14 +192,15 @@ fn request_sources(
         let (kind, catalogue, key) = match &request_source.location {
             SourceLocation::Root(root) => {
                 let path = folder.join(root);
-                let catalogue = loader.cached_catalogue(db, &path, &label_of(&path));
-                (SourceKind::Root, catalogue, path_key(&path))
+                let on_disk = loader.on_disk(&path);
+                let catalogue = loader.cached_catalogue(db, &on_disk, &label_of(&path));
+                (SourceKind::Root, catalogue, path_key(&on_disk))
             }
             SourceLocation::Declaration(file) => {
                 let path = folder.join(file);
                 let (catalogue, problems) = read_declaration(db, loader, &request_source.id, &path, texts);
                 diagnostics.extend(problems);
-                (SourceKind::Declaration, catalogue, path_key(&path))
+                (SourceKind::Declaration, catalogue, path_key(&loader.on_disk(&path)))
             }
         };
         let location = match &request_source.location {
@@ -215,7 +218,9 @@ fn request_sources(
     (sources, diagnostics)
 }
 
-/// Reads and resolves a request: the bundle, or every diagnostic that stopped it.
+/// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
+/// are as the caller was given them (labels are made from them) and are read where the
+/// loader finds them on disk (see [`Loader::on_disk`]).
 pub fn prepare<'db>(
     db: &'db mut Database,
     loader: &mut Loader,
@@ -224,8 +229,9 @@ pub fn prepare<'db>(
     skill_policy: Option<acompose_engine::skill_rules::SkillPolicy>,
 ) -> Result<Prepared<'db>, HostError> {
     let label = label_of(request_path);
-    let text = read_request_text(request_path, &label)?;
-    loader.note(request_path, crate::observe::observe(request_path));
+    let on_disk = loader.on_disk(request_path);
+    let text = read_request_text(&on_disk, &label)?;
+    loader.note(&on_disk, crate::observe::observe(&on_disk));
     let mut texts = Texts::default();
     texts.by_path.insert(label.clone(), printable(&text));
     let findings = |diagnostics: &[Diagnostic], texts: &Texts, loader: &Loader, db: &Database| {

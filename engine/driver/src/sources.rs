@@ -3,7 +3,7 @@
 //! A face creates one per command and asks it for a validation, a model or a prepared
 //! composition; the database inside never leaves the driver.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use acompose_engine::Database;
 use acompose_engine::skill_rules::SkillPolicy;
@@ -21,6 +21,13 @@ pub struct Sources {
 }
 
 impl Sources {
+    /// Sources that read the relative paths they are given under `working_directory` and
+    /// label them as given, as the same command run in that folder would: how a test runs
+    /// a command in-process without changing the working directory its threads share.
+    pub fn in_directory(working_directory: impl Into<PathBuf>) -> Self {
+        Sources { database: Database::default(), loader: Loader::in_directory(working_directory) }
+    }
+
     /// Validates a person source: its model and every diagnostic, errors included.
     pub fn validate(&mut self, selection: &Selection) -> Validation {
         artifact::validate(&mut self.database, &mut self.loader, selection)

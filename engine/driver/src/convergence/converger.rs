@@ -86,14 +86,15 @@ fn context_ids(repositories: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `owner/repo` paths as folders under the projects root, with their labels.
-fn roots_under(projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
+/// `owner/repo` paths as folders under the projects root: where the loader finds each on
+/// disk, and its label made from the path as given.
+fn roots_under(loader: &Loader, projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
     repositories
         .iter()
         .map(|repository| {
             let path = projects.join(repository);
             let label = label_of(&path);
-            (path, label)
+            (loader.on_disk(&path), label)
         })
         .collect()
 }
@@ -135,7 +136,7 @@ pub fn trusted_repositories(
             }
         }
     }
-    let roots = roots_under(projects, &paths);
+    let roots = roots_under(loader, projects, &paths);
     let catalogues = loader.catalogues(db, &roots, fresh);
     let mut revisions = BTreeMap::new();
     let mut inputs = Vec::new();
@@ -344,7 +345,7 @@ impl Converger {
         let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
         let ids = context_ids(&repositories);
         progress.begin("reading repositories", repositories.len());
-        let context_roots = roots_under(projects, &repositories);
+        let context_roots = roots_under(&self.loader, projects, &repositories);
         let context_catalogues = self.loader.catalogues(&mut self.db, &context_roots, reload);
         progress.advance(context_roots.len());
         let context_facts = facts(&mut self.loader, &context_roots, reload);
