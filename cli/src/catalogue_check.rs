@@ -5,15 +5,29 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::catalogue_check::check;
 
-use crate::terminal::{Terminal, render_diagnostics, report_error, visible};
-use crate::{exit, print_stderr, print_stdout};
+use crate::exit;
+use crate::output::CommandOutput;
+use crate::terminal::{Terminal, ended_by_error, render_diagnostics, visible};
 
 /// Checks every folder (the current folder when none is given); exit 1 on an
 /// error-level finding.
 pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
-    let checked = match check(Path::new(""), directories) {
+    check_output(Path::new(""), directories, json, terminal).print()
+}
+
+/// What `catalog check` prints for `directories` as given, read under
+/// `working_directory` (empty for the process's own): the same text the command prints
+/// when run in that folder.
+pub fn check_output(
+    working_directory: &Path,
+    directories: &[PathBuf],
+    json: bool,
+    terminal: &Terminal,
+) -> CommandOutput {
+    let mut output = CommandOutput::default();
+    let checked = match check(working_directory, directories) {
         Ok(checked) => checked,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return ended_by_error(output, &error, terminal),
     };
     let report = &checked.report;
     if json {
@@ -21,15 +35,15 @@ pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
         if !bytes.ends_with(b"\n") {
             bytes.push(b'\n');
         }
-        print_stdout(&String::from_utf8_lossy(&bytes));
+        output.stdout(String::from_utf8_lossy(&bytes));
     } else {
         let shown = visible(&checked.diagnostics, *terminal);
         if !shown.is_empty() && (report.errors > 0 || !terminal.quiet) {
             let text_of = |path: &str| checked.texts.get(path).cloned();
-            print_stderr(&render_diagnostics(&shown, terminal.stderr, &text_of));
+            output.stderr(render_diagnostics(&shown, terminal.stderr, &text_of));
         }
         if !terminal.quiet {
-            print_stdout(&format!(
+            output.stdout(format!(
                 "checked {} skill{} in {} catalogue{}: {} error{}, {} warning{}, {} folder{} without SKILL.md\n",
                 report.skills,
                 plural(report.skills),
@@ -44,7 +58,7 @@ pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
             ));
         }
     }
-    if report.errors > 0 { exit::INVALID } else { exit::SUCCESS }
+    output.exit(if report.errors > 0 { exit::INVALID } else { exit::SUCCESS })
 }
 
 fn plural(count: usize) -> &'static str {

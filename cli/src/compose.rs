@@ -14,8 +14,9 @@ use acompose_driver::home::{BUNDLES_DIR, projects_root, resolve_home};
 use acompose_driver::placement::{Target, destination, place};
 use acompose_driver::request::Prepared;
 
-use crate::terminal::{Terminal, report_error, report_warnings, stats_line};
-use crate::{exit, print_stdout};
+use crate::exit;
+use crate::output::CommandOutput;
+use crate::terminal::{Terminal, ended_by_error, report_error, stats_line, warnings_text};
 
 #[derive(Debug, clap::Args)]
 pub struct ComposeArgs {
@@ -50,6 +51,20 @@ pub struct ComposeArgs {
     pub strict: bool,
 }
 
+/// Where one composition reads and writes: its flags and the environment, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Places {
+    /// The folder the request and every relative path here are found under; empty for
+    /// the process's own working directory.
+    pub working_directory: PathBuf,
+    /// The acompose home, when one could be named (it need not exist).
+    pub home: Option<PathBuf>,
+    /// Where bundles are written.
+    pub out: PathBuf,
+    /// The folder `owner/repo` paths of trusted roots resolve under.
+    pub projects: PathBuf,
+}
+
 pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let projects = projects_root(args.projects_root.as_deref());
     let home = resolve_home(home);
@@ -58,28 +73,39 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         (None, Ok(home)) => home.join(BUNDLES_DIR),
         (None, Err(error)) => return report_error(error, terminal),
     };
-    let home = home.ok();
-    let key = cache_key(&args, &out, &projects, terminal);
+    let places = Places { working_directory: PathBuf::new(), home: home.ok(), out, projects };
+    compose_output(&args, &places, terminal).print()
+}
+
+/// `compose`: resolves the request, materializes its bundle and returns what the command
+/// prints. Paths in `args` and `places` are as given and shown so; they are read and
+/// written under `places.working_directory`.
+pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) -> CommandOutput {
+    let mut output = CommandOutput::default();
+    let on_disk = |path: &Path| places.working_directory.join(path);
+    let (out, projects) = (on_disk(&places.out), on_disk(&places.projects));
+    let home = places.home.as_deref().map(on_disk);
+    let key = cache_key(args, places, terminal);
     if let Some(warm) = home.as_deref().and_then(|home| compose_cache::lookup(home, &projects, &key)) {
         let mut text = warm.report;
         if args.stats && !args.json {
             text.push_str(&stats_line(&Stats { stated: warm.stated, ..Stats::default() }));
         }
-        print_stdout(&text);
-        return exit::SUCCESS;
+        output.stdout(text);
+        return output.exit(exit::SUCCESS);
     }
     // Made only now: a warm composition needs no database.
-    let mut sources = Sources::default();
+    let mut sources = Sources::in_directory(&places.working_directory);
     let strict = args.strict.then_some(acompose_driver::engine::SkillPolicy::Strict);
-    let (prepared, loader) = match sources.prepare(&args.request, &projects, strict) {
+    let (prepared, loader) = match sources.prepare(&args.request, &places.projects, strict) {
         Ok(prepared) => prepared,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return ended_by_error(output, &error, terminal),
     };
-    report_warnings(&prepared.warnings, terminal);
-    let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.clone()) };
+    output.stderr(warnings_text(&prepared.warnings, terminal));
+    let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.as_deref().map(on_disk)) };
     let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, prepared.bundle)) {
         Ok(materialization) => materialization,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return ended_by_error(output, &error, terminal),
     };
     let materialized = materialization.outcome;
     let bundle = prepared.bundle;
@@ -97,26 +123,32 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     // A composition that warned is not answered from the cache: its warnings are shown
     // every time.
     if let Some(home) = home.as_deref().filter(|_| prepared.warnings.is_empty()) {
-        let reused = render(&args, &prepared, &out, Materialized::Reused, terminal);
+        let reused = render(args, &prepared, &places.out, Materialized::Reused, terminal);
         compose_cache::record(home, &projects, &key, loader, &bundle.id, &out.join(&bundle.id), &reused);
     }
-    let mut text = render(&args, &prepared, &out, materialized, terminal);
+    let mut text = render(args, &prepared, &places.out, materialized, terminal);
     if args.stats && !args.json {
         text.push_str(&stats_line(&stats));
     }
-    print_stdout(&text);
-    exit::SUCCESS
+    output.stdout(text);
+    output.exit(exit::SUCCESS)
 }
 
 /// Everything that changes what a composition writes or prints.
-fn cache_key(args: &ComposeArgs, out: &Path, projects: &Path, terminal: &Terminal) -> String {
-    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
+fn cache_key(args: &ComposeArgs, places: &Places, terminal: &Terminal) -> String {
+    let absolute = |path: &Path| {
+        std::path::absolute(places.working_directory.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string()
+    };
     let store = args.store.as_deref().map(absolute).unwrap_or_default();
     let flags = format!(
         "{} {} {} {} {} {:?}",
         args.explain, args.json, args.standalone, args.strict, terminal.quiet, terminal.stdout
     );
-    compose_cache::key(Path::new(""), &[&absolute(&args.request), &absolute(out), &absolute(projects), &store, &flags])
+    let (request, out, projects) = (absolute(&args.request), absolute(&places.out), absolute(&places.projects));
+    compose_cache::key(&places.working_directory, &[&request, &out, &projects, &store, &flags])
 }
 
 /// The report `compose` prints (without the `--stats` line).

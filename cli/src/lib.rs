@@ -12,6 +12,7 @@ pub mod exit;
 pub mod gc;
 pub mod identity;
 pub mod launch;
+pub mod output;
 pub mod people;
 pub mod progress;
 pub mod project;

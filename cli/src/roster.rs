@@ -7,6 +7,7 @@ use acompose_driver::artifact::write_roster;
 use acompose_driver::engine::render;
 use acompose_driver::load::{EMBEDDED, Location, Selection, label_of};
 
+use crate::output::CommandOutput;
 use crate::terminal::{Terminal, count_summary, render_diagnostics, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
@@ -75,36 +76,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     }
     let mut sources = Sources::default();
     match args.command {
-        Some(RosterCommand::Validate(validate)) => {
-            let selection = validate.source.selection(validate.core_rules);
-            let validation = sources.validate(&selection);
-            let diagnostics = &validation.findings.diagnostics;
-            if validate.json {
-                print_stdout(&String::from_utf8_lossy(&diagnostics_json(diagnostics)));
-            } else if !diagnostics.is_empty() {
-                let text_of = |path: &str| validation.findings.text_of(path);
-                print_stderr(&render_diagnostics(diagnostics, terminal.stderr, &text_of));
-            }
-            let model = &validation.model;
-            if validation.has_errors {
-                print_stderr(&format!(
-                    "error: `{}` is invalid ({})\n",
-                    source_label(&selection),
-                    count_summary(diagnostics)
-                ));
-                return exit::INVALID;
-            }
-            if !terminal.quiet && !validate.json {
-                print_stdout(&format!(
-                    "{} is valid: {} roles, {} personalities ({})\n",
-                    model.source,
-                    model.roles.len(),
-                    model.personalities.len(),
-                    count_summary(diagnostics)
-                ));
-            }
-            exit::SUCCESS
-        }
+        Some(RosterCommand::Validate(validate)) => validate_output(&validate, &mut sources, terminal).print(),
         Some(RosterCommand::Show(show)) => {
             let model = match sources.load_model(&show.source.selection(false)) {
                 Ok(valid) => {
@@ -142,6 +114,37 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             }
         },
     }
+}
+
+/// `roster validate`: every diagnostic of the selected person source, and whether it is
+/// valid. Returns what the command prints; `sources` reads the paths the flags name (see
+/// [`Sources::in_directory`]).
+pub fn validate_output(validate: &ValidateArgs, sources: &mut Sources, terminal: &Terminal) -> CommandOutput {
+    let mut output = CommandOutput::default();
+    let selection = validate.source.selection(validate.core_rules);
+    let validation = sources.validate(&selection);
+    let diagnostics = &validation.findings.diagnostics;
+    if validate.json {
+        output.stdout(String::from_utf8_lossy(&diagnostics_json(diagnostics)));
+    } else if !diagnostics.is_empty() {
+        let text_of = |path: &str| validation.findings.text_of(path);
+        output.stderr(render_diagnostics(diagnostics, terminal.stderr, &text_of));
+    }
+    let model = &validation.model;
+    if validation.has_errors {
+        output.stderr(format!("error: `{}` is invalid ({})\n", source_label(&selection), count_summary(diagnostics)));
+        return output.exit(exit::INVALID);
+    }
+    if !terminal.quiet && !validate.json {
+        output.stdout(format!(
+            "{} is valid: {} roles, {} personalities ({})\n",
+            model.source,
+            model.roles.len(),
+            model.personalities.len(),
+            count_summary(diagnostics)
+        ));
+    }
+    output.exit(exit::SUCCESS)
 }
 
 fn source_label(selection: &Selection) -> String {

@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::output::CommandOutput;
 use crate::print_stderr;
 use acompose_driver::convergence::Report;
 use acompose_driver::convergence::Stats;
@@ -58,6 +59,12 @@ impl Terminal {
             quiet,
             verbose,
         }
+    }
+
+    /// No colour on either stream, neither quiet nor verbose: what a command prints when
+    /// its output is redirected, asked without reading the environment.
+    pub fn plain() -> Self {
+        Terminal { stdout: Palette::Plain, stderr: Palette::Plain, quiet: false, verbose: 0 }
     }
 }
 
@@ -160,15 +167,27 @@ pub fn count_summary(diagnostics: &[Diagnostic]) -> String {
 
 /// Prints why a host operation stopped and returns the exit code it calls for.
 pub fn report_error(error: &HostError, terminal: &Terminal) -> u8 {
+    print_stderr(&error_text(error, terminal));
+    exit_code(error)
+}
+
+/// Why a host operation stopped, as [`report_error`] prints it.
+pub fn error_text(error: &HostError, terminal: &Terminal) -> String {
     match error {
         HostError::Diagnostics { subject, findings } => {
             let shown = visible(&findings.diagnostics, *terminal);
-            print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
-            print_stderr(&format!("error: {subject} ({})\n", count_summary(&findings.diagnostics)));
+            let mut text = render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path));
+            text.push_str(&format!("error: {subject} ({})\n", count_summary(&findings.diagnostics)));
+            text
         }
-        other => print_stderr(&format!("error: {other}\n")),
+        other => format!("error: {other}\n"),
     }
-    exit_code(error)
+}
+
+/// `output` ended by a host error: the error as [`report_error`] prints it, and its code.
+pub fn ended_by_error(mut output: CommandOutput, error: &HostError, terminal: &Terminal) -> CommandOutput {
+    output.stderr(error_text(error, terminal));
+    output.exit(exit_code(error))
 }
 
 /// The exit code of a host error: invalid input or a failed environment.
@@ -181,10 +200,16 @@ pub fn exit_code(error: &HostError) -> u8 {
 
 /// Prints warnings unless `--quiet`.
 pub fn report_warnings(findings: &Findings, terminal: &Terminal) {
-    if !findings.is_empty() && !terminal.quiet {
-        let shown = visible(&findings.diagnostics, *terminal);
-        print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
+    print_stderr(&warnings_text(findings, terminal));
+}
+
+/// Warnings as [`report_warnings`] prints them: nothing under `--quiet`.
+pub fn warnings_text(findings: &Findings, terminal: &Terminal) -> String {
+    if findings.is_empty() || terminal.quiet {
+        return String::new();
     }
+    let shown = visible(&findings.diagnostics, *terminal);
+    render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path))
 }
 
 /// The `--stats` line.
