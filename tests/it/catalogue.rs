@@ -1,13 +1,19 @@
 //! Real skill catalogues end to end: every folder under `tests/fixtures/catalogue/<case>/`
 //! is a repository whose `.agents/skills/` breaks one Agent Skills rule, holds a resource
-//! folder, uses harness extension fields or is valid in every way. `catalog check` and a
-//! composition over it are snapshotted; the policies and the loading budget are asserted.
+//! folder, uses harness extension fields or is valid in every way. `check` runs `catalog
+//! check` and a composition over it in-process (the cli's own rendering, with the paths
+//! the binary would print) and the report is snapshotted; one case also runs through the
+//! real binary, which must print exactly the same. The policies and the loading budget are
+//! asserted through the binary.
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{acompose, copy_dir};
+use acompose_cli::catalogue_check::check_output;
+use acompose_cli::compose::{ComposeArgs, Places, compose_output};
+use acompose_cli::terminal::Terminal;
+use common::{Output, acompose, copy_dir};
 
 const REQUEST: &str = "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n    source \"knowledge\" root=\"knowledge\"\n}\n";
 
@@ -44,20 +50,70 @@ fn decisions<'a>(trace: &'a serde_json::Value, subject: &str) -> Vec<&'a serde_j
     trace["decisions"].as_array().expect("decisions").iter().filter(|decision| decision["subject"] == subject).collect()
 }
 
+/// The snapshotted report of one case: `catalog check -v` in the case's folder, then the
+/// diagnostics of composing the case as a source.
+fn report(check: &Output, composed: &Output) -> String {
+    format!(
+        "--- catalog check -v (exit {})\n{}{}--- compose (exit {})\n{}",
+        check.code, check.stdout, check.stderr, composed.code, composed.stderr
+    )
+}
+
+/// `acompose -v catalog check` in the case's folder and `acompose compose request.kdl
+/// --out out` over the staged case, both run in-process; the report, and the composition's
+/// output for comparing it with the binary's.
+fn check(name: &str) -> (String, Output) {
+    let case = common::fixtures().join("catalogue").join(name);
+    let verbose = Terminal { verbose: 1, ..Terminal::plain() };
+    let checked = Output::from(check_output(&case, &[], false, &verbose));
+    let (_temporary, root) = stage(name, "");
+    let args = ComposeArgs {
+        request: PathBuf::from("request.kdl"),
+        out: Some(PathBuf::from("out")),
+        projects_root: None,
+        explain: false,
+        json: false,
+        stats: false,
+        store: None,
+        standalone: false,
+        strict: false,
+    };
+    // The binary runs with `HOME` at `no-home` in its folder, where neither a home nor a
+    // projects root exists.
+    let places = Places {
+        working_directory: root.clone(),
+        home: Some(root.join("no-home/.agent-compose")),
+        out: PathBuf::from("out"),
+        projects: root.join("no-home/projects"),
+    };
+    let composed = Output::from(compose_output(&args, &places, &Terminal::plain()));
+    (report(&checked, &composed), composed)
+}
+
+/// The same commands as [`check`], run by the real binary.
+fn check_through_the_binary(name: &str) -> (String, Output) {
+    let checked = acompose(&common::fixtures().join("catalogue").join(name), &["-v", "catalog", "check"]);
+    let (_temporary, root) = stage(name, "");
+    let composed = compose_in(&root, &[]);
+    (report(&checked, &composed), composed)
+}
+
 #[test]
 fn every_catalogue_case_matches_its_snapshot() {
     insta::glob!("../fixtures", "catalogue/*/case.md", |path| {
         let case = path.parent().expect("case folder");
-        let name = case.file_name().expect("name").to_string_lossy().into_owned();
-        let check = acompose(case, &["-v", "catalog", "check"]);
-        let (_temporary, root) = stage(&name, "");
-        let composed = compose_in(&root, &[]);
-        let report = format!(
-            "--- catalog check -v (exit {})\n{}{}--- compose (exit {})\n{}",
-            check.code, check.stdout, check.stderr, composed.code, composed.stderr
-        );
+        let (report, _) = check(&case.file_name().expect("name").to_string_lossy());
         insta::assert_snapshot!(report);
     });
+}
+
+#[test]
+fn the_binary_prints_what_the_in_process_check_returns() {
+    // One case with a finding at error level (the composition warns) and one with a
+    // resource folder (the composition succeeds with a note).
+    for name in ["rule-name-mismatch", "resource-folder"] {
+        assert_eq!(check_through_the_binary(name), check(name), "{name}");
+    }
 }
 
 #[test]

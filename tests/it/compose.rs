@@ -1,12 +1,17 @@
 //! Composition end to end: every folder under `tests/fixtures/compose/<case>/` is a small
-//! estate with a `request.kdl`; the bundle's manifest, trace and instructions (or the
-//! diagnostics) are snapshotted.
+//! estate with a `request.kdl`; `check` composes it in-process (the cli's own rendering,
+//! with the paths the binary would print) and the bundle's manifest, trace and
+//! instructions (or the diagnostics) are snapshotted. One case also runs through the real
+//! binary, which must print and write exactly the same; the other tests here run the
+//! binary.
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{acompose, acompose_with, copy_dir};
+use acompose_cli::compose::{ComposeArgs, Places, compose_output};
+use acompose_cli::terminal::Terminal;
+use common::{Output, acompose, acompose_with, copy_dir};
 
 /// Copies a case next to the base person package and creates the symlinks it lists.
 fn stage(case: &Path) -> (tempfile::TempDir, PathBuf) {
@@ -36,26 +41,79 @@ fn bundle_dir(root: &Path) -> Option<PathBuf> {
         .find(|path| path.is_dir() && !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
 }
 
+/// The snapshotted report of one composition: what it printed, then the manifest, trace
+/// and instructions of the bundle it wrote (and the size of a compiled delivery).
+fn report(root: &Path, output: &Output) -> String {
+    let mut report = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", output.code, output.stdout, output.stderr);
+    if let Some(bundle) = bundle_dir(root) {
+        for file in ["manifest.json", "trace.json", "content/instructions.md"] {
+            let text = std::fs::read_to_string(bundle.join(file)).expect("bundle file");
+            report.push_str(&format!("--- {file}\n{text}"));
+        }
+        if let Ok(compiled) = std::fs::read_to_string(bundle.join("delivery/compiled.md")) {
+            report.push_str(&format!("--- delivery/compiled.md ({} bytes)\n", compiled.len()));
+        }
+    }
+    report
+}
+
+/// `acompose compose request.kdl --out out --projects-root projects` over the staged case,
+/// run in-process; the bundle it wrote, if any, is verified.
+fn check(case: &Path) -> String {
+    let (_temporary, root) = stage(case);
+    let args = ComposeArgs {
+        request: PathBuf::from("request.kdl"),
+        out: Some(PathBuf::from("out")),
+        projects_root: Some(PathBuf::from("projects")),
+        explain: false,
+        json: false,
+        stats: false,
+        store: None,
+        standalone: false,
+        strict: false,
+    };
+    // The binary runs with `HOME` at `no-home` in its folder, where no home exists.
+    let places = Places {
+        working_directory: root.clone(),
+        home: Some(root.join("no-home/.agent-compose")),
+        out: PathBuf::from("out"),
+        projects: PathBuf::from("projects"),
+    };
+    let output = Output::from(compose_output(&args, &places, &Terminal::plain()));
+    if let Some(bundle) = bundle_dir(&root) {
+        let verified = acompose_driver::bundle::verify_directory(&bundle);
+        assert!(verified.is_ok(), "{}: {verified:?}", case.display());
+    }
+    report(&root, &output)
+}
+
+/// The same command as [`check`], run and verified by the real binary.
+fn check_through_the_binary(case: &Path) -> String {
+    let (_temporary, root) = stage(case);
+    let output = compose_in(&root);
+    if let Some(bundle) = bundle_dir(&root) {
+        let verified = acompose(&root, &["verify", bundle.to_str().expect("utf-8")]);
+        assert_eq!(verified.code, 0, "{}", verified.stderr);
+    }
+    report(&root, &output)
+}
+
 #[test]
 fn every_compose_case_matches_its_snapshot() {
     insta::glob!("../fixtures", "compose/*/request.kdl", |path| {
-        let case = path.parent().expect("case folder");
-        let (_temporary, root) = stage(case);
-        let output = compose_in(&root);
-        let mut report = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", output.code, output.stdout, output.stderr);
-        if let Some(bundle) = bundle_dir(&root) {
-            for file in ["manifest.json", "trace.json", "content/instructions.md"] {
-                let text = std::fs::read_to_string(bundle.join(file)).expect("bundle file");
-                report.push_str(&format!("--- {file}\n{text}"));
-            }
-            if let Ok(compiled) = std::fs::read_to_string(bundle.join("delivery/compiled.md")) {
-                report.push_str(&format!("--- delivery/compiled.md ({} bytes)\n", compiled.len()));
-            }
-            let verified = acompose(&root, &["verify", bundle.to_str().expect("utf-8")]);
-            assert_eq!(verified.code, 0, "{}", verified.stderr);
-        }
+        let report = check(path.parent().expect("case folder"));
         insta::assert_snapshot!(report);
     });
+}
+
+#[test]
+fn the_binary_prints_and_writes_what_the_in_process_check_returns() {
+    // One bundle from an external person package, and one composition refused with a
+    // diagnostic in a catalogue file.
+    for name in ["external-person-package", "selector-matches-nothing"] {
+        let case = common::fixtures().join("compose").join(name);
+        assert_eq!(check_through_the_binary(&case), check(&case), "{name}");
+    }
 }
 
 fn case(name: &str) -> (tempfile::TempDir, PathBuf) {

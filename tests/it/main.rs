@@ -1,6 +1,8 @@
 //! The integration tests of the whole product, in one binary (as ripgrep and jj keep
-//! theirs): one module per topic, sharing the helpers in `common`. Most run the real
-//! `acompose` binary in temporary folders; the in-memory ones call the driver and engine.
+//! theirs): one module per topic, sharing the helpers in `common`. Many run the real
+//! `acompose` binary in temporary folders; the fixture corpora of `roster`, `catalogue`
+//! and `compose` run those commands in-process through the cli, and the in-memory ones
+//! call the driver and engine.
 
 mod common;
 

@@ -1,10 +1,44 @@
 //! The roster loader and validator, end to end: every rule has a fixture under
-//! `tests/fixtures/roster/<case>/case.txt` that patches a valid package, runs the real
-//! binary and snapshots the rendered diagnostics.
+//! `tests/fixtures/roster/<case>/case.txt` that patches a valid package; `check` runs
+//! `roster validate` on it in-process (the cli's own rendering, with the labels the binary
+//! would print) and the rendered diagnostics are snapshotted. One case also runs through
+//! the real binary, which must print exactly the same; the other tests here run the
+//! binary.
 
 use crate::common;
 
-use common::{acompose, materialize_case};
+use std::path::Path;
+
+use acompose_cli::SourceArgs;
+use acompose_cli::roster::{ValidateArgs, validate_output};
+use acompose_cli::terminal::Terminal;
+use acompose_driver::Sources;
+use common::{Output, acompose, materialize_case};
+
+/// `acompose roster validate --person-source pkg [ARGS]` in the folder holding the
+/// package a `case.txt` describes, run in-process.
+fn check(case: &Path) -> Output {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let arguments = materialize_case(case, &temporary.path().join("pkg"));
+    let core_rules = match arguments.as_slice() {
+        [] => false,
+        [flag] if flag == "--core-rules" => true,
+        other => panic!("{}: no in-process spelling for {other:?}", case.display()),
+    };
+    let validate = ValidateArgs {
+        source: SourceArgs { person_source: Some("pkg".to_owned()), personality_libraries: Vec::new() },
+        core_rules,
+        json: false,
+    };
+    validate_output(&validate, &mut Sources::in_directory(temporary.path()), &Terminal::plain()).into()
+}
+
+/// The same command as [`check`], run by the real binary.
+fn check_through_the_binary(case: &Path) -> Output {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let arguments = materialize_case(case, &temporary.path().join("pkg"));
+    common::acompose_args(temporary.path(), &["roster", "validate", "--person-source", "pkg"], &arguments)
+}
 
 #[test]
 fn embedded_roster_is_valid() {
@@ -33,11 +67,7 @@ fn base_fixture_is_valid() {
 #[test]
 fn every_rule_case_fails_with_file_and_line() {
     insta::glob!("../fixtures", "roster/*/case.txt", |path| {
-        let temporary = tempfile::tempdir().expect("tempdir");
-        let arguments = materialize_case(path, &temporary.path().join("pkg"));
-        let mut command = vec!["roster", "validate", "--person-source", "pkg"];
-        command.extend(arguments.iter().map(String::as_str));
-        let output = acompose(temporary.path(), &command);
+        let output = check(path);
         let case =
             path.parent().and_then(std::path::Path::file_name).and_then(|name| name.to_str()).unwrap_or_default();
         assert_eq!(output.code, 1, "{case}: {}", output.stderr);
@@ -50,6 +80,15 @@ fn every_rule_case_fails_with_file_and_line() {
         assert!(has_line || about_a_missing_file, "{case} names no line: {}", output.stderr);
         insta::assert_snapshot!(format!("exit: {}\n{}", output.code, output.stderr));
     });
+}
+
+#[test]
+fn the_binary_prints_what_the_in_process_check_returns() {
+    // One case with diagnostics in several files and one under the Core rules.
+    for case in ["several-problems-in-several-files", "core-seats-required"] {
+        let case = common::fixtures().join("roster").join(case).join("case.txt");
+        assert_eq!(check_through_the_binary(&case), check(&case), "{}", case.display());
+    }
 }
 
 #[test]

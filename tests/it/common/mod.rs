@@ -5,10 +5,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug, PartialEq, Eq)]
 pub struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl From<acompose_cli::output::CommandOutput> for Output {
+    /// What a command run in-process printed, in the shape of a run of the binary.
+    fn from(output: acompose_cli::output::CommandOutput) -> Self {
+        Output { code: i32::from(output.code()), stdout: output.stdout_text(), stderr: output.stderr_text() }
+    }
 }
 
 /// Runs the real binary in `directory` with a clean environment (no colour, no HOME).
