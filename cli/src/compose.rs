@@ -124,7 +124,8 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     // every time.
     if let Some(home) = home.as_deref().filter(|_| prepared.warnings.is_empty()) {
         let reused = render(args, &prepared, &places.out, Materialized::Reused, terminal);
-        compose_cache::record(home, &projects, &key, loader, &bundle.id, &out.join(&bundle.id), &reused);
+        let composed = compose_cache::Composed { id: &bundle.id, bundle: &out.join(&bundle.id), report: &reused };
+        compose_cache::record(home, &projects, &key, loader, &composed);
     }
     let mut text = render(args, &prepared, &places.out, materialized, terminal);
     if args.stats && !args.json {

@@ -101,9 +101,20 @@ fn store_records(bundle: &Path) -> Vec<StoreRecord> {
     records
 }
 
+/// A finished composition as the cache records it.
+pub struct Composed<'a> {
+    /// The bundle's id.
+    pub id: &'a str,
+    /// The bundle's folder.
+    pub bundle: &'a Path,
+    /// The report a repeat prints.
+    pub report: &'a str,
+}
+
 /// Records a finished composition: every input the loader looked at, the bundle's own
 /// files, the store trees it links, and the report.
-pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, id: &str, bundle: &Path, report: &str) {
+pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, composed: &Composed<'_>) {
+    let Composed { id, bundle, report } = *composed;
     if !home.is_dir() {
         return;
     }
