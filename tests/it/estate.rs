@@ -294,7 +294,9 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     let config = config(&home);
     let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
     // The cache is written later than two seconds after the read (a long convergence,
-    // or watch mode waiting for the inputs to settle).
+    // or watch mode waiting for the inputs to settle). A real wait, not a fake clock: the
+    // claim is that no clock is asked again when the cache is written, the system's
+    // included, and only the passing of real time shows that.
     std::thread::sleep(Duration::from_millis(2200));
     let cache = acompose_driver::convergence::fingerprints(&converger, &home, &projects, &report);
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
