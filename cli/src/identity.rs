@@ -7,7 +7,7 @@
 use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
-use acompose_driver::engine::projection::{identity_row, whoami_text};
+use acompose_driver::engine::projection::{Health, identity_row, whoami_text};
 use acompose_driver::launch::find_nearest;
 
 use crate::terminal::Terminal;
@@ -77,11 +77,11 @@ pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
                 projection: &found.details,
             };
             print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
-            exit::SUCCESS
+            health_code(found.health)
         }
         Some(found) => {
             print_stdout(&whoami_text(&found.details, found.health, &found.target.display().to_string()));
-            exit::SUCCESS
+            health_code(found.health)
         }
         None => {
             if !terminal.quiet {
@@ -93,6 +93,12 @@ pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
             exit::INVALID
         }
     }
+}
+
+/// `whoami` succeeds only when the projection is whole and current: a harness reading a
+/// missing, damaged or stale projection does not see the role it claims.
+fn health_code(health: Health) -> u8 {
+    if health == Health::Ok { exit::SUCCESS } else { exit::INVALID }
 }
 
 fn display(path: &Path) -> String {

@@ -207,6 +207,9 @@ pub enum Health {
     BundleMissing,
     /// An owned path is missing or a link no longer resolves.
     Damaged,
+    /// The bundle is still there, but the home it came from now indexes a newer bundle
+    /// for the role: the projection shows the role as it was.
+    Stale,
 }
 
 impl Health {
@@ -215,6 +218,7 @@ impl Health {
             Health::Ok => "ok",
             Health::BundleMissing => "bundle missing",
             Health::Damaged => "damaged",
+            Health::Stale => "stale",
         }
     }
 }

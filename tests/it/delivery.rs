@@ -304,10 +304,36 @@ fn whoami_names_the_role_and_reports_a_missing_bundle() {
     std::fs::remove_dir_all(&composed.bundle).expect("remove bundle");
     let output = acompose(&composed.root, &["whoami", "--target", target.path().to_str().expect("utf-8")]);
     assert!(output.stdout.lines().next().expect("row").ends_with("bundle missing"), "{}", output.stdout);
+    assert_eq!(output.code, 1, "a harness under a dangling projection does not see its role");
     let elsewhere = tempfile::tempdir().expect("elsewhere");
     let output = acompose(&composed.root, &["whoami", "--target", elsewhere.path().to_str().expect("utf-8")]);
     assert_eq!(output.code, 1);
     assert!(output.stderr.contains("no projection"), "{}", output.stderr);
+}
+
+#[test]
+fn whoami_tells_a_projection_whose_home_indexes_a_newer_bundle_for_its_role() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let id = composed.bundle.file_name().and_then(|name| name.to_str()).expect("bundle id").to_owned();
+    let index = composed.bundle.parent().expect("bundles folder").join("index.json");
+    let whoami = || acompose(&composed.root, &["whoami", "--target", target.path().to_str().expect("utf-8")]);
+    let write_index = |bundle: &str| {
+        let text = format!("{{\"format\": \"acompose.bundle-index.v1\", \"bundles\": {{\"platform\": \"{bundle}\"}}}}");
+        std::fs::write(&index, text).expect("index");
+    };
+    write_index(&id);
+    let current = whoami();
+    assert_eq!(current.code, 0, "{}", current.stdout);
+    assert!(current.stdout.lines().next().expect("row").ends_with(" ok"), "{}", current.stdout);
+    write_index("0000000000000000");
+    let stale = whoami();
+    assert_eq!(stale.code, 1, "{}", stale.stdout);
+    assert!(stale.stdout.lines().next().expect("row").ends_with(" stale"), "{}", stale.stdout);
+    let statusline = acompose(&composed.root, &["statusline", "--target", target.path().to_str().expect("utf-8")]);
+    assert_eq!(statusline.code, 0, "the status line never fails: {}", statusline.stderr);
+    assert!(statusline.stdout.trim_end().ends_with(" stale"), "{}", statusline.stdout);
 }
 
 #[test]

@@ -68,7 +68,7 @@ pub mod engine {
 
     /// The identity row of `statusline` and `whoami`, and how a projection delivers.
     pub mod projection {
-        pub use acompose_engine::projection::{Details, Mode, identity_row, whoami_text};
+        pub use acompose_engine::projection::{Details, Health, Mode, identity_row, whoami_text};
     }
 
     /// The host configuration's file name and a change to its keys (`acompose setup`).

@@ -180,14 +180,39 @@ fn read_record(target: &Path) -> Option<Record> {
 }
 
 fn health_of(target: &Path, record: &Record) -> Health {
-    if !Path::new(&record.details.bundle_path).is_dir() {
+    let bundle = Path::new(&record.details.bundle_path);
+    if !bundle.is_dir() {
         return Health::BundleMissing;
     }
     let intact = record.files.iter().all(|file| {
         !file.split('/').any(|segment| segment.is_empty() || segment == "..")
             && std::fs::metadata(target.join(file)).is_ok()
     });
-    if intact { Health::Ok } else { Health::Damaged }
+    if !intact {
+        return Health::Damaged;
+    }
+    if superseded(bundle, &record.details) { Health::Stale } else { Health::Ok }
+}
+
+/// The largest bundle index `whoami` reads to tell a stale projection (an index names
+/// one bundle per role, a few dozen bytes each).
+const INDEX_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// Whether the bundle folder a projection points into sits beside a bundle index (the
+/// home's `bundles/`) that names another bundle for the projection's role. A bundle
+/// composed elsewhere (no index beside it) is never stale.
+fn superseded(bundle: &Path, details: &Details) -> bool {
+    let Some(index_path) = bundle.parent().map(|folder| folder.join(crate::home::INDEX_FILE)) else {
+        return false;
+    };
+    let readable = std::fs::symlink_metadata(&index_path)
+        .is_ok_and(|metadata| metadata.is_file() && metadata.len() <= INDEX_LIMIT);
+    let Some(bytes) = readable.then(|| std::fs::read(&index_path).ok()).flatten() else {
+        return false;
+    };
+    acompose_engine::convergence::parse_index(&bytes)
+        .and_then(|index| index.get(&details.role).cloned())
+        .is_some_and(|current| current != details.bundle)
 }
 
 /// The nearest projection at or above `start`: the first folder holding a valid
