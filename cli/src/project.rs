@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
-use acompose_driver::projection::{Request, default_target, project};
+use acompose_driver::git_exclude::Excluded;
+use acompose_driver::projection::{GitExclusion, Request, default_target, project};
 use acompose_driver::transaction::NoFaults;
 
 use crate::terminal::{Terminal, report_error};
-use crate::{exit, print_stdout};
+use crate::{exit, print_stderr, print_stdout};
 
 /// `--scope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -63,12 +64,26 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let mode = if args.copy { Mode::Copy } else { Mode::Link };
-    let request = Request { bundle: &args.bundle, layout, scope, target: &target, mode, extra_links: &[] };
+    let request = Request {
+        bundle: &args.bundle,
+        layout,
+        scope,
+        target: &target,
+        mode,
+        extra_links: &[],
+        git: GitExclusion::Local,
+    };
     let report = match project(&request, &mut NoFaults) {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),
     };
     let outcome = &report.outcome;
+    if let Some(Excluded::Failed(reason)) = &report.excluded {
+        print_stderr(&format!(
+            "warning: the projection stands, but its paths could not be listed in the repository's exclude file: {}\n",
+            sanitize(reason)
+        ));
+    }
     if args.json {
         #[derive(serde::Serialize)]
         struct Document<'a> {
@@ -117,6 +132,17 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
             details.skills.len(),
             details.mode
         ));
+        match &report.excluded {
+            Some(Excluded::Listed(exclude)) => text.push_str(&format!(
+                "git: its paths are listed in `{}` (local to this clone, never committed)\n",
+                sanitize(&exclude.display().to_string())
+            )),
+            Some(Excluded::Cleared(exclude)) => text.push_str(&format!(
+                "git: copies may be committed; its paths were taken out of `{}`\n",
+                sanitize(&exclude.display().to_string())
+            )),
+            _ => {}
+        }
         if terminal.verbose > 0 {
             for path in &outcome.written {
                 text.push_str(&format!("  wrote   {}\n", sanitize(path)));

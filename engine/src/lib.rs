@@ -16,6 +16,7 @@ pub mod describe;
 pub mod diagnostic;
 
 pub mod file_queries;
+pub mod git_exclude;
 pub mod harness_layout;
 pub mod host_config;
 pub mod limits;

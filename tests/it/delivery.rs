@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use acompose_driver::projection::{Request, project};
+use acompose_driver::projection::{GitExclusion, Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
 use acompose_engine::harness_layout::{LAYOUTS, Scope};
 use acompose_engine::projection::Mode;
@@ -249,6 +249,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             target: target.path(),
             mode,
             extra_links: &[],
+            git: GitExclusion::LeaveAlone,
         };
         project(&first, &mut NoFaults).expect("first projection");
         let before = tree(target.path());
@@ -334,6 +335,57 @@ fn whoami_tells_a_projection_whose_home_indexes_a_newer_bundle_for_its_role() {
     let statusline = acompose(&composed.root, &["statusline", "--target", target.path().to_str().expect("utf-8")]);
     assert_eq!(statusline.code, 0, "the status line never fails: {}", statusline.stderr);
     assert!(statusline.stdout.trim_end().ends_with(" stale"), "{}", statusline.stdout);
+}
+
+/// Runs git in `folder` with a fixed identity and no user or system configuration.
+fn git(folder: &Path, arguments: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"])
+        .args(arguments)
+        .current_dir(folder)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_linked_projection_is_excluded_locally_and_a_copied_one_is_not() {
+    let composed = compose("selector-slice");
+    let repository = tempfile::tempdir().expect("repository");
+    let root = repository.path();
+    git(root, &["init", "--quiet"]);
+    std::fs::write(root.join("README.md"), "# a project\n").expect("readme");
+    git(root, &["add", "README.md"]);
+    git(root, &["commit", "--quiet", "-m", "start"]);
+    let exclude = root.join(".git/info/exclude");
+    let user_lines = "# the user's own\n*.log\n";
+    std::fs::write(&exclude, user_lines).expect("exclude");
+    let target = root.join("service");
+    std::fs::create_dir(&target).expect("service");
+
+    let linked = project_cli(&composed.root, &composed.bundle, "claude", "repo", &target, &[]);
+    assert_eq!(linked.code, 0, "{}", linked.stderr);
+    assert_eq!(git(root, &["status", "--porcelain"]), "", "a linked projection leaves git clean");
+    let listed = std::fs::read_to_string(&exclude).expect("exclude");
+    assert!(listed.starts_with(user_lines), "the user's lines stay first and unchanged: {listed}");
+    for line in ["/service/.agent-compose", "/service/CLAUDE.md", "/service/.claude/skills/role-platform"] {
+        assert!(listed.lines().any(|listed_line| listed_line == line), "{line} missing: {listed}");
+    }
+    let repeat = project_cli(&composed.root, &composed.bundle, "claude", "repo", &target, &[]);
+    assert_eq!(repeat.code, 0, "{}", repeat.stderr);
+    assert_eq!(std::fs::read_to_string(&exclude).expect("exclude"), listed, "a repeat lists nothing twice");
+
+    let copies = root.join("docs");
+    std::fs::create_dir(&copies).expect("docs");
+    let copied = project_cli(&composed.root, &composed.bundle, "claude", "repo", &copies, &["--copy"]);
+    assert_eq!(copied.code, 0, "{}", copied.stderr);
+    assert_eq!(std::fs::read_to_string(&exclude).expect("exclude"), listed, "copies may be committed: none listed");
+    let status = git(root, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.contains("?? docs/CLAUDE.md"), "{status}");
+    assert!(!status.contains("service/"), "{status}");
 }
 
 #[test]

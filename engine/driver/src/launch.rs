@@ -179,6 +179,7 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         target: &runtime,
         mode: Mode::Link,
         extra_links: &links,
+        git: projection::GitExclusion::LeaveAlone,
     };
     let projection = projection::project(&projection_request, &mut NoFaults).inspect_err(|_| {
         // A runtime home the failed projection left empty is removed; one with a previous

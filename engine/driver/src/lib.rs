@@ -26,6 +26,7 @@ pub mod debris;
 pub mod error;
 pub mod export;
 pub mod gc;
+pub mod git_exclude;
 pub mod home;
 pub mod launch;
 pub mod load;

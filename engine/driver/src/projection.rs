@@ -11,6 +11,7 @@ use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::projection::{self, BundleInput, Details, Health, Mode, Planned};
 
 use crate::error::HostError;
+use crate::git_exclude::{self, Excluded};
 use crate::home::LOCK_TIMEOUT;
 use crate::load::error_kind;
 use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
@@ -19,6 +20,9 @@ use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, Tran
 /// `.agent-compose/`, and skill folders may be links.
 pub const PROJECTION: Bookkeeping =
     Bookkeeping { record: projection::RECORD, journal: projection::JOURNAL, format: projection::FORMAT, links: true };
+
+/// The folder of a target that holds the projection's record and journal.
+const RECORD_FOLDER: &str = ".agent-compose";
 
 /// The largest projection record `statusline` reads.
 const RECORD_LIMIT: u64 = 1 << 20;
@@ -34,6 +38,19 @@ pub struct Request<'a> {
     /// Further links the target owns beside the projection (path in the target → what it
     /// points to): a runtime home's links to the harness's own files.
     pub extra_links: &'a [(String, PathBuf)],
+    /// Whether the paths of a linked projection are listed in the `.git/info/exclude` of
+    /// the repository the target is in.
+    pub git: GitExclusion,
+}
+
+/// What a projection does about the git repository its target is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitExclusion {
+    /// A linked projection lists its paths in the repository's exclude file (they are
+    /// machine-local links); a copied one removes that listing.
+    Local,
+    /// The repository is left alone (a runtime home is never a repository's).
+    LeaveAlone,
 }
 
 /// What a projection did.
@@ -42,6 +59,8 @@ pub struct Report {
     pub target: PathBuf,
     pub details: Details,
     pub outcome: Outcome,
+    /// What happened to the repository's exclude file, when the request asked.
+    pub excluded: Option<Excluded>,
 }
 
 fn check_target(target: &Path) -> Result<(), HostError> {
@@ -149,7 +168,13 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
     let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
     let outcome =
         transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), hooks).map_err(with_hint)?;
-    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome })
+    let excluded = (request.git == GitExclusion::Local).then(|| {
+        let owned: Vec<String> = std::iter::once(RECORD_FOLDER.to_owned())
+            .chain(plan.entries.iter().map(|entry| entry.path.clone()))
+            .collect();
+        git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
+    });
+    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded })
 }
 
 /// A projection record found walking up.
