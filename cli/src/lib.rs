@@ -115,6 +115,9 @@ pub enum Command {
     Launch(launch::LaunchArgs),
     /// Deliver a bundle into a harness layout: its instructions file and skill folders.
     Project(project::ProjectArgs),
+    /// Remove a projection: every path it owns, its blocks in your instructions files and
+    /// its lines in the repository's exclude file; your own text stays byte for byte.
+    Unproject(project::UnprojectArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
@@ -156,6 +159,7 @@ pub fn main() -> ExitCode {
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Project(args)) => project::run(args, &terminal),
+        Some(Command::Unproject(args)) => project::run_unproject(args, &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),

@@ -1,6 +1,7 @@
-//! `acompose project BUNDLE --layout H --scope repo|home`: the host verifies the bundle
-//! and writes its instructions and skills into the harness layout transactionally; this
-//! module prints what changed.
+//! `acompose project BUNDLE --layout H --scope repo|home`: the driver verifies the bundle
+//! and writes its instructions and skills into the harness layout transactionally; and
+//! `acompose unproject`, which takes a projection out again. This module prints what
+//! changed.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
-use acompose_driver::projection::{GitExclusion, Request, default_target, project};
+use acompose_driver::projection::{GitExclusion, Report, Request, Unprojected, default_target, project, unproject};
 use acompose_driver::transaction::NoFaults;
 
 use crate::terminal::{Terminal, report_error};
@@ -77,7 +78,6 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),
     };
-    let outcome = &report.outcome;
     if let Some(Excluded::Failed(reason)) = &report.excluded {
         print_stderr(&format!(
             "warning: the projection stands, but its paths could not be listed in the repository's exclude file: {}\n",
@@ -85,73 +85,155 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
         ));
     }
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Document<'a> {
-            format: &'static str,
-            bundle: &'a str,
-            layout: &'a str,
-            scope: &'a str,
-            mode: &'a str,
-            target: String,
-            skills: &'a [String],
-            written: &'a [String],
-            unchanged: usize,
-            removed: &'a [String],
-        }
-        let details = &report.details;
-        let document = Document {
-            format: "acompose.project.v1",
-            bundle: &details.bundle,
-            layout: &details.layout,
-            scope: &details.scope,
-            mode: &details.mode,
-            target: report.target.display().to_string(),
-            skills: &details.skills,
-            written: &outcome.written,
-            unchanged: outcome.unchanged,
-            removed: &outcome.removed,
-        };
-        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
-        return exit::SUCCESS;
-    }
-    if !terminal.quiet {
-        let details = &report.details;
-        let mut text = format!(
-            "projected {} ({}) into `{}` as {} at {} scope\n",
-            details.bundle,
-            sanitize(&details.role),
-            report.target.display(),
-            layout.display_name,
-            details.scope
-        );
-        text.push_str(&format!(
-            "{} written, {} unchanged, {} removed; {} skills by {}\n",
-            outcome.written.len(),
-            outcome.unchanged,
-            outcome.removed.len(),
-            details.skills.len(),
-            details.mode
-        ));
-        match &report.excluded {
-            Some(Excluded::Listed(exclude)) => text.push_str(&format!(
-                "git: its paths are listed in `{}` (local to this clone, never committed)\n",
-                sanitize(&exclude.display().to_string())
-            )),
-            Some(Excluded::Cleared(exclude)) => text.push_str(&format!(
-                "git: copies may be committed; its paths were taken out of `{}`\n",
-                sanitize(&exclude.display().to_string())
-            )),
-            _ => {}
-        }
-        if terminal.verbose > 0 {
-            for path in &outcome.written {
-                text.push_str(&format!("  wrote   {}\n", sanitize(path)));
-            }
-            for path in &outcome.removed {
-                text.push_str(&format!("  removed {}\n", sanitize(path)));
-            }
-        }
-        print_stdout(&text);
+        print_stdout(&projected_json(&report));
+    } else if !terminal.quiet {
+        print_stdout(&projected_text(&report, layout.display_name, terminal.verbose > 0));
     }
     exit::SUCCESS
+}
+
+/// The `acompose.project.v1` document.
+fn projected_json(report: &Report) -> String {
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        bundle: &'a str,
+        layout: &'a str,
+        scope: &'a str,
+        mode: &'a str,
+        target: String,
+        skills: &'a [String],
+        written: &'a [String],
+        unchanged: usize,
+        removed: &'a [String],
+    }
+    let (details, outcome) = (&report.details, &report.outcome);
+    let document = Document {
+        format: "acompose.project.v1",
+        bundle: &details.bundle,
+        layout: &details.layout,
+        scope: &details.scope,
+        mode: &details.mode,
+        target: report.target.display().to_string(),
+        skills: &details.skills,
+        written: &outcome.written,
+        unchanged: outcome.unchanged,
+        removed: &outcome.removed,
+    };
+    String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
+}
+
+/// What a projection did, as text; each written and removed path with `verbose`.
+fn projected_text(report: &Report, harness: &str, verbose: bool) -> String {
+    let (details, outcome) = (&report.details, &report.outcome);
+    let mut text = format!(
+        "projected {} ({}) into `{}` as {harness} at {} scope\n",
+        details.bundle,
+        sanitize(&details.role),
+        report.target.display(),
+        details.scope
+    );
+    text.push_str(&format!(
+        "{} written, {} unchanged, {} removed; {} skills by {}\n",
+        outcome.written.len(),
+        outcome.unchanged,
+        outcome.removed.len(),
+        details.skills.len(),
+        details.mode
+    ));
+    for block in &details.blocks {
+        text.push_str(&format!("instructions: a managed block in your `{}`\n", sanitize(&block.path)));
+    }
+    match &report.excluded {
+        Some(Excluded::Listed(exclude)) => text.push_str(&format!(
+            "git: its paths are listed in `{}` (local to this clone, never committed)\n",
+            sanitize(&exclude.display().to_string())
+        )),
+        Some(Excluded::Cleared(exclude)) => text.push_str(&format!(
+            "git: copies may be committed; its paths were taken out of `{}`\n",
+            sanitize(&exclude.display().to_string())
+        )),
+        _ => {}
+    }
+    if verbose {
+        for path in &outcome.written {
+            text.push_str(&format!("  wrote   {}\n", sanitize(path)));
+        }
+        for path in &outcome.removed {
+            text.push_str(&format!("  removed {}\n", sanitize(path)));
+        }
+    }
+    text
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UnprojectArgs {
+    /// The folder holding the projection (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// Print the result as JSON (`acompose.unproject.v1`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run_unproject(args: UnprojectArgs, terminal: &Terminal) -> u8 {
+    let target = match args.target.clone().map_or_else(|| default_target(Scope::Repository), Ok) {
+        Ok(target) => target,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let report = match unproject(&target, &mut NoFaults) {
+        Ok(report) => report,
+        Err(error) => return report_error(&error, terminal),
+    };
+    if let Excluded::Failed(reason) = &report.excluded {
+        print_stderr(&format!(
+            "warning: the projection is gone, but the repository's exclude file still lists it: {}\n",
+            sanitize(reason)
+        ));
+    }
+    if args.json {
+        print_stdout(&unprojected_json(&report));
+    } else if !terminal.quiet {
+        print_stdout(&unprojected_text(&report));
+    }
+    exit::SUCCESS
+}
+
+fn unprojected_json(report: &Unprojected) -> String {
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        target: String,
+        bundle: &'a str,
+        layout: &'a str,
+        removed: &'a [String],
+        restored: &'a [String],
+    }
+    let document = Document {
+        format: "acompose.unproject.v1",
+        target: report.target.display().to_string(),
+        bundle: &report.details.bundle,
+        layout: &report.details.layout,
+        removed: &report.removed,
+        restored: &report.restored,
+    };
+    String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
+}
+
+fn unprojected_text(report: &Unprojected) -> String {
+    let mut text = format!(
+        "unprojected {} ({}) from `{}`: {} removed, {} restored\n",
+        report.details.bundle,
+        sanitize(&report.details.role),
+        sanitize(&report.target.display().to_string()),
+        report.removed.len(),
+        report.restored.len()
+    );
+    for path in &report.restored {
+        text.push_str(&format!("  restored {} (its acompose block taken out)\n", sanitize(path)));
+    }
+    if let Excluded::Cleared(exclude) = &report.excluded {
+        text.push_str(&format!("git: its paths were taken out of `{}`\n", sanitize(&exclude.display().to_string())));
+    }
+    text
 }

@@ -19,6 +19,7 @@ pub mod file_queries;
 pub mod git_exclude;
 pub mod harness_layout;
 pub mod host_config;
+pub mod instruction_block;
 pub mod limits;
 
 pub mod person;

@@ -83,6 +83,23 @@ pub struct Details {
     pub skills: Vec<String>,
     /// `ceil(bytes / 4)` over the skill files the projection delivers.
     pub approximate_tokens: u64,
+    /// The instructions the projection keeps as a managed block inside a file of the
+    /// user's (which it does not own), rather than as a file of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<BlockRecord>,
+}
+
+/// One managed block of instructions in a file the user owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockRecord {
+    /// The file, relative to the target.
+    pub path: String,
+    /// What was written between the user's text and the block, taken out with it.
+    pub separator: String,
+    /// The blake3 digest of the block as written (markers included): a block whose
+    /// digest differs was edited by hand and is left alone.
+    pub digest: String,
 }
 
 /// A projection decided before anything is touched.
@@ -195,6 +212,7 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
             .collect(),
         skills: folders.keys().map(|skill| (*skill).to_owned()).collect(),
         approximate_tokens: skill_bytes.div_ceil(4),
+        blocks: Vec::new(),
     };
     Ok(Plan { entries, details })
 }
@@ -301,6 +319,7 @@ mod tests {
             personalities: vec![RecordPersonality { slug: "grounded".to_owned(), color: "#8f8c47".to_owned() }],
             skills: vec!["role-platform".to_owned()],
             approximate_tokens: 1_234,
+            blocks: Vec::new(),
         }
     }
 

@@ -155,19 +155,73 @@ fn copies_are_plain_files_and_a_repeat_writes_nothing() {
     assert_eq!(written_count(&again), 0, "{}", again.stdout);
 }
 
+/// The text between the managed block's markers in `text`.
+fn block_of(text: &str) -> Option<&str> {
+    let start = text.find("<!-- acompose: the projected role's instructions begin")?;
+    let end = text.find("<!-- acompose: the projected role's instructions end -->")?;
+    Some(&text[start..end])
+}
+
 #[test]
-fn a_foreign_claude_md_is_refused_and_left_byte_identical() {
+fn an_instructions_file_of_the_user_gets_a_managed_block_and_unproject_gives_it_back() {
     let composed = compose("selector-slice");
     let target = tempfile::tempdir().expect("target");
-    let mine = b"# my own instructions\n\nkeep me\n";
+    let mine = "# my own instructions\n\nkeep me";
     std::fs::write(target.path().join("CLAUDE.md"), mine).expect("write");
     let before = tree(target.path());
     let output = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
-    assert_eq!(output.code, 1, "{}", output.stdout);
-    assert!(output.stderr.contains("CLAUDE.md"), "{}", output.stderr);
-    assert!(output.stderr.contains("never overwrites"), "{}", output.stderr);
-    assert_eq!(std::fs::read(target.path().join("CLAUDE.md")).expect("read"), mine);
-    assert_eq!(tree(target.path()), before, "nothing else was written");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
+    assert!(projected.starts_with(mine), "the user's text stays first, byte for byte: {projected}");
+    let instructions = std::fs::read_to_string(composed.bundle.join("content/instructions.md")).expect("instructions");
+    assert!(block_of(&projected).expect("a block").contains(instructions.trim_end()), "{projected}");
+    let record = std::fs::read_to_string(target.path().join(".agent-compose/projection.json")).expect("record");
+    let record: serde_json::Value = serde_json::from_str(&record).expect("json");
+    let owned: Vec<&str> = record["files"].as_array().expect("files").iter().filter_map(|file| file.as_str()).collect();
+    assert!(!owned.contains(&"CLAUDE.md"), "the user's file is never owned: {owned:?}");
+    assert_eq!(record["details"]["blocks"][0]["path"], "CLAUDE.md");
+
+    let repeat = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
+    assert_eq!(repeat.code, 0, "{}", repeat.stderr);
+    let repeat: serde_json::Value = serde_json::from_str(&repeat.stdout).expect("json");
+    assert_eq!(repeat["written"], serde_json::json!([]), "a repeat writes nothing");
+
+    let unprojected = acompose(&composed.root, &["unproject", "--target", target.path().to_str().expect("utf-8")]);
+    assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
+    assert!(unprojected.stdout.contains("restored CLAUDE.md"), "{}", unprojected.stdout);
+    assert_eq!(tree(target.path()), before, "the folder is exactly as it was, tree and bytes");
+}
+
+#[test]
+fn a_block_edited_by_hand_is_left_alone_and_another_layout_gives_the_first_file_back() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    let claude = "# claude notes\n";
+    let agents = "# agents notes\n\nmore\n";
+    std::fs::write(target.path().join("CLAUDE.md"), claude).expect("write");
+    std::fs::write(target.path().join("AGENTS.md"), agents).expect("write");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
+    let edited = projected.replacen(
+        "<!-- acompose: the projected role's instructions end -->",
+        "my line\n<!-- acompose: the projected role's instructions end -->",
+        1,
+    );
+    std::fs::write(target.path().join("CLAUDE.md"), &edited).expect("edit the block");
+    let before = tree(target.path());
+    let refused = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.stderr.contains("edited by hand"), "{}", refused.stderr);
+    let refused = acompose(&composed.root, &["unproject", "--target", target.path().to_str().expect("utf-8")]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert_eq!(tree(target.path()), before, "nothing changed");
+
+    std::fs::write(target.path().join("CLAUDE.md"), &projected).expect("undo the edit");
+    let codex = project_cli(&composed.root, &composed.bundle, "codex", "repo", target.path(), &[]);
+    assert_eq!(codex.code, 0, "{}", codex.stderr);
+    assert_eq!(std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read"), claude, "given back");
+    let agents_now = std::fs::read_to_string(target.path().join("AGENTS.md")).expect("read");
+    assert!(agents_now.starts_with(agents) && block_of(&agents_now).is_some(), "{agents_now}");
 }
 
 #[test]
@@ -240,8 +294,13 @@ impl Hooks for FailAt {
 fn a_fault_at_each_step_restores_the_previous_projection() {
     let star = compose("selector-star");
     let slice = compose("selector-slice");
-    for mode in [Mode::Link, Mode::Copy] {
+    for (mode, user_file) in [(Mode::Link, false), (Mode::Copy, false), (Mode::Link, true)] {
         let target = tempfile::tempdir().expect("target");
+        if user_file {
+            // The instructions then go into a managed block of the user's file, rewritten
+            // under the same journal.
+            std::fs::write(target.path().join("CLAUDE.md"), "# mine\n").expect("user file");
+        }
         let first = Request {
             bundle: &star.bundle,
             layout: acompose_engine::harness_layout::layout("claude").expect("claude"),

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Manifest;
 use acompose_engine::harness_layout::{Layout, Scope};
-use acompose_engine::projection::{self, BundleInput, Details, Health, Mode, Planned};
+use acompose_engine::projection::{self, BlockRecord, BundleInput, Details, Health, Mode, Planned};
 
 use crate::error::HostError;
 use crate::git_exclude::{self, Excluded};
 use crate::home::LOCK_TIMEOUT;
+use crate::instruction_block::{self, Placement};
 use crate::load::error_kind;
 use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
 
@@ -139,8 +140,13 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
     let bundle = read_verified(request.bundle)?;
     let bundle_text = bundle.path.to_string_lossy().into_owned();
     let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
-    let plan = projection::plan(&input, request.layout, request.scope, request.mode)
+    let mut plan = projection::plan(&input, request.layout, request.scope, request.mode)
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
+    let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
+    let previous = read_record(request.target);
+    let instructions = request.layout.places(request.scope).instructions;
+    let shared = shared_files(request.target, &plan, instructions, previous.as_ref())?;
+    plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
     let links: Vec<PathBuf> = plan
         .entries
         .iter()
@@ -153,6 +159,7 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
         .entries
         .iter()
         .zip(&links)
+        .filter(|(entry, _)| !shared.iter().any(|file| file.path == entry.path))
         .map(|(entry, link)| Entry {
             path: &entry.path,
             content: match &entry.content {
@@ -160,21 +167,120 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
                 Planned::BundleFolder(_) => Content::Link(link),
             },
         })
+        .chain(shared.iter().map(|file| Entry { path: &file.path, content: Content::Shared(&file.bytes) }))
         .chain(request.extra_links.iter().map(|(path, target)| Entry { path, content: Content::Link(target) }))
         .collect();
     let details = serde_json::to_value(&plan.details).map_err(|error| {
         HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
     })?;
-    let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
     let outcome =
         transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), hooks).map_err(with_hint)?;
     let excluded = (request.git == GitExclusion::Local).then(|| {
         let owned: Vec<String> = std::iter::once(RECORD_FOLDER.to_owned())
-            .chain(plan.entries.iter().map(|entry| entry.path.clone()))
+            .chain(
+                plan.entries
+                    .iter()
+                    .filter(|entry| !shared.iter().any(|file| file.path == entry.path))
+                    .map(|entry| entry.path.clone()),
+            )
             .collect();
         git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
     });
     Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded })
+}
+
+/// A file of the user's a projection writes without owning it: its new bytes, and the
+/// record of the block they hold (`None` when a block was taken out).
+struct SharedFile {
+    path: String,
+    bytes: Vec<u8>,
+    record: Option<BlockRecord>,
+}
+
+/// The user's files this projection writes: its instructions as a block in the user's
+/// own instructions file, and the blocks the previous projection kept in other files
+/// taken out again (another layout's instructions file).
+fn shared_files(
+    target: &Path,
+    plan: &projection::Plan,
+    instructions: &str,
+    previous: Option<&Record>,
+) -> Result<Vec<SharedFile>, HostError> {
+    let mut shared = Vec::new();
+    let previous_block =
+        |path: &str| previous.and_then(|record| record.details.blocks.iter().find(|block| block.path == path));
+    let owned = previous.is_some_and(|record| record.files.iter().any(|file| file == instructions));
+    let instructions_bytes = plan.entries.iter().find_map(|entry| match &entry.content {
+        Planned::Bytes(bytes) if entry.path == instructions => Some(bytes.as_slice()),
+        _ => None,
+    });
+    if let Some(bytes) = instructions_bytes
+        && let Placement::Block { text, record } =
+            instruction_block::place(target, instructions, bytes, owned, previous_block(instructions))?
+    {
+        shared.push(SharedFile { path: instructions.to_owned(), bytes: text, record: Some(record) });
+    }
+    for block in previous.map_or(&[][..], |record| record.details.blocks.as_slice()) {
+        if block.path != instructions
+            && let Some(restored) = instruction_block::without(target, block)?
+        {
+            shared.push(SharedFile { path: block.path.clone(), bytes: restored, record: None });
+        }
+    }
+    Ok(shared)
+}
+
+/// What `unproject` did.
+#[derive(Debug, Clone)]
+pub struct Unprojected {
+    pub target: PathBuf,
+    pub details: Details,
+    /// The paths the projection owned, now removed.
+    pub removed: Vec<String>,
+    /// The user's files whose managed block was taken out.
+    pub restored: Vec<String>,
+    pub excluded: Excluded,
+}
+
+/// Removes the projection recorded in `target`: every path it owns, its blocks in the
+/// user's files (leaving them byte for byte as they were before it), its record, and its
+/// lines in the repository's exclude file. A block edited by hand stops it before
+/// anything changes.
+pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, HostError> {
+    check_target(target)?;
+    let _lock = transaction::lock_directory_itself(target, LOCK_TIMEOUT)?;
+    let Some(record) = read_record(target) else {
+        return Err(HostError::invalid(
+            target,
+            format!("there is no projection in `{}` (no readable `{}`)", target.display(), projection::RECORD),
+        ));
+    };
+    let mut restored = Vec::new();
+    for block in &record.details.blocks {
+        if let Some(bytes) = instruction_block::without(target, block)? {
+            restored.push((block.path.clone(), bytes));
+        }
+    }
+    let entries: Vec<Entry<'_>> =
+        restored.iter().map(|(path, bytes)| Entry { path, content: Content::Shared(bytes) }).collect();
+    let outcome = transaction::apply_entries(target, &entries, &PROJECTION, None, hooks).map_err(with_hint)?;
+    let record_path = target.join(projection::RECORD);
+    std::fs::remove_file(&record_path).map_err(|error| {
+        HostError::environment(
+            &record_path,
+            format!("cannot remove `{}`: {}", record_path.display(), error_kind(&error)),
+        )
+    })?;
+    // The folder holds nothing else of ours; one the user put files in stays.
+    let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
+    let excluded = git_exclude::update(target, None);
+    Ok(Unprojected {
+        target: target.to_path_buf(),
+        details: record.details,
+        removed: outcome.removed,
+        restored: restored.into_iter().map(|(path, _)| path).collect(),
+        excluded,
+    })
 }
 
 /// A projection record found walking up.

@@ -52,6 +52,10 @@ pub enum Content<'a> {
     Bytes(&'a [u8]),
     /// A symbolic link to this target (only where [`Bookkeeping::links`] allows).
     Link(&'a Path),
+    /// Bytes written over a file the directory does not own — the user's own file with a
+    /// block the caller manages in it — under the same journal, but never recorded as
+    /// owned, so never removed by a later run.
+    Shared(&'a [u8]),
 }
 
 /// One owned path and what it holds.
@@ -411,6 +415,7 @@ fn plan<'a>(
     let mut writes: Vec<(Entry<'a>, bool)> = Vec::new();
     let mut unchanged = 0;
     let mut planned = BTreeSet::new();
+    let mut shared_paths = BTreeSet::new();
     for entry in entries {
         let full = || root.join(entry.path);
         if !is_safe_relative(entry.path) || is_reserved(entry.path, books) {
@@ -419,10 +424,15 @@ fn plan<'a>(
         if matches!(entry.content, Content::Link(_)) && !books.links {
             return Err(refused(&full(), "this directory holds no symbolic links"));
         }
-        planned.insert(entry.path.to_owned());
+        let shared = matches!(entry.content, Content::Shared(_));
+        if shared {
+            shared_paths.insert(entry.path);
+        } else {
+            planned.insert(entry.path.to_owned());
+        }
         let existing = if root_exists { inspect(root, entry.path, books.links)? } else { Existing::Missing };
         let same = match (&existing, entry.content) {
-            (Existing::File(bytes), Content::Bytes(wanted)) => bytes.as_slice() == wanted,
+            (Existing::File(bytes), Content::Bytes(wanted) | Content::Shared(wanted)) => bytes.as_slice() == wanted,
             (Existing::Link(target), Content::Link(wanted)) => target.as_path() == wanted,
             _ => false,
         };
@@ -430,6 +440,7 @@ fn plan<'a>(
             _ if same => unchanged += 1,
             Existing::Missing => writes.push((*entry, false)),
             _ if owned.contains(entry.path) => writes.push((*entry, true)),
+            Existing::File(_) if shared => writes.push((*entry, true)),
             Existing::Link(_) => {
                 return Err(refused(&full(), "a link this directory did not make is in the way"));
             }
@@ -439,7 +450,7 @@ fn plan<'a>(
         }
     }
     let mut removals = Vec::new();
-    for path in owned.difference(&planned) {
+    for path in owned.difference(&planned).filter(|path| !shared_paths.contains(path.as_str())) {
         if !matches!(inspect(root, path, books.links)?, Existing::Missing) {
             removals.push(path.clone());
         }
@@ -463,7 +474,7 @@ enum Owned {
 impl Owned {
     fn of(content: Content<'_>) -> Self {
         match content {
-            Content::Bytes(bytes) => Owned::Bytes(bytes.to_vec()),
+            Content::Bytes(bytes) | Content::Shared(bytes) => Owned::Bytes(bytes.to_vec()),
             Content::Link(target) => Owned::Link(target.to_path_buf()),
         }
     }
