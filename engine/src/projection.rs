@@ -4,7 +4,7 @@
 //! carries for `statusline` and `whoami`. Reads no file and writes none: the host hands
 //! in the bundle's files and writes the plan through a transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -215,6 +215,31 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
         blocks: Vec::new(),
     };
     Ok(Plan { entries, details })
+}
+
+/// The separator of layouts sharing one target in a record's `layout` (`claude+codex`);
+/// no harness name holds it.
+pub const LAYOUT_SEPARATOR: char = '+';
+
+/// One projection of a bundle for several layouts into one target: every layout's entries,
+/// a path two layouts share (`AGENTS.md` for Codex and OpenCode, `.agents/skills/…`)
+/// written once, and the layouts named together in the details. `plans` is never empty
+/// in a caller; an empty list gives an empty plan of no layout.
+pub fn merged(plans: Vec<Plan>) -> Option<Plan> {
+    let mut plans = plans.into_iter();
+    let mut merged = plans.next()?;
+    let mut paths: BTreeSet<String> = merged.entries.iter().map(|entry| entry.path.clone()).collect();
+    for plan in plans {
+        merged.details.layout.push(LAYOUT_SEPARATOR);
+        merged.details.layout.push_str(&plan.details.layout);
+        for entry in plan.entries {
+            if paths.insert(entry.path.clone()) {
+                merged.entries.push(entry);
+            }
+        }
+    }
+    merged.entries.sort_by(|left, right| left.path.cmp(&right.path));
+    Some(merged)
 }
 
 /// Whether the projection still looks like what its record says.

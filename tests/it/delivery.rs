@@ -193,35 +193,54 @@ fn an_instructions_file_of_the_user_gets_a_managed_block_and_unproject_gives_it_
 }
 
 #[test]
-fn a_block_edited_by_hand_is_left_alone_and_another_layout_gives_the_first_file_back() {
+fn two_layouts_share_a_folder_a_second_role_is_refused_and_unproject_gives_both_files_back() {
     let composed = compose("selector-slice");
+    let other_role = compose("global-with-selectors");
     let target = tempfile::tempdir().expect("target");
     let claude = "# claude notes\n";
     let agents = "# agents notes\n\nmore\n";
     std::fs::write(target.path().join("CLAUDE.md"), claude).expect("write");
     std::fs::write(target.path().join("AGENTS.md"), agents).expect("write");
-    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
-    let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
-    let edited = projected.replacen(
-        "<!-- acompose: the projected role's instructions end -->",
-        "my line\n<!-- acompose: the projected role's instructions end -->",
-        1,
-    );
-    std::fs::write(target.path().join("CLAUDE.md"), &edited).expect("edit the block");
     let before = tree(target.path());
-    let refused = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
-    assert_eq!(refused.code, 1, "{}", refused.stdout);
-    assert!(refused.stderr.contains("edited by hand"), "{}", refused.stderr);
-    let refused = acompose(&composed.root, &["unproject", "--target", target.path().to_str().expect("utf-8")]);
-    assert_eq!(refused.code, 1, "{}", refused.stdout);
-    assert_eq!(tree(target.path()), before, "nothing changed");
-
-    std::fs::write(target.path().join("CLAUDE.md"), &projected).expect("undo the edit");
+    let target_text = target.path().to_str().expect("utf-8");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
     let codex = project_cli(&composed.root, &composed.bundle, "codex", "repo", target.path(), &[]);
     assert_eq!(codex.code, 0, "{}", codex.stderr);
-    assert_eq!(std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read"), claude, "given back");
-    let agents_now = std::fs::read_to_string(target.path().join("AGENTS.md")).expect("read");
-    assert!(agents_now.starts_with(agents) && block_of(&agents_now).is_some(), "{agents_now}");
+    for (file, user) in [("CLAUDE.md", claude), ("AGENTS.md", agents)] {
+        let text = std::fs::read_to_string(target.path().join(file)).expect("read");
+        assert!(text.starts_with(user) && block_of(&text).is_some(), "{file}: {text}");
+    }
+    for skills in [".claude/skills", ".agents/skills"] {
+        assert!(target.path().join(skills).join("role-platform/SKILL.md").is_file(), "{skills}");
+    }
+    let row = acompose(&composed.root, &["statusline", "--target", target_text]);
+    assert!(row.stdout.contains("platform@claude+codex"), "{}", row.stdout);
+
+    let occupied = tree(target.path());
+    let refused = project_cli(&other_role.root, &other_role.bundle, "gemini", "repo", target.path(), &[]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("role `platform`") && refused.stderr.contains(".agents/skills"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(tree(target.path()), occupied, "nothing changed");
+
+    let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
+    let end = "<!-- acompose: the projected role's instructions end -->";
+    std::fs::write(target.path().join("CLAUDE.md"), projected.replacen(end, &format!("my line\n{end}"), 1))
+        .expect("edit the block");
+    let edited = tree(target.path());
+    let refused = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
+    assert!(refused.code == 1 && refused.stderr.contains("edited by hand"), "{}", refused.stderr);
+    let refused = acompose(&composed.root, &["unproject", "--target", target_text]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert_eq!(tree(target.path()), edited, "a hand-edited block stops both before anything changes");
+
+    std::fs::write(target.path().join("CLAUDE.md"), &projected).expect("undo the edit");
+    let unprojected = acompose(&composed.root, &["unproject", "--target", target_text]);
+    assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
+    assert_eq!(tree(target.path()), before, "both files and the folder exactly as they were");
 }
 
 #[test]

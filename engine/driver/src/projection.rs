@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::Manifest;
+use acompose_engine::diagnostic::sanitize;
 use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::projection::{self, BlockRecord, BundleInput, Details, Health, Mode, Planned};
 
@@ -140,12 +141,20 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
     let bundle = read_verified(request.bundle)?;
     let bundle_text = bundle.path.to_string_lossy().into_owned();
     let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
-    let mut plan = projection::plan(&input, request.layout, request.scope, request.mode)
-        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
     let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
     let previous = read_record(request.target);
-    let instructions = request.layout.places(request.scope).instructions;
-    let shared = shared_files(request.target, &plan, instructions, previous.as_ref())?;
+    let layouts = layouts_for(request, &bundle.manifest.role.slug, previous.as_ref())?;
+    let plans = layouts
+        .iter()
+        .map(|layout| projection::plan(&input, layout, request.scope, request.mode))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
+    let mut plan = projection::merged(plans)
+        .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
+    let mut instructions: Vec<&str> = layouts.iter().map(|layout| layout.places(request.scope).instructions).collect();
+    instructions.sort_unstable();
+    instructions.dedup();
+    let shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
     plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
     let links: Vec<PathBuf> = plan
         .entries
@@ -203,31 +212,73 @@ struct SharedFile {
 fn shared_files(
     target: &Path,
     plan: &projection::Plan,
-    instructions: &str,
+    instructions: &[&str],
     previous: Option<&Record>,
 ) -> Result<Vec<SharedFile>, HostError> {
     let mut shared = Vec::new();
     let previous_block =
         |path: &str| previous.and_then(|record| record.details.blocks.iter().find(|block| block.path == path));
-    let owned = previous.is_some_and(|record| record.files.iter().any(|file| file == instructions));
-    let instructions_bytes = plan.entries.iter().find_map(|entry| match &entry.content {
-        Planned::Bytes(bytes) if entry.path == instructions => Some(bytes.as_slice()),
-        _ => None,
-    });
-    if let Some(bytes) = instructions_bytes
-        && let Placement::Block { text, record } =
-            instruction_block::place(target, instructions, bytes, owned, previous_block(instructions))?
-    {
-        shared.push(SharedFile { path: instructions.to_owned(), bytes: text, record: Some(record) });
+    for &path in instructions {
+        let owned = previous.is_some_and(|record| record.files.iter().any(|file| file == path));
+        let bytes = plan.entries.iter().find_map(|entry| match &entry.content {
+            Planned::Bytes(bytes) if entry.path == path => Some(bytes.as_slice()),
+            _ => None,
+        });
+        if let Some(bytes) = bytes
+            && let Placement::Block { text, record } =
+                instruction_block::place(target, path, bytes, owned, previous_block(path))?
+        {
+            shared.push(SharedFile { path: path.to_owned(), bytes: text, record: Some(record) });
+        }
     }
     for block in previous.map_or(&[][..], |record| record.details.blocks.as_slice()) {
-        if block.path != instructions
+        if !instructions.contains(&block.path.as_str())
             && let Some(restored) = instruction_block::without(target, block)?
         {
             shared.push(SharedFile { path: block.path.clone(), bytes: restored, record: None });
         }
     }
     Ok(shared)
+}
+
+/// The layouts a projection writes: the requested one beside those the target's record
+/// already holds for the same role, scope and mode (several harnesses in one folder); a
+/// different scope or mode replaces the projection. A folder holding another role's
+/// projection is refused: harnesses read each other's folders, so two roles in one
+/// folder would each see the other's skills.
+fn layouts_for(
+    request: &Request<'_>,
+    role: &str,
+    previous: Option<&Record>,
+) -> Result<Vec<&'static Layout>, HostError> {
+    let Some(previous) = previous else {
+        return Ok(vec![request.layout]);
+    };
+    let details = &previous.details;
+    if details.role != role {
+        return Err(HostError::invalid(
+            request.target,
+            format!(
+                "`{}` already holds a projection of role `{}` ({}); one folder holds one role, because harnesses read each other's folders (Codex, OpenCode, Gemini CLI and Goose all read `.agents/skills`; OpenCode and Goose `.claude/skills` too): run `acompose unproject --target {}` first, or project into another folder",
+                request.target.display(),
+                sanitize(&details.role),
+                sanitize(&details.layout),
+                request.target.display()
+            ),
+        ));
+    }
+    if details.scope != request.scope.name() || details.mode != request.mode.name() {
+        return Ok(vec![request.layout]);
+    }
+    let mut layouts: Vec<&'static Layout> = details
+        .layout
+        .split(projection::LAYOUT_SEPARATOR)
+        .filter_map(acompose_engine::harness_layout::layout)
+        .collect();
+    if !layouts.iter().any(|layout| layout.harness == request.layout.harness) {
+        layouts.push(request.layout);
+    }
+    Ok(layouts)
 }
 
 /// What `unproject` did.
