@@ -25,6 +25,11 @@ pub struct Catalogue {
     pub files: Vec<SourceFile>,
     #[returns(ref)]
     pub load_diagnostics: Vec<Diagnostic>,
+    /// Entries of `.agents/skills/` a projection into this repository owns (links into a
+    /// bundle, relative to the root): the driver left them out, and the trace says so.
+    #[default]
+    #[returns(ref)]
+    pub projected: Vec<String>,
 }
 
 /// Ordinary (`.agents/skills`) or composed (`.agents/composed`).
@@ -140,6 +145,9 @@ pub struct CatalogueListing {
     /// Folders under `.agents/skills/` without a `SKILL.md` (shared references, scripts):
     /// not skills, recorded so the trace can say so.
     pub not_skills: Vec<String>,
+    /// Entries under `.agents/skills/` a projection into the repository owns: a role's
+    /// delivered skills, not the catalogue's, left out and recorded so the trace says so.
+    pub projected: Vec<String>,
 }
 
 /// Tree digest over (path, folded length, folded bytes digest) of every member.
@@ -169,6 +177,12 @@ pub fn catalogue_listing(db: &dyn salsa::Database, catalogue: Catalogue) -> Pars
     }
     let ListingBuilder { mut listing, diagnostics, .. } = builder;
     listing.instructions.sort_by(|a, b| a.id.cmp(&b.id));
+    listing.projected = catalogue
+        .projected(db)
+        .iter()
+        .filter_map(|path| path.strip_prefix(".agents/skills/"))
+        .map(str::to_owned)
+        .collect();
     Parsed::new(listing, diagnostics)
 }
 

@@ -489,8 +489,20 @@ impl Resolver<'_> {
         }
     }
 
-    /// Records the folders of a provider's `.agents/skills` that hold no `SKILL.md`.
+    /// Records the folders of a provider's `.agents/skills` that hold no `SKILL.md`, and
+    /// the entries a projection into the repository owns.
     fn exclude_folders(&mut self, candidate: &Candidate, listing: &CatalogueListing) {
+        for entry in &listing.projected {
+            self.decide(
+                format!("skill:{entry}"),
+                "folder",
+                &candidate.id,
+                Outcome::Excluded,
+                "projected-entry",
+                format!("`.agents/skills/{entry}` is a link a projection into this repository owns, not a skill of its catalogue"),
+                Vec::new(),
+            );
+        }
         for folder in &listing.not_skills {
             self.decide(
                 format!("skill:{folder}"),

@@ -75,6 +75,9 @@ pub fn rule(cause: &str) -> &'static str {
         "not-admitted" => "a repository no role uses and that is not global is not admitted",
         "declared-instruction" => "instructions a declaration lists are delivered with the bundle",
         "not-a-skill" => "a folder under `.agents/skills/` without `SKILL.md` holds resources, not a skill",
+        "projected-entry" => {
+            "a link a projection into the repository owns delivers a role's skill there; it is not the catalogue's"
+        }
         "invalid-skill" => "with skill policy `skip`, a skill that breaks an Agent Skills rule is left out",
         _ => "see the reason",
     }

@@ -705,3 +705,54 @@ fn a_refresh_reads_only_the_files_that_changed() {
     let cpu = std::fs::read_to_string(bundle.join("content/skills/hardware/machine-cpu/SKILL.md")).expect("skill");
     assert!(cpu.contains("Hardware."), "{cpu}");
 }
+
+/// The skill names a bundle selected, by provider.
+fn selected_skills(bundle: &Path) -> Vec<String> {
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("trace.json")).expect("trace")).expect("json");
+    let mut selected: Vec<String> = trace["decisions"]
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .filter(|decision| decision["outcome"] == "selected" && decision["kind"] == "skill")
+        .filter_map(|decision| decision["subject"].as_str().map(str::to_owned))
+        .collect();
+    selected.sort();
+    selected
+}
+
+#[test]
+fn a_projection_into_a_catalogue_repository_leaves_the_catalogue_a_catalogue() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &bare).code, 0);
+    let before = index(&home);
+    let platform_before = selected_skills(&home.join("bundles").join(&before["platform"]));
+    let hardware = projects.join("example/hardware");
+    let eval_bundle = home.join("bundles").join(&before["eval"]);
+    let arguments = ["project", eval_bundle.to_str().expect("utf-8"), "--layout", "codex", "--target"];
+    let mut arguments = arguments.to_vec();
+    arguments.push(hardware.to_str().expect("utf-8"));
+    let projected = acompose(temporary.path(), &arguments);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    assert!(std::fs::symlink_metadata(hardware.join(".agents/skills/bench-report")).expect("link").is_symlink());
+
+    let converged = acompose(temporary.path(), &bare);
+    assert_eq!(converged.code, 0, "the catalogue's projected links are not refused: {}", converged.stderr);
+    let after = index(&home);
+    let platform = home.join("bundles").join(&after["platform"]);
+    assert_eq!(selected_skills(&platform), platform_before, "the catalogue's own skills, unchanged");
+    let trace = std::fs::read_to_string(platform.join("trace.json")).expect("trace");
+    assert!(trace.contains("\"cause\": \"projected-entry\"") && trace.contains("skill:bench-report"), "{trace}");
+
+    let check = acompose(temporary.path(), &["catalog", "check", hardware.to_str().expect("utf-8")]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert!(format!("{}{}", check.stdout, check.stderr).contains("projected-entry"), "{}", check.stdout);
+
+    // A link the projection does not own is still refused.
+    std::os::unix::fs::symlink(&eval_bundle, hardware.join(".agents/skills/stray")).expect("stray link");
+    let refused = acompose(temporary.path(), &bare);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("symlink-refused"), "{}", refused.stderr);
+}

@@ -96,11 +96,16 @@ fn display(path: &Path) -> String {
 }
 
 /// Sub-folders of a skills folder in lexical order, as paths under `directory` as given;
-/// plain files and links are ignored.
+/// plain files are ignored, and so are links, but for those a projection into the
+/// repository owns (which the check notes).
 fn folders_in(working_directory: &Path, directory: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
     let mut folders: Vec<PathBuf> = std::fs::read_dir(working_directory.join(directory))?
         .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_dir()))
+        .filter(|entry| {
+            entry.file_type().is_ok_and(|kind| {
+                kind.is_dir() || (kind.is_symlink() && crate::projection::owned_by_a_projection(&entry.path()))
+            })
+        })
         .map(|entry| directory.join(entry.file_name()))
         .collect();
     folders.sort();
@@ -181,7 +186,19 @@ impl Checker<'_> {
                     }
                 };
                 for folder in folders {
-                    let entry = self.working_directory.join(&folder).join("SKILL.md");
+                    let on_disk = self.working_directory.join(&folder);
+                    if std::fs::symlink_metadata(&on_disk).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+                        self.diagnostics.push(
+                            Diagnostic::note(
+                                "projected-entry",
+                                "a link a projection into this repository owns; a role's delivered skill, not this catalogue's",
+                            )
+                            .in_file(display(&folder))
+                            .hint("`acompose unproject` takes the projection out"),
+                        );
+                        continue;
+                    }
+                    let entry = on_disk.join("SKILL.md");
                     if std::fs::symlink_metadata(entry).is_ok_and(|metadata| metadata.is_file()) {
                         let skill = self.skill(&folder);
                         row.skills.push(skill);

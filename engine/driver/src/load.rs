@@ -56,6 +56,11 @@ pub struct Read {
     /// Files the loader already holds, as they were when read: one whose metadata is
     /// still the same is kept ([`Body::Kept`]) instead of being read again.
     known: HashMap<PathBuf, Observed>,
+    /// Paths (relative to the root) a projection into the root owns: links met there are
+    /// a projection's, left out instead of refused.
+    owned_by_projection: std::collections::BTreeSet<String>,
+    /// The owned links met and left out, relative to the root.
+    pub projected: Vec<String>,
 }
 
 /// What is kept of a file read: its bytes, or, for a file of a catalogue's skill folder
@@ -189,6 +194,10 @@ fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
             }
         };
         let relative = relative_path(root, entry.path());
+        if entry.path_is_symlink() && read.owned_by_projection.contains(&relative) {
+            read.projected.push(relative);
+            continue;
+        }
         if entry.path_is_symlink() {
             read.diagnostics.push(
                 Diagnostic::error("symlink-refused", format!("symbolic links are not allowed in a {what}"))
@@ -375,6 +384,11 @@ fn read_catalogue_knowing(
         }
         Ok(metadata) => read.observed.push((agents, Observed::Directory(Stat::of(&metadata)))),
     }
+    // A projection into the repository (its record is fingerprinted like any input, so a
+    // new or removed projection is seen) owns links the walk leaves out.
+    let record = root.join(acompose_engine::projection::RECORD);
+    read.observed.push((record.clone(), crate::observe::observe(&record)));
+    read.owned_by_projection = crate::projection::owned_paths(root);
     for part in CATALOGUE_PARTS {
         let path = root.join(part);
         if let Err(error) = std::fs::symlink_metadata(&path) {
@@ -695,11 +709,20 @@ impl Loader {
         match read {
             Some(mut read) => {
                 self.record(&mut read);
-                self.catalogue_from(db, label, true, read.files, read.diagnostics)
+                let projected = std::mem::take(&mut read.projected);
+                let catalogue = self.catalogue_from(db, label, true, read.files, read.diagnostics);
+                if catalogue.projected(db) != &projected {
+                    catalogue.set_projected(db).with_durability(Durability::MEDIUM).to(projected);
+                }
+                catalogue
             }
             None => {
                 self.observed.insert(root.to_path_buf(), Observed::Missing);
-                self.catalogue_from(db, label, false, Vec::new(), Vec::new())
+                let catalogue = self.catalogue_from(db, label, false, Vec::new(), Vec::new());
+                if !catalogue.projected(db).is_empty() {
+                    catalogue.set_projected(db).with_durability(Durability::MEDIUM).to(Vec::new());
+                }
+                catalogue
             }
         }
     }

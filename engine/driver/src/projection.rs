@@ -334,6 +334,22 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
     })
 }
 
+/// The paths the projection recorded in `target` owns (none without a readable record):
+/// what the catalogue reader leaves out of a repository that is also a projection target.
+pub fn owned_paths(target: &Path) -> std::collections::BTreeSet<String> {
+    read_record(target).map(|record| record.files.into_iter().collect()).unwrap_or_default()
+}
+
+/// Whether `path` is a path the projection recorded in one of its ancestors owns.
+pub fn owned_by_a_projection(path: &Path) -> bool {
+    path.ancestors().skip(1).any(|folder| {
+        path.strip_prefix(folder).ok().and_then(|relative| relative.to_str()).is_some_and(|relative| {
+            let relative = relative.replace(std::path::MAIN_SEPARATOR, "/");
+            read_record(folder).is_some_and(|record| record.files.contains(&relative))
+        })
+    })
+}
+
 /// A projection record found walking up.
 #[derive(Debug, Clone)]
 pub struct Found {
