@@ -12,6 +12,7 @@ use acompose_driver::convergence::{BareRun, Stats, converge_home};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
 use acompose_driver::mounts::{MountReport, deliver};
+use acompose_driver::projections::Followed;
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary};
@@ -171,6 +172,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         }
         BareRun::Converged { report, stats, converger } => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
+            print_followed(&report.followed, terminal.quiet || args.json);
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
                     print_stderr(&format!("wrote {path}\n"));
@@ -188,6 +190,25 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         print_delivery(&delivered, terminal);
     }
     exit::SUCCESS
+}
+
+/// A line for each registered projection convergence moved to its role's new bundle, and
+/// a warning for each it had to leave alone.
+fn print_followed(followed: &[Followed], quiet: bool) {
+    for projection in followed {
+        let target = sanitize(&projection.target.display().to_string());
+        match &projection.outcome {
+            Ok(bundle) if !quiet => {
+                print_stdout(&format!("projected {bundle} ({}) into `{target}`\n", sanitize(&projection.role)));
+            }
+            Ok(_) => {}
+            Err(why) => print_stderr(&format!(
+                "warning: the projection of `{}` in `{target}` still shows its old bundle: {}\n",
+                sanitize(&projection.role),
+                sanitize(why)
+            )),
+        }
+    }
 }
 
 /// The delivery line of the summary (or the hint that turns delivery on) and a warning

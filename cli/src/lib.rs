@@ -118,6 +118,9 @@ pub enum Command {
     /// Remove a projection: every path it owns, its blocks in your instructions files and
     /// its lines in the repository's exclude file; your own text stays byte for byte.
     Unproject(project::UnprojectArgs),
+    /// List the projections of the home's bundles, each with its layout, role, bundle and
+    /// state (current, stale, missing, changed by hand).
+    Projections(project::ProjectionsArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
@@ -158,8 +161,9 @@ pub fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve::run(&args, &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
-        Some(Command::Project(args)) => project::run(args, &terminal),
-        Some(Command::Unproject(args)) => project::run_unproject(args, &terminal),
+        Some(Command::Project(args)) => project::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Unproject(args)) => project::run_unproject(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Projections(args)) => project::run_projections(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),

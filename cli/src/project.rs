@@ -3,13 +3,15 @@
 //! `acompose unproject`, which takes a projection out again. This module prints what
 //! changed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
+use acompose_driver::home::resolve_home;
 use acompose_driver::projection::{GitExclusion, Report, Request, Unprojected, default_target, project, unproject};
+use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
 
 use crate::terminal::{Terminal, report_error};
@@ -35,7 +37,8 @@ impl ScopeArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ProjectArgs {
-    /// The bundle directory (`<out>/<id>`).
+    /// The bundle directory (`<out>/<id>`), or a role of the home: its bundle in the home's
+    /// index, which the projection then follows through every convergence.
     pub bundle: PathBuf,
     /// The harness layout to write.
     #[arg(long, value_name = "HARNESS", value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
@@ -55,9 +58,14 @@ pub struct ProjectArgs {
     pub json: bool,
 }
 
-pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let Some(layout) = harness_layout::layout(&args.layout) else {
         return exit::USAGE;
+    };
+    let home = resolve_home(home).ok();
+    let bundle = match home.as_deref().map(|home| projections::bundle_of_role(home, &args.bundle)) {
+        Some(Some(bundle)) if !args.bundle.exists() => bundle,
+        _ => args.bundle.clone(),
     };
     let scope = args.scope.scope();
     let target = match args.target.clone().map_or_else(|| default_target(scope), Ok) {
@@ -65,18 +73,17 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let mode = if args.copy { Mode::Copy } else { Mode::Link };
-    let request = Request {
-        bundle: &args.bundle,
-        layout,
-        scope,
-        target: &target,
-        mode,
-        extra_links: &[],
-        git: GitExclusion::Local,
-    };
+    let request =
+        Request { bundle: &bundle, layout, scope, target: &target, mode, extra_links: &[], git: GitExclusion::Local };
     let report = match project(&request, &mut NoFaults) {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),
+    };
+    let follows = match home.as_deref().map(|home| projections::register(home, &target, &bundle, &report.details.role))
+    {
+        Some(Ok(follows)) => follows,
+        Some(Err(error)) => return report_error(&error, terminal),
+        None => false,
     };
     if let Some(Excluded::Failed(reason)) = &report.excluded {
         print_stderr(&format!(
@@ -87,7 +94,11 @@ pub fn run(args: ProjectArgs, terminal: &Terminal) -> u8 {
     if args.json {
         print_stdout(&projected_json(&report));
     } else if !terminal.quiet {
-        print_stdout(&projected_text(&report, layout.display_name, terminal.verbose > 0));
+        let mut text = projected_text(&report, layout.display_name, terminal.verbose > 0);
+        if follows {
+            text.push_str("it follows its role: every convergence projects the role's new bundle here\n");
+        }
+        print_stdout(&text);
     }
     exit::SUCCESS
 }
@@ -176,7 +187,7 @@ pub struct UnprojectArgs {
     pub json: bool,
 }
 
-pub fn run_unproject(args: UnprojectArgs, terminal: &Terminal) -> u8 {
+pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let target = match args.target.clone().map_or_else(|| default_target(Scope::Repository), Ok) {
         Ok(target) => target,
         Err(error) => return report_error(&error, terminal),
@@ -185,6 +196,9 @@ pub fn run_unproject(args: UnprojectArgs, terminal: &Terminal) -> u8 {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),
     };
+    if let Some(Err(error)) = resolve_home(home).ok().map(|home| projections::unregister(&home, &target)) {
+        return report_error(&error, terminal);
+    }
     if let Excluded::Failed(reason) = &report.excluded {
         print_stderr(&format!(
             "warning: the projection is gone, but the repository's exclude file still lists it: {}\n",
@@ -236,4 +250,65 @@ fn unprojected_text(report: &Unprojected) -> String {
         text.push_str(&format!("git: its paths were taken out of `{}`\n", sanitize(&exclude.display().to_string())));
     }
     text
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProjectionsArgs {
+    /// Print the list as JSON (`acompose.projections.v1`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let listed = projections::list(&home);
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Row<'a> {
+            target: String,
+            role: &'a str,
+            layout: &'a str,
+            bundle: &'a str,
+            state: &'static str,
+        }
+        #[derive(serde::Serialize)]
+        struct Document<'a> {
+            format: &'static str,
+            projections: Vec<Row<'a>>,
+        }
+        let projections = listed
+            .iter()
+            .map(|entry| Row {
+                target: entry.target.display().to_string(),
+                role: &entry.role,
+                layout: &entry.layout,
+                bundle: &entry.bundle,
+                state: entry.state.name(),
+            })
+            .collect();
+        let document = Document { format: "acompose.projections.v1", projections };
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
+        return exit::SUCCESS;
+    }
+    if listed.is_empty() && !terminal.quiet {
+        print_stderr("no projection follows a role of this home; `acompose project ROLE --layout H` makes one\n");
+    }
+    let mut text = String::new();
+    for entry in &listed {
+        let layout = if entry.layout.is_empty() { "-" } else { entry.layout.as_str() };
+        let bundle = if entry.bundle.is_empty() { "-" } else { entry.bundle.as_str() };
+        text.push_str(&format!(
+            "{}  {}@{}  {}  {}\n",
+            sanitize(&entry.target.display().to_string()),
+            sanitize(&entry.role),
+            sanitize(layout),
+            sanitize(bundle),
+            entry.state.name()
+        ));
+    }
+    print_stdout(&text);
+    exit::SUCCESS
 }

@@ -13,7 +13,7 @@ use acompose_driver::projection::{GitExclusion, Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
 use acompose_engine::harness_layout::{LAYOUTS, Scope};
 use acompose_engine::projection::Mode;
-use common::{acompose, copy_dir};
+use common::{acompose, copy_dir, git};
 
 /// A composed bundle of one of the compose fixtures, in its own temporary estate.
 struct Composed {
@@ -415,20 +415,6 @@ fn whoami_tells_a_projection_whose_home_indexes_a_newer_bundle_for_its_role() {
     assert!(statusline.stdout.trim_end().ends_with(" stale"), "{}", statusline.stdout);
 }
 
-/// Runs git in `folder` with a fixed identity and no user or system configuration.
-fn git(folder: &Path, arguments: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"])
-        .args(arguments)
-        .current_dir(folder)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("run git");
-    assert!(output.status.success(), "git {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 #[test]
 fn a_linked_projection_is_excluded_locally_and_a_copied_one_is_not() {
     let composed = compose("selector-slice");
@@ -491,4 +477,62 @@ fn statusline_reads_the_working_folder_claude_code_sends_on_stdin() {
     let output = child.wait_with_output().expect("wait");
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&output.stdout).contains("platform@claude · frontier"));
+}
+
+#[test]
+fn a_pinned_projection_keeps_the_store_entries_of_its_bundle_until_it_is_taken_out() {
+    let composed = compose("selector-slice");
+    let home = composed.root.join("home");
+    std::fs::create_dir(&home).expect("home");
+    let store = home.join("store");
+    let arguments = [
+        "compose",
+        "request.kdl",
+        "--out",
+        "pinned",
+        "--projects-root",
+        "projects",
+        "--store",
+        store.to_str().expect("utf-8"),
+    ];
+    let output = acompose(&composed.root, &arguments);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bundle = std::fs::read_dir(composed.root.join("pinned"))
+        .expect("pinned")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir() && !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
+        .expect("a bundle");
+    let target = tempfile::tempdir().expect("target");
+    let target_text = target.path().to_str().expect("utf-8");
+    let home_text = home.to_str().expect("utf-8");
+    let projected = acompose(
+        &composed.root,
+        &[
+            "--home",
+            home_text,
+            "project",
+            bundle.to_str().expect("utf-8"),
+            "--layout",
+            "claude",
+            "--target",
+            target_text,
+        ],
+    );
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    assert!(!projected.stdout.contains("it follows its role"), "{}", projected.stdout);
+    let listed = acompose(&composed.root, &["--home", home_text, "projections"]);
+    assert!(listed.stdout.trim_end().ends_with("pinned"), "{}", listed.stdout);
+
+    let kept = acompose(&composed.root, &["--home", home_text, "gc", "--json"]);
+    let kept: serde_json::Value = serde_json::from_str(&kept.stdout).expect("json");
+    assert_eq!(kept["removed"], serde_json::json!([]), "a pinned bundle's entries stay: {kept}");
+    let skill = target.path().join(".claude/skills/role-platform/SKILL.md");
+    assert!(skill.is_file(), "the projection still reads");
+
+    let unprojected = acompose(&composed.root, &["--home", home_text, "unproject", "--target", target_text]);
+    assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
+    let reclaimed = acompose(&composed.root, &["--home", home_text, "gc", "--json"]);
+    let reclaimed: serde_json::Value = serde_json::from_str(&reclaimed.stdout).expect("json");
+    assert!(!reclaimed["removed"].as_array().expect("removed").is_empty(), "{reclaimed}");
 }

@@ -12,7 +12,7 @@ use acompose_driver::NoProgress;
 use acompose_driver::convergence::Converger;
 use acompose_driver::transaction::NoFaults;
 use acompose_engine::Database;
-use common::{acompose, backdate_folders};
+use common::{acompose, backdate_folders, git};
 
 fn skill(name: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
@@ -664,7 +664,7 @@ fn the_cache_notices_commits_damaged_bundles_and_replaced_roots() {
 }
 
 #[test]
-fn a_live_session_follows_a_commit_it_is_told_of_and_only_then() {
+fn a_live_converger_follows_a_commit_it_is_told_of_and_only_then() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
     let (mut converger, config) = live_converger(&home, &projects);
@@ -755,4 +755,80 @@ fn a_projection_into_a_catalogue_repository_leaves_the_catalogue_a_catalogue() {
     let refused = acompose(temporary.path(), &bare);
     assert_ne!(refused.code, 0, "{}", refused.stdout);
     assert!(refused.stderr.contains("symlink-refused"), "{}", refused.stderr);
+}
+
+#[test]
+fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_repository_back() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &bare).code, 0);
+    let work = temporary.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    git(&work, &["init", "--quiet"]);
+    let (claude, agents) = ("# How we work\n\nTabs, not spaces.\n", "# Agents\n\nAsk before pushing.");
+    std::fs::write(work.join("CLAUDE.md"), claude).expect("claude");
+    std::fs::write(work.join("AGENTS.md"), agents).expect("agents");
+    git(&work, &["add", "CLAUDE.md", "AGENTS.md"]);
+    git(&work, &["commit", "--quiet", "-m", "start"]);
+    let before = common::tree_of(&work);
+    let work_text = work.to_str().expect("utf-8");
+    for layout in ["claude", "codex"] {
+        let arguments = ["--home", "home", "project", "platform", "--layout", layout, "--target", work_text];
+        let projected = acompose(temporary.path(), &arguments);
+        assert_eq!(projected.code, 0, "{}", projected.stderr);
+        assert!(projected.stdout.contains("it follows its role"), "{}", projected.stdout);
+    }
+
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
+    let converged = acompose(temporary.path(), &bare);
+    assert_eq!(converged.code, 0, "{}", converged.stderr);
+    let current = index(&home)["platform"].clone();
+    assert!(converged.stdout.contains(&format!("projected {current} (platform)")), "{}", converged.stdout);
+    for skills in [".claude/skills", ".agents/skills"] {
+        let text = std::fs::read_to_string(work.join(skills).join("machine-gpu/SKILL.md")).expect("readable");
+        assert!(text.contains("Revised."), "{skills}: the new bundle's skill: {text}");
+    }
+    assert!(std::fs::read_to_string(work.join("CLAUDE.md")).expect("claude").starts_with(claude));
+    assert!(std::fs::read_to_string(work.join("AGENTS.md")).expect("agents").starts_with(agents));
+    let untracked: Vec<String> = git(&work, &["status", "--porcelain"])
+        .lines()
+        .filter(|line| !matches!(*line, " M CLAUDE.md" | " M AGENTS.md"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(untracked, Vec::<String>::new(), "only the blocks in the user's own files show");
+    let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).expect("json");
+    assert_eq!(listed["projections"][0]["state"], "current", "{listed}");
+    assert_eq!(listed["projections"][0]["layout"], "claude+codex", "{listed}");
+    let whoami = acompose(temporary.path(), &["whoami", "--target", work_text]);
+    assert_eq!(whoami.code, 0, "{}", whoami.stdout);
+
+    let unprojected = acompose(temporary.path(), &["--home", "home", "unproject", "--target", work_text]);
+    assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
+    assert_eq!(common::tree_of(&work), before, "the repository as it was, tree and bytes");
+    assert_eq!(git(&work, &["status", "--porcelain"]), "");
+    let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
+    assert!(listed.stdout.contains("\"projections\": []"), "{}", listed.stdout);
+}
+
+#[test]
+fn a_deleted_projection_target_is_reported_and_not_recreated() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (_home, projects) = estate(temporary.path());
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &bare).code, 0);
+    let work = temporary.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    let work_text = work.to_str().expect("utf-8");
+    let arguments = ["--home", "home", "project", "eval", "--layout", "claude", "--target", work_text];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    std::fs::remove_dir_all(&work).expect("remove the target");
+    write(&projects.join("example/benchmarks/.agents/skills/bench-report/SKILL.md"), &skill("bench-report", "New."));
+    let converged = acompose(temporary.path(), &bare);
+    assert_eq!(converged.code, 0, "{}", converged.stderr);
+    assert!(converged.stderr.contains("it is not recreated"), "{}", converged.stderr);
+    assert!(!work.exists(), "never recreated behind the user's back");
+    let listed = acompose(temporary.path(), &["--home", "home", "projections"]);
+    assert!(listed.stdout.contains("eval@-") && listed.stdout.trim_end().ends_with("missing"), "{}", listed.stdout);
 }

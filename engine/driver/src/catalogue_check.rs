@@ -103,7 +103,7 @@ fn folders_in(working_directory: &Path, directory: &Path) -> Result<Vec<PathBuf>
         .filter_map(Result::ok)
         .filter(|entry| {
             entry.file_type().is_ok_and(|kind| {
-                kind.is_dir() || (kind.is_symlink() && crate::projection::owned_by_a_projection(&entry.path()))
+                kind.is_dir() || (kind.is_symlink() && crate::projection_record::owned_by_a_projection(&entry.path()))
             })
         })
         .map(|entry| directory.join(entry.file_name()))

@@ -50,7 +50,8 @@ pub fn bundles_of_home(home: &Path) -> Vec<PathBuf> {
 pub fn referenced(home: &Path, store: &Store) -> BTreeSet<String> {
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
     let mut slices = BTreeSet::new();
-    for bundle in bundles_of_home(home) {
+    // Bundles pinned projections show count as the home's, wherever they are.
+    for bundle in bundles_of_home(home).into_iter().chain(crate::projections::pinned_bundles(home)) {
         for (linked_store, name) in linked_slices(&bundle) {
             if linked_store.canonical().is_ok_and(|linked| linked == root) {
                 slices.insert(name);

@@ -37,6 +37,8 @@ pub mod people;
 pub mod placement;
 pub mod progress;
 pub mod projection;
+pub mod projection_record;
+pub mod projections;
 pub mod request;
 
 pub mod sources;

@@ -388,7 +388,7 @@ fn read_catalogue_knowing(
     // new or removed projection is seen) owns links the walk leaves out.
     let record = root.join(acompose_engine::projection::RECORD);
     read.observed.push((record.clone(), crate::observe::observe(&record)));
-    read.owned_by_projection = crate::projection::owned_paths(root);
+    read.owned_by_projection = crate::projection_record::owned_paths(root);
     for part in CATALOGUE_PARTS {
         let path = root.join(part);
         if let Err(error) = std::fs::symlink_metadata(&path) {

@@ -16,6 +16,7 @@ use crate::git_exclude::{self, Excluded};
 use crate::home::LOCK_TIMEOUT;
 use crate::instruction_block::{self, Placement};
 use crate::load::error_kind;
+use crate::projection_record::{Record, read_record};
 use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
 
 /// The bookkeeping of a projection target: the record and journal live under
@@ -25,9 +26,6 @@ pub const PROJECTION: Bookkeeping =
 
 /// The folder of a target that holds the projection's record and journal.
 const RECORD_FOLDER: &str = ".agent-compose";
-
-/// The largest projection record `statusline` reads.
-const RECORD_LIMIT: u64 = 1 << 20;
 
 /// One projection to make.
 #[derive(Debug, Clone, Copy)]
@@ -334,22 +332,6 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
     })
 }
 
-/// The paths the projection recorded in `target` owns (none without a readable record):
-/// what the catalogue reader leaves out of a repository that is also a projection target.
-pub fn owned_paths(target: &Path) -> std::collections::BTreeSet<String> {
-    read_record(target).map(|record| record.files.into_iter().collect()).unwrap_or_default()
-}
-
-/// Whether `path` is a path the projection recorded in one of its ancestors owns.
-pub fn owned_by_a_projection(path: &Path) -> bool {
-    path.ancestors().skip(1).any(|folder| {
-        path.strip_prefix(folder).ok().and_then(|relative| relative.to_str()).is_some_and(|relative| {
-            let relative = relative.replace(std::path::MAIN_SEPARATOR, "/");
-            read_record(folder).is_some_and(|record| record.files.contains(&relative))
-        })
-    })
-}
-
 /// A projection record found walking up.
 #[derive(Debug, Clone)]
 pub struct Found {
@@ -357,24 +339,6 @@ pub struct Found {
     pub target: PathBuf,
     pub details: Details,
     pub health: Health,
-}
-
-#[derive(serde::Deserialize)]
-struct Record {
-    format: String,
-    files: Vec<String>,
-    details: Details,
-}
-
-/// Reads the record in `target`, if there is a readable one.
-fn read_record(target: &Path) -> Option<Record> {
-    let path = target.join(projection::RECORD);
-    let metadata = std::fs::symlink_metadata(&path).ok()?;
-    if !metadata.is_file() || metadata.len() > RECORD_LIMIT {
-        return None;
-    }
-    let record: Record = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    (record.format == projection::FORMAT).then_some(record)
 }
 
 fn health_of(target: &Path, record: &Record) -> Health {

@@ -310,3 +310,39 @@ pub fn backdate_folders(root: &Path) {
         std::fs::File::open(entry.path()).and_then(|folder| folder.set_modified(hour_ago)).expect("backdate folder");
     }
 }
+
+/// Runs git in `folder` with a fixed identity and no user or system configuration.
+pub fn git(folder: &Path, arguments: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "-c", "init.defaultBranch=main"])
+        .args(arguments)
+        .current_dir(folder)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {arguments:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every path under `root` (links not followed) with what it holds: a file's bytes as
+/// text, a link's target, or `dir`.
+pub fn tree_of(root: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut entries = std::collections::BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+        let entry = entry.expect("entry");
+        let relative = entry.path().strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+        if relative == ".git" || relative.starts_with(".git/") {
+            continue;
+        }
+        let kind = if entry.path_is_symlink() {
+            format!("link -> {}", std::fs::read_link(entry.path()).expect("link").display())
+        } else if entry.file_type().is_dir() {
+            "dir".to_owned()
+        } else {
+            String::from_utf8_lossy(&std::fs::read(entry.path()).expect("file")).into_owned()
+        };
+        entries.insert(relative, kind);
+    }
+    entries
+}

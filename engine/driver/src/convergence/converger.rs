@@ -42,6 +42,9 @@ pub struct Report {
     pub files_written: usize,
     pub queries_executed: usize,
     pub queries_reused: usize,
+    /// The registered projections whose role got a new bundle: re-projected, or left
+    /// alone and why.
+    pub followed: Vec<crate::projections::Followed>,
 }
 
 /// The live state: database, loader and one composition input per role.
@@ -303,6 +306,11 @@ impl Converger {
         self.verified.extend(newly_verified);
         progress.phase("write artifact, index and plan; prune");
         report.files_written += report.estate_files_written;
+        // Projections follow their role before the old bundles go, so no harness reads a
+        // dangling link; a bundle one still shows (its re-projection failed) is kept.
+        report.followed = crate::projections::follow(home);
+        let showing = crate::projections::showing(home);
+        let stale: Vec<String> = stale.into_iter().filter(|id| !showing.contains(id)).collect();
         self.prune_or_defer(&bundles_dir, stale, &mut report);
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;

@@ -1,0 +1,231 @@
+//! The home's register of projections (`<home>/projections.json`): every target a bundle
+//! of the home was projected into follows its role, and convergence re-projects the
+//! role's new bundle there before the old one is pruned, so a harness never reads a
+//! dangling link. A target deleted or changed by hand is reported, never recreated. Also
+//! lists each registered projection with its state for `acompose projections`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::convergence::parse_index;
+use acompose_engine::harness_layout::{Scope, layout};
+use acompose_engine::projection::{Health, LAYOUT_SEPARATOR, Mode};
+use serde::{Deserialize, Serialize};
+
+use crate::error::HostError;
+use crate::home::{BUNDLES_DIR, INDEX_FILE};
+use crate::projection::{GitExclusion, Request, find_projection, project};
+use crate::transaction::NoFaults;
+
+/// The register's file name inside home.
+pub const REGISTER_FILE: &str = "projections.json";
+/// The register's `format`.
+pub const REGISTER_FORMAT: &str = "acompose.projections.v1";
+/// The largest register read.
+const REGISTER_LIMIT: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Register {
+    format: String,
+    /// Target folder (absolute) → what its projection shows.
+    targets: BTreeMap<String, Registered>,
+}
+
+/// What one registered target shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Registered {
+    role: String,
+    /// The bundle folder a projection pins (one made from a bundle other than the one the
+    /// home's index names for its role); `None` when it follows its role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pinned: Option<String>,
+}
+
+/// Where one registered projection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// It shows the bundle the home's index names for its role.
+    Current,
+    /// It shows an older bundle of its role (the next convergence re-projects it).
+    Stale,
+    /// The target, or its projection record, is gone.
+    Missing,
+    /// Its record now names another role, or a path it owns was changed by hand.
+    ChangedByHand,
+    /// It shows the bundle it was made from, which no convergence replaces; `gc` keeps
+    /// the store entries that bundle links.
+    Pinned,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Current => "current",
+            State::Stale => "stale",
+            State::Missing => "missing",
+            State::ChangedByHand => "changed by hand",
+            State::Pinned => "pinned",
+        }
+    }
+}
+
+/// One registered projection as `acompose projections` shows it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub target: PathBuf,
+    pub role: String,
+    /// The layouts its record names (`claude+codex`), empty when it is missing.
+    pub layout: String,
+    /// The bundle its record names, empty when it is missing.
+    pub bundle: String,
+    pub state: State,
+}
+
+/// What convergence did about one registered projection whose role has a new bundle.
+#[derive(Debug, Clone)]
+pub struct Followed {
+    pub target: PathBuf,
+    pub role: String,
+    /// The bundle now projected, or why the projection was left alone.
+    pub outcome: Result<String, String>,
+}
+
+/// The bundle the home's index names for `role` (a role slug given where a bundle path
+/// is expected), when there is one on disk.
+pub fn bundle_of_role(home: &Path, role: &Path) -> Option<PathBuf> {
+    let role = role.to_str().filter(|role| !role.contains(['/', '.']))?;
+    let bundle = home.join(BUNDLES_DIR).join(read_index(home).get(role)?);
+    bundle.is_dir().then_some(bundle)
+}
+
+/// Registers the projection just made into `target`: it follows `role` when `bundle` is
+/// the bundle the home's index names for the role, and is pinned to `bundle` otherwise.
+/// Returns whether it follows its role. A home that does not exist registers nothing.
+pub fn register(home: &Path, target: &Path, bundle: &Path, role: &str) -> Result<bool, HostError> {
+    // Without a home folder there is no register to keep, and nothing prunes or collects.
+    if !home.is_dir() {
+        return Ok(false);
+    }
+    let bundle = bundle.canonicalize().unwrap_or_else(|_| bundle.to_path_buf());
+    let indexed = read_index(home)
+        .get(role)
+        .and_then(|id| home.join(BUNDLES_DIR).join(id).canonicalize().ok())
+        .is_some_and(|current| current == bundle);
+    let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
+    let registered = Registered { role: role.to_owned(), pinned: (!indexed).then(|| bundle.display().to_string()) };
+    let mut register = read(home);
+    if register.targets.get(&target.display().to_string()) != Some(&registered) {
+        register.targets.insert(target.display().to_string(), registered);
+        write(home, &register)?;
+    }
+    Ok(indexed)
+}
+
+/// Takes `target` out of the register, if it is there.
+pub fn unregister(home: &Path, target: &Path) -> Result<(), HostError> {
+    let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
+    let mut register = read(home);
+    if register.targets.remove(&target.display().to_string()).is_some() {
+        write(home, &register)?;
+    }
+    Ok(())
+}
+
+/// Every registered projection and where it stands against the home's index.
+pub fn list(home: &Path) -> Vec<Listed> {
+    let index = read_index(home);
+    read(home)
+        .targets
+        .into_iter()
+        .map(|(target, registered)| listed(PathBuf::from(target), registered, &index))
+        .collect()
+}
+
+/// The bundles pinned projections show: `gc` keeps the store entries they link.
+pub fn pinned_bundles(home: &Path) -> Vec<PathBuf> {
+    read(home).targets.into_values().filter_map(|registered| registered.pinned.map(PathBuf::from)).collect()
+}
+
+fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, String>) -> Listed {
+    let Registered { role, pinned } = registered;
+    let record = target.is_dir().then(|| find_projection(&target)).flatten().filter(|found| found.target == target);
+    let Some(found) = record else {
+        return Listed { target, role, layout: String::new(), bundle: String::new(), state: State::Missing };
+    };
+    let state = if found.details.role != role || found.health == Health::Damaged {
+        State::ChangedByHand
+    } else if pinned.is_some() {
+        State::Pinned
+    } else if index.get(&role) == Some(&found.details.bundle) {
+        State::Current
+    } else {
+        State::Stale
+    };
+    Listed { target, role, layout: found.details.layout, bundle: found.details.bundle, state }
+}
+
+/// Re-projects every registered projection whose role's bundle in the home's new index
+/// is not the one it shows. Returns what happened to each one it touched or had to leave
+/// alone; a failure leaves that projection as it was (its bundle is then kept from
+/// pruning by the caller, through [`showing`]).
+pub fn follow(home: &Path) -> Vec<Followed> {
+    let index = read_index(home);
+    let bundles = home.join(BUNDLES_DIR);
+    let mut followed = Vec::new();
+    for entry in list(home) {
+        let Some(current) = index.get(&entry.role) else { continue };
+        let outcome = match entry.state {
+            State::Current | State::Pinned => continue,
+            State::Missing => Err("the target or its projection record is gone; it is not recreated".to_owned()),
+            State::ChangedByHand => Err("it was changed by hand; it is left alone".to_owned()),
+            State::Stale => reproject(&entry, &bundles.join(current)).map(|()| current.clone()),
+        };
+        followed.push(Followed { target: entry.target, role: entry.role, outcome });
+    }
+    followed
+}
+
+/// The bundle ids registered projections show now: bundles pruning must keep.
+pub fn showing(home: &Path) -> Vec<String> {
+    list(home).into_iter().filter(|entry| entry.state != State::Missing).map(|entry| entry.bundle).collect()
+}
+
+fn reproject(entry: &Listed, bundle: &Path) -> Result<(), String> {
+    let found = find_projection(&entry.target).ok_or_else(|| "its projection record is gone".to_owned())?;
+    let first = found.details.layout.split(LAYOUT_SEPARATOR).next().unwrap_or_default();
+    let layout = layout(first).ok_or_else(|| format!("its record names an unknown layout `{first}`"))?;
+    let scope = if found.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
+    let mode = if found.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link };
+    let request =
+        Request { bundle, layout, scope, target: &entry.target, mode, extra_links: &[], git: GitExclusion::Local };
+    project(&request, &mut NoFaults).map(|_| ()).map_err(|error| error.to_string())
+}
+
+fn read_index(home: &Path) -> BTreeMap<String, String> {
+    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
+        .ok()
+        .and_then(|bytes| parse_index(&bytes))
+        .unwrap_or_default()
+}
+
+/// The register, empty when there is none (or it is not one this build wrote).
+fn read(home: &Path) -> Register {
+    let path = home.join(REGISTER_FILE);
+    let readable =
+        std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file() && metadata.len() <= REGISTER_LIMIT);
+    readable
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<Register>(&bytes).ok())
+        .filter(|register| register.format == REGISTER_FORMAT)
+        .unwrap_or_default()
+}
+
+fn write(home: &Path, register: &Register) -> Result<(), HostError> {
+    let register = Register { format: REGISTER_FORMAT.to_owned(), targets: register.targets.clone() };
+    let bytes = acompose_engine::snapshot::to_json_bytes(&register);
+    crate::atomic::replace(home, REGISTER_FILE, &bytes)
+        .map_err(|error| HostError::environment(home.join(REGISTER_FILE), error.to_string()))
+}
