@@ -13,7 +13,7 @@ use acompose_driver::projection::{GitExclusion, Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
 use acompose_engine::harness_layout::{LAYOUTS, Scope};
 use acompose_engine::projection::Mode;
-use common::{acompose, copy_dir, git};
+use common::{acompose, copy_dir, git, tree_of};
 
 /// A composed bundle of one of the compose fixtures, in its own temporary estate.
 struct Composed {
@@ -47,25 +47,6 @@ fn bundle_skills(bundle: &Path) -> BTreeMap<String, PathBuf> {
         }
     }
     skills
-}
-
-/// Every path under `root` (links not followed): path → what it is (`dir`, `link -> …`,
-/// or the file's bytes as text).
-fn tree(root: &Path) -> BTreeMap<String, String> {
-    let mut entries = BTreeMap::new();
-    for entry in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
-        let entry = entry.expect("entry");
-        let relative = entry.path().strip_prefix(root).expect("under root").to_string_lossy().into_owned();
-        let kind = if entry.path_is_symlink() {
-            format!("link -> {}", std::fs::read_link(entry.path()).expect("link").display())
-        } else if entry.file_type().is_dir() {
-            "dir".to_owned()
-        } else {
-            String::from_utf8_lossy(&std::fs::read(entry.path()).expect("file")).into_owned()
-        };
-        entries.insert(relative, kind);
-    }
-    entries
 }
 
 fn project_cli(root: &Path, bundle: &Path, layout: &str, scope: &str, target: &Path, extra: &[&str]) -> common::Output {
@@ -117,7 +98,7 @@ fn every_layout_at_both_scopes_gets_the_exact_tree_and_a_repeat_writes_nothing()
                 expected.insert(format!("{}/{skill}", places.skills), format!("link -> {}", folder.display()));
             }
             expected.insert(".agent-compose".to_owned(), "dir".to_owned());
-            let mut actual = tree(target.path());
+            let mut actual = tree_of(target.path());
             let record = actual.remove(".agent-compose/projection.json").expect("the projection record");
             assert_eq!(actual, expected, "{} {scope_name}", layout.harness);
             let record: serde_json::Value = serde_json::from_str(&record).expect("record");
@@ -131,7 +112,7 @@ fn every_layout_at_both_scopes_gets_the_exact_tree_and_a_repeat_writes_nothing()
             let again = project_cli(&composed.root, &bundle, layout.harness, scope_name, target.path(), &[]);
             assert_eq!(again.code, 0, "{}", again.stderr);
             assert_eq!(written_count(&again), 0, "{} {scope_name}: {}", layout.harness, again.stdout);
-            assert_eq!(tree(target.path()).len(), expected.len() + 1);
+            assert_eq!(tree_of(target.path()).len(), expected.len() + 1);
         }
     }
 }
@@ -168,7 +149,7 @@ fn an_instructions_file_of_the_user_gets_a_managed_block_and_unproject_gives_it_
     let target = tempfile::tempdir().expect("target");
     let mine = "# my own instructions\n\nkeep me";
     std::fs::write(target.path().join("CLAUDE.md"), mine).expect("write");
-    let before = tree(target.path());
+    let before = tree_of(target.path());
     let output = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
@@ -189,7 +170,7 @@ fn an_instructions_file_of_the_user_gets_a_managed_block_and_unproject_gives_it_
     let unprojected = acompose(&composed.root, &["unproject", "--target", target.path().to_str().expect("utf-8")]);
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
     assert!(unprojected.stdout.contains("restored CLAUDE.md"), "{}", unprojected.stdout);
-    assert_eq!(tree(target.path()), before, "the folder is exactly as it was, tree and bytes");
+    assert_eq!(tree_of(target.path()), before, "the folder is exactly as it was, tree and bytes");
 }
 
 #[test]
@@ -201,7 +182,7 @@ fn two_layouts_share_a_folder_a_second_role_is_refused_and_unproject_gives_both_
     let agents = "# agents notes\n\nmore\n";
     std::fs::write(target.path().join("CLAUDE.md"), claude).expect("write");
     std::fs::write(target.path().join("AGENTS.md"), agents).expect("write");
-    let before = tree(target.path());
+    let before = tree_of(target.path());
     let target_text = target.path().to_str().expect("utf-8");
     assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
     let codex = project_cli(&composed.root, &composed.bundle, "codex", "repo", target.path(), &[]);
@@ -216,7 +197,7 @@ fn two_layouts_share_a_folder_a_second_role_is_refused_and_unproject_gives_both_
     let row = acompose(&composed.root, &["statusline", "--target", target_text]);
     assert!(row.stdout.contains("platform@claude+codex"), "{}", row.stdout);
 
-    let occupied = tree(target.path());
+    let occupied = tree_of(target.path());
     let refused = project_cli(&other_role.root, &other_role.bundle, "gemini", "repo", target.path(), &[]);
     assert_eq!(refused.code, 1, "{}", refused.stdout);
     assert!(
@@ -224,23 +205,23 @@ fn two_layouts_share_a_folder_a_second_role_is_refused_and_unproject_gives_both_
         "{}",
         refused.stderr
     );
-    assert_eq!(tree(target.path()), occupied, "nothing changed");
+    assert_eq!(tree_of(target.path()), occupied, "nothing changed");
 
     let projected = std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read");
     let end = "<!-- acompose: the projected role's instructions end -->";
     std::fs::write(target.path().join("CLAUDE.md"), projected.replacen(end, &format!("my line\n{end}"), 1))
         .expect("edit the block");
-    let edited = tree(target.path());
+    let edited = tree_of(target.path());
     let refused = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
     assert!(refused.code == 1 && refused.stderr.contains("edited by hand"), "{}", refused.stderr);
     let refused = acompose(&composed.root, &["unproject", "--target", target_text]);
     assert_eq!(refused.code, 1, "{}", refused.stdout);
-    assert_eq!(tree(target.path()), edited, "a hand-edited block stops both before anything changes");
+    assert_eq!(tree_of(target.path()), edited, "a hand-edited block stops both before anything changes");
 
     std::fs::write(target.path().join("CLAUDE.md"), &projected).expect("undo the edit");
     let unprojected = acompose(&composed.root, &["unproject", "--target", target_text]);
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
-    assert_eq!(tree(target.path()), before, "both files and the folder exactly as they were");
+    assert_eq!(tree_of(target.path()), before, "both files and the folder exactly as they were");
 }
 
 #[test]
@@ -251,11 +232,11 @@ fn a_foreign_skill_folder_in_the_way_is_refused() {
     let folder = target.path().join(".claude/skills").join(&skill);
     std::fs::create_dir_all(&folder).expect("mkdir");
     std::fs::write(folder.join("SKILL.md"), "mine\n").expect("write");
-    let before = tree(target.path());
+    let before = tree_of(target.path());
     let output = project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]);
     assert_eq!(output.code, 1, "{}", output.stdout);
     assert!(output.stderr.contains(&skill), "{}", output.stderr);
-    assert_eq!(tree(target.path()), before);
+    assert_eq!(tree_of(target.path()), before);
 }
 
 #[test]
@@ -288,7 +269,7 @@ fn a_compiled_bundle_delivers_its_single_document() {
     let target = tempfile::tempdir().expect("target");
     let output = project_cli(&composed.root, &composed.bundle, "gemini", "repo", target.path(), &[]);
     assert_eq!(output.code, 0, "{}", output.stderr);
-    let mut actual = tree(target.path());
+    let mut actual = tree_of(target.path());
     actual.remove(".agent-compose/projection.json").expect("record");
     let compiled = std::fs::read_to_string(composed.bundle.join("delivery/compiled.md")).expect("compiled");
     let expected: BTreeMap<String, String> =
@@ -330,7 +311,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             git: GitExclusion::LeaveAlone,
         };
         project(&first, &mut NoFaults).expect("first projection");
-        let before = tree(target.path());
+        let before = tree_of(target.path());
         let second = Request { bundle: &slice.bundle, ..first };
         let mut step = 0;
         loop {
@@ -338,7 +319,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             match project(&second, &mut hooks) {
                 Err(error) => {
                     assert_eq!(error.blame(), acompose_driver::Blame::Environment, "{error}");
-                    assert_eq!(tree(target.path()), before, "{mode:?}: after a fault at step {step}");
+                    assert_eq!(tree_of(target.path()), before, "{mode:?}: after a fault at step {step}");
                 }
                 Ok(report) => {
                     assert!(step > 3, "{mode:?}: only {step} steps");
@@ -348,7 +329,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             }
             step += 1;
         }
-        assert_ne!(tree(target.path()), before);
+        assert_ne!(tree_of(target.path()), before);
     }
 }
 

@@ -12,7 +12,7 @@ use acompose_driver::NoProgress;
 use acompose_driver::convergence::Converger;
 use acompose_driver::transaction::NoFaults;
 use acompose_engine::Database;
-use common::{acompose, backdate_folders, git};
+use common::{acompose, backdate_folders, git, tree_of};
 
 fn skill(name: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\n{body}\n")
@@ -771,7 +771,7 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
     std::fs::write(work.join("AGENTS.md"), agents).expect("agents");
     git(&work, &["add", "CLAUDE.md", "AGENTS.md"]);
     git(&work, &["commit", "--quiet", "-m", "start"]);
-    let before = common::tree_of(&work);
+    let before = tree_of(&work);
     let work_text = work.to_str().expect("utf-8");
     for layout in ["claude", "codex"] {
         let arguments = ["--home", "home", "project", "platform", "--layout", layout, "--target", work_text];
@@ -806,7 +806,7 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
 
     let unprojected = acompose(temporary.path(), &["--home", "home", "unproject", "--target", work_text]);
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
-    assert_eq!(common::tree_of(&work), before, "the repository as it was, tree and bytes");
+    assert_eq!(tree_of(&work), before, "the repository as it was, tree and bytes");
     assert_eq!(git(&work, &["status", "--porcelain"]), "");
     let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
     assert!(listed.stdout.contains("\"projections\": []"), "{}", listed.stdout);
