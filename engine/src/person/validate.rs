@@ -672,11 +672,10 @@ fn check_core(
         }
     }
     for (index, role) in roles.iter().enumerate() {
-        for (earlier_index, earlier) in roles.iter().enumerate().take(index) {
+        for earlier in roles.iter().take(index) {
             let distance = role.favourite.lab.distance(earlier.favourite.lab);
             if distance < color::CORE_DISTANCE_MIN {
                 let (file, span) = role_files[index];
-                let _ = earlier_index;
                 context.report(
                     file,
                     Some(span),

@@ -66,7 +66,7 @@ pub(super) fn load_roles(
             list.roles.push(Role { inspirations: references, ..role });
         }
     }
-    check_orphan_role_folders(context, package, layout, &list.roles);
+    check_orphan_role_folders(context, layout, &list.roles);
     if layout.roles.is_empty() {
         context.report_package(
             package,
@@ -650,7 +650,7 @@ fn check_role_skill(context: &mut Context<'_>, file: SourceFile, document: &Skil
 }
 
 /// Every `roles/<slug>/SKILL.md` belongs to a declared role.
-fn check_orphan_role_folders(context: &mut Context<'_>, package: Package, layout: &PackageLayout, roles: &[Role]) {
+fn check_orphan_role_folders(context: &mut Context<'_>, layout: &PackageLayout, roles: &[Role]) {
     let declared: BTreeSet<String> = layout.roles.iter().map(|numbered| numbered.slug.clone()).collect();
     for (slug, file) in &layout.role_skills {
         if !declared.contains(slug) && !roles.iter().any(|role| &role.slug == slug) {
@@ -663,5 +663,4 @@ fn check_orphan_role_folders(context: &mut Context<'_>, package: Package, layout
             );
         }
     }
-    let _ = package;
 }
