@@ -517,3 +517,44 @@ fn a_pinned_projection_keeps_the_store_entries_of_its_bundle_until_it_is_taken_o
     let reclaimed: serde_json::Value = serde_json::from_str(&reclaimed.stdout).expect("json");
     assert!(!reclaimed["removed"].as_array().expect("removed").is_empty(), "{reclaimed}");
 }
+
+/// Changes a file of the bundle just before the projection's commit line.
+struct TamperAtCommit(PathBuf);
+
+impl Hooks for TamperAtCommit {
+    fn before(&mut self, step: Step<'_>) -> io::Result<()> {
+        if matches!(step, Step::Commit(_)) {
+            let mut permissions = std::fs::metadata(&self.0)?.permissions();
+            #[expect(
+                clippy::permissions_set_readonly_false,
+                reason = "the test writes a read-only store file on purpose"
+            )]
+            permissions.set_readonly(false);
+            std::fs::set_permissions(&self.0, permissions)?;
+            std::fs::write(&self.0, "changed behind the projection's back\n")?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_projected_file_that_reads_back_differently_rolls_the_projection_back() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    std::fs::write(target.path().join("CLAUDE.md"), "# mine\n").expect("user file");
+    let before = tree_of(target.path());
+    let skill = bundle_skills(&composed.bundle)["role-platform"].join("SKILL.md").canonicalize().expect("skill file");
+    let request = Request {
+        bundle: &composed.bundle,
+        layout: acompose_engine::harness_layout::layout("claude").expect("claude"),
+        scope: Scope::Repository,
+        target: target.path(),
+        mode: Mode::Link,
+        extra_links: &[],
+        git: GitExclusion::LeaveAlone,
+    };
+    let error = project(&request, &mut TamperAtCommit(skill)).expect_err("the read-back fails");
+    let message = error.to_string();
+    assert!(message.contains("read back differently") && message.contains("was restored"), "{message}");
+    assert_eq!(tree_of(target.path()), before, "the previous state, exactly");
+}

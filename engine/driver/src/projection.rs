@@ -127,9 +127,28 @@ fn with_hint(error: TransactionError) -> HostError {
             );
             HostError::invalid(path, message)
         }
+        // The read-back's own message says what differed; an I/O error kind would not.
+        TransactionError::Io { path, error, restored }
+            if error.get_ref().is_some_and(|inner| inner.is::<ReadBackFailed>()) =>
+        {
+            let outcome = if restored { "the previous projection was restored" } else { "nothing was changed" };
+            HostError::environment(path, format!("{error}; {outcome}"))
+        }
         other => HostError::Transaction(other),
     }
 }
+
+/// Why a projected file did not read back as the bundle holds it.
+#[derive(Debug)]
+struct ReadBackFailed(String);
+
+impl std::fmt::Display for ReadBackFailed {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReadBackFailed {}
 
 /// Projects a bundle into a target. `hooks` sees every filesystem step (fault injection
 /// in tests; [`transaction::NoFaults`] otherwise). Any failure leaves the previous
@@ -180,8 +199,10 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
     let details = serde_json::to_value(&plan.details).map_err(|error| {
         HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
     })?;
-    let outcome =
-        transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), hooks).map_err(with_hint)?;
+    let mut reading_back =
+        ReadBack { inner: hooks, target: request.target, plan: &plan, shared: &shared, bundle: &bundle };
+    let outcome = transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), &mut reading_back)
+        .map_err(with_hint)?;
     let excluded = (request.git == GitExclusion::Local).then(|| {
         let owned: Vec<String> = std::iter::once(RECORD_FOLDER.to_owned())
             .chain(
@@ -194,6 +215,53 @@ pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, H
         git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
     });
     Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded })
+}
+
+/// The caller's hooks, and before the commit line every projected file read back through
+/// the target's own paths (as a harness will open it) and compared with the bundle: a
+/// difference rolls the projection back, leaving the previous one exactly as it was.
+struct ReadBack<'a> {
+    inner: &'a mut dyn Hooks,
+    target: &'a Path,
+    plan: &'a projection::Plan,
+    shared: &'a [SharedFile],
+    bundle: &'a ReadBundle,
+}
+
+impl Hooks for ReadBack<'_> {
+    fn before(&mut self, step: transaction::Step<'_>) -> std::io::Result<()> {
+        self.inner.before(step)?;
+        if matches!(step, transaction::Step::Commit(_)) {
+            read_back(self.target, self.plan, self.shared, self.bundle)
+                .map_err(|why| std::io::Error::other(ReadBackFailed(why)))?;
+        }
+        Ok(())
+    }
+}
+
+/// Compares every file the plan put in `target` with what it should hold.
+fn read_back(target: &Path, plan: &projection::Plan, shared: &[SharedFile], bundle: &ReadBundle) -> Result<(), String> {
+    let same = |path: &str, expected: &[u8]| match std::fs::read(target.join(path)) {
+        Ok(bytes) if bytes == expected => Ok(()),
+        Ok(_) => Err(format!("`{path}` read back differently from the bundle")),
+        Err(error) => Err(format!("`{path}` cannot be read back: {}", error_kind(&error))),
+    };
+    for entry in &plan.entries {
+        match &entry.content {
+            Planned::Bytes(bytes) => match shared.iter().find(|file| file.path == entry.path) {
+                Some(file) => same(&entry.path, &file.bytes)?,
+                None => same(&entry.path, bytes)?,
+            },
+            Planned::BundleFolder(folder) => {
+                let prefix = format!("{folder}/");
+                for (path, bytes) in bundle.files.range(prefix.clone()..) {
+                    let Some(inner) = path.strip_prefix(&prefix) else { break };
+                    same(&format!("{}/{inner}", entry.path), bytes)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A file of the user's a projection writes without owning it: its new bytes, and the

@@ -79,6 +79,9 @@ pub enum Step<'a> {
     MoveAside(&'a Path),
     Rename(&'a Path),
     Journal,
+    /// Every swap is done and visible, and the commit line is next: a caller's hooks may
+    /// read the outputs back here, and a failure still rolls the whole unit back.
+    Commit(&'a Path),
 }
 
 /// Called before every mutating step; returning an error makes that step fail.
@@ -789,6 +792,8 @@ fn swap_staged(
     // journal may reach the disk first).
     journal.record_all_then(intent, hooks, &mut || flush_temporaries(&mut staged[flushed..]))?;
     journal.swap(&staged, &removals, hooks)?;
+    let root = journal.root;
+    hooks.before(Step::Commit(root)).map_err(io_error(root))?;
     journal.record(Action::Committed, hooks)?;
     Ok(removed)
 }
