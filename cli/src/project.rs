@@ -10,7 +10,9 @@ use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
 use acompose_driver::home::resolve_home;
-use acompose_driver::projection::{GitExclusion, Report, Request, Unprojected, default_target, project, unproject};
+use acompose_driver::projection::{
+    GitExclusion, Report, Request, TakenOut, Unprojected, default_target, project, unproject, unproject_layout,
+};
 use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
 
@@ -182,6 +184,9 @@ pub struct UnprojectArgs {
     /// The folder holding the projection (default: the current folder).
     #[arg(long, value_name = "DIR")]
     pub target: Option<PathBuf>,
+    /// Take out only this layout; the projection's other layouts stay.
+    #[arg(long, value_name = "HARNESS", value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
+    pub layout: Option<String>,
     /// Print the result as JSON (`acompose.unproject.v1`).
     #[arg(long)]
     pub json: bool,
@@ -192,8 +197,20 @@ pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Termin
         Ok(target) => target,
         Err(error) => return report_error(&error, terminal),
     };
-    let report = match unproject(&target, &mut NoFaults) {
-        Ok(report) => report,
+    let taken = match &args.layout {
+        Some(harness) => unproject_layout(&target, harness, &mut NoFaults),
+        None => unproject(&target, &mut NoFaults).map(TakenOut::Whole),
+    };
+    let report = match taken {
+        Ok(TakenOut::Whole(report)) => report,
+        Ok(TakenOut::Layout(report)) => {
+            if args.json {
+                print_stdout(&projected_json(&report));
+            } else if !terminal.quiet {
+                print_stdout(&projected_text(&report, &report.details.layout, terminal.verbose > 0));
+            }
+            return exit::SUCCESS;
+        }
         Err(error) => return report_error(&error, terminal),
     };
     if let Some(Err(error)) = resolve_home(home).ok().map(|home| projections::unregister(&home, &target)) {

@@ -558,3 +558,31 @@ fn a_projected_file_that_reads_back_differently_rolls_the_projection_back() {
     assert!(message.contains("read back differently") && message.contains("was restored"), "{message}");
     assert_eq!(tree_of(target.path()), before, "the previous state, exactly");
 }
+
+#[test]
+fn unproject_of_one_layout_leaves_the_others_and_the_last_one_gives_the_folder_back() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    let (claude, agents) = ("# claude notes\n", "# agents notes\n");
+    std::fs::write(target.path().join("CLAUDE.md"), claude).expect("write");
+    std::fs::write(target.path().join("AGENTS.md"), agents).expect("write");
+    let before = tree_of(target.path());
+    let target_text = target.path().to_str().expect("utf-8");
+    for layout in ["claude", "codex"] {
+        assert_eq!(project_cli(&composed.root, &composed.bundle, layout, "repo", target.path(), &[]).code, 0);
+    }
+    let taken = acompose(&composed.root, &["unproject", "--layout", "claude", "--target", target_text]);
+    assert_eq!(taken.code, 0, "{}", taken.stderr);
+    assert_eq!(std::fs::read_to_string(target.path().join("CLAUDE.md")).expect("read"), claude, "given back");
+    assert!(!target.path().join(".claude").exists(), "the claude layout's own paths are gone");
+    let agents_now = std::fs::read_to_string(target.path().join("AGENTS.md")).expect("read");
+    assert!(agents_now.starts_with(agents) && block_of(&agents_now).is_some(), "{agents_now}");
+    assert!(target.path().join(".agents/skills/role-platform/SKILL.md").is_file());
+    let row = acompose(&composed.root, &["statusline", "--target", target_text]);
+    assert!(row.stdout.contains("platform@codex "), "{}", row.stdout);
+    let missing = acompose(&composed.root, &["unproject", "--layout", "gemini", "--target", target_text]);
+    assert_eq!(missing.code, 1, "{}", missing.stdout);
+    let last = acompose(&composed.root, &["unproject", "--layout", "codex", "--target", target_text]);
+    assert_eq!(last.code, 0, "{}", last.stderr);
+    assert_eq!(tree_of(target.path()), before, "the folder exactly as it was");
+}

@@ -154,13 +154,28 @@ impl std::error::Error for ReadBackFailed {}
 /// in tests; [`transaction::NoFaults`] otherwise). Any failure leaves the previous
 /// projection as it was.
 pub fn project(request: &Request<'_>, hooks: &mut dyn Hooks) -> Result<Report, HostError> {
+    project_layouts(request, LayoutChoice::WithRecorded, hooks)
+}
+
+/// Which layouts a projection writes.
+enum LayoutChoice {
+    /// The requested one beside those the target's record holds ([`layouts_for`]).
+    WithRecorded,
+    /// Exactly these (one taken out by `unproject --layout`).
+    Exactly(Vec<&'static Layout>),
+}
+
+fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn Hooks) -> Result<Report, HostError> {
     check_target(request.target)?;
     let bundle = read_verified(request.bundle)?;
     let bundle_text = bundle.path.to_string_lossy().into_owned();
     let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
     let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
     let previous = read_record(request.target);
-    let layouts = layouts_for(request, &bundle.manifest.role.slug, previous.as_ref())?;
+    let layouts = match choice {
+        LayoutChoice::WithRecorded => layouts_for(request, &bundle.manifest.role.slug, previous.as_ref())?,
+        LayoutChoice::Exactly(layouts) => layouts,
+    };
     let plans = layouts
         .iter()
         .map(|layout| projection::plan(&input, layout, request.scope, request.mode))
@@ -345,6 +360,49 @@ fn layouts_for(
         layouts.push(request.layout);
     }
     Ok(layouts)
+}
+
+/// What `unproject --layout` did: the whole projection went (it was its last layout),
+/// or the other layouts were projected again without it.
+#[derive(Debug, Clone)]
+pub enum TakenOut {
+    Whole(Unprojected),
+    Layout(Report),
+}
+
+/// Takes one layout out of the projection in `target`, leaving its other layouts (and
+/// the paths they share with it) as they are; the last layout takes the whole
+/// projection out.
+pub fn unproject_layout(target: &Path, harness: &str, hooks: &mut dyn Hooks) -> Result<TakenOut, HostError> {
+    let Some(record) = read_record(target) else {
+        return unproject(target, hooks).map(TakenOut::Whole);
+    };
+    let recorded: Vec<&str> = record.details.layout.split(projection::LAYOUT_SEPARATOR).collect();
+    if !recorded.contains(&harness) {
+        return Err(HostError::invalid(
+            target,
+            format!(
+                "the projection in `{}` has no `{}` layout (it has {})",
+                target.display(),
+                sanitize(harness),
+                sanitize(&record.details.layout)
+            ),
+        ));
+    }
+    let remaining: Vec<&'static Layout> = recorded
+        .iter()
+        .filter(|name| **name != harness)
+        .filter_map(|name| acompose_engine::harness_layout::layout(name))
+        .collect();
+    let Some(first) = remaining.first().copied() else {
+        return unproject(target, hooks).map(TakenOut::Whole);
+    };
+    let scope = if record.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
+    let mode = if record.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link };
+    let bundle = PathBuf::from(&record.details.bundle_path);
+    let request =
+        Request { bundle: &bundle, layout: first, scope, target, mode, extra_links: &[], git: GitExclusion::Local };
+    project_layouts(&request, LayoutChoice::Exactly(remaining), hooks).map(TakenOut::Layout)
 }
 
 /// What `unproject` did.
