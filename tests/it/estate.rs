@@ -832,3 +832,42 @@ fn a_deleted_projection_target_is_reported_and_not_recreated() {
     let listed = acompose(temporary.path(), &["--home", "home", "projections"]);
     assert!(listed.stdout.contains("eval@-") && listed.stdout.trim_end().ends_with("missing"), "{}", listed.stdout);
 }
+
+#[test]
+fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the_role() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let (mut converger, config) = live_converger(&home, &projects);
+    converger.defer_pruning = true;
+    let old = index(&home)["platform"].clone();
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
+    converger.loader.refresh(&mut converger.db, &projects.join("example/hardware"));
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    assert_ne!(index(&home)["platform"], old, "the role is indexed anew");
+    let old_bundle = home.join("bundles").join(&old);
+    assert!(old_bundle.is_dir(), "watch mode prunes later");
+
+    let work = temporary.path().join("work");
+    std::fs::create_dir(&work).expect("work");
+    let work_text = work.to_str().expect("utf-8");
+    let old_text = old_bundle.to_str().expect("utf-8");
+    let arguments = ["--home", "home", "project", old_text, "--layout", "claude", "--target", work_text];
+    let projected = acompose(temporary.path(), &arguments);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    let listed = acompose(temporary.path(), &["--home", "home", "projections"]);
+    assert!(listed.stdout.trim_end().ends_with("pinned"), "{}", listed.stdout);
+
+    converger.prune();
+    assert!(old_bundle.is_dir(), "a bundle a pinned projection shows is never pruned");
+    assert!(work.join(".claude/skills/machine-gpu/SKILL.md").is_file(), "the projection still reads");
+    assert_eq!(acompose(temporary.path(), &["--home", "home", "gc"]).code, 0);
+    assert!(work.join(".claude/skills/machine-gpu/SKILL.md").is_file(), "gc keeps what it links");
+
+    let arguments = ["--home", "home", "unproject", "--target", work_text];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Again."));
+    converger.loader.refresh(&mut converger.db, &projects.join("example/hardware"));
+    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    converger.prune();
+    assert!(!old_bundle.exists(), "without the projection the old bundle goes");
+}

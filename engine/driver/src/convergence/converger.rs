@@ -231,7 +231,10 @@ impl Converger {
         let pruned = pending
             .into_iter()
             .map(|(folder, stale)| {
-                let stale: Vec<String> = stale.into_iter().filter(|id| !named.contains(id)).collect();
+                // Nor is one a registered projection shows now.
+                let showing = folder.parent().map(crate::projections::showing).unwrap_or_default();
+                let stale: Vec<String> =
+                    stale.into_iter().filter(|id| !named.contains(id) && !showing.contains(id)).collect();
                 prune_bundles(&folder, &stale)
             })
             .sum();
