@@ -11,7 +11,6 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use acompose_cli::catalogue_check::check_output;
-use acompose_cli::compose::{ComposeArgs, Places, compose_output};
 use acompose_cli::terminal::Terminal;
 use common::{Output, acompose, copy_dir};
 
@@ -67,26 +66,7 @@ fn check(name: &str) -> (String, Output) {
     let verbose = Terminal { verbose: 1, ..Terminal::plain() };
     let checked = Output::from(check_output(&case, &[], false, &verbose));
     let (_temporary, root) = stage(name, "");
-    let args = ComposeArgs {
-        request: PathBuf::from("request.kdl"),
-        out: Some(PathBuf::from("out")),
-        projects_root: None,
-        explain: false,
-        json: false,
-        stats: false,
-        store: None,
-        standalone: false,
-        strict: false,
-    };
-    // The binary runs with `HOME` at `no-home` in its folder, where neither a home nor a
-    // projects root exists.
-    let places = Places {
-        working_directory: root.clone(),
-        home: Some(root.join("no-home/.agent-compose")),
-        out: PathBuf::from("out"),
-        projects: root.join("no-home/projects"),
-    };
-    let composed = Output::from(compose_output(&args, &places, &Terminal::plain()));
+    let composed = common::compose_in_process(&root, None);
     (report(&checked, &composed), composed)
 }
 

@@ -9,8 +9,6 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use acompose_cli::compose::{ComposeArgs, Places, compose_output};
-use acompose_cli::terminal::Terminal;
 use common::{Output, acompose, acompose_with, copy_dir};
 
 /// Copies a case next to the base person package and creates the symlinks it lists.
@@ -61,25 +59,7 @@ fn report(root: &Path, output: &Output) -> String {
 /// run in-process; the bundle it wrote, if any, is verified.
 fn check(case: &Path) -> String {
     let (_temporary, root) = stage(case);
-    let args = ComposeArgs {
-        request: PathBuf::from("request.kdl"),
-        out: Some(PathBuf::from("out")),
-        projects_root: Some(PathBuf::from("projects")),
-        explain: false,
-        json: false,
-        stats: false,
-        store: None,
-        standalone: false,
-        strict: false,
-    };
-    // The binary runs with `HOME` at `no-home` in its folder, where no home exists.
-    let places = Places {
-        working_directory: root.clone(),
-        home: Some(root.join("no-home/.agent-compose")),
-        out: PathBuf::from("out"),
-        projects: PathBuf::from("projects"),
-    };
-    let output = Output::from(compose_output(&args, &places, &Terminal::plain()));
+    let output = common::compose_in_process(&root, Some("projects"));
     if let Some(bundle) = bundle_dir(&root) {
         let verified = acompose_driver::bundle::verify_directory(&bundle);
         assert!(verified.is_ok(), "{}: {verified:?}", case.display());

@@ -346,3 +346,28 @@ pub fn tree_of(root: &Path) -> std::collections::BTreeMap<String, String> {
     }
     entries
 }
+
+/// `acompose compose request.kdl --out out [--projects-root PROJECTS]` in `root`, run
+/// in-process as the binary runs it there with `HOME` at `no-home` (where no home exists):
+/// without `--projects-root` the projects root is the one that home would name.
+pub fn compose_in_process(root: &Path, projects_root: Option<&str>) -> Output {
+    use acompose_cli::compose::{ComposeArgs, Places, compose_output};
+    let args = ComposeArgs {
+        request: PathBuf::from("request.kdl"),
+        out: Some(PathBuf::from("out")),
+        projects_root: projects_root.map(PathBuf::from),
+        explain: false,
+        json: false,
+        stats: false,
+        store: None,
+        standalone: false,
+        strict: false,
+    };
+    let places = Places {
+        working_directory: root.to_path_buf(),
+        home: Some(root.join("no-home/.agent-compose")),
+        out: PathBuf::from("out"),
+        projects: projects_root.map_or_else(|| root.join("no-home/projects"), PathBuf::from),
+    };
+    Output::from(compose_output(&args, &places, &acompose_cli::terminal::Terminal::plain()))
+}
