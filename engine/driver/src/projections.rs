@@ -166,25 +166,42 @@ fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, Stri
     Listed { target, role, layout: found.details.layout, bundle: found.details.bundle, state }
 }
 
+/// What a convergence did about the registered projections.
+#[derive(Debug, Clone, Default)]
+pub struct Following {
+    /// Each one it re-projected or had to leave alone.
+    pub followed: Vec<Followed>,
+    /// The bundle ids registered projections show afterwards: bundles pruning must keep.
+    pub showing: Vec<String>,
+}
+
 /// Re-projects every registered projection whose role's bundle in the home's new index
-/// is not the one it shows. Returns what happened to each one it touched or had to leave
-/// alone; a failure leaves that projection as it was (its bundle is then kept from
-/// pruning by the caller, through [`showing`]).
-pub fn follow(home: &Path) -> Vec<Followed> {
+/// is not the one it shows. A failure leaves that projection as it was, still showing
+/// its bundle, which the caller then keeps from pruning.
+pub fn follow(home: &Path) -> Following {
     let index = read_index(home);
     let bundles = home.join(BUNDLES_DIR);
-    let mut followed = Vec::new();
+    let mut following = Following::default();
     for entry in list(home) {
-        let Some(current) = index.get(&entry.role) else { continue };
-        let outcome = match entry.state {
-            State::Current | State::Pinned => continue,
-            State::Missing => Err("the target or its projection record is gone; it is not recreated".to_owned()),
-            State::ChangedByHand => Err("it was changed by hand; it is left alone".to_owned()),
-            State::Stale => reproject(&entry, &bundles.join(current)).map(|()| current.clone()),
+        // `None`: current, pinned, or a role the index no longer names; nothing to do.
+        let outcome = match (entry.state, index.get(&entry.role)) {
+            (State::Stale, Some(current)) => Some(reproject(&entry, &bundles.join(current)).map(|()| current.clone())),
+            (State::Missing, Some(_)) => {
+                Some(Err("the target or its projection record is gone; it is not recreated".to_owned()))
+            }
+            (State::ChangedByHand, Some(_)) => Some(Err("it was changed by hand; it is left alone".to_owned())),
+            _ => None,
         };
-        followed.push(Followed { target: entry.target, role: entry.role, outcome });
+        match &outcome {
+            Some(Ok(bundle)) => following.showing.push(bundle.clone()),
+            _ if entry.state != State::Missing => following.showing.push(entry.bundle.clone()),
+            _ => {}
+        }
+        if let Some(outcome) = outcome {
+            following.followed.push(Followed { target: entry.target, role: entry.role, outcome });
+        }
     }
-    followed
+    following
 }
 
 /// The bundle ids registered projections show now: bundles pruning must keep.

@@ -311,9 +311,9 @@ impl Converger {
         report.files_written += report.estate_files_written;
         // Projections follow their role before the old bundles go, so no harness reads a
         // dangling link; a bundle one still shows (its re-projection failed) is kept.
-        report.followed = crate::projections::follow(home);
-        let showing = crate::projections::showing(home);
-        let stale: Vec<String> = stale.into_iter().filter(|id| !showing.contains(id)).collect();
+        let following = crate::projections::follow(home);
+        report.followed = following.followed;
+        let stale: Vec<String> = stale.into_iter().filter(|id| !following.showing.contains(id)).collect();
         self.prune_or_defer(&bundles_dir, stale, &mut report);
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
