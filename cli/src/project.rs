@@ -11,7 +11,7 @@ use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
 use acompose_driver::home::resolve_home;
 use acompose_driver::projection::{
-    GitExclusion, Report, Request, TakenOut, Unprojected, default_target, project, unproject, unproject_layout,
+    GitExclusion, Hidden, Report, Request, TakenOut, Unprojected, default_target, project, unproject, unproject_layout,
 };
 use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
@@ -93,6 +93,12 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             sanitize(reason)
         ));
     }
+    if let Hidden::Failed(reason) = &report.hidden {
+        print_stderr(&format!(
+            "warning: the projection stands, but git will show its managed blocks as changes: {}\n",
+            sanitize(reason)
+        ));
+    }
     if args.json {
         print_stdout(&projected_json(&report));
     } else if !terminal.quiet {
@@ -119,6 +125,7 @@ fn projected_json(report: &Report) -> String {
         written: &'a [String],
         unchanged: usize,
         removed: &'a [String],
+        hidden_from_git: &'a [String],
     }
     let (details, outcome) = (&report.details, &report.outcome);
     let document = Document {
@@ -132,6 +139,10 @@ fn projected_json(report: &Report) -> String {
         written: &outcome.written,
         unchanged: outcome.unchanged,
         removed: &outcome.removed,
+        hidden_from_git: match &report.hidden {
+            Hidden::Files(files) => files,
+            Hidden::Failed(_) => &[],
+        },
     };
     String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
 }
@@ -167,6 +178,14 @@ fn projected_text(report: &Report, harness: &str, verbose: bool) -> String {
             sanitize(&exclude.display().to_string())
         )),
         _ => {}
+    }
+    if let Hidden::Files(files) = &report.hidden {
+        for path in files {
+            text.push_str(&format!(
+                "git: `{}` is tracked; its block is hidden from `git status` (skip-worktree, this clone only) until `acompose unproject`\n",
+                sanitize(path)
+            ));
+        }
     }
     if verbose {
         for path in &outcome.written {
@@ -219,6 +238,12 @@ pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Termin
     if let Excluded::Failed(reason) = &report.excluded {
         print_stderr(&format!(
             "warning: the projection is gone, but the repository's exclude file still lists it: {}\n",
+            sanitize(reason)
+        ));
+    }
+    if let Err(reason) = &report.shown {
+        print_stderr(&format!(
+            "warning: the projection is gone, but git still skips its instructions files (`git update-index --no-skip-worktree FILE`): {}\n",
             sanitize(reason)
         ));
     }

@@ -100,6 +100,11 @@ pub struct BlockRecord {
     /// The blake3 digest of the block as written (markers included): a block whose
     /// digest differs was edited by hand and is left alone.
     pub digest: String,
+    /// Whether the projection marked the file `skip-worktree` in the git index (a tracked
+    /// file of a linked projection), so that `git status` does not show the block; the
+    /// mark is taken off again with the block.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden_from_git: bool,
 }
 
 /// A projection decided before anything is touched.

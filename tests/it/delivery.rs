@@ -425,12 +425,43 @@ fn a_linked_projection_is_excluded_locally_and_a_copied_one_is_not() {
 
     let copies = root.join("docs");
     std::fs::create_dir(&copies).expect("docs");
+    std::fs::write(copies.join("CLAUDE.md"), "# docs\n").expect("tracked instructions");
+    git(root, &["add", "docs/CLAUDE.md"]);
+    git(root, &["commit", "--quiet", "-m", "docs"]);
     let copied = project_cli(&composed.root, &composed.bundle, "claude", "repo", &copies, &["--copy"]);
     assert_eq!(copied.code, 0, "{}", copied.stderr);
     assert_eq!(std::fs::read_to_string(&exclude).expect("exclude"), listed, "copies may be committed: none listed");
     let status = git(root, &["status", "--porcelain", "--untracked-files=all"]);
-    assert!(status.contains("?? docs/CLAUDE.md"), "{status}");
+    assert!(status.contains(" M docs/CLAUDE.md"), "a copied block is not hidden from git: {status}");
+    assert!(status.contains("?? docs/.claude/skills/role-platform/SKILL.md"), "{status}");
     assert!(!status.contains("service/"), "{status}");
+}
+
+#[test]
+fn a_linked_block_in_a_tracked_file_is_hidden_from_git_until_unproject() {
+    let composed = compose("selector-slice");
+    let repository = tempfile::tempdir().expect("repository");
+    let root = repository.path();
+    git(root, &["init", "--quiet"]);
+    std::fs::write(root.join("CLAUDE.md"), "# ours\n").expect("claude");
+    std::fs::write(root.join("GEMINI.md"), "# skipped by us\n").expect("gemini");
+    git(root, &["add", "CLAUDE.md", "GEMINI.md"]);
+    git(root, &["commit", "--quiet", "-m", "start"]);
+    git(root, &["update-index", "--skip-worktree", "GEMINI.md"]);
+
+    for layout in ["claude", "gemini"] {
+        let linked = project_cli(&composed.root, &composed.bundle, layout, "repo", root, &[]);
+        assert_eq!(linked.code, 0, "{}", linked.stderr);
+    }
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+    assert_eq!(git(root, &["ls-files", "-v"]), "S CLAUDE.md\nS GEMINI.md\n");
+    let record = std::fs::read_to_string(root.join(".agent-compose/projection.json")).expect("record");
+    assert_eq!(record.matches("\"hidden_from_git\": true").count(), 1, "only the mark it set: {record}");
+
+    let unprojected = acompose(root, &["unproject", "--target", root.to_str().expect("utf-8")]);
+    assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
+    assert_eq!(git(root, &["ls-files", "-v"]), "H CLAUDE.md\nS GEMINI.md\n", "the user's own mark stays");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
 
 #[test]

@@ -791,12 +791,8 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
     }
     assert!(std::fs::read_to_string(work.join("CLAUDE.md")).expect("claude").starts_with(claude));
     assert!(std::fs::read_to_string(work.join("AGENTS.md")).expect("agents").starts_with(agents));
-    let untracked: Vec<String> = git(&work, &["status", "--porcelain"])
-        .lines()
-        .filter(|line| !matches!(*line, " M CLAUDE.md" | " M AGENTS.md"))
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(untracked, Vec::<String>::new(), "only the blocks in the user's own files show");
+    assert_eq!(git(&work, &["status", "--porcelain"]), "", "git sees nothing of the projection");
+    assert_eq!(git(&work, &["ls-files", "-v"]), "S AGENTS.md\nS CLAUDE.md\n", "the blocks' files, skip-worktree");
     let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
     let listed: serde_json::Value = serde_json::from_str(&listed.stdout).expect("json");
     assert_eq!(listed["projections"][0]["state"], "current", "{listed}");
@@ -808,6 +804,7 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
     assert_eq!(tree_of(&work), before, "the repository as it was, tree and bytes");
     assert_eq!(git(&work, &["status", "--porcelain"]), "");
+    assert_eq!(git(&work, &["ls-files", "-v"]), "H AGENTS.md\nH CLAUDE.md\n", "the marks taken off again");
     let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
     assert!(listed.stdout.contains("\"projections\": []"), "{}", listed.stdout);
 }

@@ -106,3 +106,47 @@ fn write_exclude(exclude: &Path, text: &str) -> Result<(), String> {
         .map_err(|error| format!("cannot create `{}`: {}", folder.display(), crate::load::error_kind(&error)))?;
     crate::atomic::replace(folder, "exclude", text.as_bytes()).map_err(|error| error.to_string())
 }
+
+/// Whether git tracks `path` (relative to `target`) as an ordinary entry of its index:
+/// neither untracked nor already marked `skip-worktree` or `assume-unchanged` by someone
+/// else. `false` outside a work tree and when git cannot be run.
+pub fn tracked_plainly(target: &Path, path: &str) -> bool {
+    if repository_of(target).is_none() {
+        return false;
+    }
+    git(target, &["ls-files", "-v", "--", path]).is_ok_and(|listed| listed.starts_with("H "))
+}
+
+/// Marks (`hide`) or unmarks `paths` (relative to `target`) `skip-worktree` in the index
+/// of the repository holding `target`: a tracked instructions file holding a managed
+/// block then does not show in `git status`, and shows again when the block is gone.
+pub fn skip_worktree(target: &Path, paths: &[String], hide: bool) -> Result<(), String> {
+    if paths.is_empty() || repository_of(target).is_none() {
+        return Ok(());
+    }
+    let flag = if hide { "--skip-worktree" } else { "--no-skip-worktree" };
+    let mut arguments = vec!["update-index", flag, "--"];
+    arguments.extend(paths.iter().map(String::as_str));
+    git(target, &arguments).map(drop)
+}
+
+/// Runs git in `target` against the repository holding it (never one named by the
+/// caller's `GIT_*` variables), returning its standard output.
+fn git(target: &Path, arguments: &[&str]) -> Result<String, String> {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(target)
+        .args(arguments)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run git: {}", crate::load::error_kind(&error)))?;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let first = said.lines().next().unwrap_or("").chars().take(200).collect::<String>();
+        return Err(format!("`git {}` failed: {first}", arguments.first().copied().unwrap_or("")));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}

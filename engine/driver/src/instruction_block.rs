@@ -60,6 +60,7 @@ pub fn place(
         path: path.to_owned(),
         separator: with_block.separator,
         digest: blake3::hash(&with_block.block).to_hex().to_string(),
+        hidden_from_git: false,
     };
     Ok(Placement::Block { text: with_block.text, record })
 }

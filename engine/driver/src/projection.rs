@@ -61,6 +61,8 @@ pub struct Report {
     pub outcome: Outcome,
     /// What happened to the repository's exclude file, when the request asked.
     pub excluded: Option<Excluded>,
+    /// The tracked files whose managed block is hidden from `git status`.
+    pub hidden: Hidden,
 }
 
 fn check_target(target: &Path) -> Result<(), HostError> {
@@ -188,6 +190,8 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
     instructions.dedup();
     let shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
     plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
+    let hide_blocks = request.git == GitExclusion::Local && request.mode == Mode::Link;
+    mark_hidden(request.target, &mut plan.details.blocks, previous.as_ref(), hide_blocks);
     let links: Vec<PathBuf> = plan
         .entries
         .iter()
@@ -229,7 +233,44 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
             .collect();
         git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
     });
-    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded })
+    let hidden = update_git_marks(request.target, &plan.details.blocks, previous.as_ref());
+    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded, hidden })
+}
+
+/// Which managed blocks the projection hides from `git status`: in a linked projection,
+/// those in a file git tracks plainly (or that an earlier projection already hid).
+fn mark_hidden(target: &Path, blocks: &mut [BlockRecord], previous: Option<&Record>, hide: bool) {
+    for block in blocks.iter_mut() {
+        let hidden_before = previous.is_some_and(|record| {
+            record.details.blocks.iter().any(|earlier| earlier.path == block.path && earlier.hidden_from_git)
+        });
+        block.hidden_from_git = hide && (hidden_before || git_exclude::tracked_plainly(target, &block.path));
+    }
+}
+
+/// Sets the git index's `skip-worktree` mark on the files whose block is hidden and
+/// takes it off those an earlier projection hid and this one no longer does.
+fn update_git_marks(target: &Path, blocks: &[BlockRecord], previous: Option<&Record>) -> Hidden {
+    let hide: Vec<String> = blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
+    let show: Vec<String> = previous
+        .map_or(&[][..], |record| record.details.blocks.as_slice())
+        .iter()
+        .filter(|earlier| earlier.hidden_from_git && !hide.contains(&earlier.path))
+        .map(|earlier| earlier.path.clone())
+        .collect();
+    match git_exclude::skip_worktree(target, &hide, true).and_then(|()| git_exclude::skip_worktree(target, &show, false)) {
+        Ok(()) => Hidden::Files(hide),
+        Err(reason) => Hidden::Failed(reason),
+    }
+}
+
+/// The tracked instructions files whose managed block `git status` does not show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hidden {
+    /// These files are marked `skip-worktree` (none when no block is in a tracked file).
+    Files(Vec<String>),
+    /// git could not mark them; the projection stands and `git status` shows them.
+    Failed(String),
 }
 
 /// The caller's hooks, and before the commit line every projected file read back through
@@ -415,6 +456,9 @@ pub struct Unprojected {
     /// The user's files whose managed block was taken out.
     pub restored: Vec<String>,
     pub excluded: Excluded,
+    /// The files whose `skip-worktree` mark was taken off (git shows them again), or why
+    /// it could not be.
+    pub shown: Result<Vec<String>, String>,
 }
 
 /// Removes the projection recorded in `target`: every path it owns, its blocks in the
@@ -449,12 +493,16 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
     // The folder holds nothing else of ours; one the user put files in stays.
     let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
     let excluded = git_exclude::update(target, None);
+    let hidden: Vec<String> =
+        record.details.blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
+    let shown = git_exclude::skip_worktree(target, &hidden, false).map(|()| hidden);
     Ok(Unprojected {
         target: target.to_path_buf(),
         details: record.details,
         removed: outcome.removed,
         restored: restored.into_iter().map(|(path, _)| path).collect(),
         excluded,
+        shown,
     })
 }
 
