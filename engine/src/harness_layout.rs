@@ -37,6 +37,9 @@ impl Scope {
 pub struct Places {
     pub instructions: &'static str,
     pub skills: &'static str,
+    /// Other harnesses' skills folders this harness reads too at the same scope (a skill
+    /// in two folders it reads is one it sees twice, or warns about).
+    pub also_reads: &'static [&'static str],
 }
 
 /// An environment variable a launch sets, as a path relative to the runtime home
@@ -84,8 +87,8 @@ pub const LAYOUTS: &[Layout] = &[
         harness: "claude",
         display_name: "Claude Code",
         binary: "claude",
-        repository: Places { instructions: "CLAUDE.md", skills: ".claude/skills" },
-        home: Places { instructions: ".claude/CLAUDE.md", skills: ".claude/skills" },
+        repository: Places { instructions: "CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
+        home: Places { instructions: ".claude/CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
         config_variable: Some(ConfigVariable { name: "CLAUDE_CONFIG_DIR", relative_to_home: ".claude" }),
         linked_files: &[".claude/.credentials.json", ".claude/settings.json", ".claude.json"],
     },
@@ -96,8 +99,8 @@ pub const LAYOUTS: &[Layout] = &[
         harness: "codex",
         display_name: "Codex",
         binary: "codex",
-        repository: Places { instructions: "AGENTS.md", skills: ".agents/skills" },
-        home: Places { instructions: ".codex/AGENTS.md", skills: ".agents/skills" },
+        repository: Places { instructions: "AGENTS.md", skills: ".agents/skills", also_reads: &[] },
+        home: Places { instructions: ".codex/AGENTS.md", skills: ".agents/skills", also_reads: &[".codex/skills"] },
         config_variable: Some(ConfigVariable { name: "CODEX_HOME", relative_to_home: ".codex" }),
         linked_files: &[".codex/auth.json", ".codex/config.toml"],
     },
@@ -109,8 +112,8 @@ pub const LAYOUTS: &[Layout] = &[
         harness: "gemini",
         display_name: "Gemini CLI",
         binary: "gemini",
-        repository: Places { instructions: "GEMINI.md", skills: ".gemini/skills" },
-        home: Places { instructions: ".gemini/GEMINI.md", skills: ".gemini/skills" },
+        repository: Places { instructions: "GEMINI.md", skills: ".gemini/skills", also_reads: &[".agents/skills"] },
+        home: Places { instructions: ".gemini/GEMINI.md", skills: ".gemini/skills", also_reads: &[".agents/skills"] },
         // The variable names the folder that holds `.gemini`, not `.gemini` itself.
         config_variable: Some(ConfigVariable { name: "GEMINI_CLI_HOME", relative_to_home: "" }),
         linked_files: &[".gemini/settings.json", ".gemini/oauth_creds.json"],
@@ -123,8 +126,16 @@ pub const LAYOUTS: &[Layout] = &[
         harness: "goose",
         display_name: "Goose",
         binary: "goose",
-        repository: Places { instructions: ".goosehints", skills: ".goose/skills" },
-        home: Places { instructions: ".config/goose/.goosehints", skills: ".config/goose/skills" },
+        repository: Places {
+            instructions: ".goosehints",
+            skills: ".goose/skills",
+            also_reads: &[".claude/skills", ".agents/skills"],
+        },
+        home: Places {
+            instructions: ".config/goose/.goosehints",
+            skills: ".config/goose/skills",
+            also_reads: &[".claude/skills", ".config/agents/skills"],
+        },
         config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
         linked_files: &[],
     },
@@ -134,12 +145,59 @@ pub const LAYOUTS: &[Layout] = &[
         harness: "opencode",
         display_name: "OpenCode",
         binary: "opencode",
-        repository: Places { instructions: "AGENTS.md", skills: ".opencode/skills" },
-        home: Places { instructions: ".config/opencode/AGENTS.md", skills: ".config/opencode/skills" },
+        repository: Places {
+            instructions: "AGENTS.md",
+            skills: ".opencode/skills",
+            also_reads: &[".claude/skills", ".agents/skills"],
+        },
+        home: Places {
+            instructions: ".config/opencode/AGENTS.md",
+            skills: ".config/opencode/skills",
+            also_reads: &[".claude/skills", ".agents/skills"],
+        },
         config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
         linked_files: &[".local/share/opencode/auth.json"],
     },
 ];
+
+/// The skills folders a delivery for all of `layouts` at `scope` writes: each layout
+/// reads at least one of them, and as few harness reads as possible see a skill twice
+/// (harnesses read each other's folders). Among equally good choices, the fewest folders,
+/// then the earliest layouts' own folders. Several layouts' own folders are the only
+/// candidates, so every chosen folder is one some harness calls its own.
+pub fn skill_folders(layouts: &[&Layout], scope: Scope) -> Vec<&'static str> {
+    let mut candidates: Vec<&'static str> = Vec::new();
+    for layout in layouts {
+        let own = layout.places(scope).skills;
+        if !candidates.contains(&own) {
+            candidates.push(own);
+        }
+    }
+    let reads = |layout: &Layout, folder: &str| {
+        let places = layout.places(scope);
+        places.skills == folder || places.also_reads.contains(&folder)
+    };
+    // (skills seen twice, folders, which candidates) of the best subset so far.
+    type Cost = (usize, usize, Vec<usize>);
+    let mut best: Option<(Cost, Vec<&'static str>)> = None;
+    // At most one candidate per layout: a handful, so every subset can be weighed.
+    for subset in 1..(1usize << candidates.len()) {
+        let chosen: Vec<usize> = (0..candidates.len()).filter(|index| subset & (1 << index) != 0).collect();
+        let counts: Vec<usize> = layouts
+            .iter()
+            .map(|layout| chosen.iter().filter(|&&index| reads(layout, candidates[index])).count())
+            .collect();
+        if counts.contains(&0) {
+            continue;
+        }
+        let twice = counts.iter().map(|count| count - 1).sum::<usize>();
+        let cost = (twice, chosen.len(), chosen.clone());
+        if best.as_ref().is_none_or(|(best_cost, _)| cost < *best_cost) {
+            best = Some((cost, chosen.iter().map(|&index| candidates[index]).collect()));
+        }
+    }
+    best.map(|(_, folders)| folders).unwrap_or_default()
+}
 
 /// The layout of a harness by its command-line name.
 pub fn layout(harness: &str) -> Option<&'static Layout> {
@@ -159,6 +217,26 @@ mod tests {
         !path.is_empty()
             && !path.starts_with('/')
             && path.split('/').all(|segment| !segment.is_empty() && segment != "." && segment != "..")
+    }
+
+    fn folders(harnesses: &[&str], scope: Scope) -> Vec<&'static str> {
+        let layouts: Vec<&Layout> = harnesses.iter().map(|name| layout(name).expect("a layout")).collect();
+        skill_folders(&layouts, scope)
+    }
+
+    #[test]
+    fn layouts_together_write_each_skill_where_no_harness_reads_it_twice() {
+        assert_eq!(folders(&["gemini"], Scope::Repository), [".gemini/skills"]);
+        assert_eq!(folders(&["codex", "gemini"], Scope::Repository), [".agents/skills"]);
+        assert_eq!(folders(&["gemini", "codex"], Scope::Home), [".agents/skills"]);
+        assert_eq!(folders(&["claude", "opencode"], Scope::Repository), [".claude/skills"]);
+        assert_eq!(folders(&["claude", "gemini"], Scope::Repository), [".claude/skills", ".gemini/skills"]);
+        // Claude Code reads only `.claude/skills` and Codex only `.agents/skills`; OpenCode
+        // reads both, so once it must see a skill twice — never more.
+        assert_eq!(
+            folders(&["claude", "codex", "gemini", "opencode"], Scope::Repository),
+            [".claude/skills", ".agents/skills"]
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::Manifest;
 use crate::diagnostic::sanitize;
-use crate::harness_layout::{Layout, Scope};
+use crate::harness_layout::{self, Layout, Scope};
 use crate::render::{Palette, tint};
 
 /// The projection record, relative to the target.
@@ -230,7 +230,19 @@ pub const LAYOUT_SEPARATOR: char = '+';
 /// a path two layouts share (`AGENTS.md` for Codex and OpenCode, `.agents/skills/…`)
 /// written once, and the layouts named together in the details. `plans` is never empty
 /// in a caller; an empty list gives an empty plan of no layout.
-pub fn merged(plans: Vec<Plan>) -> Option<Plan> {
+///
+/// Skills go only into the folders [`harness_layout::skill_folders`] chooses for the
+/// layouts together, so a harness that reads another's folder (Gemini CLI and
+/// `.agents/skills`) does not see each skill twice.
+pub fn merged(plans: Vec<Plan>, scope: Scope) -> Option<Plan> {
+    let layouts: Vec<&Layout> = plans.iter().filter_map(|plan| harness_layout::layout(&plan.details.layout)).collect();
+    let chosen = harness_layout::skill_folders(&layouts, scope);
+    let dropped: Vec<String> = layouts
+        .iter()
+        .map(|layout| layout.places(scope).skills)
+        .filter(|folder| !chosen.contains(folder))
+        .map(|folder| format!("{folder}/"))
+        .collect();
     let mut plans = plans.into_iter();
     let mut merged = plans.next()?;
     let mut paths: BTreeSet<String> = merged.entries.iter().map(|entry| entry.path.clone()).collect();
@@ -243,6 +255,7 @@ pub fn merged(plans: Vec<Plan>) -> Option<Plan> {
             }
         }
     }
+    merged.entries.retain(|entry| !dropped.iter().any(|folder| entry.path.starts_with(folder.as_str())));
     merged.entries.sort_by(|left, right| left.path.cmp(&right.path));
     Some(merged)
 }

@@ -203,3 +203,26 @@ fn a_file_of_the_user_on_the_way_wins_and_the_other_harness_is_still_delivered()
     assert_eq!(after.remove(".claude/skills"), Some("dir".to_owned()));
     assert_eq!(after, before);
 }
+
+#[test]
+fn harnesses_that_read_each_others_folders_get_each_skill_once() {
+    let host = host();
+    // Gemini CLI first, alone: its own folder.
+    assert_eq!(host.run(&["setup", "gemini"]).code, 0);
+    let gemini = host.user_home.join(".gemini/skills");
+    let skills = roster_skills(&host.artifact());
+    assert_eq!(std::fs::read_dir(&gemini).expect("gemini skills").count(), skills.len());
+    // Codex reads only `~/.agents/skills`, which Gemini CLI reads too: the skills move
+    // there, and Gemini CLI's own folder is emptied of our links.
+    let codex = host.run(&["setup", "codex"]);
+    assert_eq!(codex.code, 0, "{}", codex.stderr);
+    let agents = host.user_home.join(".agents/skills");
+    assert_eq!(std::fs::read_dir(&agents).expect("agents skills").count(), skills.len());
+    assert_eq!(std::fs::read_dir(&gemini).map(Iterator::count).unwrap_or(0), 0, "no skill twice for Gemini CLI");
+    // A load point moved by hand is used as written.
+    host.configure(
+        "skill_load_points:\n  gemini: ~/elsewhere/skills\n  codex: ~/.agents/skills\nload_points:\n  gemini: null\n  codex: null\n",
+    );
+    assert_eq!(host.run(&[]).code, 0);
+    assert_eq!(std::fs::read_dir(host.user_home.join("elsewhere/skills")).expect("moved").count(), skills.len());
+}

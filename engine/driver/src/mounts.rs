@@ -111,6 +111,29 @@ fn destinations(
         .collect()
 }
 
+/// The folders the roster's skills are linked into. Harnesses read each other's home
+/// folders (Gemini CLI reads `~/.agents/skills` beside `~/.gemini/skills`), so the
+/// harnesses whose load point is their own default share the folders
+/// [`harness_layout::skill_folders`] chooses for them together, and none sees a skill
+/// twice; a load point the user moved elsewhere is used as written.
+fn skill_folders(points: Vec<(String, PathBuf)>, user_home: Option<&Path>) -> Vec<(String, PathBuf)> {
+    let Some(user_home) = user_home else {
+        return points;
+    };
+    let at_default = |harness: &str, path: &Path| {
+        harness_layout::layout(harness).is_some_and(|row| path == user_home.join(row.home.skills))
+    };
+    let (defaults, mut folders): (Vec<_>, Vec<_>) =
+        points.into_iter().partition(|(harness, path)| at_default(harness, path));
+    let layouts: Vec<&harness_layout::Layout> =
+        defaults.iter().filter_map(|(harness, _)| harness_layout::layout(harness)).collect();
+    for folder in harness_layout::skill_folders(&layouts, harness_layout::Scope::Home) {
+        let owner = layouts.iter().find(|row| row.home.skills == folder).map_or("", |row| row.harness);
+        folders.push((owner.to_owned(), user_home.join(folder)));
+    }
+    folders
+}
+
 /// The roster skill folders of the artifact, by id.
 fn artifact_skills(artifact: &Path) -> Vec<String> {
     let mut skills: Vec<String> = std::fs::read_dir(artifact.join(".agents/skills"))
@@ -135,7 +158,8 @@ fn desired(home: &Path, config: &HostConfig, user_home: Option<&Path>) -> BTreeM
         wanted.insert(path.clone(), Mount { harness, path, target });
     }
     let skills = artifact_skills(&artifact);
-    for (harness, folder) in destinations(config.skill_load_points.as_ref(), |row| row.home.skills, user_home) {
+    let points = destinations(config.skill_load_points.as_ref(), |row| row.home.skills, user_home);
+    for (harness, folder) in skill_folders(points, user_home) {
         for skill in &skills {
             let path = folder.join(skill);
             let target = artifact.join(".agents/skills").join(skill);

@@ -183,7 +183,7 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .map(|layout| projection::plan(&input, layout, request.scope, request.mode))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
-    let mut plan = projection::merged(plans)
+    let mut plan = projection::merged(plans, request.scope)
         .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
     let mut instructions: Vec<&str> = layouts.iter().map(|layout| layout.places(request.scope).instructions).collect();
     instructions.sort_unstable();
@@ -251,14 +251,17 @@ fn mark_hidden(target: &Path, blocks: &mut [BlockRecord], previous: Option<&Reco
 /// Sets the git index's `skip-worktree` mark on the files whose block is hidden and
 /// takes it off those an earlier projection hid and this one no longer does.
 fn update_git_marks(target: &Path, blocks: &[BlockRecord], previous: Option<&Record>) -> Hidden {
-    let hide: Vec<String> = blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
+    let hide: Vec<String> =
+        blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
     let show: Vec<String> = previous
         .map_or(&[][..], |record| record.details.blocks.as_slice())
         .iter()
         .filter(|earlier| earlier.hidden_from_git && !hide.contains(&earlier.path))
         .map(|earlier| earlier.path.clone())
         .collect();
-    match git_exclude::skip_worktree(target, &hide, true).and_then(|()| git_exclude::skip_worktree(target, &show, false)) {
+    match git_exclude::skip_worktree(target, &hide, true)
+        .and_then(|()| git_exclude::skip_worktree(target, &show, false))
+    {
         Ok(()) => Hidden::Files(hide),
         Err(reason) => Hidden::Failed(reason),
     }
