@@ -270,6 +270,43 @@ fn noop_convergence(bencher: Bencher) {
     bencher.bench_local(|| converge_process(estate, &home));
 }
 
+/// `acompose launch platform claude` with nothing changed since the last launch, to the
+/// harness's first instruction: a fake `claude` that exits at once. Compare with
+/// `noop_convergence` (the launch's own convergence is that no-op).
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn launch_nothing_changed(bencher: Bencher) {
+    let estate = estate();
+    let home = new_home(estate, "launch");
+    let bin = estate.root.join("launch-bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let harness = bin.join("claude");
+    std::fs::write(&harness, "#!/bin/sh\nexit 0\n").expect("fake harness");
+    let mut permissions = std::fs::metadata(&harness).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&harness, permissions).expect("chmod");
+    let user = estate.root.join("launch-user");
+    std::fs::create_dir_all(&user).expect("user home");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let launch = || {
+        let status = Command::new(env!("CARGO_BIN_EXE_acompose"))
+            .args(["--quiet", "--home"])
+            .arg(&home)
+            .args(["launch", "platform", "claude", "--yes", "--projects-root"])
+            .arg(&estate.projects)
+            .env("HOME", &user)
+            .env("PATH", &path)
+            .env_remove("AGENT_COMPOSE_LAUNCH")
+            .status()
+            .expect("run acompose launch");
+        assert!(status.success());
+    };
+    launch();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    launch();
+    launch();
+    bencher.bench_local(launch);
+}
+
 /// The live database of watch mode: one skill body edited, its catalogue re-read, and
 /// the estate reconverged, every write included (the new skill tree, the new slice, the
 /// platform bundle's own files and links, the index and the plan).

@@ -1,10 +1,15 @@
-//! `acompose gc [--dry-run]`: the host removes the home store's entries no bundle of the
-//! home references, under the home lock; this module prints what went.
+//! `acompose gc [--dry-run]`: the host removes the runtime homes of roles that are gone
+//! (and launch bundles no runtime home shows), then the home store's entries no bundle of
+//! the home references, under the home lock; this module prints what went.
 
 use std::path::Path;
 
+use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::gc::gc;
 use acompose_driver::home::resolve_home;
+use acompose_driver::launch::collect_runtime;
+
+use crate::progress::TerminalProgress;
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
@@ -20,8 +25,13 @@ pub struct GcArgs {
 }
 
 pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
-    let report = match resolve_home(home).and_then(|home| gc(&home, args.dry_run)) {
-        Ok(report) => report,
+    let progress = TerminalProgress::new(terminal);
+    let collected = resolve_home(home).and_then(|home| {
+        let runtime = collect_runtime(&home, args.dry_run, &progress)?;
+        gc(&home, args.dry_run).map(|report| (runtime, report))
+    });
+    let (runtime, report) = match collected {
+        Ok(collected) => collected,
         Err(error) => return report_error(&error, terminal),
     };
     if args.json {
@@ -31,9 +41,18 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             dry_run: bool,
             removed: &'a [String],
             kept: usize,
+            runtime_homes: Vec<String>,
+            launch_bundles: Vec<String>,
         }
-        let document =
-            Document { format: "acompose.gc.v1", dry_run: report.dry_run, removed: &report.removed, kept: report.kept };
+        let names = |paths: &[std::path::PathBuf]| paths.iter().map(|path| path.display().to_string()).collect();
+        let document = Document {
+            format: "acompose.gc.v1",
+            dry_run: report.dry_run,
+            removed: &report.removed,
+            kept: report.kept,
+            runtime_homes: names(&runtime.homes),
+            launch_bundles: names(&runtime.bundles),
+        };
         print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
         return exit::SUCCESS;
     }
@@ -44,8 +63,20 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             text.push_str(&format!("{verb} {name}\n"));
         }
     }
+    let verb = if report.dry_run { "would remove" } else { "removed" };
+    if terminal.verbose > 0 || report.dry_run {
+        for path in runtime.homes.iter().chain(&runtime.bundles) {
+            text.push_str(&format!("{verb} {}\n", sanitize(&path.display().to_string())));
+        }
+    }
     if !terminal.quiet {
-        let verb = if report.dry_run { "would remove" } else { "removed" };
+        if !runtime.homes.is_empty() || !runtime.bundles.is_empty() {
+            text.push_str(&format!(
+                "runtime   {} runtime homes and {} launch bundles {verb}\n",
+                runtime.homes.len(),
+                runtime.bundles.len()
+            ));
+        }
         text.push_str(&format!("store     {} entries {verb}, {} kept\n", report.removed.len(), report.kept));
     }
     print_stdout(&text);

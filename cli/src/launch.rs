@@ -7,10 +7,11 @@ use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
+use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::render;
 use acompose_driver::home::{projects_root, resolve_home};
-use acompose_driver::launch::{LaunchRequest, exec, prepare};
+use acompose_driver::launch::{LaunchRequest, Prepared, exec, person_model, prepare};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error};
@@ -23,9 +24,14 @@ pub struct LaunchArgs {
     /// The harness to start.
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
     pub harness: String,
-    /// The model tier to compose for (default: `$AGENT_COMPOSE_MODEL_TIER`, else `frontier`).
+    /// The model tier to compose for (default: `$AGENT_COMPOSE_MODEL_TIER`, else the
+    /// tier of the role's bundle in the home, else `frontier`).
     #[arg(long, value_name = "TIER")]
     pub tier: Option<String>,
+    /// Launch even when the working folder holds another role's projection, which the
+    /// harness would read too.
+    #[arg(long)]
+    pub allow_foreign_context: bool,
     /// Start without showing the role card and waiting for Enter.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -64,6 +70,34 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
     }
 }
 
+/// One line about what else the harness reads from the working folder: other skills,
+/// and other roles' projections let through with `--allow-foreign-context`.
+fn warn_about_sight(prepared: &Prepared, terminal: &Terminal) {
+    for (folder, role, layouts) in &prepared.sight.foreign {
+        print_stderr(&format!(
+            "warning: `{}` holds a projection of `{}` ({}), which the harness reads too\n",
+            sanitize(&folder.display().to_string()),
+            sanitize(role),
+            sanitize(layouts)
+        ));
+    }
+    let others = &prepared.sight.other_skills;
+    if !others.is_empty() && !terminal.quiet {
+        let mut folders: Vec<String> = others
+            .iter()
+            .filter_map(|skill| skill.parent())
+            .map(|folder| sanitize(&folder.display().to_string()))
+            .collect();
+        folders.dedup();
+        print_stderr(&format!(
+            "warning: the harness also reads {} skill{} of this checkout that are not the role's, in {}\n",
+            others.len(),
+            if others.len() == 1 { "" } else { "s" },
+            folders.join(", ")
+        ));
+    }
+}
+
 fn confirm(text: &str) -> bool {
     print_stderr(text);
     let mut line = String::new();
@@ -79,27 +113,41 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let projects = projects_root(args.projects_root.as_deref());
-    let request =
-        LaunchRequest { home: &home, projects: &projects, role: &args.role, layout, tier: args.tier.as_deref() };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let request = LaunchRequest {
+        home: &home,
+        projects: &projects,
+        role: &args.role,
+        layout,
+        tier: args.tier.as_deref(),
+        cwd: &cwd,
+        allow_foreign: args.allow_foreign_context,
+    };
     let progress = TerminalProgress::new(terminal);
     let prepared = match prepare(&request, &progress) {
         Ok(prepared) => prepared,
         Err(error) => return report_error(&error, terminal),
     };
+    warn_about_sight(&prepared, terminal);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let headline = format!(
         "launching {} as `{}` (tier {}, {} skills) from {}\n",
         layout.display_name,
         prepared.role,
         prepared.tier,
-        prepared.projection.details.skills.len(),
+        prepared.skills,
         prepared.runtime.display()
     );
     if interactive && !args.yes {
-        let card = prepared
-            .model
-            .role(&prepared.role)
-            .map(|role| render::identity_card(&prepared.model, role, terminal.stderr))
+        let model = match &prepared.model {
+            Some(model) => Ok(model.clone()),
+            None => person_model(&home, &progress),
+        };
+        let card = model
+            .ok()
+            .and_then(|model| {
+                model.role(&prepared.role).map(|role| render::identity_card(&model, role, terminal.stderr))
+            })
             .unwrap_or_default();
         if !confirm(&format!("{card}\n{headline}press Enter to start, Ctrl-C to stop ")) {
             print_stderr("not started\n");

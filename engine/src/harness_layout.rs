@@ -63,10 +63,30 @@ pub struct Layout {
     pub home: Places,
     /// The variable that moves the harness's configuration folder, if it has one.
     pub config_variable: Option<ConfigVariable>,
-    /// The harness's own authentication and settings files, relative to a home. A
-    /// runtime home links each one that exists in the real home; none is ever copied
-    /// or read.
-    pub linked_files: &'static [&'static str],
+    /// The harness's own configuration, credential and trust files an assigned launch
+    /// carries into its runtime home: each one that exists in the real home is linked,
+    /// never copied or read.
+    pub carried: &'static [Carried],
+}
+
+/// One file of the user's a launch links into the runtime home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Carried {
+    /// Where the link goes, relative to the runtime home: where the harness reads it
+    /// with its configuration folder moved there.
+    pub runtime: &'static str,
+    /// The user's file, relative to the real home, when the user has not set the
+    /// layout's configuration variable.
+    pub home: &'static str,
+    /// The user's file relative to the folder the configuration variable names, when the
+    /// user has set it; `None` when that variable does not move this file.
+    pub config: Option<&'static str>,
+}
+
+/// A file in the configuration folder: `<folder>/<file>` in a home, `<file>` in the folder
+/// the variable names.
+const fn in_config(runtime: &'static str, config: &'static str) -> Carried {
+    Carried { runtime, home: runtime, config: Some(config) }
 }
 
 impl Layout {
@@ -90,7 +110,13 @@ pub const LAYOUTS: &[Layout] = &[
         repository: Places { instructions: "CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
         home: Places { instructions: ".claude/CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
         config_variable: Some(ConfigVariable { name: "CLAUDE_CONFIG_DIR", relative_to_home: ".claude" }),
-        linked_files: &[".claude/.credentials.json", ".claude/settings.json", ".claude.json"],
+        // With `CLAUDE_CONFIG_DIR` set, Claude Code reads `.claude.json` (user-scope MCP
+        // servers, onboarding, per-project state) inside that folder, not at the home.
+        carried: &[
+            in_config(".claude/.credentials.json", ".credentials.json"),
+            in_config(".claude/settings.json", "settings.json"),
+            Carried { runtime: ".claude/.claude.json", home: ".claude.json", config: Some(".claude.json") },
+        ],
     },
     // https://developers.openai.com/codex/skills (repository `.agents/skills/`, user
     // `$HOME/.agents/skills/`) and https://developers.openai.com/codex/guides/agents-md
@@ -102,7 +128,7 @@ pub const LAYOUTS: &[Layout] = &[
         repository: Places { instructions: "AGENTS.md", skills: ".agents/skills", also_reads: &[] },
         home: Places { instructions: ".codex/AGENTS.md", skills: ".agents/skills", also_reads: &[".codex/skills"] },
         config_variable: Some(ConfigVariable { name: "CODEX_HOME", relative_to_home: ".codex" }),
-        linked_files: &[".codex/auth.json", ".codex/config.toml"],
+        carried: &[in_config(".codex/auth.json", "auth.json"), in_config(".codex/config.toml", "config.toml")],
     },
     // https://geminicli.com/docs/cli/using-agent-skills/ (workspace `.gemini/skills/`,
     // user `~/.gemini/skills/`) and https://geminicli.com/docs/cli/gemini-md/
@@ -116,7 +142,12 @@ pub const LAYOUTS: &[Layout] = &[
         home: Places { instructions: ".gemini/GEMINI.md", skills: ".gemini/skills", also_reads: &[".agents/skills"] },
         // The variable names the folder that holds `.gemini`, not `.gemini` itself.
         config_variable: Some(ConfigVariable { name: "GEMINI_CLI_HOME", relative_to_home: "" }),
-        linked_files: &[".gemini/settings.json", ".gemini/oauth_creds.json"],
+        carried: &[
+            in_config(".gemini/settings.json", ".gemini/settings.json"),
+            in_config(".gemini/oauth_creds.json", ".gemini/oauth_creds.json"),
+            in_config(".gemini/google_accounts.json", ".gemini/google_accounts.json"),
+            in_config(".gemini/trustedFolders.json", ".gemini/trustedFolders.json"),
+        ],
     },
     // https://block.github.io/goose/docs/guides/context-engineering/using-skills
     // (`./.goose/skills/`, `~/.config/goose/skills/`) and
@@ -137,7 +168,10 @@ pub const LAYOUTS: &[Layout] = &[
             also_reads: &[".claude/skills", ".config/agents/skills"],
         },
         config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
-        linked_files: &[],
+        carried: &[
+            in_config(".config/goose/config.yaml", "goose/config.yaml"),
+            in_config(".config/goose/secrets.yaml", "goose/secrets.yaml"),
+        ],
     },
     // https://opencode.ai/docs/skills/ (`.opencode/skills/`, `~/.config/opencode/skills/`)
     // and https://opencode.ai/docs/rules/ (`AGENTS.md`, `~/.config/opencode/AGENTS.md`).
@@ -156,7 +190,16 @@ pub const LAYOUTS: &[Layout] = &[
             also_reads: &[".claude/skills", ".agents/skills"],
         },
         config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
-        linked_files: &[".local/share/opencode/auth.json"],
+        carried: &[
+            in_config(".config/opencode/opencode.json", "opencode/opencode.json"),
+            in_config(".config/opencode/opencode.jsonc", "opencode/opencode.jsonc"),
+            in_config(".config/opencode/config.json", "opencode/config.json"),
+            Carried {
+                runtime: ".local/share/opencode/auth.json",
+                home: ".local/share/opencode/auth.json",
+                config: None,
+            },
+        ],
     },
 ];
 
@@ -248,7 +291,12 @@ mod tests {
                 assert!(is_plain_relative(places.skills), "{} {scope:?}", layout.harness);
                 assert!(!places.instructions.starts_with(&format!("{}/", places.skills)));
             }
-            assert!(layout.linked_files.iter().all(|path| is_plain_relative(path)), "{}", layout.harness);
+            for carried in layout.carried {
+                let config = carried.config.unwrap_or(carried.home);
+                for path in [carried.runtime, carried.home, config] {
+                    assert!(is_plain_relative(path), "{} {path}", layout.harness);
+                }
+            }
         }
     }
 

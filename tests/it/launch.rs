@@ -198,3 +198,180 @@ fn statusline_inside_a_launch_reads_the_runtime_home() {
     let outside = machine.run(&["statusline", "--target", target], &[]);
     assert_eq!(outside.stdout, "");
 }
+
+/// A fake harness that reports what it can open where the real one looks: its user
+/// configuration file (`$1`), its skills (`$2`, the folders it reads), the projects root
+/// and the ordered repositories; it also appends to a history file in its home, as a
+/// harness keeps sessions there.
+fn observing_harness(configuration: &str, skills: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+out="$RECORDS/$(basename "$0").txt"
+{{
+  echo "home: $HOME"
+  if [ -f "{configuration}" ]; then echo "configuration: $(cat "{configuration}")"; else echo "configuration: none"; fi
+  for folder in {skills} "$HOME/.agents/skills"/* "$HOME/.claude/skills"/*; do
+    [ -f "$folder/SKILL.md" ] && echo "skill: $(basename "$folder")"
+  done
+  echo "projects root: $PROJECTS_ROOT"
+  (cd "$PROJECTS_ROOT" && find . -type l | sort | sed 's/^/project: /')
+  echo "repositories: $AGENT_COMPOSE_REPOSITORIES"
+  echo "session" >> "$HOME/history.txt"
+  echo "history: $(wc -l < "$HOME/history.txt")"
+}} > "$out"
+"#
+    )
+}
+
+const ESTATE_ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; }\n    role eval { use-repository benchmarks; }\n}\n";
+
+/// A machine whose acompose home has an estate (a trusted root and two repositories), the
+/// user's own Claude Code, OpenCode and Gemini CLI configuration, and observing fakes of
+/// those three harnesses.
+fn estate_machine() -> Machine {
+    let machine = machine();
+    let projects = machine.root.join("projects");
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nUse it.\n");
+    let write = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(&projects.join("acme/root/.agents/roles.kdl"), ESTATE_ROLES);
+    write(&projects.join("acme/root/.agents/skills/estate-map/SKILL.md"), &skill("estate-map"));
+    for name in ["machine-cpu", "machine-gpu"] {
+        write(&projects.join(format!("example/hardware/.agents/skills/{name}/SKILL.md")), &skill(name));
+    }
+    write(&projects.join("example/benchmarks/.agents/skills/bench-report/SKILL.md"), &skill("bench-report"));
+    write(&projects.join("example/unrelated/README.md"), "not the role's\n");
+    write(&machine.acompose_home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    let user = &machine.user_home;
+    write(&user.join(".claude.json"), "claude user state with an MCP server\n");
+    write(&user.join(".config/opencode/opencode.json"), "opencode providers\n");
+    write(&user.join(".gemini/trustedFolders.json"), "gemini trust\n");
+    for (name, configuration, skills) in [
+        ("claude", "$CLAUDE_CONFIG_DIR/.claude.json", "\"$CLAUDE_CONFIG_DIR/skills\"/*"),
+        ("opencode", "$XDG_CONFIG_HOME/opencode/opencode.json", "\"$XDG_CONFIG_HOME/opencode/skills\"/*"),
+        ("gemini", "$GEMINI_CLI_HOME/.gemini/trustedFolders.json", "\"$GEMINI_CLI_HOME/.gemini/skills\"/*"),
+    ] {
+        let path = machine.bin.join(name);
+        std::fs::write(&path, observing_harness(configuration, skills)).expect("write");
+        let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).expect("chmod");
+    }
+    machine
+}
+
+impl Machine {
+    fn launch(&self, arguments: &[&str]) -> common::Output {
+        let projects = self.root.join("projects");
+        let mut full = arguments.to_vec();
+        full.extend(["--yes", "--projects-root", projects.to_str().expect("utf-8")]);
+        self.run(&full, &[])
+    }
+}
+
+#[test]
+fn each_harness_finds_the_users_own_configuration_where_it_reads_it() {
+    let machine = estate_machine();
+    for (harness, expected) in [
+        ("claude", "claude user state with an MCP server"),
+        ("opencode", "opencode providers"),
+        ("gemini", "gemini trust"),
+    ] {
+        let output = machine.launch(&["launch", "platform", harness]);
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        let record = machine.record(harness);
+        assert_eq!(lines_with(&record, "configuration: "), [expected], "{harness}: {record}");
+        let skills = lines_with(&record, "skill: ");
+        assert!(skills.contains(&"role-platform") && skills.contains(&"machine-cpu"), "{harness}: {skills:?}");
+        assert!(!skills.iter().any(|skill| *skill == "bench-report" || *skill == "role-eval"), "{skills:?}");
+        assert!(!skills.contains(&"global-mounted") && !skills.contains(&"agents-mounted"), "{skills:?}");
+    }
+}
+
+#[test]
+fn the_runtime_home_outlives_an_edit_and_gc_removes_a_deleted_roles() {
+    let machine = estate_machine();
+    assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
+    let first = machine.record("claude");
+    let runtime = PathBuf::from(lines_with(&first, "home: ")[0]);
+    assert_eq!(runtime, machine.acompose_home.join("runtime/claude-platform"));
+    let skill = machine.root.join("projects/example/hardware/.agents/skills/machine-cpu/SKILL.md");
+    std::fs::write(&skill, "---\nname: machine-cpu\ndescription: Revised.\n---\n\nRevised.\n").expect("edit");
+    let index = || std::fs::read_to_string(machine.acompose_home.join("bundles/index.json")).expect("index");
+    let before = index();
+    assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
+    assert_ne!(index(), before, "the edit made a new bundle");
+    let second = machine.record("claude");
+    assert_eq!(lines_with(&second, "home: "), [runtime.to_str().expect("utf-8")], "the same runtime home");
+    assert_eq!(lines_with(&second, "history: "), ["2"], "what the harness wrote there is still there");
+    let text = std::fs::read_to_string(runtime.join(".claude/skills/machine-cpu/SKILL.md")).expect("skill");
+    assert!(text.contains("Revised."), "the new bundle is in place: {text}");
+    let homes: Vec<_> = std::fs::read_dir(machine.acompose_home.join("runtime"))
+        .expect("runtime")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(homes.iter().filter(|name| name.starts_with("claude-")).count(), 1, "{homes:?}");
+
+    // A runtime home of a role the roster does not have, and one of the old naming.
+    for stale in ["claude-astronaut", "codex-platform-0123456789abcdef"] {
+        std::fs::create_dir_all(machine.acompose_home.join("runtime").join(stale).join(".codex")).expect("stale");
+    }
+    let gc = machine.run(&["gc"], &[]);
+    assert_eq!(gc.code, 0, "{}", gc.stderr);
+    assert!(gc.stdout.contains("runtime   2 runtime homes"), "{}", gc.stdout);
+    assert!(!machine.acompose_home.join("runtime/claude-astronaut").exists());
+    assert!(!machine.acompose_home.join("runtime/codex-platform-0123456789abcdef").exists());
+    assert!(runtime.join("history.txt").is_file(), "a live role's runtime home stays");
+}
+
+#[test]
+fn the_projects_root_under_launch_holds_exactly_the_roles_repositories_in_order() {
+    let machine = estate_machine();
+    assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
+    let record = machine.record("claude");
+    let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
+    let root = runtime.join("projects");
+    assert_eq!(lines_with(&record, "projects root: "), [root.to_str().expect("utf-8")]);
+    assert_eq!(lines_with(&record, "project: "), ["./acme/root", "./example/hardware"]);
+    let ordered = [root.join("acme/root"), root.join("example/hardware")];
+    let joined = std::env::join_paths(&ordered).expect("join");
+    assert_eq!(lines_with(&record, "repositories: "), [joined.to_str().expect("utf-8")]);
+}
+
+#[test]
+fn another_roles_projection_in_the_checkout_refuses_the_launch_and_changes_nothing() {
+    let machine = estate_machine();
+    assert_eq!(machine.run(&["--projects-root", "projects"], &[]).code, 0);
+    let checkout = machine.root.join("checkout");
+    std::fs::create_dir_all(checkout.join(".git")).expect("checkout");
+    let target = checkout.to_str().expect("utf-8");
+    let projected = machine.run(&["project", "eval", "--layout", "claude", "--target", target], &[]);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    let inside = checkout.join("src");
+    std::fs::create_dir_all(&inside).expect("src");
+    let before = common::tree_of(&machine.root);
+    let path = format!("{}:/usr/bin:/bin", machine.bin.display());
+    let projects = machine.root.join("projects");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"));
+    command
+        .args(["launch", "platform", "claude", "--yes", "--projects-root"])
+        .arg(&projects)
+        .current_dir(&inside)
+        .env("HOME", &machine.user_home)
+        .env("ACOMPOSE_HOME", &machine.acompose_home)
+        .env("PATH", &path)
+        .env("RECORDS", &machine.records)
+        .env("NO_COLOR", "1");
+    let refused = command.output().expect("run");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("holds a projection of `eval` (claude)"), "{stderr}");
+    assert!(stderr.contains("--allow-foreign-context"), "{stderr}");
+    assert_eq!(common::tree_of(&machine.root), before, "nothing changed");
+    let allowed = command.arg("--allow-foreign-context").output().expect("run");
+    assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert!(String::from_utf8_lossy(&allowed.stderr).contains("which the harness reads too"));
+}

@@ -8,6 +8,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use acompose_engine::bundle::Manifest;
+use acompose_engine::diagnostic::sanitize;
 use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::person::PersonModel;
 use acompose_engine::projection::Mode;
@@ -18,24 +20,21 @@ use crate::error::HostError;
 use crate::home::read_config;
 use crate::progress::Progress;
 use crate::projection::{self, Report};
+use crate::runtime_home::{self, InSight};
 use crate::transaction::NoFaults;
 
-/// The folder of runtime homes inside home.
-pub const RUNTIME_DIR: &str = "runtime";
-/// Where launches keep the bundles they compose (bare convergence never prunes it).
-pub const RUNTIME_BUNDLES_DIR: &str = "runtime/bundles";
+pub use crate::runtime_home::{RUNTIME_BUNDLES_DIR, RUNTIME_DIR};
 /// Set in a launched harness; a launch that sees it is refused.
 pub const LAUNCH_VARIABLE: &str = "AGENT_COMPOSE_LAUNCH";
 /// The role a launched harness plays, for commit attribution.
 pub const ROLE_VARIABLE: &str = "AGENT_GIT_ATTRIBUTION_ROLE";
+/// The role's repositories in the isolated projects root, in resolution order, separated
+/// like `PATH`.
+pub const REPOSITORIES_VARIABLE: &str = "AGENT_COMPOSE_REPOSITORIES";
 /// The model tier a launch composes for when `--tier` is not given.
 pub const TIER_VARIABLE: &str = "AGENT_COMPOSE_MODEL_TIER";
 /// The tier when neither `--tier` nor the variable names one.
 pub const DEFAULT_TIER: &str = "frontier";
-/// Files of the real home every runtime home links, whatever the harness (the user's git
-/// identity, so commits made in a launch are theirs).
-const COMMON_LINKED_FILES: &[&str] = &[".gitconfig", ".config/git/config"];
-
 /// One launch to prepare.
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a> {
@@ -43,18 +42,33 @@ pub struct LaunchRequest<'a> {
     pub projects: &'a Path,
     pub role: &'a str,
     pub layout: &'static Layout,
-    /// `--tier`; `None` reads [`TIER_VARIABLE`], else [`DEFAULT_TIER`].
+    /// `--tier`; `None` reads [`TIER_VARIABLE`], else the tier of the role's bundle in
+    /// the home's index, else [`DEFAULT_TIER`].
     pub tier: Option<&'a str>,
+    /// The folder the harness starts in.
+    pub cwd: &'a Path,
+    /// `--allow-foreign-context`: launch although another role's projection is in sight.
+    pub allow_foreign: bool,
 }
 
 /// A launch ready to exec.
 pub struct Prepared {
-    pub model: PersonModel,
+    /// The roster, when the launch read it (a launch that reuses the home's bundle does
+    /// not; [`person_model`] reads it for the identity card).
+    pub model: Option<PersonModel>,
     pub role: String,
     pub tier: String,
     pub bundle: PathBuf,
     pub runtime: PathBuf,
-    pub projection: Report,
+    /// What the projection into the runtime home did; `None` when the runtime home
+    /// already showed the bundle.
+    pub projection: Option<Report>,
+    /// How many skills the bundle gives the harness.
+    pub skills: usize,
+    /// Other skills and projections the harness would read from the working folder.
+    pub sight: InSight,
+    /// The isolated projects root's links, in resolution order.
+    pub repositories: Vec<PathBuf>,
     /// The harness executable found on `PATH`.
     pub program: PathBuf,
     /// What the harness's environment gains.
@@ -93,26 +107,26 @@ fn is_executable(_metadata: &std::fs::Metadata) -> bool {
     true
 }
 
-fn runtime_name(layout: &Layout, role: &str, bundle: &Path) -> String {
-    let id = bundle.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("{}-{role}-{id}", layout.harness)
-}
-
 /// The harness's own files in the real home, as links for the runtime home.
-fn linked_files(layout: &Layout) -> Vec<(String, PathBuf)> {
+fn carried(layout: &Layout) -> Vec<(String, PathBuf)> {
     let Some(real_home) = std::env::home_dir().filter(|home| !home.as_os_str().is_empty()) else {
         return Vec::new();
     };
-    layout
-        .linked_files
-        .iter()
-        .chain(COMMON_LINKED_FILES)
-        .filter(|relative| std::fs::symlink_metadata(real_home.join(relative)).is_ok())
-        .map(|relative| ((*relative).to_owned(), real_home.join(relative)))
-        .collect()
+    let config_folder = layout
+        .config_variable
+        .and_then(|variable| std::env::var_os(variable.name))
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    runtime_home::carried_links(layout, &real_home, config_folder.as_deref())
 }
 
-fn environment(layout: &Layout, role: &str, home: &Path, runtime: &Path) -> Vec<(String, OsString)> {
+fn environment(
+    layout: &Layout,
+    role: &str,
+    home: &Path,
+    runtime: &Path,
+    repositories: &[PathBuf],
+) -> Vec<(String, OsString)> {
     let mut environment = vec![
         // `~/.agent-compose` would now name the runtime home's own bookkeeping folder.
         ("ACOMPOSE_HOME".to_owned(), home.as_os_str().to_owned()),
@@ -121,7 +135,11 @@ fn environment(layout: &Layout, role: &str, home: &Path, runtime: &Path) -> Vec<
         ("HOME".to_owned(), runtime.as_os_str().to_owned()),
         (LAUNCH_VARIABLE.to_owned(), OsString::from("1")),
         (ROLE_VARIABLE.to_owned(), OsString::from(role)),
+        ("PROJECTS_ROOT".to_owned(), runtime.join(runtime_home::PROJECTS_DIR).into_os_string()),
     ];
+    if let Ok(ordered) = std::env::join_paths(repositories) {
+        environment.push((REPOSITORIES_VARIABLE.to_owned(), ordered));
+    }
     if let Some(variable) = layout.config_variable {
         let folder = if variable.relative_to_home.is_empty() {
             runtime.to_path_buf()
@@ -133,7 +151,50 @@ fn environment(layout: &Layout, role: &str, home: &Path, runtime: &Path) -> Vec<
     environment
 }
 
-/// Converges the host, composes the role's bundle and projects it into its runtime home.
+/// Refuses a launch whose working folder shows the harness another role's projection,
+/// naming each; `allow` lets it go on.
+fn check_sight(request: &LaunchRequest<'_>) -> Result<InSight, HostError> {
+    let sight = runtime_home::in_sight(request.cwd, request.layout, request.role);
+    if sight.foreign.is_empty() || request.allow_foreign {
+        return Ok(sight);
+    }
+    let named: Vec<String> = sight
+        .foreign
+        .iter()
+        .map(|(folder, role, layouts)| {
+            format!("`{}` holds a projection of `{}` ({})", folder.display(), sanitize(role), sanitize(layouts))
+        })
+        .collect();
+    Err(HostError::invalid(
+        request.cwd,
+        format!(
+            "{} launched here would also read another role's context: {}; launch from another folder, `acompose unproject` it, or pass `--allow-foreign-context`",
+            request.layout.display_name,
+            named.join("; ")
+        ),
+    ))
+}
+
+/// The tier to compose for: `--tier`, else [`TIER_VARIABLE`]; `None` when neither is set.
+fn requested_tier(request: &LaunchRequest<'_>) -> Option<String> {
+    request.tier.map(str::to_owned).or_else(|| std::env::var(TIER_VARIABLE).ok().filter(|tier| !tier.is_empty()))
+}
+
+/// The role's bundle in the home's index when it is at `tier` (any tier when `None`):
+/// the bundle and its tier.
+fn indexed_bundle(home: &Path, role: &str, tier: Option<&str>) -> Option<(PathBuf, Manifest)> {
+    let bundle = crate::projections::bundle_of_role(home, Path::new(role))?;
+    let manifest = read_manifest(&bundle)?;
+    (manifest.role.slug == role && tier.is_none_or(|tier| manifest.model_tier == tier)).then_some((bundle, manifest))
+}
+
+fn read_manifest(bundle: &Path) -> Option<Manifest> {
+    let bytes = std::fs::read(bundle.join("manifest.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Converges the host, finds or composes the role's bundle and projects it into the
+/// role's runtime home (unless the runtime home already shows it).
 pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<Prepared, HostError> {
     refuse_nested()?;
     let layout = request.layout;
@@ -146,48 +207,115 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
             ),
         )
     })?;
+    let sight = check_sight(request)?;
     if let BareRun::Converged { converger, .. } = converge_home(request.home, request.projects, progress)? {
         drop(converger);
     }
+    let tier = requested_tier(request);
+    let (bundle, manifest, model) = match indexed_bundle(request.home, request.role, tier.as_deref()) {
+        Some((bundle, manifest)) => (bundle, manifest, None),
+        None => {
+            let tier = tier.unwrap_or_else(|| DEFAULT_TIER.to_owned());
+            let (bundle, model) = compose(request, &tier, progress)?;
+            let manifest = read_manifest(&bundle).ok_or_else(|| {
+                HostError::environment(&bundle, format!("cannot read the manifest of `{}`", bundle.display()))
+            })?;
+            (bundle, manifest, Some(model))
+        }
+    };
+    let runtime = request.home.join(RUNTIME_DIR).join(runtime_home::name(layout, request.role));
+    let projection = project_runtime(layout, &bundle, &runtime)?;
+    crate::projections::register_runtime(request.home, &runtime, &bundle, request.role)?;
+    let locations: Vec<String> = manifest
+        .sources
+        .iter()
+        .filter(|source| source.category != "person-package")
+        .map(|source| source.location.clone())
+        .collect();
+    let repositories = runtime_home::isolate_projects(&runtime, request.projects, &locations)?;
+    let environment = environment(layout, request.role, request.home, &runtime, &repositories);
+    let skills = manifest.content.iter().filter(|entry| entry.path.ends_with("/SKILL.md")).count();
+    Ok(Prepared {
+        model,
+        role: request.role.to_owned(),
+        tier: manifest.model_tier.clone(),
+        bundle,
+        runtime,
+        projection,
+        skills,
+        sight,
+        repositories,
+        program,
+        environment,
+    })
+}
+
+/// Composes the role's bundle at `tier` into the runtime bundles folder.
+fn compose(
+    request: &LaunchRequest<'_>,
+    tier: &str,
+    progress: &dyn Progress,
+) -> Result<(PathBuf, PersonModel), HostError> {
     let config = read_config(request.home, progress)?;
-    let tier = request
-        .tier
-        .map(str::to_owned)
-        .or_else(|| std::env::var(TIER_VARIABLE).ok().filter(|tier| !tier.is_empty()))
-        .unwrap_or_else(|| DEFAULT_TIER.to_owned());
     let mut converger = Converger::default();
     let bundles = request.home.join(RUNTIME_BUNDLES_DIR);
-    let (bundle, model) = converger.compose_role(
+    converger.compose_role(
         request.home,
         request.projects,
         &config,
-        &RoleRequest { role: request.role, tier: &tier, bundles: &bundles },
+        &RoleRequest { role: request.role, tier, bundles: &bundles },
         progress,
-    )?;
-    let runtime = request.home.join(RUNTIME_DIR).join(runtime_name(layout, request.role, &bundle));
-    std::fs::create_dir_all(&runtime).map_err(|error| {
+    )
+}
+
+/// Projects `bundle` into the runtime home, swapping the previous bundle out in one
+/// transaction; nothing when the runtime home already shows it, intact, with the same
+/// carried files.
+fn project_runtime(layout: &'static Layout, bundle: &Path, runtime: &Path) -> Result<Option<Report>, HostError> {
+    std::fs::create_dir_all(runtime).map_err(|error| {
         HostError::environment(
-            &runtime,
+            runtime,
             format!("cannot create `{}`: {}", runtime.display(), crate::load::error_kind(&error)),
         )
     })?;
-    let links = linked_files(layout);
-    let projection_request = projection::Request {
-        bundle: &bundle,
+    let links = carried(layout);
+    if shows_already(runtime, bundle, &links) {
+        return Ok(None);
+    }
+    let request = projection::Request {
+        bundle,
         layout,
         scope: Scope::Home,
-        target: &runtime,
+        target: runtime,
         mode: Mode::Link,
         extra_links: &links,
         git: projection::GitExclusion::LeaveAlone,
     };
-    let projection = projection::project(&projection_request, &mut NoFaults).inspect_err(|_| {
+    projection::project(&request, &mut NoFaults).map(Some).inspect_err(|_| {
         // A runtime home the failed projection left empty is removed; one with a previous
         // projection was restored by the transaction and stays.
-        let _ = std::fs::remove_dir(&runtime);
-    })?;
-    let environment = environment(layout, request.role, request.home, &runtime);
-    Ok(Prepared { model, role: request.role.to_owned(), tier, bundle, runtime, projection, program, environment })
+        let _ = std::fs::remove_dir(runtime);
+    })
+}
+
+/// Whether the runtime home's record shows `bundle` with every owned path in place and
+/// the same carried links: read from the record and the links alone, no bundle file.
+fn shows_already(runtime: &Path, bundle: &Path, links: &[(String, PathBuf)]) -> bool {
+    let Some(record) = crate::projection_record::read_record(runtime) else { return false };
+    let same_bundle = Path::new(&record.details.bundle_path) == bundle;
+    // A carried file the user has since removed leaves a dangling link, which fails the
+    // last check; one the user has since made is missing from the record.
+    let carried_same = links.iter().all(|(path, target)| {
+        record.files.contains(path) && std::fs::read_link(runtime.join(path)).is_ok_and(|link| link == *target)
+    });
+    same_bundle && carried_same && record.files.iter().all(|path| runtime.join(path).exists())
+}
+
+/// The roster of the home's configuration, for a launch's identity card.
+pub fn person_model(home: &Path, progress: &dyn Progress) -> Result<PersonModel, HostError> {
+    let config = read_config(home, progress)?;
+    let mut converger = Converger::default();
+    converger.person_model(home, &config, progress)
 }
 
 /// Replaces this process with the harness. Returns only when exec failed.
@@ -219,4 +347,71 @@ pub fn find_nearest(start: &Path) -> Option<projection::Found> {
         let home = std::env::var_os("HOME").filter(|_| launched)?;
         projection::find_projection(Path::new(&home))
     })
+}
+
+/// What `gc` did about runtime homes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeCollected {
+    /// Runtime homes of roles the roster no longer has, or of the earlier per-bundle
+    /// naming.
+    pub homes: Vec<PathBuf>,
+    /// Bundles a launch composed for another tier that no runtime home shows any more.
+    pub bundles: Vec<PathBuf>,
+}
+
+/// Removes (or, with `dry_run`, lists) the runtime homes of roles the home's roster no
+/// longer has and those of the earlier per-bundle naming, then the launch bundles no
+/// remaining runtime home shows. Takes the home lock. A roster that cannot be read
+/// removes no runtime home of the current naming.
+pub fn collect_runtime(home: &Path, dry_run: bool, progress: &dyn Progress) -> Result<RuntimeCollected, HostError> {
+    if !home.join(RUNTIME_DIR).is_dir() {
+        return Ok(RuntimeCollected::default());
+    }
+    let roles: std::collections::BTreeSet<String> = match person_model(home, progress) {
+        Ok(model) => model.roles.iter().map(|role| role.slug.clone()).collect(),
+        // Every role name: only the earlier naming is removed.
+        Err(_) => return collect_with(home, None, dry_run),
+    };
+    collect_with(home, Some(&roles), dry_run)
+}
+
+fn collect_with(
+    home: &Path,
+    roles: Option<&std::collections::BTreeSet<String>>,
+    dry_run: bool,
+) -> Result<RuntimeCollected, HostError> {
+    let _lock = crate::transaction::lock(home, crate::home::LOCK_TIMEOUT)?;
+    let every_role = std::collections::BTreeSet::new();
+    let mut homes = runtime_home::unused(home, roles.unwrap_or(&every_role));
+    if roles.is_none() {
+        homes.retain(|path| path.file_name().and_then(|name| name.to_str()).is_some_and(old_naming));
+    }
+    let failed = |path: &Path, error: std::io::Error| {
+        HostError::environment(path, format!("cannot remove `{}`: {}", path.display(), crate::load::error_kind(&error)))
+    };
+    if !dry_run {
+        for runtime in &homes {
+            std::fs::remove_dir_all(runtime).map_err(|error| failed(runtime, error))?;
+            crate::projections::unregister(home, runtime)?;
+        }
+    }
+    let shown: std::collections::BTreeSet<String> = crate::projections::showing(home).into_iter().collect();
+    let mut bundles: Vec<PathBuf> = std::fs::read_dir(home.join(RUNTIME_BUNDLES_DIR))
+        .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    bundles.retain(|bundle| {
+        bundle.file_name().and_then(|name| name.to_str()).is_some_and(|id| id.len() == 16 && !shown.contains(id))
+    });
+    bundles.sort();
+    if !dry_run {
+        for bundle in &bundles {
+            std::fs::remove_dir_all(bundle).map_err(|error| failed(bundle, error))?;
+        }
+    }
+    Ok(RuntimeCollected { homes, bundles })
+}
+
+/// `<harness>-<role>-<16 hex digits>`: a runtime home of the earlier per-bundle naming.
+fn old_naming(name: &str) -> bool {
+    name.rsplit_once('-').is_some_and(|(_, id)| id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit()))
 }

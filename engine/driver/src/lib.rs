@@ -40,6 +40,7 @@ pub mod projection;
 pub mod projection_record;
 pub mod projections;
 pub mod request;
+pub mod runtime_home;
 
 pub mod sources;
 pub mod store;

@@ -41,6 +41,11 @@ struct Registered {
     /// home's index names for its role); `None` when it follows its role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pinned: Option<String>,
+    /// An assigned launch's runtime home: pinned to the bundle its last launch showed
+    /// (the next launch moves it on; convergence never re-projects it, since the launch
+    /// also links the user's own harness files there).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    runtime: bool,
 }
 
 /// Where one registered projection stands.
@@ -57,6 +62,9 @@ pub enum State {
     /// It shows the bundle it was made from, which no convergence replaces; `gc` keeps
     /// the store entries that bundle links.
     Pinned,
+    /// An assigned launch's runtime home, showing the bundle of its last launch (kept
+    /// like a pinned one until the next launch moves it on).
+    Runtime,
 }
 
 impl State {
@@ -67,6 +75,7 @@ impl State {
             State::Missing => "missing",
             State::ChangedByHand => "changed by hand",
             State::Pinned => "pinned",
+            State::Runtime => "runtime home",
         }
     }
 }
@@ -114,13 +123,28 @@ pub fn register(home: &Path, target: &Path, bundle: &Path, role: &str) -> Result
         .and_then(|id| home.join(BUNDLES_DIR).join(id).canonicalize().ok())
         .is_some_and(|current| current == bundle);
     let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
-    let registered = Registered { role: role.to_owned(), pinned: (!indexed).then(|| bundle.display().to_string()) };
+    let registered =
+        Registered { role: role.to_owned(), pinned: (!indexed).then(|| bundle.display().to_string()), runtime: false };
+    insert(home, &target, registered)?;
+    Ok(indexed)
+}
+
+/// Registers an assigned launch's runtime home, pinned to the bundle it shows now.
+pub fn register_runtime(home: &Path, runtime: &Path, bundle: &Path, role: &str) -> Result<(), HostError> {
+    let bundle = bundle.canonicalize().unwrap_or_else(|_| bundle.to_path_buf());
+    let runtime = runtime.canonicalize().unwrap_or_else(|_| runtime.to_path_buf());
+    let registered = Registered { role: role.to_owned(), pinned: Some(bundle.display().to_string()), runtime: true };
+    insert(home, &runtime, registered)
+}
+
+/// Writes `registered` for `target`, unless the register already says exactly that.
+fn insert(home: &Path, target: &Path, registered: Registered) -> Result<(), HostError> {
     let mut register = read(home);
     if register.targets.get(&target.display().to_string()) != Some(&registered) {
         register.targets.insert(target.display().to_string(), registered);
         write(home, &register)?;
     }
-    Ok(indexed)
+    Ok(())
 }
 
 /// Takes `target` out of the register, if it is there.
@@ -149,13 +173,15 @@ pub fn pinned_bundles(home: &Path) -> Vec<PathBuf> {
 }
 
 fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, String>) -> Listed {
-    let Registered { role, pinned } = registered;
+    let Registered { role, pinned, runtime } = registered;
     let record = target.is_dir().then(|| find_projection(&target)).flatten().filter(|found| found.target == target);
     let Some(found) = record else {
         return Listed { target, role, layout: String::new(), bundle: String::new(), state: State::Missing };
     };
     let state = if found.details.role != role || found.health == Health::Damaged {
         State::ChangedByHand
+    } else if runtime {
+        State::Runtime
     } else if pinned.is_some() {
         State::Pinned
     } else if index.get(&role) == Some(&found.details.bundle) {

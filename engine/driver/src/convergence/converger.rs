@@ -323,6 +323,16 @@ impl Converger {
 
     /// Read: loads the person source (again when `reload`) and validates it. Errors stop
     /// the convergence; warnings go to `progress`.
+    /// The roster the host configuration selects, read and validated.
+    pub fn person_model(
+        &mut self,
+        home: &Path,
+        config: &HostConfig,
+        progress: &dyn Progress,
+    ) -> Result<PersonModel, HostError> {
+        self.read_person_source(home, config, true, progress).map(|(_, model)| model)
+    }
+
     fn read_person_source(
         &mut self,
         home: &Path,
