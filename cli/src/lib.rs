@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use acompose_driver::load::{Location, Selection};
 use clap::{Args, Parser, Subcommand};
 
-use crate::terminal::{ColorChoice, Terminal};
+use crate::terminal::{ColorChoice, Terminal, report_error};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -131,6 +131,11 @@ pub enum Command {
 
 /// Runs the program and returns its exit code.
 pub fn main() -> ExitCode {
+    // The home's own harness rows come first: the command tree names every harness.
+    if let Err(error) = install_home_layouts() {
+        let terminal = Terminal::new(ColorChoice::Auto, false, 0);
+        return exit::code(report_error(&error, &terminal));
+    }
     // One command tree, built once, for the shorthand's command names and for parsing.
     let mut command = <Cli as clap::CommandFactory>::command();
     let commands: Vec<String> = command.get_subcommands().map(|command| command.get_name().to_owned()).collect();
@@ -185,4 +190,26 @@ pub fn print_stdout(text: &str) {
 pub fn print_stderr(text: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
+}
+
+/// Lays the home's `layouts.kdl` over the built-in harness table. The home is the one the
+/// command line names (`--home DIR` or `--home=DIR`), else `$ACOMPOSE_HOME`, else
+/// `~/.agent-compose`, read before clap parses anything.
+fn install_home_layouts() -> Result<(), acompose_driver::error::HostError> {
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut flag = None;
+    for (index, argument) in arguments.iter().enumerate() {
+        if argument == "--" {
+            break;
+        }
+        if argument == "--home" {
+            flag = arguments.get(index + 1).map(std::path::PathBuf::from);
+        } else if let Some(value) = argument.to_str().and_then(|text| text.strip_prefix("--home=")) {
+            flag = Some(std::path::PathBuf::from(value));
+        }
+    }
+    match acompose_driver::home::resolve_home(flag.as_deref()) {
+        Ok(home) => acompose_driver::home::install_layouts(&home),
+        Err(_) => Ok(()),
+    }
 }

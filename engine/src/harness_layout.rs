@@ -1,10 +1,10 @@
-//! Harness layouts as data: one row per harness saying where its instructions file and
-//! its skills folder live at repository scope and at home scope, which environment
-//! variable moves its configuration folder, which of its own files a runtime home may
-//! link, and the name of its binary. Adding a harness is adding a row. Knows nothing of
-//! any real home or repository: every path here is relative to a scope's root.
-//!
-//! The rows follow each harness's public documentation (docs/delivery.md cites them).
+//! Harness layouts: one row per harness saying where its instructions file and its skills
+//! folder live at repository scope and at home scope, which other folders it reads too,
+//! which environment variable moves its configuration folder, which of the user's files a
+//! launch carries, its listing limits and the name of its binary. The rows are data
+//! (`layouts.kdl`, read by `layout_table`), each citing its sources; adding a harness is
+//! adding a row. Knows nothing of any real home or repository: every path here is
+//! relative to a scope's root.
 
 /// Where a projection lands: a repository checkout, or a (real or runtime) home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +50,7 @@ pub struct ConfigVariable {
     pub relative_to_home: &'static str,
 }
 
-/// One harness.
+/// One harness: a row of `layouts.kdl`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// The name on the command line (`--layout claude`, `acompose setup claude`).
@@ -59,6 +59,8 @@ pub struct Layout {
     pub display_name: &'static str,
     /// The executable a launch looks for on `PATH`.
     pub binary: &'static str,
+    /// How the harness takes an initial prompt (`claude -p PROMPT`), for people.
+    pub prompt: &'static str,
     pub repository: Places,
     pub home: Places,
     /// The variable that moves the harness's configuration folder, if it has one.
@@ -67,6 +69,13 @@ pub struct Layout {
     /// carries into its runtime home: each one that exists in the real home is linked,
     /// never copied or read.
     pub carried: &'static [Carried],
+    /// What the harness lists of a skill, and how much.
+    pub listing: Listing,
+    /// Whether repository-scope skill links into the store reach the harness (Kilo drops
+    /// links that leave the checkout).
+    pub repository_links: bool,
+    /// Where the row's facts come from.
+    pub sources: &'static [&'static str],
 }
 
 /// One file of the user's a launch links into the runtime home.
@@ -83,10 +92,25 @@ pub struct Carried {
     pub config: Option<&'static str>,
 }
 
-/// A file in the configuration folder: `<folder>/<file>` in a home, `<file>` in the folder
-/// the variable names.
-const fn in_config(runtime: &'static str, config: &'static str) -> Carried {
-    Carried { runtime, home: runtime, config: Some(config) }
+/// A harness's limits on the skills it lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Listing {
+    /// The characters of names and descriptions it lists before it cuts or shortens.
+    pub budget: Option<u32>,
+    /// The longest description it takes.
+    pub description: Option<u32>,
+    pub names: NameRule,
+}
+
+/// Which skill names a harness takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameRule {
+    /// Any name.
+    #[default]
+    Any,
+    /// The Agent Skills rule: 1–64 lowercase letters, digits and single hyphens, not
+    /// starting or ending with one.
+    AgentSkills,
 }
 
 impl Layout {
@@ -98,110 +122,31 @@ impl Layout {
     }
 }
 
-/// Every harness acompose delivers into, sorted by name.
-pub const LAYOUTS: &[Layout] = &[
-    // https://code.claude.com/docs/en/skills (project `.claude/skills/`, personal
-    // `~/.claude/skills/`) and https://code.claude.com/docs/en/memory (`CLAUDE.md`,
-    // `~/.claude/CLAUDE.md`); `CLAUDE_CONFIG_DIR` moves `~/.claude`.
-    Layout {
-        harness: "claude",
-        display_name: "Claude Code",
-        binary: "claude",
-        repository: Places { instructions: "CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
-        home: Places { instructions: ".claude/CLAUDE.md", skills: ".claude/skills", also_reads: &[] },
-        config_variable: Some(ConfigVariable { name: "CLAUDE_CONFIG_DIR", relative_to_home: ".claude" }),
-        // With `CLAUDE_CONFIG_DIR` set, Claude Code reads `.claude.json` (user-scope MCP
-        // servers, onboarding, per-project state) inside that folder, not at the home.
-        carried: &[
-            in_config(".claude/.credentials.json", ".credentials.json"),
-            in_config(".claude/settings.json", "settings.json"),
-            Carried { runtime: ".claude/.claude.json", home: ".claude.json", config: Some(".claude.json") },
-        ],
-    },
-    // https://developers.openai.com/codex/skills (repository `.agents/skills/`, user
-    // `$HOME/.agents/skills/`) and https://developers.openai.com/codex/guides/agents-md
-    // (`AGENTS.md`, `$CODEX_HOME/AGENTS.md`, `CODEX_HOME` defaulting to `~/.codex`).
-    Layout {
-        harness: "codex",
-        display_name: "Codex",
-        binary: "codex",
-        repository: Places { instructions: "AGENTS.md", skills: ".agents/skills", also_reads: &[] },
-        home: Places { instructions: ".codex/AGENTS.md", skills: ".agents/skills", also_reads: &[".codex/skills"] },
-        config_variable: Some(ConfigVariable { name: "CODEX_HOME", relative_to_home: ".codex" }),
-        carried: &[in_config(".codex/auth.json", "auth.json"), in_config(".codex/config.toml", "config.toml")],
-    },
-    // https://geminicli.com/docs/cli/using-agent-skills/ (workspace `.gemini/skills/`,
-    // user `~/.gemini/skills/`) and https://geminicli.com/docs/cli/gemini-md/
-    // (`GEMINI.md`, `~/.gemini/GEMINI.md`); https://geminicli.com/docs/reference/configuration
-    // (`GEMINI_CLI_HOME`, the folder a `.gemini` folder is created in).
-    Layout {
-        harness: "gemini",
-        display_name: "Gemini CLI",
-        binary: "gemini",
-        repository: Places { instructions: "GEMINI.md", skills: ".gemini/skills", also_reads: &[".agents/skills"] },
-        home: Places { instructions: ".gemini/GEMINI.md", skills: ".gemini/skills", also_reads: &[".agents/skills"] },
-        // The variable names the folder that holds `.gemini`, not `.gemini` itself.
-        config_variable: Some(ConfigVariable { name: "GEMINI_CLI_HOME", relative_to_home: "" }),
-        carried: &[
-            in_config(".gemini/settings.json", ".gemini/settings.json"),
-            in_config(".gemini/oauth_creds.json", ".gemini/oauth_creds.json"),
-            in_config(".gemini/google_accounts.json", ".gemini/google_accounts.json"),
-            in_config(".gemini/trustedFolders.json", ".gemini/trustedFolders.json"),
-        ],
-    },
-    // https://block.github.io/goose/docs/guides/context-engineering/using-skills
-    // (`./.goose/skills/`, `~/.config/goose/skills/`) and
-    // https://block.github.io/goose/docs/guides/context-engineering/using-goosehints
-    // (`.goosehints`, `~/.config/goose/.goosehints`).
-    Layout {
-        harness: "goose",
-        display_name: "Goose",
-        binary: "goose",
-        repository: Places {
-            instructions: ".goosehints",
-            skills: ".goose/skills",
-            also_reads: &[".claude/skills", ".agents/skills"],
-        },
-        home: Places {
-            instructions: ".config/goose/.goosehints",
-            skills: ".config/goose/skills",
-            also_reads: &[".claude/skills", ".config/agents/skills"],
-        },
-        config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
-        carried: &[
-            in_config(".config/goose/config.yaml", "goose/config.yaml"),
-            in_config(".config/goose/secrets.yaml", "goose/secrets.yaml"),
-        ],
-    },
-    // https://opencode.ai/docs/skills/ (`.opencode/skills/`, `~/.config/opencode/skills/`)
-    // and https://opencode.ai/docs/rules/ (`AGENTS.md`, `~/.config/opencode/AGENTS.md`).
-    Layout {
-        harness: "opencode",
-        display_name: "OpenCode",
-        binary: "opencode",
-        repository: Places {
-            instructions: "AGENTS.md",
-            skills: ".opencode/skills",
-            also_reads: &[".claude/skills", ".agents/skills"],
-        },
-        home: Places {
-            instructions: ".config/opencode/AGENTS.md",
-            skills: ".config/opencode/skills",
-            also_reads: &[".claude/skills", ".agents/skills"],
-        },
-        config_variable: Some(ConfigVariable { name: "XDG_CONFIG_HOME", relative_to_home: ".config" }),
-        carried: &[
-            in_config(".config/opencode/opencode.json", "opencode/opencode.json"),
-            in_config(".config/opencode/opencode.jsonc", "opencode/opencode.jsonc"),
-            in_config(".config/opencode/config.json", "opencode/config.json"),
-            Carried {
-                runtime: ".local/share/opencode/auth.json",
-                home: ".local/share/opencode/auth.json",
-                config: None,
-            },
-        ],
-    },
-];
+static TABLE: std::sync::OnceLock<Vec<Layout>> = std::sync::OnceLock::new();
+
+/// Every harness acompose delivers into, sorted by name: the embedded table, with the
+/// rows a home's `layouts.kdl` added or replaced when [`install`] was called first.
+pub fn layouts() -> &'static [Layout] {
+    TABLE.get_or_init(|| crate::layout_table::read(crate::layout_table::EMBEDDED, crate::layout_table::EMBEDDED_NAME).0)
+}
+
+/// Lays the rows of a home's `layouts.kdl` (`text`, read from `path`) over the embedded
+/// table for the rest of the process. Returns the file's problems; with any error the
+/// home's table is not used at all. Must come before the table is first used.
+pub fn install(text: &str, path: &str) -> Vec<crate::diagnostic::Diagnostic> {
+    let (rows, diagnostics) = crate::layout_table::read(text, path);
+    if diagnostics.iter().any(crate::diagnostic::Diagnostic::is_error) {
+        return diagnostics;
+    }
+    let embedded = crate::layout_table::read(crate::layout_table::EMBEDDED, crate::layout_table::EMBEDDED_NAME).0;
+    if TABLE.set(crate::layout_table::merged(embedded, rows)).is_err() {
+        let late =
+            crate::diagnostic::Diagnostic::error("layout-invalid", "the harness table was read before the home's rows")
+                .in_file(path);
+        return vec![late];
+    }
+    diagnostics
+}
 
 /// The skills folders a delivery for all of `layouts` at `scope` writes: each layout
 /// reads at least one of them, and as few harness reads as possible see a skill twice
@@ -244,12 +189,12 @@ pub fn skill_folders(layouts: &[&Layout], scope: Scope) -> Vec<&'static str> {
 
 /// The layout of a harness by its command-line name.
 pub fn layout(harness: &str) -> Option<&'static Layout> {
-    LAYOUTS.iter().find(|layout| layout.harness == harness)
+    layouts().iter().find(|layout| layout.harness == harness)
 }
 
 /// The harness names, for hints.
 pub fn harness_names() -> Vec<&'static str> {
-    LAYOUTS.iter().map(|layout| layout.harness).collect()
+    layouts().iter().map(|layout| layout.harness).collect()
 }
 
 #[cfg(test)]
@@ -283,11 +228,42 @@ mod tests {
     }
 
     #[test]
+    fn the_embedded_table_reads_without_a_problem_and_cites_every_row() {
+        let (rows, problems) = crate::layout_table::read(crate::layout_table::EMBEDDED, "layouts.kdl");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(rows.len() >= 12, "{} rows", rows.len());
+        for row in &rows {
+            assert!(!row.sources.is_empty(), "{} cites no source", row.harness);
+        }
+        assert!(!layout("kilo").expect("kilo").repository_links);
+        assert!(layout("claude").expect("claude").repository_links);
+    }
+
+    #[test]
+    fn a_broken_row_is_a_diagnostic_with_its_place_and_a_good_row_is_kept() {
+        let text = "harness \"mine\" name=\"Mine\" binary=\"mine\" prompt=\"mine PROMPT\" {\n    source \"me\"\n    repository instructions=\"MINE.md\" skills=\".mine/skills\"\n    home instructions=\"\" skills=\".mine/skills\"\n}\nharness \"bad\" name=\"Bad\" binary=\"bad\" prompt=\"bad\" {\n    repository instructions=\"/etc/passwd\" skills=\"x\"\n    home instructions=\"\" skills=\"x\"\n    colour \"red\"\n}\n";
+        let (rows, problems) = crate::layout_table::read(text, "layouts.kdl");
+        assert_eq!(rows.iter().map(|row| row.harness).collect::<Vec<_>>(), ["mine"]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems.iter().all(|problem| problem.file.as_deref() == Some("layouts.kdl") && problem.span.is_some())
+        );
+        assert!(problems[0].message.contains("/etc/passwd"), "{}", problems[0].message);
+        assert!(problems[1].message.contains("unknown node `colour`"), "{}", problems[1].message);
+        let merged = crate::layout_table::merged(vec![*layout("codex").expect("codex")], rows);
+        assert_eq!(merged.iter().map(|row| row.harness).collect::<Vec<_>>(), ["codex", "mine"]);
+    }
+
+    #[test]
     fn every_row_names_plain_relative_paths() {
-        for layout in LAYOUTS {
+        for layout in layouts() {
             for scope in [Scope::Repository, Scope::Home] {
                 let places = layout.places(scope);
-                assert!(is_plain_relative(places.instructions), "{} {scope:?}", layout.harness);
+                assert!(
+                    places.instructions.is_empty() || is_plain_relative(places.instructions),
+                    "{} {scope:?}",
+                    layout.harness
+                );
                 assert!(is_plain_relative(places.skills), "{} {scope:?}", layout.harness);
                 assert!(!places.instructions.starts_with(&format!("{}/", places.skills)));
             }

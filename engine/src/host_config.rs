@@ -429,6 +429,10 @@ pub fn enable_harness(text: &str, harness: &str) -> Result<(String, Vec<KeyChang
         ("skill_load_points", &parsed.value.skill_load_points, row.home.skills),
     ];
     for (key, points, default) in keys {
+        // A harness with no instructions file at home scope gets no load point.
+        if default.is_empty() {
+            continue;
+        }
         let entry = format!("{harness}: ~/{default}");
         match points.as_ref().and_then(|points| points.iter().find(|point| point.harness == harness)) {
             Some(point) if point.destination == Destination::Off => changes.push(KeyChange::OptedOut(key)),

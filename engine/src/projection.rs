@@ -131,6 +131,11 @@ pub enum Refusal {
     MissingDocument(String),
     /// Two sources deliver a skill of the same name; one folder cannot hold both.
     DuplicateSkill { skill: String, sources: [String; 2] },
+    /// A compiled bundle is one document, and the harness reads no instructions file at
+    /// this scope.
+    NoInstructionsFile { harness: String, scope: String },
+    /// The harness drops repository-scope skill links that leave the checkout.
+    LinksDropped { harness: String },
 }
 
 impl Refusal {
@@ -142,6 +147,12 @@ impl Refusal {
                 sanitize(&sources[0]),
                 sanitize(&sources[1]),
                 sanitize(skill)
+            ),
+            Refusal::NoInstructionsFile { harness, scope } => format!(
+                "{harness} reads no instructions file at {scope} scope, and a compiled bundle is only its instructions; compose it with native skills"
+            ),
+            Refusal::LinksDropped { harness } => format!(
+                "{harness} drops repository skills that link outside the checkout, so a linked projection would show it nothing; project with `--copy`"
             ),
         }
     }
@@ -175,8 +186,20 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
     let compiled = bundle.manifest.delivery == crate::request::Delivery::Compiled.name();
     let document = if compiled { "delivery/compiled.md" } else { "content/instructions.md" };
     let instructions = bundle.files.get(document).ok_or_else(|| Refusal::MissingDocument(document.to_owned()))?;
-    let mut entries =
-        vec![PlannedEntry { path: places.instructions.to_owned(), content: Planned::Bytes(instructions.clone()) }];
+    if places.instructions.is_empty() && compiled {
+        return Err(Refusal::NoInstructionsFile {
+            harness: layout.display_name.to_owned(),
+            scope: scope.name().to_owned(),
+        });
+    }
+    if scope == Scope::Repository && mode == Mode::Link && !layout.repository_links {
+        return Err(Refusal::LinksDropped { harness: layout.display_name.to_owned() });
+    }
+    let mut entries = Vec::new();
+    if !places.instructions.is_empty() {
+        entries
+            .push(PlannedEntry { path: places.instructions.to_owned(), content: Planned::Bytes(instructions.clone()) });
+    }
     let folders = if compiled { BTreeMap::new() } else { skill_folders(bundle.files)? };
     let mut skill_bytes: u64 = 0;
     for (skill, (source, files)) in &folders {

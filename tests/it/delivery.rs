@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::projection::{GitExclusion, Request, project};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
-use acompose_engine::harness_layout::{LAYOUTS, Scope};
+use acompose_engine::harness_layout::{Scope, layouts};
 use acompose_engine::projection::Mode;
 use common::{acompose, copy_dir, git, tree_of};
 
@@ -83,8 +83,12 @@ fn every_layout_at_both_scopes_gets_the_exact_tree_and_a_repeat_writes_nothing()
     let skills = bundle_skills(&bundle);
     assert!(skills.len() >= 3, "{skills:?}");
     let instructions = std::fs::read_to_string(bundle.join("content/instructions.md")).expect("instructions");
-    for layout in LAYOUTS {
+    for layout in layouts() {
         for (scope, scope_name) in [(Scope::Repository, "repo"), (Scope::Home, "home")] {
+            if scope == Scope::Repository && !layout.repository_links {
+                // Kilo takes copies at repository scope (tested on its own).
+                continue;
+            }
             let target = tempfile::tempdir().expect("target");
             let output = project_cli(&composed.root, &bundle, layout.harness, scope_name, target.path(), &[]);
             assert_eq!(output.code, 0, "{} {scope_name}: {}", layout.harness, output.stderr);
@@ -93,7 +97,9 @@ fn every_layout_at_both_scopes_gets_the_exact_tree_and_a_repeat_writes_nothing()
             for folder in ancestors(places.instructions).into_iter().chain(ancestors(&format!("{}/x", places.skills))) {
                 expected.insert(folder, "dir".to_owned());
             }
-            expected.insert(places.instructions.to_owned(), instructions.clone());
+            if !places.instructions.is_empty() {
+                expected.insert(places.instructions.to_owned(), instructions.clone());
+            }
             for (skill, folder) in &skills {
                 expected.insert(format!("{}/{skill}", places.skills), format!("link -> {}", folder.display()));
             }
@@ -616,4 +622,44 @@ fn unproject_of_one_layout_leaves_the_others_and_the_last_one_gives_the_folder_b
     let last = acompose(&composed.root, &["unproject", "--layout", "codex", "--target", target_text]);
     assert_eq!(last.code, 0, "{}", last.stderr);
     assert_eq!(tree_of(target.path()), before, "the folder exactly as it was");
+}
+
+#[test]
+fn a_homes_own_layout_row_is_used_and_a_broken_one_is_refused_with_its_line() {
+    let composed = compose("selector-slice");
+    let home = tempfile::tempdir().expect("home");
+    let target = tempfile::tempdir().expect("target");
+    let row = "harness \"mine\" name=\"My Agent\" binary=\"mine\" prompt=\"mine PROMPT\" {\n    source \"my own notes\"\n    repository instructions=\"MINE.md\" skills=\".mine/skills\"\n    home instructions=\"\" skills=\".mine/skills\"\n}\n";
+    std::fs::write(home.path().join("layouts.kdl"), row).expect("layouts");
+    let environment = [("ACOMPOSE_HOME", home.path().to_str().expect("utf-8"))];
+    let bundle = composed.bundle.to_str().expect("utf-8");
+    let arguments = ["project", bundle, "--layout", "mine", "--target", target.path().to_str().expect("utf-8")];
+    let projected = common::acompose_with(&composed.root, &arguments, &environment);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    assert!(projected.stdout.contains("as My Agent"), "{}", projected.stdout);
+    assert!(target.path().join("MINE.md").is_file());
+    assert!(target.path().join(".mine/skills/role-platform/SKILL.md").is_file());
+
+    std::fs::write(
+        home.path().join("layouts.kdl"),
+        row.replace("skills=\".mine/skills\"\n    home", "skills=\"../out\"\n    home"),
+    )
+    .expect("broken");
+    let refused = common::acompose_with(&composed.root, &arguments, &environment);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("layouts.kdl:3:"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("`skills` must be a relative path inside the scope"), "{}", refused.stderr);
+}
+
+#[test]
+fn kilo_refuses_a_linked_repository_projection_and_takes_copies() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    let linked = project_cli(&composed.root, &composed.bundle, "kilo", "repo", target.path(), &[]);
+    assert_ne!(linked.code, 0);
+    assert!(linked.stderr.contains("project with `--copy`"), "{}", linked.stderr);
+    assert_eq!(std::fs::read_dir(target.path()).expect("target").count(), 0, "nothing written");
+    let copied = project_cli(&composed.root, &composed.bundle, "kilo", "repo", target.path(), &["--copy"]);
+    assert_eq!(copied.code, 0, "{}", copied.stderr);
+    assert!(target.path().join(".kilo/skills/role-platform/SKILL.md").is_file());
 }

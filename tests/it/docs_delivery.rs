@@ -6,7 +6,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::harness_layout::LAYOUTS;
+use acompose_engine::harness_layout::layouts;
 use common::{acompose_with, copy_dir};
 
 fn page() -> String {
@@ -60,7 +60,7 @@ fn every_command_on_the_delivery_page_runs() {
     for folder in [&user_home, &repository, &bin] {
         std::fs::create_dir_all(folder).expect("mkdir");
     }
-    for layout in LAYOUTS {
+    for layout in layouts() {
         let path = bin.join(layout.binary);
         std::fs::write(&path, "#!/bin/sh\nexit 0\n").expect("write");
         let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
@@ -100,9 +100,22 @@ fn every_command_on_the_delivery_page_runs() {
 #[test]
 fn every_harness_has_a_section_and_the_status_line_snippet_is_valid() {
     let text = page();
-    for layout in LAYOUTS {
+    for layout in layouts() {
         assert!(text.contains(&format!("\n## {}\n", layout.display_name)), "{}", layout.display_name);
         assert!(text.contains(&format!("--layout {} --scope repo", layout.harness)), "{}", layout.harness);
+        // The Layouts table names each row with its own folders, as the data says.
+        let places = |scope: acompose_engine::harness_layout::Scope| layout.places(scope);
+        let row = text
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{}` |", layout.harness)))
+            .unwrap_or_else(|| panic!("{} has no row in the Layouts table", layout.harness));
+        for scope in [acompose_engine::harness_layout::Scope::Repository, acompose_engine::harness_layout::Scope::Home]
+        {
+            assert!(row.contains(&format!("`{}/`", places(scope).skills)), "{row}");
+            for folder in places(scope).also_reads {
+                assert!(row.contains(&format!("`{folder}/`")), "{row}");
+            }
+        }
         assert!(text.contains(&format!("acompose setup {}", layout.harness)), "{}", layout.harness);
     }
     let snippet = blocks(&text, "json").into_iter().next().expect("a json block");

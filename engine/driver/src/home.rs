@@ -109,6 +109,43 @@ pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, H
     Ok(parsed.value)
 }
 
+/// The file in home with the user's own harness rows (`docs/delivery.md`).
+pub const LAYOUTS_FILE: &str = "layouts.kdl";
+
+/// Lays `<home>/layouts.kdl`, when there is one, over the built-in harness table for the
+/// rest of the process. A file with any error is not used, and its problems come back
+/// with its text, for rendering with file, line and snippet.
+pub fn install_layouts(home: &Path) -> Result<(), HostError> {
+    let path = home.join(LAYOUTS_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(metadata) if metadata.is_file() => {}
+        _ => return Err(HostError::invalid(&path, format!("`{}` is not a regular file", path.display()))),
+    }
+    let display = path.display().to_string();
+    let bytes = match crate::load::read_limited(&path, &display, acompose_engine::limits::PEOPLE_FILE) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(too_large)) => {
+            let findings = Findings::collect(vec![too_large], |_| None);
+            return Err(HostError::Diagnostics { subject: format!("`{display}` is refused"), findings });
+        }
+        Err(error) => {
+            let message = format!("cannot read `{}`: {}", path.display(), error_kind(&error));
+            return Err(HostError::environment(&path, message));
+        }
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(HostError::invalid(&path, format!("`{display}` is not valid UTF-8")));
+    };
+    let diagnostics = acompose_engine::harness_layout::install(&text, &display);
+    if diagnostics.is_empty() {
+        return Ok(());
+    }
+    let printable = printable(&text);
+    let findings = Findings::collect(diagnostics, |file| (file == display).then(|| printable.clone()));
+    Err(HostError::Diagnostics { subject: format!("`{display}` is invalid; its rows were not used"), findings })
+}
+
 /// The person source a configuration selects; relative paths resolve against home.
 pub fn selection_for(config: &HostConfig, home: &Path) -> Selection {
     let resolve = |text: &str| {

@@ -136,6 +136,10 @@ fn environment(
         (LAUNCH_VARIABLE.to_owned(), OsString::from("1")),
         (ROLE_VARIABLE.to_owned(), OsString::from(role)),
         ("PROJECTS_ROOT".to_owned(), runtime.join(runtime_home::PROJECTS_DIR).into_os_string()),
+        // A harness that follows the XDG variables would otherwise read the real home's
+        // configuration and data folders (and the skills in them) wherever they point.
+        ("XDG_CONFIG_HOME".to_owned(), runtime.join(".config").into_os_string()),
+        ("XDG_DATA_HOME".to_owned(), runtime.join(".local/share").into_os_string()),
     ];
     if let Ok(ordered) = std::env::join_paths(repositories) {
         environment.push((REPOSITORIES_VARIABLE.to_owned(), ordered));
@@ -146,6 +150,7 @@ fn environment(
         } else {
             runtime.join(variable.relative_to_home)
         };
+        environment.retain(|(name, _)| name != variable.name);
         environment.push((variable.name.to_owned(), folder.into_os_string()));
     }
     environment

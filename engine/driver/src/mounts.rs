@@ -103,6 +103,8 @@ fn destinations(
             let row = harness_layout::layout(&point.harness)?;
             let path = match &point.destination {
                 Destination::Off => return None,
+                // A harness with no file of this kind at home scope gets none.
+                Destination::Default if default(row).is_empty() => return None,
                 Destination::Default => user_home?.join(default(row)),
                 Destination::Path(text) => expand(text, user_home)?,
             };

@@ -185,7 +185,11 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
     let mut plan = projection::merged(plans, request.scope)
         .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
-    let mut instructions: Vec<&str> = layouts.iter().map(|layout| layout.places(request.scope).instructions).collect();
+    let mut instructions: Vec<&str> = layouts
+        .iter()
+        .map(|layout| layout.places(request.scope).instructions)
+        .filter(|instructions| !instructions.is_empty())
+        .collect();
     instructions.sort_unstable();
     instructions.dedup();
     let shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
