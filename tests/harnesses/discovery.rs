@@ -27,6 +27,24 @@ enum Method {
     /// `claude -p … --output-format stream-json --verbose`: the `init` event lists the
     /// skills; the request sent to the recording endpoint holds the instructions.
     ClaudeInitEvent,
+    /// `copilot skill list --json`, offline.
+    CopilotSkillList,
+    /// `kilo debug skill`: OpenCode's JSON list.
+    KiloDebugSkill,
+    /// `amp skill list --json`, its service pointed at the recorder (which it asks for
+    /// nothing it needs to list).
+    AmpSkillList,
+    /// `qwen … hello` against the recorder: the `<available_skills>` of its first request.
+    QwenRequest,
+    /// `droid exec … hello` with a custom model at the recorder: its "Available skills"
+    /// reminder.
+    DroidRequest,
+    /// `cline "say hello"` with a provider at the recorder (`cline auth` first): the skills
+    /// tool's "Available skills" list.
+    ClineRequest,
+    /// `auggie --print hello` with its tenant at the recorder: the `skills` of its
+    /// `/chat-stream` request.
+    AuggieRequest,
 }
 
 pub const HARNESSES: &[Harness] = &[
@@ -34,7 +52,21 @@ pub const HARNESSES: &[Harness] = &[
     Harness { binary: "codex", layout: "codex", method: Method::CodexPromptInput },
     Harness { binary: "gemini", layout: "gemini", method: Method::GeminiSkillsList },
     Harness { binary: "opencode", layout: "opencode", method: Method::OpencodeDebugSkill },
+    Harness { binary: "copilot", layout: "copilot", method: Method::CopilotSkillList },
+    Harness { binary: "kilo", layout: "kilo", method: Method::KiloDebugSkill },
+    Harness { binary: "amp", layout: "amp", method: Method::AmpSkillList },
+    Harness { binary: "qwen", layout: "qwen", method: Method::QwenRequest },
+    Harness { binary: "droid", layout: "droid", method: Method::DroidRequest },
+    Harness { binary: "cline", layout: "cline", method: Method::ClineRequest },
+    Harness { binary: "auggie", layout: "auggie", method: Method::AuggieRequest },
 ];
+
+impl Harness {
+    /// Whether repository-scope projections for it must be copies (Kilo Code).
+    pub fn copies_in_repositories(&self) -> bool {
+        matches!(self.method, Method::KiloDebugSkill)
+    }
+}
 
 /// What a harness said it would give the model.
 #[derive(Debug, Default)]
@@ -50,10 +82,35 @@ pub struct Seen {
 /// Runs the harness directly in `cwd` with `home` as its home.
 pub fn discover(harness: &Harness, bin: &Path, home: &Path, cwd: &Path) -> Seen {
     let recorder = Recorder::start();
+    before(harness, bin, home, cwd, &recorder);
     let mut command = Command::new(bin.join(harness.binary));
     prepare(&mut command, bin, home, cwd, &recorder);
-    command.args(arguments(harness.method));
+    command.args(arguments(harness.method, home));
     run(harness, command, &recorder, home)
+}
+
+/// What a harness needs in its home before it is asked: Cline's provider at the
+/// recorder (`cline auth`, which writes `~/.cline/data/settings/providers.json`, a file a
+/// launch carries), Droid's settings file with a custom model at the recorder.
+fn before(harness: &Harness, bin: &Path, home: &Path, cwd: &Path, recorder: &Recorder) {
+    match harness.method {
+        Method::ClineRequest => {
+            let mut command = Command::new(bin.join("cline"));
+            prepare(&mut command, bin, home, cwd, recorder);
+            let base = format!("{}/v1", recorder.url);
+            command.args(["auth", "-p", "openai", "-k", "dummy", "-m", "gpt-4.1", "-b", &base]);
+            let output = command.stdin(std::process::Stdio::null()).output().expect("cline auth");
+            assert!(output.status.success(), "cline auth: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Method::DroidRequest => {
+            let settings = serde_json::json!({ "customModels": [{
+                "model": "m1", "displayName": "recorder", "baseUrl": format!("{}/v1", recorder.url),
+                "apiKey": "dummy", "provider": "generic-chat-completion-api", "maxOutputTokens": 1000
+            }]});
+            std::fs::write(home.join("droid-recorder.json"), settings.to_string()).expect("droid settings");
+        }
+        _ => {}
+    }
 }
 
 /// Runs the harness through `acompose launch ROLE HARNESS -- …` in `cwd`, with `user` as
@@ -67,6 +124,7 @@ pub fn discover_launched(
     cwd: &Path,
 ) -> Seen {
     let recorder = Recorder::start();
+    before(harness, bin, user, cwd, &recorder);
     let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
     prepare(&mut command, bin, user, cwd, &recorder);
     let projects = acompose_home.parent().expect("root").join("projects");
@@ -76,7 +134,7 @@ pub fn discover_launched(
         .args(["launch", role, harness.layout, "--yes", "--projects-root"])
         .arg(projects)
         .arg("--")
-        .args(arguments(harness.method));
+        .args(arguments(harness.method, user));
     run(harness, command, &recorder, user)
 }
 
@@ -91,13 +149,23 @@ pub fn trust(harness: &Harness, home: &Path, folder: &Path) {
     }
 }
 
-fn arguments(method: Method) -> &'static [&'static str] {
-    match method {
+fn arguments(method: Method, home: &Path) -> Vec<String> {
+    let words: &[&str] = match method {
         Method::CodexPromptInput => &["debug", "prompt-input"],
-        Method::OpencodeDebugSkill => &["debug", "skill"],
+        Method::OpencodeDebugSkill | Method::KiloDebugSkill => &["debug", "skill"],
         Method::GeminiSkillsList => &["skills", "list"],
         Method::ClaudeInitEvent => &["-p", "hello", "--output-format", "stream-json", "--verbose"],
+        Method::CopilotSkillList | Method::AmpSkillList => &["skill", "list", "--json"],
+        Method::QwenRequest => &["--auth-type", "openai", "--openai-api-key", "dummy", "-m", "gpt-4.1", "hello"],
+        Method::DroidRequest => &["exec", "-m", "custom:m1", "hello"],
+        Method::ClineRequest => &["say hello"],
+        Method::AuggieRequest => &["--print", "hello"],
+    };
+    let mut arguments: Vec<String> = words.iter().map(|word| (*word).to_owned()).collect();
+    if let Method::DroidRequest = method {
+        arguments.splice(1..1, ["--settings".to_owned(), home.join("droid-recorder.json").display().to_string()]);
     }
+    arguments
 }
 
 /// An environment with nothing of the machine's user in it: `home` as the home, no
@@ -111,18 +179,31 @@ fn prepare(command: &mut Command, bin: &Path, home: &Path, cwd: &Path, recorder:
     for (name, value) in [
         ("ANTHROPIC_BASE_URL", recorder.url.as_str()),
         ("ANTHROPIC_API_KEY", "sk-test-recorded-not-a-key"),
-        ("OPENAI_BASE_URL", recorder.url.as_str()),
         ("GOOGLE_GEMINI_BASE_URL", recorder.url.as_str()),
         ("DISABLE_TELEMETRY", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("COPILOT_OFFLINE", "true"),
+        ("COPILOT_AUTO_UPDATE", "false"),
+        ("KILO_DISABLE_AUTOUPDATE", "1"),
+        ("KILO_DISABLE_MODELS_FETCH", "1"),
+        ("AMP_API_KEY", "dummy-recorded-not-a-key"),
+        ("AUGMENT_DISABLE_AUTO_UPDATE", "1"),
         ("NO_COLOR", "1"),
         ("TERM", "dumb"),
         ("CI", "true"),
     ] {
         command.env(name, value);
     }
+    command.env("AMP_URL", format!("{}/", recorder.url));
+    command.env("OPENAI_BASE_URL", format!("{}/v1", recorder.url));
+    let tenant =
+        serde_json::json!({ "accessToken": "dummy", "tenantURL": format!("{}/", recorder.url), "scopes": ["email"] });
+    command.env("AUGMENT_SESSION_AUTH", tenant.to_string());
+    // Copilot unpacks itself (about 200 MB) into its cache on first start: one cache for
+    // every run, outside the homes the checks make.
+    command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("harness-cache"));
     if let Some(temporary) = std::env::var_os("TMPDIR") {
         command.env("TMPDIR", temporary);
     }
@@ -149,6 +230,13 @@ fn run(harness: &Harness, mut command: Command, recorder: &Recorder, home: &Path
         Method::OpencodeDebugSkill => opencode(&stdout).unwrap_or_else(|| panic!("no skill JSON: {}", context())),
         Method::GeminiSkillsList => gemini(&stdout).unwrap_or_else(|| panic!("no skill listing: {}", context())),
         Method::ClaudeInitEvent => claude(&stdout, recorder).unwrap_or_else(|| panic!("no init event: {}", context())),
+        Method::CopilotSkillList => copilot(&stdout).unwrap_or_else(|| panic!("no skill JSON: {}", context())),
+        Method::KiloDebugSkill => opencode(&stdout).unwrap_or_else(|| panic!("no skill JSON: {}", context())),
+        Method::AmpSkillList => amp(&stdout).unwrap_or_else(|| panic!("no skill JSON: {}", context())),
+        Method::QwenRequest => recorded(recorder, qwen_skills).unwrap_or_else(|| panic!("no request: {}", context())),
+        Method::DroidRequest => recorded(recorder, droid_skills).unwrap_or_else(|| panic!("no request: {}", context())),
+        Method::ClineRequest => recorded(recorder, cline_skills).unwrap_or_else(|| panic!("no request: {}", context())),
+        Method::AuggieRequest => auggie(recorder).unwrap_or_else(|| panic!("no /chat-stream request: {}", context())),
     };
     let logs = match harness.method {
         Method::OpencodeDebugSkill => opencode_logs(home),
@@ -236,4 +324,86 @@ fn opencode_logs(home: &Path) -> String {
         return String::new();
     };
     entries.filter_map(Result::ok).filter_map(|entry| std::fs::read_to_string(entry.path()).ok()).collect()
+}
+
+/// Copilot's `skill list --json`: `[{name, source, …}]`.
+fn copilot(stdout: &str) -> Option<Seen> {
+    let start = stdout.find('[')?;
+    let list: Vec<serde_json::Value> = serde_json::from_str(&stdout[start..]).ok()?;
+    let skills = list.iter().filter_map(|skill| skill["name"].as_str().map(str::to_owned)).collect();
+    Some(Seen { skills, ..Seen::default() })
+}
+
+/// Amp's `skill list --json`: `{skills: [{name, …}], errors: […]}`; its errors are warnings.
+fn amp(stdout: &str) -> Option<Seen> {
+    let start = stdout.find('{')?;
+    let listing: serde_json::Value = serde_json::from_str(&stdout[start..]).ok()?;
+    let skills =
+        listing["skills"].as_array()?.iter().filter_map(|skill| skill["name"].as_str().map(str::to_owned)).collect();
+    let errors =
+        listing["errors"].as_array().map(|errors| errors.iter().map(ToString::to_string).collect()).unwrap_or_default();
+    Some(Seen { skills, instructions: None, warnings: errors })
+}
+
+/// The skills a recorded request lists (read by `names` from its decoded strings) and
+/// the whole of what was sent, as the instructions.
+fn recorded(recorder: &Recorder, names: fn(&str) -> Option<Vec<String>>) -> Option<Seen> {
+    let bodies = recorder.bodies();
+    let mut texts = Vec::new();
+    for body in &bodies {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
+            collect_strings(&value, &mut texts);
+        }
+    }
+    if bodies.is_empty() {
+        return None;
+    }
+    // A request that lists no skills (an empty folder and home) lists none.
+    let skills = texts.iter().find_map(|text| names(text)).unwrap_or_default();
+    Some(Seen { skills, instructions: Some(texts.join("\n")), warnings: Vec::new() })
+}
+
+/// Qwen Code: `<available_skills><skill><name>\nNAME\n</name>…`.
+fn qwen_skills(text: &str) -> Option<Vec<String>> {
+    let listing = text.split_once("<available_skills>")?.1;
+    let listing = listing.split_once("</available_skills>").map_or(listing, |(inside, _)| inside);
+    Some(
+        listing
+            .split("<name>")
+            .skip(1)
+            .filter_map(|part| part.split_once("</name>").map(|(name, _)| name.trim().to_owned()))
+            .collect(),
+    )
+}
+
+/// Factory Droid: "Available skills (…):" then a `name: description` line each.
+fn droid_skills(text: &str) -> Option<Vec<String>> {
+    let rest = text.split_once("Available skills (")?.1;
+    let lines = rest.split_once('\n')?.1;
+    Some(
+        lines
+            .lines()
+            .take_while(|line| !line.trim().is_empty())
+            .filter_map(|line| line.split_once(": ").map(|(name, _)| name.trim().to_owned()))
+            .collect(),
+    )
+}
+
+/// Cline: "Available skills: a, b, c." in its skills tool.
+fn cline_skills(text: &str) -> Option<Vec<String>> {
+    let rest = text.split_once("Available skills: ")?.1;
+    let list = rest.lines().next()?.trim_end_matches('.');
+    Some(list.split(", ").map(|name| name.trim().to_owned()).filter(|name| !name.is_empty()).collect())
+}
+
+/// Auggie: the `skills` array of its `/chat-stream` request; the instructions are all it sent.
+fn auggie(recorder: &Recorder) -> Option<Seen> {
+    let bodies = recorder.bodies();
+    let request = bodies.iter().find_map(|body| {
+        let value: serde_json::Value = serde_json::from_str(body).ok()?;
+        value.get("skills").filter(|skills| skills.is_array()).is_some().then_some(value)
+    })?;
+    let skills =
+        request["skills"].as_array()?.iter().filter_map(|skill| skill["name"].as_str().map(str::to_owned)).collect();
+    Some(Seen { skills, instructions: Some(bodies.join("\n")), warnings: Vec::new() })
 }
