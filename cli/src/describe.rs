@@ -20,6 +20,10 @@ pub struct DescribeArgs {
     /// `personality:<slug>` or `instruction:<id>`.
     #[arg(long, value_name = "KIND:NAME")]
     pub why: Option<String>,
+    /// Also check the bundle against one harness's listing limits (names, description
+    /// length, listing budget): what it would cut, shorten or refuse.
+    #[arg(long, value_name = "HARNESS")]
+    pub harness: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -37,6 +41,48 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DescribeArgs, terminal: &Terminal) -> u8 {
+    let code = describe(&args, terminal);
+    match &args.harness {
+        Some(harness) if code == exit::SUCCESS => listing(&args.bundle, harness, args.json),
+        _ => code,
+    }
+}
+
+/// `--harness H`: the harness's listing limits against the bundle's skills, after the
+/// description (on standard error with `--json`, which keeps its document as it is).
+fn listing(bundle: &std::path::Path, harness: &str, json: bool) -> u8 {
+    let Some(layout) = acompose_driver::engine::harness_layout::layout(harness) else {
+        let names = acompose_driver::engine::harness_layout::harness_names().join(", ");
+        print_stderr(&format!(
+            "error: `{}` is not a harness; harnesses: {names}\n",
+            acompose_driver::engine::diagnostic::sanitize(harness)
+        ));
+        return exit::USAGE;
+    };
+    match acompose_driver::projection::listing_of_bundle(bundle, layout) {
+        Ok(warnings) if warnings.is_empty() => {
+            let line = format!("{}: every skill fits its listing\n", layout.display_name);
+            if json {
+                print_stderr(&line)
+            } else {
+                print_stdout(&line)
+            }
+            exit::SUCCESS
+        }
+        Ok(warnings) => {
+            for warning in warnings {
+                print_stderr(&format!("warning: {warning}\n"));
+            }
+            exit::SUCCESS
+        }
+        Err(error) => {
+            print_stderr(&format!("error: {error}\n"));
+            exit::INVALID
+        }
+    }
+}
+
+fn describe(args: &DescribeArgs, terminal: &Terminal) -> u8 {
     let (id, manifest, trace) = match load(&args.bundle) {
         Ok(loaded) => loaded,
         Err(message) => {

@@ -73,6 +73,9 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
 /// One line about what else the harness reads from the working folder: other skills,
 /// and other roles' projections let through with `--allow-foreign-context`.
 fn warn_about_sight(prepared: &Prepared, terminal: &Terminal) {
+    for warning in prepared.projection.iter().flat_map(|report| &report.listing) {
+        print_stderr(&format!("warning: {warning}\n"));
+    }
     for (folder, role, layouts) in &prepared.sight.foreign {
         print_stderr(&format!(
             "warning: `{}` holds a projection of `{}` ({}), which the harness reads too\n",

@@ -93,6 +93,9 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             sanitize(reason)
         ));
     }
+    for warning in &report.listing {
+        print_stderr(&format!("warning: {warning}\n"));
+    }
     if let Hidden::Failed(reason) = &report.hidden {
         print_stderr(&format!(
             "warning: the projection stands, but git will show its managed blocks as changes: {}\n",

@@ -375,3 +375,42 @@ fn another_roles_projection_in_the_checkout_refuses_the_launch_and_changes_nothi
     assert_eq!(allowed.status.code(), Some(0), "{}", String::from_utf8_lossy(&allowed.stderr));
     assert!(String::from_utf8_lossy(&allowed.stderr).contains("which the harness reads too"));
 }
+
+#[test]
+fn a_harness_listing_limit_is_named_before_it_drops_anything() {
+    let machine = estate_machine();
+    let long = "Measures the machine. ".repeat(60);
+    let skill = machine.root.join("projects/example/hardware/.agents/skills/machine-cpu/SKILL.md");
+    std::fs::write(&skill, format!("---\nname: machine-cpu\ndescription: {long}\n---\n\nUse it.\n")).expect("long");
+    assert_eq!(machine.run(&["--projects-root", "projects"], &[]).code, 0);
+    let target = machine.root.join("work");
+    std::fs::create_dir_all(&target).expect("work");
+    let arguments = ["project", "platform", "--layout", "claude", "--target", target.to_str().expect("utf-8")];
+    let projected = machine.run(&arguments, &[]);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    let expected = format!(
+        "Claude Code takes descriptions of at most 1024 characters: `machine-cpu`'s has {}",
+        long.trim_end().len()
+    );
+    assert!(projected.stderr.contains(&expected), "{}", projected.stderr);
+    // Gemini CLI has no description limit in its row: nothing to say.
+    let gemini = ["project", "platform", "--layout", "gemini", "--scope", "home", "--target"];
+    let home_target = machine.root.join("gemini-home");
+    std::fs::create_dir_all(&home_target).expect("gemini home");
+    let mut gemini = gemini.to_vec();
+    gemini.push(home_target.to_str().expect("utf-8"));
+    let quiet = machine.run(&gemini, &[]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("warning:"), "{}", quiet.stderr);
+
+    let index: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(machine.acompose_home.join("bundles/index.json")).expect("index"),
+    )
+    .expect("json");
+    let bundle = machine.acompose_home.join("bundles").join(index["bundles"]["platform"].as_str().expect("id"));
+    let described = machine.run(&["describe", bundle.to_str().expect("utf-8"), "--harness", "codex"], &[]);
+    assert_eq!(described.code, 0, "{}", described.stderr);
+    assert!(described.stderr.contains("Codex takes descriptions of at most 1024"), "{}", described.stderr);
+    let fits = machine.run(&["describe", bundle.to_str().expect("utf-8"), "--harness", "gemini"], &[]);
+    assert!(fits.stdout.contains("Gemini CLI: every skill fits its listing"), "{}", fits.stdout);
+}

@@ -63,6 +63,8 @@ pub struct Report {
     pub excluded: Option<Excluded>,
     /// The tracked files whose managed block is hidden from `git status`.
     pub hidden: Hidden,
+    /// What the harnesses of the projection would cut, shorten or refuse of its skills.
+    pub listing: Vec<String>,
 }
 
 fn check_target(target: &Path) -> Result<(), HostError> {
@@ -152,6 +154,13 @@ impl std::fmt::Display for ReadBackFailed {
 
 impl std::error::Error for ReadBackFailed {}
 
+/// What `layout`'s harness would cut, shorten or refuse of the bundle at `bundle`'s skills
+/// (`describe --harness`). The bundle is verified first.
+pub fn listing_of_bundle(bundle: &Path, layout: &Layout) -> Result<Vec<String>, HostError> {
+    let bundle = read_verified(bundle)?;
+    Ok(projection::listing_warnings(&bundle.files, layout))
+}
+
 /// Projects a bundle into a target. `hooks` sees every filesystem step (fault injection
 /// in tests; [`transaction::NoFaults`] otherwise). Any failure leaves the previous
 /// projection as it was.
@@ -238,7 +247,8 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
     });
     let hidden = update_git_marks(request.target, &plan.details.blocks, previous.as_ref());
-    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded, hidden })
+    let listing = layouts.iter().flat_map(|layout| projection::listing_warnings(&bundle.files, layout)).collect();
+    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded, hidden, listing })
 }
 
 /// Which managed blocks the projection hides from `git status`: in a linked projection,
