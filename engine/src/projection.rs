@@ -365,6 +365,68 @@ pub fn whoami_text(details: &Details, health: Health, target: &str) -> String {
     text
 }
 
+/// What `layout`'s harness would cut, shorten or refuse of a bundle's skills, by its
+/// `listing` row: names outside the Agent Skills rule where the harness holds names to
+/// it, descriptions over its limit, and a listing over its budget. Each is one sentence
+/// naming the harness, the skills and why; none when the bundle fits.
+pub fn listing_warnings(files: &BTreeMap<String, Vec<u8>>, layout: &Layout) -> Vec<String> {
+    let harness = layout.display_name;
+    let mut skills: Vec<(String, usize)> = Vec::new();
+    let mut warnings = Vec::new();
+    for (path, bytes) in files {
+        let Some(folder) = path.strip_prefix("content/skills/").and_then(|rest| rest.strip_suffix("/SKILL.md")) else {
+            continue;
+        };
+        let Some((_, skill)) = folder.split_once('/').filter(|(_, skill)| !skill.contains('/')) else { continue };
+        let document = crate::skill::document_of(bytes, path).value;
+        let name = document.name.unwrap_or_else(|| skill.to_owned());
+        let description = document.description.unwrap_or_default().chars().count();
+        if layout.listing.names == crate::harness_layout::NameRule::AgentSkills && !agent_skills_name(&name) {
+            warnings.push(format!(
+                "{harness} takes skill names of 1–64 lowercase letters, digits and single hyphens: `{}` may be left out",
+                sanitize(&name)
+            ));
+        }
+        if let Some(limit) = layout.listing.description.filter(|limit| description > *limit as usize) {
+            warnings.push(format!(
+                "{harness} takes descriptions of at most {limit} characters: `{}`'s has {description} and may be cut or left out",
+                sanitize(&name)
+            ));
+        }
+        skills.push((name, description));
+    }
+    if let Some(budget) = layout.listing.budget {
+        skills.sort();
+        let mut used = 0usize;
+        let mut over = Vec::new();
+        for (name, description) in &skills {
+            used += name.chars().count() + description + 4;
+            if used > budget as usize {
+                over.push(format!("`{}`", sanitize(name)));
+            }
+        }
+        if !over.is_empty() {
+            let shown = over.len().min(5);
+            let rest = if over.len() > shown { format!(" and {} more", over.len() - shown) } else { String::new() };
+            warnings.push(format!(
+                "{harness} lists about {budget} characters of skill names and descriptions; these {} skills take {used}, so it will shorten or leave out some ({}{rest})",
+                skills.len(),
+                over[..shown].join(", ")
+            ));
+        }
+    }
+    warnings
+}
+
+/// The Agent Skills rule for a skill name.
+fn agent_skills_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,66 +537,4 @@ mod tests {
         assert_eq!(approximate(1_249), "1.2k");
         assert_eq!(approximate(34_500), "34k");
     }
-}
-
-/// What `layout`'s harness would cut, shorten or refuse of a bundle's skills, by its
-/// `listing` row: names outside the Agent Skills rule where the harness holds names to
-/// it, descriptions over its limit, and a listing over its budget. Each is one sentence
-/// naming the harness, the skills and why; none when the bundle fits.
-pub fn listing_warnings(files: &BTreeMap<String, Vec<u8>>, layout: &Layout) -> Vec<String> {
-    let harness = layout.display_name;
-    let mut skills: Vec<(String, usize)> = Vec::new();
-    let mut warnings = Vec::new();
-    for (path, bytes) in files {
-        let Some(folder) = path.strip_prefix("content/skills/").and_then(|rest| rest.strip_suffix("/SKILL.md")) else {
-            continue;
-        };
-        let Some((_, skill)) = folder.split_once('/').filter(|(_, skill)| !skill.contains('/')) else { continue };
-        let document = crate::skill::document_of(bytes, path).value;
-        let name = document.name.unwrap_or_else(|| skill.to_owned());
-        let description = document.description.unwrap_or_default().chars().count();
-        if layout.listing.names == crate::harness_layout::NameRule::AgentSkills && !agent_skills_name(&name) {
-            warnings.push(format!(
-                "{harness} takes skill names of 1–64 lowercase letters, digits and single hyphens: `{}` may be left out",
-                sanitize(&name)
-            ));
-        }
-        if let Some(limit) = layout.listing.description.filter(|limit| description > *limit as usize) {
-            warnings.push(format!(
-                "{harness} takes descriptions of at most {limit} characters: `{}`'s has {description} and may be cut or left out",
-                sanitize(&name)
-            ));
-        }
-        skills.push((name, description));
-    }
-    if let Some(budget) = layout.listing.budget {
-        skills.sort();
-        let mut used = 0usize;
-        let mut over = Vec::new();
-        for (name, description) in &skills {
-            used += name.chars().count() + description + 4;
-            if used > budget as usize {
-                over.push(format!("`{}`", sanitize(name)));
-            }
-        }
-        if !over.is_empty() {
-            let shown = over.len().min(5);
-            let rest = if over.len() > shown { format!(" and {} more", over.len() - shown) } else { String::new() };
-            warnings.push(format!(
-                "{harness} lists about {budget} characters of skill names and descriptions; these {} skills take {used}, so it will shorten or leave out some ({}{rest})",
-                skills.len(),
-                over[..shown].join(", ")
-            ));
-        }
-    }
-    warnings
-}
-
-/// The Agent Skills rule for a skill name.
-fn agent_skills_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--")
 }
