@@ -2,9 +2,11 @@
 //! folder live at repository scope and at home scope, which other folders it reads too,
 //! which environment variable moves its configuration folder, which of the user's files a
 //! launch carries, its listing limits and the name of its binary. The rows are data
-//! (`layouts.kdl`, read by `layout_table`), each citing its sources; adding a harness is
+//! (`layouts.kdl`, read by [`table`]), each citing its sources; adding a harness is
 //! adding a row. Knows nothing of any real home or repository: every path here is
 //! relative to a scope's root.
+
+pub mod table;
 
 /// Where a projection lands: a repository checkout, or a (real or runtime) home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,19 +129,19 @@ static TABLE: std::sync::OnceLock<Vec<Layout>> = std::sync::OnceLock::new();
 /// Every harness acompose delivers into, sorted by name: the embedded table, with the
 /// rows a home's `layouts.kdl` added or replaced when [`install`] was called first.
 pub fn layouts() -> &'static [Layout] {
-    TABLE.get_or_init(|| crate::layout_table::read(crate::layout_table::EMBEDDED, crate::layout_table::EMBEDDED_NAME).0)
+    TABLE.get_or_init(|| table::read(table::EMBEDDED, table::EMBEDDED_NAME).0)
 }
 
 /// Lays the rows of a home's `layouts.kdl` (`text`, read from `path`) over the embedded
 /// table for the rest of the process. Returns the file's problems; with any error the
 /// home's table is not used at all. Must come before the table is first used.
 pub fn install(text: &str, path: &str) -> Vec<crate::diagnostic::Diagnostic> {
-    let (rows, diagnostics) = crate::layout_table::read(text, path);
+    let (rows, diagnostics) = table::read(text, path);
     if diagnostics.iter().any(crate::diagnostic::Diagnostic::is_error) {
         return diagnostics;
     }
-    let embedded = crate::layout_table::read(crate::layout_table::EMBEDDED, crate::layout_table::EMBEDDED_NAME).0;
-    if TABLE.set(crate::layout_table::merged(embedded, rows)).is_err() {
+    let embedded = table::read(table::EMBEDDED, table::EMBEDDED_NAME).0;
+    if TABLE.set(table::merged(embedded, rows)).is_err() {
         let late =
             crate::diagnostic::Diagnostic::error("layout-invalid", "the harness table was read before the home's rows")
                 .in_file(path);
@@ -229,7 +231,7 @@ mod tests {
 
     #[test]
     fn the_embedded_table_reads_without_a_problem_and_cites_every_row() {
-        let (rows, problems) = crate::layout_table::read(crate::layout_table::EMBEDDED, "layouts.kdl");
+        let (rows, problems) = table::read(table::EMBEDDED, "layouts.kdl");
         assert!(problems.is_empty(), "{problems:?}");
         assert!(rows.len() >= 12, "{} rows", rows.len());
         for row in &rows {
@@ -242,7 +244,7 @@ mod tests {
     #[test]
     fn a_broken_row_is_a_diagnostic_with_its_place_and_a_good_row_is_kept() {
         let text = "harness \"mine\" name=\"Mine\" binary=\"mine\" prompt=\"mine PROMPT\" {\n    source \"me\"\n    repository instructions=\"MINE.md\" skills=\".mine/skills\"\n    home instructions=\"\" skills=\".mine/skills\"\n}\nharness \"bad\" name=\"Bad\" binary=\"bad\" prompt=\"bad\" {\n    repository instructions=\"/etc/passwd\" skills=\"x\"\n    home instructions=\"\" skills=\"x\"\n    colour \"red\"\n}\n";
-        let (rows, problems) = crate::layout_table::read(text, "layouts.kdl");
+        let (rows, problems) = table::read(text, "layouts.kdl");
         assert_eq!(rows.iter().map(|row| row.harness).collect::<Vec<_>>(), ["mine"]);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(
@@ -250,7 +252,7 @@ mod tests {
         );
         assert!(problems[0].message.contains("/etc/passwd"), "{}", problems[0].message);
         assert!(problems[1].message.contains("unknown node `colour`"), "{}", problems[1].message);
-        let merged = crate::layout_table::merged(vec![*layout("codex").expect("codex")], rows);
+        let merged = table::merged(vec![*layout("codex").expect("codex")], rows);
         assert_eq!(merged.iter().map(|row| row.harness).collect::<Vec<_>>(), ["codex", "mine"]);
     }
 

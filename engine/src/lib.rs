@@ -20,7 +20,6 @@ pub mod git_exclude;
 pub mod harness_layout;
 pub mod host_config;
 pub mod instruction_block;
-pub mod layout_table;
 pub mod limits;
 
 pub mod person;

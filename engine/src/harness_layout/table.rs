@@ -3,12 +3,12 @@
 //! [`Layout`] rows. Rows live for the whole process (the table is read once), so their
 //! text is kept as `&'static str`.
 
+use super::{Carried, ConfigVariable, Layout, Listing, NameRule, Places};
 use crate::diagnostic::{Diagnostic, Span};
-use crate::harness_layout::{Carried, ConfigVariable, Layout, Listing, NameRule, Places};
 use crate::syntax::{Node, Value, parse_text};
 
 /// The table acompose is built with.
-pub const EMBEDDED: &str = include_str!("layouts.kdl");
+pub const EMBEDDED: &str = include_str!("../layouts.kdl");
 /// Its name in diagnostics.
 pub const EMBEDDED_NAME: &str = "layouts.kdl (built in)";
 /// The most rows a table may hold.
