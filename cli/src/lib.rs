@@ -19,6 +19,7 @@ pub mod project;
 pub mod roster;
 pub mod serve;
 pub mod setup;
+pub mod snippet;
 pub mod terminal;
 pub mod verify;
 pub mod watch;
@@ -26,7 +27,9 @@ pub mod watch;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use acompose_driver::engine::diagnostic::terminal_safe;
 use acompose_driver::load::{Location, Selection};
 use clap::{Args, Parser, Subcommand};
 
@@ -178,18 +181,86 @@ pub fn main() -> ExitCode {
     exit::code(code)
 }
 
-/// Writes to stdout; a closed pipe ends the program quietly.
+/// Whether the tool's own colour sequences may pass [`print_stdout`]'s and
+/// [`print_stderr`]'s guard; set from `--color` and the terminal when a command starts
+/// ([`Terminal::new`]). Off until then, so nothing is coloured that was not asked for.
+static STDOUT_COLOUR: AtomicBool = AtomicBool::new(false);
+static STDERR_COLOUR: AtomicBool = AtomicBool::new(false);
+
+/// The most bytes one command writes to stderr, where its diagnostics go. Each
+/// diagnostic is bounded and every list of them is capped where it is rendered; this is
+/// the last bound over all of them together.
+pub const MAX_STDERR_BYTES: usize = 1 << 20;
+
+/// Bytes written to stderr so far by this process.
+static STDERR_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Lets colour sequences through the terminal guard on the streams whose palette has
+/// colour.
+pub(crate) fn allow_colour(stdout: bool, stderr: bool) {
+    STDOUT_COLOUR.store(stdout, Ordering::Relaxed);
+    STDERR_COLOUR.store(stderr, Ordering::Relaxed);
+}
+
+/// Writes to stdout through the terminal guard (`diagnostic::terminal_safe`); a closed
+/// pipe ends the program quietly.
 pub fn print_stdout(text: &str) {
+    let text = terminal_safe(text, STDOUT_COLOUR.load(Ordering::Relaxed));
     let mut stdout = std::io::stdout().lock();
     if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
         std::process::exit(i32::from(exit::SUCCESS));
     }
 }
 
-/// Writes to stderr, ignoring failures (there is nowhere else to report them).
+/// Writes to stderr through the terminal guard, ignoring failures (there is nowhere else
+/// to report them). Past [`MAX_STDERR_BYTES`] in all, the text is cut at a line break, one
+/// line says so, and later text is left out.
 pub fn print_stderr(text: &str) {
+    let text = terminal_safe(text, STDERR_COLOUR.load(Ordering::Relaxed));
+    let written = STDERR_WRITTEN.fetch_add(text.len(), Ordering::Relaxed);
+    if written > MAX_STDERR_BYTES {
+        return;
+    }
     let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
+    match capped(&text, MAX_STDERR_BYTES - written) {
+        Some(kept) => {
+            let _ = stderr.write_all(kept.as_bytes());
+            let _ = stderr.write_all(STDERR_CAPPED.as_bytes());
+            STDERR_WRITTEN.store(MAX_STDERR_BYTES + 1, Ordering::Relaxed);
+        }
+        None => {
+            let _ = stderr.write_all(text.as_bytes());
+        }
+    }
+}
+
+/// The line that ends stderr when it reached [`MAX_STDERR_BYTES`].
+const STDERR_CAPPED: &str = "error: this command's messages reached 1 MiB; the rest are left out\n";
+
+/// `None` when `text` fits in `room` bytes, else the longest prefix of it that fits and
+/// ends with a line break (empty when no line fits).
+fn capped(text: &str, room: usize) -> Option<&str> {
+    if text.len() <= room {
+        return None;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(text[..end].rfind('\n').map_or("", |line_end| &text[..=line_end]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capped;
+
+    #[test]
+    fn capped_text_ends_at_a_line_break_within_the_room() {
+        assert_eq!(capped("one\ntwo\n", 8), None);
+        assert_eq!(capped("one\ntwo\nthree\n", 9), Some("one\ntwo\n"));
+        assert_eq!(capped("a very long line\n", 4), Some(""));
+        assert_eq!(capped("ééé\n", 3), Some(""));
+    }
 }
 
 /// Lays the home's `layouts.kdl` over the built-in harness table. The home is the one the

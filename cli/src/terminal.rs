@@ -11,11 +11,13 @@ use crate::output::CommandOutput;
 use crate::print_stderr;
 use acompose_driver::convergence::Report;
 use acompose_driver::convergence::Stats;
-use acompose_driver::engine::diagnostic::{LineIndex, sanitize, sanitize_lines, snippet_safe};
+use acompose_driver::engine::diagnostic::{LineIndex, sanitize, snippet_safe};
 use acompose_driver::engine::render::Palette;
 use acompose_driver::engine::{Diagnostic, Severity};
 use acompose_driver::{Blame, Findings, HostError};
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic};
+
+use crate::snippet::Snippet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -52,13 +54,17 @@ fn palette_for(choice: ColorChoice, is_terminal: bool) -> Palette {
 }
 
 impl Terminal {
+    /// The settings of this run; lets the palettes' colour through the terminal guard of
+    /// `print_stdout` and `print_stderr`.
     pub fn new(choice: ColorChoice, quiet: bool, verbose: u8) -> Self {
-        Terminal {
+        let terminal = Terminal {
             stdout: palette_for(choice, std::io::stdout().is_terminal()),
             stderr: palette_for(choice, std::io::stderr().is_terminal()),
             quiet,
             verbose,
-        }
+        };
+        crate::allow_colour(terminal.stdout != Palette::Plain, terminal.stderr != Palette::Plain);
+        terminal
     }
 
     /// No colour on either stream, neither quiet nor verbose: what a command prints when
@@ -71,11 +77,42 @@ impl Terminal {
 /// A file's printable text and its line index, shared by every diagnostic in that file.
 type IndexedSource = (Arc<str>, Arc<LineIndex>);
 
+/// The most bytes one call of [`render_diagnostics`] writes; the diagnostics after it are
+/// counted in one line instead.
+pub const MAX_RENDERED_BYTES: usize = 256 * 1024;
+/// The most characters of one line of a message or hint.
+const MAX_MESSAGE_LINE: usize = 400;
+/// The most lines of a message, and of a diagnostic's hints together.
+const MAX_MESSAGE_LINES: usize = 20;
+
+/// A message or hint from a diagnostic, escaped and bounded: each line at most
+/// [`MAX_MESSAGE_LINE`] characters, at most [`MAX_MESSAGE_LINES`] lines, each cut marked.
+fn bounded_text(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(MAX_MESSAGE_LINES)
+        .map(|line| match line.char_indices().nth(MAX_MESSAGE_LINE) {
+            Some((cut, _)) => format!("{}… ({} more characters)", sanitize(&line[..cut]), line[cut..].chars().count()),
+            None => sanitize(line),
+        })
+        .collect();
+    if lines.len() > MAX_MESSAGE_LINES {
+        shown.push(format!("… and {} more lines", lines.len() - MAX_MESSAGE_LINES));
+    }
+    shown.join("\n")
+}
+
 /// Renders diagnostics with source snippets. `text_of` returns a file's text by its
 /// display path. The header line `file:line:col` is always printed so the location is
 /// readable even without a snippet. Each file's text is fetched and indexed once, however
 /// many diagnostics it has, and made safe to print (control bytes replaced, offsets kept)
 /// before miette quotes it; messages, hints and paths are sanitized too.
+///
+/// Everything is bounded: a snippet shows a window of each long line around the span
+/// ([`Snippet`]), a message or hint its first lines and characters, a file its first
+/// diagnostics (`bound_per_file`), and all of them together at most
+/// [`MAX_RENDERED_BYTES`], after which one line counts the diagnostics left out.
 pub fn render_diagnostics(
     diagnostics: &[Diagnostic],
     palette: Palette,
@@ -86,7 +123,16 @@ pub fn render_diagnostics(
     let mut output = String::new();
     let bounded = acompose_driver::engine::diagnostic::bound_per_file(diagnostics.to_vec());
     let mut sources: BTreeMap<String, Option<IndexedSource>> = BTreeMap::new();
-    for diagnostic in &bounded {
+    for (index, diagnostic) in bounded.iter().enumerate() {
+        if output.len() > MAX_RENDERED_BYTES {
+            let rest = bounded.len() - index;
+            output.push_str(&format!(
+                "… and {rest} more diagnostic{} not shown: a report is cut after {} KiB\n",
+                if rest == 1 { "" } else { "s" },
+                MAX_RENDERED_BYTES / 1024
+            ));
+            break;
+        }
         let source = diagnostic.file.as_deref().and_then(|file| {
             sources
                 .entry(file.to_owned())
@@ -99,53 +145,56 @@ pub fn render_diagnostics(
                 })
                 .clone()
         });
-        let text = source.as_ref().map(|(text, _)| Arc::clone(text));
-        let shown_file = diagnostic.file.as_deref().map(sanitize);
-        let location = match (&shown_file, diagnostic.span, &source) {
-            (Some(file), Some(span), Some((text, lines))) => {
-                let (line, column) = lines.line_column(text, span.offset);
-                format!("{file}:{line}:{column}")
-            }
-            (Some(file), _, _) => file.clone(),
-            (None, _, _) => String::new(),
-        };
-        let severity = match diagnostic.severity {
-            Severity::Error => miette::Severity::Error,
-            Severity::Warning => miette::Severity::Warning,
-            Severity::Note | Severity::Detail => miette::Severity::Advice,
-        };
-        let mut report = MietteDiagnostic::new(sanitize_lines(&diagnostic.message))
-            .with_code(diagnostic.code)
-            .with_severity(severity);
-        if !diagnostic.hints.is_empty() {
-            report = report
-                .with_help(diagnostic.hints.iter().map(|hint| sanitize_lines(hint)).collect::<Vec<_>>().join("\n"));
-        }
-        if let (Some(span), Some(_)) = (diagnostic.span, &text) {
-            report = report.with_label(LabeledSpan::at(span.offset..span.offset + span.length, "here"));
-        }
-        if !location.is_empty() {
-            output.push_str(&format!("{location}\n"));
-        }
-        let rendered = match (text, &shown_file) {
-            (Some(text), Some(file)) if diagnostic.span.is_some() => {
-                let report = miette::Report::new(report).with_source_code(NamedSource::new(file, text));
-                let mut buffer = String::new();
-                let _ = handler.render_report(&mut buffer, report.as_ref());
-                buffer
-            }
-            _ => {
-                let mut buffer = String::new();
-                let _ = handler.render_report(&mut buffer, &report);
-                buffer
-            }
-        };
-        output.push_str(&rendered);
-        if !output.ends_with('\n') {
-            output.push('\n');
-        }
+        render_one(diagnostic, source.as_ref(), &handler, &mut output);
     }
     output
+}
+
+/// Renders one diagnostic, with its snippet when it has a span in a known file.
+fn render_one(
+    diagnostic: &Diagnostic,
+    source: Option<&IndexedSource>,
+    handler: &GraphicalReportHandler,
+    output: &mut String,
+) {
+    let shown_file = diagnostic.file.as_deref().map(bounded_text);
+    let location = match (&shown_file, diagnostic.span, source) {
+        (Some(file), Some(span), Some((text, lines))) => {
+            let (line, column) = lines.line_column(text, span.offset);
+            format!("{file}:{line}:{column}")
+        }
+        (Some(file), _, _) => file.clone(),
+        (None, _, _) => String::new(),
+    };
+    let severity = match diagnostic.severity {
+        Severity::Error => miette::Severity::Error,
+        Severity::Warning => miette::Severity::Warning,
+        Severity::Note | Severity::Detail => miette::Severity::Advice,
+    };
+    let mut report =
+        MietteDiagnostic::new(bounded_text(&diagnostic.message)).with_code(diagnostic.code).with_severity(severity);
+    if !diagnostic.hints.is_empty() {
+        report = report.with_help(bounded_text(&diagnostic.hints.join("\n")));
+    }
+    if !location.is_empty() {
+        output.push_str(&format!("{location}\n"));
+    }
+    let mut buffer = String::new();
+    match (source, &shown_file, diagnostic.span) {
+        (Some((text, lines)), Some(file), Some(span)) => {
+            let snippet = Snippet::new(file, text, lines, span.offset..span.offset + span.length);
+            report = report.with_label(LabeledSpan::at(snippet.span.clone(), "here"));
+            let report = miette::Report::new(report).with_source_code(snippet);
+            let _ = handler.render_report(&mut buffer, report.as_ref());
+        }
+        _ => {
+            let _ = handler.render_report(&mut buffer, &report);
+        }
+    }
+    output.push_str(&buffer);
+    if !output.ends_with('\n') {
+        output.push('\n');
+    }
 }
 
 /// The diagnostics a terminal shows: detail only under `-v`.

@@ -157,6 +157,24 @@ impl LineIndex {
         Self { starts }
     }
 
+    /// The 0-based line that holds a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|start| *start <= offset).max(1) - 1
+    }
+
+    /// How many lines the text has (a text of no line break has one).
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The byte range of a 0-based line of `text` without its line break; an empty range
+    /// at the end of the text for a line past the last.
+    pub fn line_range(&self, text: &str, line: usize) -> std::ops::Range<usize> {
+        let start = self.starts.get(line).copied().unwrap_or(text.len()).min(text.len());
+        let end = self.starts.get(line + 1).map_or(text.len(), |next| next.saturating_sub(1)).clamp(start, text.len());
+        start..end
+    }
+
     /// The 1-based line and column of a byte offset in `text` (the text this index was
     /// built from), counting columns in characters.
     pub fn line_column(&self, text: &str, offset: usize) -> (usize, usize) {
@@ -174,30 +192,102 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     LineIndex::new(text).line_column(text, offset)
 }
 
-/// Replaces control characters so a value from a user file can be quoted safely.
-pub fn sanitize(value: &str) -> String {
-    value.chars().map(|character| if character.is_control() { '\u{fffd}' } else { character }).collect()
+/// Whether a character must never reach a terminal or a log as it is. This is the one
+/// test every escaping below applies: a control character (C0, DEL and C1: escape
+/// sequences, bells, carriage returns, line breaks), a line or paragraph separator
+/// (U+2028, U+2029), or a bidirectional formatting character (U+061C, U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069), which reorders the text after it on screen so that a
+/// name can read as something it is not.
+pub fn needs_escape(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{2028}' | '\u{2029}' | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
-/// [`sanitize`] for text of several lines: keeps `\n`, replaces every other control.
+/// A value from a user's file, an archive or a file name made safe to quote on one line:
+/// every character [`needs_escape`] names becomes U+FFFD, so a name can neither run an
+/// escape sequence, forge a line nor reorder its neighbours.
+pub fn sanitize(value: &str) -> String {
+    value.chars().map(|character| if needs_escape(character) { '\u{fffd}' } else { character }).collect()
+}
+
+/// [`sanitize`] for text of several lines: keeps `\n`, replaces everything else it would.
 pub fn sanitize_lines(value: &str) -> String {
     value.split('\n').map(sanitize).collect::<Vec<_>>().join("\n")
 }
 
 /// A file's text made safe to print as a snippet, with every byte offset unchanged: each
-/// control character except `\n` is replaced by a printable one of the same UTF-8 length
-/// (tab and carriage return by a space, other C0 controls and DEL by `?`, C1 controls by
-/// `¿`), so spans computed on the original text stay valid.
+/// character [`needs_escape`] names except `\n` is replaced by a printable one of the same
+/// UTF-8 length (tab and carriage return by a space, other C0 controls and DEL by `?`, C1
+/// controls and U+061C by `¿`, the three-byte separators and bidirectional controls by
+/// U+FFFD), so spans computed on the original text stay valid.
 pub fn snippet_safe(text: &str) -> String {
     text.chars()
         .map(|character| match character {
             '\n' => '\n',
             '\t' | '\r' => ' ',
             '\u{0}'..='\u{1f}' | '\u{7f}' => '?',
-            '\u{80}'..='\u{9f}' => '\u{bf}',
+            '\u{80}'..='\u{9f}' | '\u{61c}' => '\u{bf}',
+            other if needs_escape(other) => '\u{fffd}',
             other => other,
         })
         .collect()
+}
+
+/// The last guard before bytes reach a terminal: everything a command prints passes
+/// through here, whatever built it. Line breaks and tabs are kept, and so are colour
+/// sequences (`ESC [ digits and ; m`) when `colour` is on, since the tool itself writes
+/// those; every other character [`needs_escape`] names is written as `\uXXXX`. That form
+/// is also JSON's own escape, so a JSON document printed through this guard still parses
+/// to exactly the same values (a JSON writer never leaves a raw C0 control in a string).
+pub fn terminal_safe(text: &str, colour: bool) -> std::borrow::Cow<'_, str> {
+    let clean = |character: char| !needs_escape(character) || matches!(character, '\n' | '\t');
+    if text.chars().all(clean) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(character) = rest.chars().next() {
+        if colour && character == '\u{1b}' {
+            let sequence = colour_sequence_length(rest);
+            if sequence > 0 {
+                safe.push_str(&rest[..sequence]);
+                rest = &rest[sequence..];
+                continue;
+            }
+        }
+        if clean(character) {
+            safe.push(character);
+        } else {
+            safe.push_str(&format!("\\u{:04x}", u32::from(character)));
+        }
+        rest = &rest[character.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(safe)
+}
+
+/// The length of the colour sequence (SGR: `ESC [`, digits and `;`, `m`) at the start of
+/// `text`, or 0 when it does not start with one.
+fn colour_sequence_length(text: &str) -> usize {
+    let Some(parameters) = text.strip_prefix("\u{1b}[") else { return 0 };
+    let digits = parameters.bytes().take_while(|byte| byte.is_ascii_digit() || *byte == b';').count();
+    if digits <= 32 && parameters.as_bytes().get(digits) == Some(&b'm') { 2 + digits + 1 } else { 0 }
+}
+
+/// The most items of a list of problems that one message shows; [`listed`] counts the
+/// rest.
+pub const MAX_LISTED: usize = 20;
+
+/// `items` joined by `separator`, at most [`MAX_LISTED`] of them and then `and N more`,
+/// so one message stays short however many problems a hostile input has.
+pub fn listed(items: &[String], separator: &str) -> String {
+    let mut text = items.iter().take(MAX_LISTED).map(String::as_str).collect::<Vec<_>>().join(separator);
+    if items.len() > MAX_LISTED {
+        text.push_str(&format!("{separator}and {} more", items.len() - MAX_LISTED));
+    }
+    text
 }
 
 /// At most [`MAX_DIAGNOSTICS_PER_FILE`] diagnostics per file, in their order; when a file
@@ -268,6 +358,11 @@ mod tests {
             assert_eq!(index.line_column(text, offset).0, line, "offset {offset}");
         }
         assert_eq!(index.line_column(text, 5), (2, 2));
+        assert_eq!((index.line_of(0), index.line_of(3), index.line_of(text.len()), index.line_count()), (0, 1, 3, 4));
+        assert_eq!(&text[index.line_range(text, 1)], "çd");
+        assert_eq!(&text[index.line_range(text, 2)], "");
+        assert_eq!(&text[index.line_range(text, 3)], "last");
+        assert_eq!(index.line_range(text, 9), text.len()..text.len());
         assert_eq!(index.line_column(text, text.len()), (4, 5));
     }
 
@@ -277,6 +372,40 @@ mod tests {
         let safe = snippet_safe(&text);
         assert_eq!(safe.len(), text.len());
         assert!(safe.chars().all(|character| character == '\n' || !character.is_control()));
+    }
+
+    #[test]
+    fn bidirectional_controls_and_separators_are_escaped_like_controls() {
+        for hostile in ["\u{202e}", "\u{2066}", "\u{2069}", "\u{200f}", "\u{61c}", "\u{2028}", "\u{2029}", "\u{85}"] {
+            let text = format!("a{hostile}b");
+            assert_eq!(sanitize(&text), "a\u{fffd}b", "{}", hostile.escape_unicode());
+            assert_eq!(snippet_safe(&text).len(), text.len());
+            assert!(!snippet_safe(&text).contains(hostile));
+            assert!(!terminal_safe(&text, true).contains(hostile));
+        }
+        assert_eq!(sanitize("plain é ü ✓"), "plain é ü ✓");
+    }
+
+    #[test]
+    fn the_terminal_guard_keeps_colour_only_when_asked_and_json_stays_json() {
+        let coloured = "\u{1b}[38;5;12m●\u{1b}[0m name\n";
+        assert_eq!(terminal_safe(coloured, true), coloured);
+        assert_eq!(terminal_safe(coloured, false), "\\u001b[38;5;12m●\\u001b[0m name\n");
+        let hostile = "x\u{1b}]0;title\u{7}\u{1b}[2J\ry\t";
+        assert_eq!(terminal_safe(hostile, true), "x\\u001b]0;title\\u0007\\u001b[2J\\u000dy\t");
+        let json = serde_json::to_string(&serde_json::json!({"name": "a\u{202e}b\u{7f}\u{9b}"})).expect("json");
+        let guarded = terminal_safe(&json, false);
+        assert!(guarded.is_ascii(), "{guarded}");
+        let value: serde_json::Value = serde_json::from_str(&guarded).expect("still JSON");
+        assert_eq!(value["name"], "a\u{202e}b\u{7f}\u{9b}");
+    }
+
+    #[test]
+    fn a_long_list_shows_its_first_items_and_counts_the_rest() {
+        let items: Vec<String> = (0..MAX_LISTED + 5).map(|index| index.to_string()).collect();
+        let text = listed(&items, "; ");
+        assert!(text.starts_with("0; 1; 2") && text.ends_with("; 19; and 5 more"), "{text}");
+        assert_eq!(listed(&items[..2], ", "), "0, 1");
     }
 
     #[test]

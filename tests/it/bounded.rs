@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use acompose_engine::limits::{self, MAX_DIAGNOSTICS_PER_FILE};
 use common::{acompose, write_embedded};
@@ -90,10 +90,9 @@ fn an_oversized_request_gets_a_size_error() {
     assert!(!temporary.path().join("out").exists(), "nothing was written");
 }
 
-#[test]
-fn an_oversized_trace_is_refused_by_describe_diff_and_verify() {
-    let temporary = tempfile::tempdir().expect("tempdir");
-    let root = temporary.path();
+/// A bundle composed from the `selector-star` fixture under `root`: the case folder and
+/// the bundle's folder (`case/out/<id>`).
+fn composed_bundle(root: &Path) -> (PathBuf, PathBuf) {
     common::copy_dir(&common::fixtures().join("compose/selector-star"), &root.join("case"));
     common::copy_dir(&common::fixtures().join("roster/base"), &root.join("person-base"));
     let case = root.join("case");
@@ -105,6 +104,13 @@ fn an_oversized_trace_is_refused_by_describe_diff_and_verify() {
         .map(|entry| entry.path())
         .find(|path| path.is_dir())
         .expect("a bundle");
+    (case, bundle)
+}
+
+#[test]
+fn an_oversized_trace_is_refused_by_describe_diff_and_verify() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (case, bundle) = composed_bundle(temporary.path());
     let bundle = bundle.to_str().expect("utf-8").to_owned();
     assert_eq!(acompose(&case, &["describe", &bundle]).code, 0);
     // Trailing whitespace keeps the trace valid JSON: only its size is wrong.
@@ -125,10 +131,17 @@ fn control_bytes() -> impl Iterator<Item = u8> {
     (0x00..=0x1f).chain(std::iter::once(0x7f))
 }
 
-/// Fails when `output` holds a control byte other than a newline.
+/// Fails when `output` holds a control character other than a newline (C0, DEL, C1), a
+/// line or paragraph separator, or a bidirectional formatting character.
 fn assert_no_raw_control(output: &str, context: &str) {
-    if let Some(byte) = output.bytes().find(|byte| (*byte < 0x20 && *byte != b'\n') || *byte == 0x7f) {
-        panic!("{context}: raw byte {byte:#04x} in output:\n{}", output.escape_debug());
+    let hostile = |character: char| {
+        (character.is_control() && character != '\n')
+            || matches!(character, '\u{2028}' | '\u{2029}' | '\u{61c}' | '\u{200e}' | '\u{200f}')
+            || ('\u{202a}'..='\u{202e}').contains(&character)
+            || ('\u{2066}'..='\u{2069}').contains(&character)
+    };
+    if let Some(character) = output.chars().find(|character| hostile(*character)) {
+        panic!("{context}: raw {} in output:\n{}", character.escape_unicode(), output.escape_debug());
     }
 }
 
@@ -336,4 +349,161 @@ fn the_fuzzed_roles_kdl_of_nested_slashdash_blocks_is_refused_unparsed() {
         let codes: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
         assert!(codes.contains(&"kdl-too-deep"), "{codes:?}");
     }
+}
+
+/// A name that retitles and clears a terminal, forges a line and reverses what follows
+/// it, if it is printed as it is.
+const HOSTILE_NAME: &str = "x\u{1b}]0;PWNED\u{7}\u{1b}[2J\nforged line \u{202e}txt.exe";
+
+/// Fails when a line of `output` starts where a newline inside [`HOSTILE_NAME`] would
+/// have started one.
+fn assert_no_forged_line(output: &str, context: &str) {
+    assert!(!output.lines().any(|line| line.starts_with("forged line")), "{context}: a forged line:\n{output}");
+}
+
+/// `bundle export` of `bundle` into `case/<name>`, with `extra` regular files appended
+/// under the bundle's folder (after its own entries).
+fn archive_with(case: &Path, bundle: &Path, name: &str, extra: impl Iterator<Item = (String, Vec<u8>)>) -> PathBuf {
+    let plain = case.join("plain.tar");
+    let exported = acompose(case, &["bundle", "export", bundle.to_str().expect("utf-8"), "--out", "plain.tar"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let id = bundle.file_name().expect("an id").to_string_lossy().into_owned();
+    let mut builder = tar::Builder::new(std::fs::File::create(case.join(name)).expect("create the archive"));
+    let mut archive = tar::Archive::new(std::fs::File::open(&plain).expect("open the export"));
+    for entry in archive.entries().expect("entries") {
+        let mut entry = entry.expect("an entry");
+        let mut header = entry.header().clone();
+        let path = entry.path().expect("a path").into_owned();
+        builder.append_data(&mut header, path, &mut entry).expect("copy an entry");
+    }
+    for (path, bytes) in extra {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, format!("{id}/{path}"), bytes.as_slice()).expect("an extra entry");
+    }
+    builder.into_inner().expect("finish the archive");
+    case.join(name)
+}
+
+#[test]
+fn a_hostile_name_in_an_archive_or_a_bundle_reaches_the_terminal_escaped() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (case, bundle) = composed_bundle(temporary.path());
+    // `bundle import`: the name of a tar entry.
+    let archive =
+        archive_with(&case, &bundle, "hostile.tar", std::iter::once((HOSTILE_NAME.to_owned(), b"x".to_vec())));
+    let file = archive.to_str().expect("utf-8");
+    let imported = acompose(&case, &["bundle", "import", file, "--out", "imported"]);
+    assert_eq!(imported.code, 1, "{}", imported.stderr);
+    assert!(imported.stderr.contains("not a valid bundle"), "{}", imported.stderr);
+    assert_no_raw_control(&imported.stderr, "bundle import");
+    assert_no_forged_line(&imported.stderr, "bundle import");
+    // `verify`: the name of a file inside a bundle folder.
+    let copy = case.join("copy").join(bundle.file_name().expect("an id"));
+    common::copy_dir(&bundle, &copy);
+    std::fs::write(copy.join(HOSTILE_NAME), "x").expect("a hostile file name");
+    for json in [false, true] {
+        let mut arguments = vec!["verify", copy.to_str().expect("utf-8")];
+        if json {
+            arguments.push("--json");
+        }
+        let verified = acompose(&case, &arguments);
+        assert_eq!(verified.code, 1, "{}", verified.stderr);
+        let all = format!("{}{}", verified.stdout, verified.stderr);
+        assert!(all.contains("not portable"), "{all}");
+        assert_no_raw_control(&all, &format!("verify, json {json}"));
+        assert_no_forged_line(&all, "verify");
+    }
+}
+
+#[test]
+fn a_right_to_left_override_in_a_skill_folder_name_is_shown_escaped() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (_home, projects) = common::generated_estate(root, 1);
+    let folder = projects.join("example/repo0/.agents/skills/odd\u{202e}gnp.exe");
+    std::fs::create_dir_all(&folder).expect("odd folder");
+    std::fs::write(folder.join("SKILL.md"), "---\nname: odd\ndescription: Odd.\n---\n\nOdd.\n").expect("skill");
+    let output = acompose(root, &["--home", "home", "--projects-root", "projects"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("unportable-name"), "{}", output.stderr);
+    assert_no_raw_control(&output.stdout, "stdout");
+    assert_no_raw_control(&output.stderr, "stderr");
+}
+
+#[test]
+fn a_fifteen_mebibyte_line_in_roles_kdl_gets_a_diagnostic_of_a_few_kilobytes() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (_home, projects) = common::generated_estate(root, 1);
+    let long = "a".repeat(15 << 20);
+    let roles = format!(
+        "repositories {{\n    repository repo0 path=\"example/repo0\"\n    repository big path=\"{long}\"\n}}\nroles {{\n    role platform {{\n        use-repository repo0\n    }}\n}}\n"
+    );
+    assert!(roles.len() < limits::ROLES_KDL.bytes, "under the limit");
+    std::fs::write(projects.join("acme/root/.agents/roles.kdl"), roles).expect("roles.kdl");
+    let output = acompose(root, &["--home", "home", "--projects-root", "projects"]);
+    assert_eq!(output.code, 1, "{}", &output.stderr[..output.stderr.len().min(4000)]);
+    assert!(output.stderr.contains("roles.kdl:3:"), "{}", &output.stderr[..output.stderr.len().min(4000)]);
+    // Before: 70.8 MB, the whole line as a snippet and a 47 MB underline.
+    assert!(output.stderr.len() < 8 * 1024, "{} bytes:\n{}", output.stderr.len(), &output.stderr[..4000]);
+    assert!(output.stderr.contains('…'), "the cut is marked:\n{}", output.stderr);
+}
+
+#[test]
+fn skills_with_four_megabyte_descriptions_print_a_few_kilobytes_of_warnings() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (_home, projects) = common::generated_estate(root, 1);
+    let description = "Long words. ".repeat(3_900_000 / 12);
+    for index in 0..3 {
+        let name = format!("long{index}");
+        let folder = projects.join(format!("example/repo0/.agents/skills/{name}"));
+        std::fs::create_dir_all(&folder).expect("folder");
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\n\nBody.\n");
+        assert!(text.len() < limits::SKILL_DOCUMENT.bytes);
+        std::fs::write(folder.join("SKILL.md"), text).expect("skill");
+    }
+    for run in 0..2 {
+        let output = acompose(root, &["--home", "home", "--projects-root", "projects"]);
+        assert!(matches!(output.code, 0 | 1), "run {run}: {}", &output.stderr[..output.stderr.len().min(4000)]);
+        // Before: 12 MB of warnings on every run.
+        assert!(output.stderr.len() < 32 * 1024, "run {run}: {} bytes", output.stderr.len());
+    }
+}
+
+#[test]
+fn an_archive_of_a_bundle_and_99000_extra_entries_gets_a_short_error() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (case, bundle) = composed_bundle(temporary.path());
+    let extra = (0..99_000).map(|index| (format!("extra/file{index}.md"), Vec::new()));
+    let archive = archive_with(&case, &bundle, "crowded.tar", extra);
+    let imported = acompose(&case, &["bundle", "import", archive.to_str().expect("utf-8"), "--out", "imported"]);
+    assert_eq!(imported.code, 1, "{}", &imported.stderr[..imported.stderr.len().min(4000)]);
+    // Before: one error line of 7.2 MB.
+    assert!(imported.stderr.len() < 4 * 1024, "{} bytes", imported.stderr.len());
+    assert!(imported.stderr.contains("more"), "the rest is counted: {}", imported.stderr);
+}
+
+#[test]
+fn a_package_of_many_files_of_many_problems_gets_a_report_cut_at_its_byte_cap() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let package = temporary.path().join("pkg");
+    write_embedded(&package);
+    let mut unknown = String::new();
+    for index in 0..150 {
+        unknown.push_str(&format!("unknown-node-with-a-long-name-{index} \"and a value that takes room\"\n"));
+    }
+    std::fs::create_dir_all(package.join("inspirations")).expect("inspirations");
+    for index in 0..60 {
+        std::fs::write(package.join(format!("inspirations/{index:02}-extra{index}.kdl")), &unknown).expect("file");
+    }
+    let output = acompose(temporary.path(), &["roster", "validate", "--person-source", "pkg"]);
+    assert_eq!(output.code, 1);
+    let cap = acompose_cli::terminal::MAX_RENDERED_BYTES;
+    assert!(output.stderr.len() < cap + 16 * 1024, "{} bytes", output.stderr.len());
+    assert!(output.stderr.contains("more diagnostics not shown"), "{}", &output.stderr[output.stderr.len() - 2000..]);
+    assert!(output.stderr.trim_end().ends_with("warnings)"), "the count comes last");
 }

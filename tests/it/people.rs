@@ -394,6 +394,27 @@ fn a_secret_with_ansi_escapes_in_a_field_never_reaches_the_terminal() {
     list.assert_clean(0, &[secret]);
 }
 
+/// A right-to-left override (U+202E) and the other bidirectional controls reorder what a
+/// terminal shows after them; a name holding one is shown escaped, like a control byte.
+#[test]
+fn a_right_to_left_override_in_a_name_never_reaches_the_terminal() {
+    let sandbox = Sandbox::new();
+    let field = "Ada \\u202eexe.txt \\u2066isolate\\u2069 \\u2028next";
+    sandbox.write(
+        "people/ada.json",
+        person("ada", "").replace("Person ada", field).replace("Review every change.", field),
+    );
+    for arguments in [&["list"][..], &["show", "ada"]] {
+        let run = sandbox.people(arguments);
+        run.assert_clean(0, &["\u{202e}", "\u{2066}", "\u{2069}", "\u{2028}"]);
+        assert!(run.stdout().contains("Ada \u{fffd}exe.txt"), "{arguments:?}: {}", run.stdout());
+    }
+    // JSON keeps the exact value.
+    let json = sandbox.people(&["list", "--json"]);
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(document["people"][0]["name"], "Ada \u{202e}exe.txt \u{2066}isolate\u{2069} \u{2028}next");
+}
+
 #[test]
 fn a_hostile_role_key_in_bindings_is_reported_without_the_key() {
     let sandbox = Sandbox::new();

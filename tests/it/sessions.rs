@@ -472,6 +472,19 @@ fn people_start_reviews_then_runs_and_people_sessions_lists_it() {
 }
 
 #[test]
+fn the_start_review_shows_a_right_to_left_override_escaped() {
+    let sandbox = Sandbox::new();
+    sandbox.runner("claude", "exit 0");
+    sandbox.person(Person::new("pam", "Pam \u{202e}exe.txt", "reception", "Keep \u{2066}the desk\u{2069} running."));
+    let run = sandbox.people(&["start", "pam", "--project", "desk", "--runner", "claude", "--dry-run"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("Pam \u{fffd}exe.txt"), "{}", run.stdout);
+    for hostile in ['\u{202e}', '\u{2066}', '\u{2069}'] {
+        assert!(!run.stdout.contains(hostile) && !run.stderr.contains(hostile), "{}", run.stdout.escape_unicode());
+    }
+}
+
+#[test]
 fn people_start_exits_non_zero_when_the_runner_fails() {
     let sandbox = Sandbox::new();
     sandbox.runner("codex", "exit 3");

@@ -17,6 +17,7 @@ use crate::error::HostError;
 use crate::load::error_kind;
 use crate::store::{Store, Written, relative_path, slice_of_link};
 use acompose_engine::bundle::{BundleJsonError, read_bundle_json};
+use acompose_engine::diagnostic::{listed, sanitize};
 use acompose_engine::limits;
 
 /// Whether a bundle was written now or found already in place.
@@ -102,9 +103,9 @@ fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>) -> Resu
         check_links(directory, store, layout, false)?;
     }
     let (found, problems) =
-        read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes)).map_err(|problems| problems.join("; "))?;
+        read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes)).map_err(|problems| listed(&problems, "; "))?;
     if !problems.is_empty() {
-        return Err(problems.join("; "));
+        return Err(listed(&problems, "; "));
     }
     let mut expected: BTreeMap<&str, FileFacts> = bundle
         .files
@@ -504,7 +505,8 @@ fn read_all<T>(
             problems.push(format!("{relative}: is not a regular file"));
         }
     }
-    Ok((files, problems))
+    // Each problem is one line that names a file of the folder: escaped once, here.
+    Ok((files, problems.iter().map(|problem| sanitize(problem)).collect()))
 }
 
 fn directory_name(directory: &Path) -> String {
@@ -540,7 +542,8 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
         Ok(verified) if problems.is_empty() => Ok(verified),
         Ok(_) => Err(problems),
         Err(found) => {
-            problems.extend(found.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)));
+            problems
+                .extend(found.into_iter().map(|problem| sanitize(&format!("{}: {}", problem.file, problem.message))));
             Err(problems)
         }
     }

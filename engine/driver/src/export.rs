@@ -9,6 +9,7 @@ use std::path::Path;
 
 use acompose_engine::OutputFile;
 use acompose_engine::bundle::{Bundle, Summary, TraceFile, verify};
+use acompose_engine::diagnostic::{listed, sanitize};
 
 use crate::bundle::{Materialization, read_bundle};
 use crate::error::HostError;
@@ -73,25 +74,26 @@ fn archive(id: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, Strin
     builder.into_inner().map_err(failed)
 }
 
-fn problem_lines(problems: Vec<acompose_engine::bundle::Problem>) -> Vec<String> {
-    problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect()
+/// Each problem as one line, escaped (a file name in an archive is anyone's), the list
+/// capped with a count of the rest.
+fn problem_lines(problems: Vec<acompose_engine::bundle::Problem>) -> String {
+    let lines: Vec<String> =
+        problems.into_iter().map(|problem| sanitize(&format!("{}: {}", problem.file, problem.message))).collect();
+    listed(&lines, "; ")
 }
 
 /// `acompose bundle export BUNDLE --out FILE.tar`: verifies the bundle (through its store
 /// links) and writes it as one archive of real files, atomically.
 pub fn export(bundle: &Path, file: &Path) -> Result<Exported, HostError> {
-    let failed = |problems: Vec<String>| {
-        HostError::invalid(
-            bundle,
-            format!("bundle `{}` failed verification: {}", bundle.display(), problems.join("; ")),
-        )
+    let failed = |problems: String| {
+        HostError::invalid(bundle, format!("bundle `{}` failed verification: {problems}", bundle.display()))
     };
     let id = bundle
         .canonicalize()
         .ok()
         .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    let files = read_bundle(bundle).map_err(failed)?;
+    let files = read_bundle(bundle).map_err(|problems| failed(listed(&problems, "; ")))?;
     verify(&id, &files).map_err(|problems| failed(problem_lines(problems)))?;
     let bytes = archive(&id, &files).map_err(|message| HostError::environment(file, message))?;
     let folder = match file.parent() {
@@ -120,7 +122,7 @@ fn unpack(file: &Path) -> Result<(String, BTreeMap<String, Vec<u8>>), String> {
     for entry in archive.entries().map_err(not_archive)? {
         let mut entry = entry.map_err(not_archive)?;
         let path = entry.path().map_err(not_archive)?.to_string_lossy().into_owned();
-        let shown = acompose_engine::diagnostic::sanitize(&path);
+        let shown = sanitize(&path);
         let path = path.trim_end_matches('/');
         let (first, rest) = path.split_once('/').unwrap_or((path, ""));
         if id.get_or_insert_with(|| first.to_owned()) != first {
@@ -156,8 +158,7 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
         return Err(HostError::invalid(file, format!("`{}` holds no bundle folder named by an id", file.display())));
     }
     verify(&id, &files).map_err(|problems| {
-        let problems = problem_lines(problems);
-        HostError::invalid(file, format!("`{}` is not a valid bundle: {}", file.display(), problems.join("; ")))
+        HostError::invalid(file, format!("`{}` is not a valid bundle: {}", file.display(), problem_lines(problems)))
     })?;
     let mut files = files;
     // `verify` found the trace among the files.

@@ -63,7 +63,9 @@ pub mod engine {
 
     /// Diagnostics as values, and the escaping of anything from a user's file.
     pub mod diagnostic {
-        pub use acompose_engine::diagnostic::{LineIndex, bound_per_file, sanitize, sanitize_lines, snippet_safe};
+        pub use acompose_engine::diagnostic::{
+            LineIndex, bound_per_file, needs_escape, sanitize, sanitize_lines, snippet_safe, terminal_safe,
+        };
     }
 
     /// Identity cards, roster transcripts and colour.

@@ -116,7 +116,8 @@ pub fn printable(text: &str) -> String {
 }
 
 /// Makes a value from a file safe to print in a review: control characters (escape
-/// sequences included) become U+FFFD, everything else is kept.
+/// sequences included), line separators and bidirectional controls become U+FFFD,
+/// everything else is kept (the engine's one escaping, `diagnostic::sanitize`).
 pub(crate) fn displayable(text: &str) -> String {
     acompose_engine::diagnostic::sanitize(text)
 }

@@ -172,7 +172,7 @@ pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
 
 /// The initial prompt: fixed sentences around the Person's role and goal, the project
 /// id and, when given, the one-time task. Control characters other than line breaks and
-/// tabs become U+FFFD, so the text shown in the review is the text the runner receives.
+/// tabs, and bidirectional controls, become U+FFFD (`needs_escape`), so the text shown in the review is the text the runner receives.
 /// It always starts with `You`, never with `-`, so a positional prompt is never read as
 /// an option.
 pub(crate) fn initial_prompt(person: &Person, project_id: &str, task: Option<&str>) -> String {
@@ -187,11 +187,10 @@ pub(crate) fn initial_prompt(person: &Person, project_id: &str, task: Option<&st
     }
     prompt
         .chars()
-        .map(
-            |character| {
-                if character.is_control() && !matches!(character, '\n' | '\t') { '\u{fffd}' } else { character }
-            },
-        )
+        .map(|character| {
+            let kept = matches!(character, '\n' | '\t') || !acompose_engine::diagnostic::needs_escape(character);
+            if kept { character } else { '\u{fffd}' }
+        })
         .collect()
 }
 
