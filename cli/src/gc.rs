@@ -1,5 +1,6 @@
 //! `acompose gc [--dry-run]`: the host removes the runtime homes of roles that are gone
-//! (and launch bundles no runtime home shows), then the home store's entries no bundle of
+//! (and launch bundles no runtime home shows), prunes the stale bundles of convergence
+//! (what a failed or killed run left) and removes the home store's entries no bundle of
 //! the home references, under the home lock; this module prints what went.
 
 use std::path::Path;
@@ -41,6 +42,7 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             dry_run: bool,
             removed: &'a [String],
             kept: usize,
+            bundles_pruned: usize,
             runtime_homes: Vec<String>,
             launch_bundles: Vec<String>,
         }
@@ -50,6 +52,7 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             dry_run: report.dry_run,
             removed: &report.removed,
             kept: report.kept,
+            bundles_pruned: report.bundles_pruned,
             runtime_homes: names(&runtime.homes),
             launch_bundles: names(&runtime.bundles),
         };
@@ -76,6 +79,9 @@ pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                 runtime.homes.len(),
                 runtime.bundles.len()
             ));
+        }
+        if report.bundles_pruned > 0 {
+            text.push_str(&format!("bundles   {} stale bundles of failed runs pruned\n", report.bundles_pruned));
         }
         text.push_str(&format!("store     {} entries {verb}, {} kept\n", report.removed.len(), report.kept));
     }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{change_estate, debris, generated_estate, generation};
+use common::{change_estate, debris, generated_estate, generation, unused_space};
 
 /// How many convergences and composes are killed.
 const CONVERGENCE_KILLS: usize = 50;
@@ -162,6 +162,10 @@ fn killed_convergences_leave_one_generation_and_recover_without_debris() {
         torn_kills += usize::from(!one_generation);
         assert_consistent(&home, &context);
         assert_eq!(debris(&home), Vec::<PathBuf>::new(), "{context}: nothing left over");
+        // Space comes back: no bundle the index does not name, no store entry no bundle
+        // reaches (before the prune was journalled, a kill between removing the old
+        // bundles and their entries left up to 40 entries nothing referenced).
+        assert_eq!(unused_space(&home), Vec::<String>::new(), "{context}: space came back");
         let (code, stdout, stderr) = run(root, &BARE);
         assert_eq!(code, 0, "{stderr}");
         assert!(stdout.contains("0 written"), "{context}: the next run writes nothing: {stdout}");
@@ -171,6 +175,46 @@ fn killed_convergences_leave_one_generation_and_recover_without_debris() {
         "{interrupted} kills in {round} rounds: {mid_commit_kills} inside the output transaction, \
          {torn_kills} of them between its first and last rename"
     );
+}
+
+/// How many convergences are killed in the last quarter of their run, where the old
+/// bundles are pruned.
+const PRUNE_KILLS: usize = 12;
+
+#[test]
+fn convergences_killed_while_they_prune_leave_no_store_entry_behind() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (home, projects) = generated_estate(root, 6);
+    let (code, _, stderr) = run(root, &BARE);
+    assert_eq!(code, 0, "{stderr}");
+    let mut spans: Vec<Duration> = (0..3)
+        .map(|calibration| {
+            change_estate(&home, &projects, 2_000 + calibration);
+            let started = Instant::now();
+            let (code, _, stderr) = run(root, &BARE);
+            assert_eq!(code, 0, "{stderr}");
+            started.elapsed()
+        })
+        .collect();
+    spans.sort();
+    let span = spans[1];
+    let mut moments = Moments(0x5eed_0034);
+    let (mut interrupted, mut round) = (0, 0);
+    while interrupted < PRUNE_KILLS && round < 4 * PRUNE_KILLS {
+        round += 1;
+        change_estate(&home, &projects, 3_000 + round);
+        let context = format!("late kill {round}");
+        // The last quarter of a run: commit, projections, the prune.
+        let moment = span * 3 / 4 + moments.within(span / 4);
+        interrupted += usize::from(kill_after(root, &BARE, moment));
+        let (code, _, stderr) = run(root, &BARE);
+        assert_eq!(code, 0, "{context}: the recovery run succeeds: {stderr}");
+        assert_consistent(&home, &context);
+        assert_eq!(debris(&home), Vec::<PathBuf>::new(), "{context}: nothing left over");
+        assert_eq!(unused_space(&home), Vec::<String>::new(), "{context}: space came back");
+    }
+    eprintln!("{interrupted} late kills in {round} rounds");
 }
 
 /// Every folder in `out` is a whole bundle that verifies; returns how many.

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use acompose_driver::convergence::{BareRun, converge_home_with};
 use acompose_driver::transaction::{Hooks, NoFaults, Step};
 use acompose_driver::{HostError, Progress};
-use common::{change_estate, debris, generated_estate, generation};
+use common::{change_estate, debris, generated_estate, generation, unused_space};
 
 /// Fails the `fail_at`-th write (1-based) with `kind`; counts every write it sees.
 struct FailAt {
@@ -95,7 +95,7 @@ fn a_full_disk_at_any_write_leaves_all_old_or_all_new_and_says_so_truly() {
     let writes = counter.seen;
     assert!(writes > 10, "a convergence has many writes: {writes}");
 
-    let (mut said_restored, mut said_unchanged, mut cache_warned) = (false, false, false);
+    let (mut said_restored, mut said_unchanged, mut cache_warned, mut prune_stopped) = (false, false, false, false);
     for fail_at in 1..=writes {
         let (_temporary, home, projects, previous) = changed_estate();
         let mut hooks = FailAt::new(fail_at, std::io::ErrorKind::StorageFull);
@@ -112,6 +112,9 @@ fn a_full_disk_at_any_write_leaves_all_old_or_all_new_and_says_so_truly() {
                     message.contains("no storage space") || message.contains("storage full"),
                     "{context}: {message}"
                 );
+                // Space comes back: the bundles the failed run created and the store
+                // entries only they use are gone.
+                assert_eq!(unused_space(&home), Vec::<String>::new(), "{context}: space after the failure");
                 // "restored" only when something had changed and was put back.
                 if message.contains("restored") {
                     said_restored = true;
@@ -119,6 +122,13 @@ fn a_full_disk_at_any_write_leaves_all_old_or_all_new_and_says_so_truly() {
                     assert!(message.contains("nothing was changed"), "{context}: {message}");
                     said_unchanged = true;
                 }
+            }
+            Ok(_) if step.starts_with("Prune") => {
+                // A prune stopped as a kill would stop it: the new generation is in place,
+                // and the journal says what the next run must finish.
+                assert_eq!(now.as_slice(), next_reference.as_slice(), "{context}: all three new");
+                assert!(home.join("bundles/.acompose-prune").is_file(), "{context}: the prune's journal stays");
+                prune_stopped = true;
             }
             Ok(_) => {
                 // Only the cache may fail without failing the run: a visible warning.
@@ -142,10 +152,11 @@ fn a_full_disk_at_any_write_leaves_all_old_or_all_new_and_says_so_truly() {
             "{context}: recovered to the new generation"
         );
         assert_eq!(debris(&home), Vec::<std::path::PathBuf>::new(), "{context}: no debris after recovery");
+        assert_eq!(unused_space(&home), Vec::<String>::new(), "{context}: space after recovery");
         let (again, _) = converge(&home, &projects, &mut NoFaults);
         assert!(matches!(again, Ok(BareRun::Unchanged { .. })), "{context}: the next run writes nothing");
     }
-    assert!(said_restored && said_unchanged && cache_warned, "every kind of outcome was seen");
+    assert!(said_restored && said_unchanged && cache_warned && prune_stopped, "every kind of outcome was seen");
 }
 
 /// Makes every folder under `home` read-only (or writable again).
@@ -189,4 +200,73 @@ fn a_read_only_home_is_a_clear_error_and_changes_nothing() {
     let (recovered, _) = converge(&home, &projects, &mut NoFaults);
     assert!(recovered.is_ok(), "a writable home converges again");
     assert_eq!(debris(&home), Vec::<std::path::PathBuf>::new());
+}
+
+/// Copies `from` into `to` as it is (links as links, modes kept).
+fn copy_as_is(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp").arg("-a").arg(from).arg(to).status().expect("cp");
+    assert!(status.success(), "cp -a {} {}", from.display(), to.display());
+}
+
+/// Leaves in `home` (converged, fingerprints written) what a run of the changed estate
+/// killed after materializing its bundles leaves: those bundles beside the old
+/// generation, the store entries they link, and the bundle record naming them. The
+/// bundles are made by converging a second estate, changed, in `elsewhere`. Returns how
+/// many bundles were left.
+fn leave_a_killed_runs_bundles(home: &Path, elsewhere: &Path) -> usize {
+    let (other_home, other_projects) = generated_estate(elsewhere, 3);
+    change_estate(&other_home, &other_projects, 1);
+    let (converged, _) = converge(&other_home, &other_projects, &mut NoFaults);
+    assert!(converged.is_ok(), "the changed estate converges");
+    let bytes = std::fs::read(other_home.join("bundles/index.json")).expect("an index");
+    let index = acompose_engine::convergence::parse_index(&bytes).expect("the index parses");
+    let new: Vec<&String> = index.values().filter(|id| !home.join("bundles").join(id).exists()).collect();
+    for id in &new {
+        copy_as_is(&other_home.join("bundles").join(id), &home.join("bundles").join(id));
+    }
+    for entry in std::fs::read_dir(other_home.join("store")).expect("a store").flatten() {
+        if !home.join("store").join(entry.file_name()).exists() {
+            copy_as_is(&entry.path(), &home.join("store").join(entry.file_name()));
+        }
+    }
+    let record: String = new.iter().map(|id| format!("\n{id}\n")).collect();
+    let mut text = std::fs::read_to_string(home.join("bundles/.acompose-written")).expect("a record");
+    text.push_str(&record);
+    std::fs::write(home.join("bundles/.acompose-written"), text).expect("the record");
+    new.len()
+}
+
+#[test]
+fn what_a_killed_run_left_is_pruned_by_the_next_run_even_when_nothing_changed_and_by_gc() {
+    for through_gc in [false, true] {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let (home, projects) = generated_estate(&temporary.path().join("estate"), 3);
+        let (first, _) = converge(&home, &projects, &mut NoFaults);
+        assert!(matches!(first, Ok(BareRun::Converged { .. })));
+        let previous = generation(&home);
+        let left = leave_a_killed_runs_bundles(&home, &temporary.path().join("elsewhere"));
+        assert!(left > 0, "the changed estate has new bundles");
+        assert_eq!(unused_space(&home).iter().filter(|unused| unused.starts_with("bundle")).count(), left);
+        let context = if through_gc { "gc" } else { "the next run" };
+        if through_gc {
+            let report = acompose_driver::gc::gc(&home, false).expect("gc");
+            assert_eq!(report.bundles_pruned, left, "{context}");
+        } else {
+            // Nothing changed in the estate: before, this was the no-op path ("0 pruned").
+            let (next, _) = converge(&home, &projects, &mut NoFaults);
+            let Ok(BareRun::Converged { report, .. }) = next else { panic!("{context}: not the no-op path") };
+            assert_eq!(report.bundles_pruned, left, "{context}");
+        }
+        assert_eq!(unused_space(&home), Vec::<String>::new(), "{context}: space came back");
+        assert_eq!(generation(&home), previous, "{context}: the outputs are those of the estate");
+        assert_indexed_bundles_verify(&home, context);
+        if through_gc {
+            // `gc` changed the bundle record, so the next run looks again; it writes nothing.
+            let (next, _) = converge(&home, &projects, &mut NoFaults);
+            let Ok(BareRun::Converged { report, .. }) = next else { panic!("{context}: a full run after gc") };
+            assert_eq!((report.bundles_new, report.bundles_pruned), (0, 0), "{context}");
+        }
+        let (again, _) = converge(&home, &projects, &mut NoFaults);
+        assert!(matches!(again, Ok(BareRun::Unchanged { .. })), "{context}: then nothing is left to do");
+    }
 }

@@ -2,7 +2,8 @@
 //! materialized and `.acompose-*.tmp` temporaries of atomic replacements — and removing it.
 //! Only ever called by a run that holds the lock of the folder it cleans: the lock says no
 //! other run is live there, so whatever matches is nobody's and goes, whatever its age.
-//! Transaction journals are not debris: they are rolled back, never deleted unread.
+//! Transaction journals are not debris: they are rolled back, never deleted unread; nor
+//! is a prune's journal (`gc::PRUNE_JOURNAL`), which the next run finishes.
 
 use std::path::Path;
 

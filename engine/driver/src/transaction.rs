@@ -82,6 +82,10 @@ pub enum Step<'a> {
     /// Every swap is done and visible, and the commit line is next: a caller's hooks may
     /// read the outputs back here, and a failure still rolls the whole unit back.
     Commit(&'a Path),
+    /// Convergence is about to remove this stale bundle (after the prune's journal was
+    /// written); a failure stops the prune there, as a kill would, and leaves its journal
+    /// for the next run to finish.
+    Prune(&'a Path),
 }
 
 /// Called before every mutating step; returning an error makes that step fail.

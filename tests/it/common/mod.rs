@@ -289,7 +289,7 @@ pub fn generation(home: &Path) -> [Option<String>; 3] {
 }
 
 /// Every file left by an interrupted writer anywhere under `home`: staging folders,
-/// temporaries and transaction journals.
+/// temporaries, transaction journals and prune journals.
 pub fn debris(home: &Path) -> Vec<PathBuf> {
     walkdir_entries(home)
         .into_iter()
@@ -298,8 +298,41 @@ pub fn debris(home: &Path) -> Vec<PathBuf> {
             name.starts_with(".staging-")
                 || (name.starts_with(".acompose-") && name.ends_with(".tmp"))
                 || name == ".acompose-transaction"
+                || name == ".acompose-prune"
         })
         .collect()
+}
+
+/// What takes space in `home` without being used: bundle folders in `home/bundles` the
+/// index does not name, and entries of the home's store no bundle of the home reaches.
+/// Empty when space came back.
+pub fn unused_space(home: &Path) -> Vec<String> {
+    let indexed: Vec<String> = std::fs::read(home.join("bundles/index.json"))
+        .ok()
+        .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
+        .map(|index| index.into_values().collect())
+        .unwrap_or_default();
+    let names = |folder: PathBuf| -> Vec<String> {
+        std::fs::read_dir(folder)
+            .map(|entries| entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    };
+    let is_id = |name: &String| name.len() == 16 && name.bytes().all(|byte| byte.is_ascii_hexdigit());
+    let mut unused: Vec<String> = names(home.join("bundles"))
+        .into_iter()
+        .filter(|name| is_id(name) && !indexed.contains(name))
+        .map(|name| format!("bundle {name}"))
+        .collect();
+    let store = acompose_driver::store::Store::of_home(home);
+    let referenced = acompose_driver::gc::referenced(home, &store);
+    unused.extend(
+        names(store.root().to_path_buf())
+            .into_iter()
+            .filter(|name| !name.starts_with('.') && !referenced.contains(name))
+            .map(|name| format!("store entry {name}")),
+    );
+    unused.sort();
+    unused
 }
 
 /// Dates every folder under `root` an hour back (folders listed within two seconds of a

@@ -235,11 +235,11 @@ impl Converger {
                 let showing = folder.parent().map(crate::projections::showing).unwrap_or_default();
                 let stale: Vec<String> =
                     stale.into_iter().filter(|id| !named.contains(id) && !showing.contains(id)).collect();
-                prune_bundles(&folder, &stale)
+                crate::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
             })
             .sum();
         for folder in &folders {
-            forget_pruned(folder);
+            crate::gc::forget_pruned(folder);
         }
         pruned
     }
@@ -281,40 +281,30 @@ impl Converger {
         // Held until the outputs are written: a `compose --out` into the same folder waits,
         // so nothing live there is taken for debris (nor is this run's staging by it).
         let _bundles_lock = lock_and_clean(home, &bundles_dir, fresh)?;
-        let written = record_new_bundles(&bundles_dir, &current, hooks)?;
-        let store = match self.store.take() {
-            Some(store) if store == crate::store::Store::of_home(home) => store,
-            _ => crate::store::Store::of_home(home),
+        // A prune a kill interrupted is finished before anything new is written.
+        let kept = crate::gc::kept_bundles(home, &current);
+        crate::gc::finish_interrupted_prune(&bundles_dir, &kept);
+        // Recorded bundles neither indexed, shown nor current are a failed or killed run's;
+        // it may also have left store entries of a bundle it never finished, which no
+        // bundle links: after such a run the prune ends with a collection of the store.
+        let after_failed_run = crate::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
+        let (written, created) = record_new_bundles(&bundles_dir, &current, hooks)?;
+        let outputs = Outputs { model: &model, estate: &estate, bundles: &bundles, current: &current, written };
+        let targets = Targets { home, store: &mut self.store, verified: &self.verified };
+        let (newly_verified, stale) = match write(targets, outputs, progress, hooks, &mut report) {
+            Ok(written) => written,
+            Err(error) => {
+                // The run failed after it may have staged bundles: what it created goes,
+                // with the store entries nothing else references, so space comes back.
+                discard_created(home, &bundles_dir, &created);
+                return Err(error);
+            }
         };
-        // The index and plan are serialized and staged (written and flushed, nothing
-        // swapped in) while the bundles are written: on a large estate the plan is
-        // hundreds of kilobytes of JSON, and a watch edit writes one bundle mostly waiting
-        // on the disk. They are swapped in once every bundle they name is in place; a
-        // failed materialization drops the staged outputs, leaving the old ones.
-        let artifact = report.artifact.clone();
-        let (materialized, prepared) = rayon::join(
-            || materialize_bundles(&bundles_dir, &store, &bundles, &self.verified),
-            || prepare_outputs(home, &artifact, &model, index_and_plan(&model, &bundles, &estate), &mut *hooks),
-        );
-        self.store = Some(store);
-        let newly_verified = materialized.map(|(ids, new, reused, written)| {
-            report.bundles_new += new;
-            report.bundles_reused += reused;
-            report.files_written += written;
-            ids
-        })?;
-        progress.phase("materialize bundles");
-        let stale = stale_bundles(&bundles_dir, &written, &current);
-        commit_outputs(prepared?, hooks, &mut report)?;
         self.verified.extend(newly_verified);
-        progress.phase("write artifact, index and plan; prune");
-        report.files_written += report.estate_files_written;
-        // Projections follow their role before the old bundles go, so no harness reads a
-        // dangling link; a bundle one still shows (its re-projection failed) is kept.
-        let following = crate::projections::follow(home);
-        report.followed = following.followed;
-        let stale: Vec<String> = stale.into_iter().filter(|id| !following.showing.contains(id)).collect();
-        self.prune_or_defer(&bundles_dir, stale, &mut report);
+        self.prune_or_defer(&bundles_dir, stale, &mut report, hooks);
+        if after_failed_run && !self.defer_pruning && !crate::gc::has_interrupted_prune(&bundles_dir) {
+            let _ = crate::gc::collect_unreferenced(home, false);
+        }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
         report.queries_reused = reused;
@@ -434,15 +424,15 @@ impl Converger {
     }
 
     /// Record: stale bundles are removed now, or left for [`Converger::prune`] in watch mode.
-    fn prune_or_defer(&mut self, bundles_dir: &Path, stale: Vec<String>, report: &mut Report) {
+    fn prune_or_defer(&mut self, bundles_dir: &Path, stale: Vec<String>, report: &mut Report, hooks: &mut dyn Hooks) {
         if self.defer_pruning {
             // Watch mode: the index is written, so readers no longer need the stale
             // bundles; they are removed when the inputs settle (`prune`), not while
             // edits keep coming.
             self.prune_pending.push((bundles_dir.to_path_buf(), stale));
         } else {
-            report.bundles_pruned = prune_bundles(bundles_dir, &stale);
-            forget_pruned(bundles_dir);
+            report.bundles_pruned = crate::gc::prune_bundles(bundles_dir, &stale, hooks);
+            crate::gc::forget_pruned(bundles_dir);
         }
     }
 
@@ -590,13 +580,14 @@ fn resolved_bundles<'db>(
 
 /// Materialize, first step: records the bundles this run will create before any folder
 /// appears (a bundle already on disk is either named by the previous index, recorded
-/// already, or not the estate's: `compose --out`). Returns the whole record.
+/// already, or not the estate's: `compose --out`). Returns the whole record and the ids
+/// this run is to create (none of them on disk yet).
 fn record_new_bundles(
     bundles_dir: &Path,
     current: &[String],
     hooks: &mut dyn Hooks,
-) -> Result<BTreeSet<String>, HostError> {
-    let mut written = read_written(bundles_dir);
+) -> Result<(BTreeSet<String>, Vec<String>), HostError> {
+    let mut written = crate::gc::recorded_bundles(bundles_dir);
     let new: Vec<String> = current
         .iter()
         .filter(|id| !written.contains(*id) && std::fs::symlink_metadata(bundles_dir.join(id)).is_err())
@@ -619,7 +610,91 @@ fn record_new_bundles(
             .or_else(|_| write_written(bundles_dir, &written))
             .map_err(|message| HostError::environment(bundles_dir, message))?;
     }
-    Ok(written)
+    Ok((written, new))
+}
+
+/// The inputs of [`Converger::write`]: what was resolved, and the bundle record.
+struct Outputs<'a, 'db> {
+    model: &'a PersonModel,
+    estate: &'a Estate,
+    bundles: &'a [Resolved<'db>],
+    current: &'a [String],
+    written: BTreeSet<String>,
+}
+
+/// After a failed run: removes the bundles it `created` (none was on disk before it, so
+/// none is named by an index or shown by a projection) and every store entry no bundle
+/// of the home references, which takes those of half-written bundles too; then forgets
+/// them in the record. Best effort: whatever stays is pruned by the next run. The caller
+/// holds the home and bundles locks.
+fn discard_created(home: &Path, bundles_dir: &Path, created: &[String]) {
+    if created.is_empty() {
+        return;
+    }
+    // A commit that failed and could not be rolled back leaves an index that may name
+    // them until the next run rolls it back: those stay.
+    let kept = crate::gc::kept_bundles(home, &[]);
+    for id in created.iter().filter(|id| !kept.contains(*id)) {
+        let _ = std::fs::remove_dir_all(bundles_dir.join(id));
+    }
+    let _ = crate::gc::collect_unreferenced(home, false);
+    crate::gc::forget_pruned(bundles_dir);
+}
+
+/// Where [`write`] writes, and what this converger already knows is there.
+struct Targets<'a> {
+    home: &'a Path,
+    store: &'a mut Option<crate::store::Store>,
+    verified: &'a BTreeSet<String>,
+}
+
+/// Materialize and record: writes every bundle, swaps in the artifact, index and plan
+/// and lets projections follow. Returns the bundles now known to be in place and the
+/// stale ones to prune (less those a projection still shows).
+fn write(
+    targets: Targets<'_>,
+    outputs: Outputs<'_, '_>,
+    progress: &dyn Progress,
+    hooks: &mut dyn Hooks,
+    report: &mut Report,
+) -> Result<(Vec<String>, Vec<String>), HostError> {
+    let home = targets.home;
+    let bundles_dir = home.join(BUNDLES_DIR);
+    let store = match targets.store.take() {
+        Some(store) if store == crate::store::Store::of_home(home) => store,
+        _ => crate::store::Store::of_home(home),
+    };
+    // The index and plan are serialized and staged (written and flushed, nothing swapped
+    // in) while the bundles are written: on a large estate the plan is hundreds of
+    // kilobytes of JSON, and a watch edit writes one bundle mostly waiting on the disk.
+    // They are swapped in once every bundle they name is in place; a failed
+    // materialization drops the staged outputs, leaving the old ones.
+    let artifact = report.artifact.clone();
+    let (materialized, prepared) = rayon::join(
+        || materialize_bundles(&bundles_dir, &store, outputs.bundles, targets.verified),
+        || {
+            let files = index_and_plan(outputs.model, outputs.bundles, outputs.estate);
+            prepare_outputs(home, &artifact, outputs.model, files, &mut *hooks)
+        },
+    );
+    *targets.store = Some(store);
+    let newly_verified = materialized.map(|(ids, new, reused, written)| {
+        report.bundles_new += new;
+        report.bundles_reused += reused;
+        report.files_written += written;
+        ids
+    })?;
+    progress.phase("materialize bundles");
+    let stale = stale_bundles(&bundles_dir, &outputs.written, outputs.current);
+    commit_outputs(prepared?, hooks, report)?;
+    progress.phase("write artifact, index and plan; prune");
+    report.files_written += report.estate_files_written;
+    // Projections follow their role before the old bundles go, so no harness reads a
+    // dangling link; a bundle one still shows (its re-projection failed) is kept.
+    let following = crate::projections::follow(home);
+    report.followed = following.followed;
+    let stale = stale.into_iter().filter(|id| !following.showing.contains(id)).collect();
+    Ok((newly_verified, stale))
 }
 
 /// Takes the lock of the bundles folder and removes the debris of interrupted runs from
@@ -778,17 +853,6 @@ fn index_and_plan(
     }
 }
 
-fn is_bundle_id(id: &str) -> bool {
-    id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit())
-}
-
-/// The ids in `bundles/.acompose-written` (none when it is missing or unreadable).
-fn read_written(bundles_dir: &Path) -> BTreeSet<String> {
-    std::fs::read_to_string(bundles_dir.join(WRITTEN_FILE))
-        .map(|text| text.lines().filter(|id| is_bundle_id(id)).map(str::to_owned).collect())
-        .unwrap_or_default()
-}
-
 /// Replaces `bundles/.acompose-written` atomically.
 fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), String> {
     let problem = |error: std::io::Error| {
@@ -825,28 +889,6 @@ fn append_written(bundles_dir: &Path, ids: &[String]) -> Result<(), String> {
     file.write_all(text.as_bytes()).and_then(|()| file.sync_data()).map_err(cannot)
 }
 
-/// After pruning: the record keeps only the bundles still on disk (the named ones, and
-/// any a failed removal left behind, to be tried again).
-fn forget_pruned(bundles_dir: &Path) {
-    let ids = read_written(bundles_dir);
-    let kept: BTreeSet<String> = ids.iter().filter(|id| bundles_dir.join(id).is_dir()).cloned().collect();
-    if kept != ids {
-        let _ = write_written(bundles_dir, &kept);
-    }
-}
-
-/// Removes the stale bundles (ids a previous index named, or the record holds, and the
-/// new index does not). Returns how many were removed.
-/// The store entries only they reached go with them.
-fn prune_bundles(bundles_dir: &Path, stale: &[String]) -> usize {
-    let stale: Vec<PathBuf> = stale.iter().filter(|id| is_bundle_id(id)).map(|id| bundles_dir.join(id)).collect();
-    let home = bundles_dir.parent().unwrap_or(bundles_dir);
-    let candidates = crate::gc::reached_by(home, &stale);
-    let pruned = stale.iter().filter(|bundle| std::fs::remove_dir_all(bundle).is_ok()).count();
-    crate::gc::prune_candidates(home, &candidates);
-    pruned
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -863,7 +905,7 @@ mod tests {
         std::fs::write(bundles.join(WRITTEN_FILE), text).expect("tear");
         append_written(bundles, &["fedcba9876543210".to_owned()]).expect("append");
         assert_eq!(
-            read_written(bundles),
+            crate::gc::recorded_bundles(bundles),
             BTreeSet::from(["0123456789abcdef".to_owned(), "fedcba9876543210".to_owned()])
         );
     }

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::cache;
 use crate::error::HostError;
 use crate::home::{
-    ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, check_home, create_home, read_config,
+    ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, WRITTEN_FILE, check_home, create_home, read_config,
 };
 use crate::observe::{Observed, Stat, observe};
 use crate::progress::Progress;
@@ -84,6 +84,10 @@ pub fn converge_home_with(
 /// The fast path: the cache says nothing changed, at a glance (stats only) or after
 /// hashing the files whose metadata moved.
 fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
+    // A prune a kill (or a fault) interrupted is finished by a full run.
+    if crate::gc::has_interrupted_prune(&home.join(BUNDLES_DIR)) {
+        return None;
+    }
     let identity = cache::identity(projects);
     let discarding = |reason: String| progress.warn(&format!("discarding the fingerprint cache: {reason}"));
     let glance = cache::read_glance_named(home, cache::CACHE_FILE).unwrap_or_else(|reason| {
@@ -147,7 +151,9 @@ pub fn fingerprints(converger: &Converger, home: &Path, projects: &Path, report:
         }
     }
     let bundles = home.join(BUNDLES_DIR);
-    for file in [INDEX_FILE, OWNERSHIP_FILE] {
+    // The bundle record too: a run that failed or was killed after recording the bundles
+    // it was about to write changed it, so the next run is a full one and prunes them.
+    for file in [INDEX_FILE, OWNERSHIP_FILE, WRITTEN_FILE] {
         if let Ok(metadata) = std::fs::symlink_metadata(bundles.join(file)) {
             outputs.push((bundles.join(file), Stat::of(&metadata)));
         }
