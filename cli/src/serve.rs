@@ -8,7 +8,7 @@ use std::sync::mpsc;
 
 use acompose_driver::people::Stop;
 use acompose_driver::people::report;
-use acompose_server::{Options, ServeError};
+use acompose_server::{ConnectionLimits, Options, ServeError};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -27,8 +27,12 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
-    let options =
-        Options { workspace: args.workspace.clone(), port: args.port, path_variable: std::env::var_os("PATH") };
+    let options = Options {
+        workspace: args.workspace.clone(),
+        port: args.port,
+        path_variable: std::env::var_os("PATH"),
+        limits: ConnectionLimits::default(),
+    };
     let handle = match acompose_server::start(&options) {
         Ok(handle) => handle,
         Err(ServeError::Workspace(stop)) => return report_workspace(stop),

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use crate::connections::closing;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -54,10 +55,11 @@ pub async fn same_origin(State(state): State<Arc<AppState>>, request: Request, n
                 .is_some_and(|rest| hosts.iter().any(|allowed| allowed.eq_ignore_ascii_case(rest)))
         }),
     };
+    // A refused request's connection is closed: it may not be held open for more.
     let mut response = if !host_ok {
-        ApiError::forbidden("foreign-host", "the Host header does not name this server").response()
+        closing(ApiError::forbidden("foreign-host", "the Host header does not name this server").response())
     } else if !origin_ok {
-        ApiError::forbidden("foreign-origin", "the request comes from another site").response()
+        closing(ApiError::forbidden("foreign-origin", "the request comes from another site").response())
     } else {
         next.run(request).await
     };
@@ -80,7 +82,9 @@ pub async fn require_token(State(state): State<Arc<AppState>>, request: Request,
     if presented_token(request.headers()).is_some_and(|token| same_bytes(token.as_bytes(), state.token.as_bytes())) {
         next.run(request).await
     } else {
-        ApiError::unauthorized().response()
+        // Without the token the connection is closed once refused, so a client that has
+        // none cannot keep connections open.
+        closing(ApiError::unauthorized().response())
     }
 }
 

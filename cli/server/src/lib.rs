@@ -1,6 +1,7 @@
 //! `acompose serve`: a local JSON API and web page over the same driver functions as
-//! the cli (`acompose_driver::people`). Owns binding to loopback only, the per-run token,
-//! the Host/Origin and security-header guard, the HTTP routes and the embedded page.
+//! the cli (`acompose_driver::people`). Owns binding to loopback only, the bounded
+//! connections (deadlines, a per-client cap), the per-run token, the Host/Origin and
+//! security-header guard, the HTTP routes and the embedded page.
 //!
 //! It implements no rule of its own: every check of a Person, a binding, an import or a
 //! resolution is the engine's, reached through the host. It never prints and never
@@ -9,6 +10,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod assets;
+mod connections;
 mod error;
 mod guard;
 mod live;
@@ -30,6 +32,7 @@ use tokio::sync::watch;
 
 use acompose_driver::people::{Stop, Workspace};
 
+pub use connections::ConnectionLimits;
 pub use error::MAX_REQUEST_BYTES;
 use state::AppState;
 
@@ -41,6 +44,8 @@ pub struct Options {
     pub port: u16,
     /// The `PATH` runners are looked up on (the cli passes its own).
     pub path_variable: Option<OsString>,
+    /// The deadlines and the per-client cap of every connection.
+    pub limits: ConnectionLimits,
 }
 
 /// Why the server could not start.
@@ -117,21 +122,15 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         live: live::LiveSessions::default(),
         stopping: stopped.clone(),
     });
-    let router = router(Arc::clone(&state));
+    let limits = options.limits;
+    let router = router(Arc::clone(&state), limits);
     let thread = std::thread::Builder::new()
         .name("acompose-serve".to_owned())
         .spawn(move || {
             runtime.block_on(async move {
                 let mut servers = Vec::new();
                 for listener in listeners.into_iter().filter_map(|listener| TcpListener::from_std(listener).ok()) {
-                    let mut stopped = stopped.clone();
-                    let app = router.clone();
-                    servers.push(tokio::spawn(async move {
-                        let shutdown = async move {
-                            let _ = stopped.wait_for(|stop| *stop).await;
-                        };
-                        let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
-                    }));
+                    servers.push(tokio::spawn(connections::serve(listener, router.clone(), stopped.clone(), limits)));
                 }
                 for server in servers {
                     let _ = server.await;
@@ -160,7 +159,7 @@ fn bind_loopback(port: u16) -> Result<(Vec<std::net::TcpListener>, u16), String>
     Ok((listeners, port))
 }
 
-fn router(state: Arc<AppState>) -> Router {
+fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
     let api = Router::new()
         .route("/people", get(people_api::list).post(people_api::create))
         .route("/people/import", post(people_api::import_preview))
@@ -178,6 +177,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/stop", post(sessions_api::stop))
         .route("/sessions/{id}/terminal", get(sessions_api::terminal))
         .fallback(error::not_found)
+        .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
     Router::new()
         .nest("/api/v1", api)
@@ -185,6 +185,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/assets/{name}", get(assets::asset))
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .layer(axum::middleware::from_fn(connections::declared_length))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::same_origin))
         .with_state(state)
 }

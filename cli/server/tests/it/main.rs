@@ -1,8 +1,10 @@
-//! The server's integration tests in one binary: the JSON API (`api`), People sessions
-//! over HTTP and WebSocket (`sessions_api`) and the page in a real Chromium (`browser`).
+//! The server's integration tests in one binary: the JSON API (`api`), bounded
+//! connections against slow, idle and oversized clients (`bounded`), People sessions over
+//! HTTP and WebSocket (`sessions_api`) and the page in a real Chromium (`browser`).
 
 mod support;
 
 mod api;
+mod bounded;
 mod browser;
 mod sessions_api;

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 
-use acompose_server::{Handle, Options};
+use acompose_server::{ConnectionLimits, Handle, Options};
 
 pub struct Server {
     pub handle: Handle,
@@ -52,8 +52,16 @@ impl Server {
     /// up on `path_variable`.
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
-        let handle =
-            acompose_server::start(&Options { workspace: root, port: 0, path_variable }).expect("server starts");
+        let options = Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default() };
+        let handle = acompose_server::start(&options).expect("server starts");
+        Self { handle, dir }
+    }
+
+    /// A server over an empty workspace whose connections have `limits`.
+    pub fn start_limited(limits: ConnectionLimits) -> Self {
+        let dir = tempfile::tempdir().expect("temporary workspace");
+        let options = Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits };
+        let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
 
