@@ -92,7 +92,7 @@ struct Listing<T> {
     items: Vec<T>,
 }
 
-pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     if args.kind == CatalogKind::Check {
         return crate::catalogue_check::run(&args.directories, args.json, terminal);
     }
@@ -108,7 +108,9 @@ pub fn run(args: CatalogArgs, terminal: &Terminal) -> u8 {
         print_stderr("error: `--role` applies to `catalog seats` only\n");
         return exit::USAGE;
     }
-    let model = match Sources::default().load_model(&args.source.selection(false)) {
+    let selection =
+        acompose_driver::settings::resolve(&args.source.flags(home)).and_then(|settings| settings.selection(false));
+    let model = match selection.and_then(|selection| Sources::default().load_model(&selection)) {
         Ok(valid) => {
             report_warnings(&valid.warnings, terminal);
             valid.model

@@ -10,9 +10,10 @@ use acompose_driver::compose_cache;
 use acompose_driver::convergence::Stats;
 use acompose_driver::engine::Bundle;
 use acompose_driver::engine::render;
-use acompose_driver::home::{BUNDLES_DIR, projects_root, resolve_home};
+use acompose_driver::home::BUNDLES_DIR;
 use acompose_driver::placement::{Target, destination, place};
-use acompose_driver::request::Prepared;
+use acompose_driver::request::{Prepared, RequestDefaults};
+use acompose_driver::settings::{self, Flags};
 
 use crate::exit;
 use crate::output::CommandOutput;
@@ -26,7 +27,7 @@ pub struct ComposeArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// The folder `owner/repo` paths of trusted roots resolve under (default:
-    /// `$PROJECTS_ROOT`, else `~/projects`).
+    /// `$PROJECTS_ROOT`, else `projects_root` in `agent-compose.yaml`, else `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
     /// Also print every decision of the trace.
@@ -63,17 +64,31 @@ pub struct Places {
     pub out: PathBuf,
     /// The folder `owner/repo` paths of trusted roots resolve under.
     pub projects: PathBuf,
+    /// What a request that names no person source or skill policy composes with: the
+    /// home's settings.
+    pub defaults: RequestDefaults,
 }
 
 pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
-    let projects = projects_root(args.projects_root.as_deref());
-    let home = resolve_home(home);
+    let flags =
+        Flags { home: home.map(Path::to_path_buf), projects_root: args.projects_root.clone(), ..Flags::default() };
+    let settings = match settings::resolve(&flags) {
+        Ok(settings) => settings,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let home = settings.home().map(Path::to_path_buf);
     let out = match (&args.out, &home) {
         (Some(out), _) => out.clone(),
         (None, Ok(home)) => home.join(BUNDLES_DIR),
         (None, Err(error)) => return report_error(error, terminal),
     };
-    let places = Places { working_directory: PathBuf::new(), home: home.ok(), out, projects };
+    let places = Places {
+        working_directory: PathBuf::new(),
+        home: home.ok(),
+        out,
+        projects: settings.projects_root.value.clone(),
+        defaults: settings.request_defaults(),
+    };
     compose_output(&args, &places, terminal).print()
 }
 
@@ -97,7 +112,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     // Made only now: a warm composition needs no database.
     let mut sources = Sources::in_directory(&places.working_directory);
     let strict = args.strict.then_some(acompose_driver::engine::SkillPolicy::Strict);
-    let (prepared, loader) = match sources.prepare(&args.request, &places.projects, strict) {
+    let (prepared, loader) = match sources.prepare(&args.request, &places.projects, strict, &places.defaults) {
         Ok(prepared) => prepared,
         Err(error) => return ended_by_error(output, &error, terminal),
     };
@@ -144,9 +159,11 @@ fn cache_key(args: &ComposeArgs, places: &Places, terminal: &Terminal) -> String
             .to_string()
     };
     let store = args.store.as_deref().map(absolute).unwrap_or_default();
+    // The home's settings a request may fall back on are part of the key: a changed
+    // `person_source` must not be answered with the old bundle.
     let flags = format!(
-        "{} {} {} {} {} {:?}",
-        args.explain, args.json, args.standalone, args.strict, terminal.quiet, terminal.stdout
+        "{} {} {} {} {} {:?} {:?}",
+        args.explain, args.json, args.standalone, args.strict, terminal.quiet, terminal.stdout, places.defaults
     );
     let (request, out, projects) = (absolute(&args.request), absolute(&places.out), absolute(&places.projects));
     compose_cache::key(&places.working_directory, &[&request, &out, &projects, &store, &flags])

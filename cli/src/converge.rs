@@ -10,7 +10,7 @@ use acompose_driver::cache;
 use acompose_driver::convergence::Report;
 use acompose_driver::convergence::{BareRun, Stats, converge_home};
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::home::{ARTIFACT_DIR, projects_root, read_config, resolve_home};
+use acompose_driver::home::{ARTIFACT_DIR, read_config};
 use acompose_driver::mounts::{MountReport, deliver};
 use acompose_driver::projections::Followed;
 
@@ -25,7 +25,7 @@ pub struct ConvergeArgs {
     #[arg(long)]
     pub stats: bool,
     /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
-    /// `~/projects`).
+    /// `projects_root` in `agent-compose.yaml`, else `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
     /// Print the report as JSON (`acompose.converge.v1`).
@@ -152,11 +152,10 @@ fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -
 /// Runs bare `acompose`.
 pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 {
     let started = Instant::now();
-    let home = match resolve_home(home) {
-        Ok(home) => home,
+    let (home, projects) = match crate::home_and_projects(home, args.projects_root.as_deref()) {
+        Ok(places) => places,
         Err(error) => return report_error(&error, terminal),
     };
-    let projects = projects_root(args.projects_root.as_deref());
     let progress = TerminalProgress::new(terminal);
     let run = match converge_home(&home, &projects, &progress) {
         Ok(run) => run,

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::render;
-use acompose_driver::home::{projects_root, resolve_home};
 use acompose_driver::launch::{LaunchRequest, Prepared, exec, person_model, prepare};
 
 use crate::progress::TerminalProgress;
@@ -35,7 +34,8 @@ pub struct LaunchArgs {
     /// Start without showing the role card and waiting for Enter.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else `~/projects`).
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
+    /// `projects_root` in `agent-compose.yaml`, else `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
     /// Arguments passed to the harness unchanged.
@@ -111,11 +111,10 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let Some(layout) = harness_layout::layout(&args.harness) else {
         return exit::USAGE;
     };
-    let home = match resolve_home(home) {
-        Ok(home) => home,
+    let (home, projects) = match crate::home_and_projects(home, args.projects_root.as_deref()) {
+        Ok(places) => places,
         Err(error) => return report_error(&error, terminal),
     };
-    let projects = projects_root(args.projects_root.as_deref());
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let request = LaunchRequest {
         home: &home,

@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod catalogue;
 pub mod catalogue_check;
 pub mod compose;
+pub mod config;
 pub mod converge;
 pub mod describe;
 pub mod exit;
@@ -25,12 +26,12 @@ pub mod verify;
 pub mod watch;
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use acompose_driver::engine::diagnostic::terminal_safe;
-use acompose_driver::load::{Location, Selection};
+use acompose_driver::settings::Flags;
 use clap::{Args, Parser, Subcommand};
 
 use crate::terminal::{ColorChoice, Terminal, report_error};
@@ -69,23 +70,24 @@ pub struct GlobalArgs {
 /// Selects a person source and its personality libraries.
 #[derive(Debug, Clone, Args, Default)]
 pub struct SourceArgs {
-    /// A person package directory, or `roster:core` (the default).
+    /// A person package directory, or `roster:core` (default: `person_source` in
+    /// `agent-compose.yaml`, else `roster:core`).
     #[arg(long, value_name = "DIR")]
     pub person_source: Option<String>,
-    /// A personality library directory, or `roster:core`; repeatable, in order.
+    /// A personality library directory, or `roster:core`; repeatable, in order (default:
+    /// `personality_libraries` in `agent-compose.yaml` when `--person-source` is not given).
     #[arg(long = "personality-library", value_name = "DIR")]
     pub personality_libraries: Vec<String>,
 }
 
 impl SourceArgs {
-    /// The selection these flags name. The Core rules apply to the embedded default.
-    pub fn selection(&self, core_rules: bool) -> Selection {
-        let person = self.person_source.as_deref().map_or(Location::Embedded, Location::parse);
-        let embedded = person == Location::Embedded;
-        Selection {
-            person,
-            libraries: self.personality_libraries.iter().map(|text| Location::parse(text)).collect(),
-            core_rules: core_rules || embedded,
+    /// The settings flags these arguments and `--home` name.
+    pub fn flags(&self, home: Option<&Path>) -> Flags {
+        Flags {
+            home: home.map(Path::to_path_buf),
+            person_source: self.person_source.clone(),
+            personality_libraries: self.personality_libraries.clone(),
+            ..Flags::default()
         }
     }
 }
@@ -124,6 +126,8 @@ pub enum Command {
     /// List the projections of the home's bundles, each with its layout, role, bundle and
     /// state (current, stale, missing, changed by hand).
     Projections(project::ProjectionsArgs),
+    /// Show the resolved settings and where each came from, or check a configuration file.
+    Config(config::ConfigArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
@@ -158,9 +162,9 @@ pub fn main() -> ExitCode {
     };
     let terminal = Terminal::new(cli.global.color, cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
-        Some(Command::Roster(args)) => roster::run(args, &terminal),
+        Some(Command::Roster(args)) => roster::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
-        Some(Command::Catalog(args)) => catalogue::run(args, &terminal),
+        Some(Command::Catalog(args)) => catalogue::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, &terminal),
         Some(Command::Describe(args)) => describe::run(args, &terminal),
@@ -173,12 +177,29 @@ pub fn main() -> ExitCode {
         Some(Command::Unproject(args)) => project::run_unproject(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Projections(args)) => project::run_projections(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Config(args)) => config::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
         Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),
         None => converge::run(cli.global.home.as_deref(), &cli.converge, &terminal),
     };
     exit::code(code)
+}
+
+/// Home and the projects root as the settings resolve them (`--home`, `--projects-root`,
+/// the environment, `agent-compose.yaml`, the defaults): what the commands that converge
+/// need.
+pub fn home_and_projects(
+    home: Option<&Path>,
+    projects_root: Option<&Path>,
+) -> Result<(PathBuf, PathBuf), acompose_driver::HostError> {
+    let flags = Flags {
+        home: home.map(Path::to_path_buf),
+        projects_root: projects_root.map(Path::to_path_buf),
+        ..Flags::default()
+    };
+    let settings = acompose_driver::settings::resolve(&flags)?;
+    Ok((settings.home()?.to_path_buf(), settings.projects_root.value))
 }
 
 /// Whether the tool's own colour sequences may pass [`print_stdout`]'s and

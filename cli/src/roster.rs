@@ -6,9 +6,10 @@ use acompose_driver::Sources;
 use acompose_driver::artifact::write_roster;
 use acompose_driver::engine::render;
 use acompose_driver::load::{EMBEDDED, Location, Selection, label_of};
+use acompose_driver::settings;
 
 use crate::output::CommandOutput;
-use crate::terminal::{Terminal, count_summary, render_diagnostics, report_error, report_warnings};
+use crate::terminal::{Terminal, count_summary, diagnostics_json, render_diagnostics, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -65,7 +66,7 @@ pub struct ShowArgs {
     pub role: Option<String>,
 }
 
-pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     if args.command.is_some()
         && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty())
     {
@@ -75,10 +76,21 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
         return exit::USAGE;
     }
     let mut sources = Sources::default();
+    let (source, core_rules) = match &args.command {
+        Some(RosterCommand::Validate(validate)) => (&validate.source, validate.core_rules),
+        Some(RosterCommand::Show(show)) => (&show.source, false),
+        None => (&args.source, false),
+    };
+    let selection = match settings::resolve(&source.flags(home)).and_then(|settings| settings.selection(core_rules)) {
+        Ok(selection) => selection,
+        Err(error) => return report_error(&error, terminal),
+    };
     match args.command {
-        Some(RosterCommand::Validate(validate)) => validate_output(&validate, &mut sources, terminal).print(),
+        Some(RosterCommand::Validate(validate)) => {
+            validate_output(&validate, &selection, &mut sources, terminal).print()
+        }
         Some(RosterCommand::Show(show)) => {
-            let model = match sources.load_model(&show.source.selection(false)) {
+            let model = match sources.load_model(&selection) {
                 Ok(valid) => {
                     report_warnings(&valid.warnings, terminal);
                     valid.model
@@ -107,7 +119,7 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
             exit::SUCCESS
         }
         None => match args.out {
-            Some(out) => render_roster_out(&mut sources, &args.source.selection(false), &out, terminal),
+            Some(out) => render_roster_out(&mut sources, &selection, &out, terminal),
             None => {
                 print_stderr("error: `acompose roster` needs a subcommand (`validate`, `show`) or `--out DIR`\n");
                 exit::USAGE
@@ -116,23 +128,28 @@ pub fn run(args: RosterArgs, terminal: &Terminal) -> u8 {
     }
 }
 
-/// `roster validate`: every diagnostic of the selected person source, and whether it is
-/// valid. Returns what the command prints; `sources` reads the paths the flags name (see
-/// [`Sources::in_directory`]).
-pub fn validate_output(validate: &ValidateArgs, sources: &mut Sources, terminal: &Terminal) -> CommandOutput {
+/// `roster validate`: every diagnostic of `selection` (the person source the flags and
+/// settings name), and whether it is valid. Returns what the command prints; `sources`
+/// reads the paths the selection names (see [`Sources::in_directory`]).
+pub fn validate_output(
+    validate: &ValidateArgs,
+    selection: &Selection,
+    sources: &mut Sources,
+    terminal: &Terminal,
+) -> CommandOutput {
     let mut output = CommandOutput::default();
-    let selection = validate.source.selection(validate.core_rules);
-    let validation = sources.validate(&selection);
+    let validation = sources.validate(selection);
     let diagnostics = &validation.findings.diagnostics;
     if validate.json {
-        output.stdout(String::from_utf8_lossy(&diagnostics_json(diagnostics)));
+        output
+            .stdout(String::from_utf8_lossy(&diagnostics_json(diagnostics, &|path| validation.findings.text_of(path))));
     } else if !diagnostics.is_empty() {
         let text_of = |path: &str| validation.findings.text_of(path);
         output.stderr(render_diagnostics(diagnostics, terminal.stderr, &text_of));
     }
     let model = &validation.model;
     if validation.has_errors {
-        output.stderr(format!("error: `{}` is invalid ({})\n", source_label(&selection), count_summary(diagnostics)));
+        output.stderr(format!("error: `{}` is invalid ({})\n", source_label(selection), count_summary(diagnostics)));
         return output.exit(exit::INVALID);
     }
     if !terminal.quiet && !validate.json {
@@ -180,44 +197,4 @@ fn render_roster_out(sources: &mut Sources, selection: &Selection, out: &std::pa
         }
         Err(error) => report_error(&error, terminal),
     }
-}
-
-/// Diagnostics as a JSON document (`acompose.diagnostics.v1`).
-pub fn diagnostics_json(diagnostics: &[acompose_driver::engine::Diagnostic]) -> Vec<u8> {
-    #[derive(serde::Serialize)]
-    struct Document<'a> {
-        format: &'static str,
-        errors: usize,
-        warnings: usize,
-        diagnostics: Vec<Entry<'a>>,
-    }
-    #[derive(serde::Serialize)]
-    struct Entry<'a> {
-        severity: &'static str,
-        code: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        file: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        offset: Option<usize>,
-        message: &'a str,
-        hints: &'a [String],
-    }
-    let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
-    let document = Document {
-        format: "acompose.diagnostics.v1",
-        errors,
-        warnings: diagnostics.len() - errors,
-        diagnostics: diagnostics
-            .iter()
-            .map(|diagnostic| Entry {
-                severity: if diagnostic.is_error() { "error" } else { "warning" },
-                code: diagnostic.code,
-                file: diagnostic.file.as_deref(),
-                offset: diagnostic.span.map(|span| span.offset),
-                message: &diagnostic.message,
-                hints: &diagnostic.hints,
-            })
-            .collect(),
-    };
-    acompose_driver::engine::snapshot::to_json_bytes(&document)
 }

@@ -8,7 +8,7 @@ use acompose_driver::convergence::converge_home;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::host_config::{CONFIG_FILE, KeyChange};
-use acompose_driver::home::{projects_root, read_config, resolve_home};
+use acompose_driver::home::{read_config, resolve_home};
 use acompose_driver::mounts::{deliver, enable};
 
 use crate::progress::TerminalProgress;
@@ -20,7 +20,8 @@ pub struct SetupArgs {
     /// The harness to deliver the roster into.
     #[arg(value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
     pub harness: String,
-    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else `~/projects`).
+    /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
+    /// `projects_root` in `agent-compose.yaml`, else `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
 }
@@ -44,7 +45,10 @@ pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(changes) => changes,
         Err(error) => return report_error(&error, terminal),
     };
-    let projects = projects_root(args.projects_root.as_deref());
+    let projects = match crate::home_and_projects(Some(&home), args.projects_root.as_deref()) {
+        Ok((_, projects)) => projects,
+        Err(error) => return report_error(&error, terminal),
+    };
     let progress = TerminalProgress::new(terminal);
     let delivered = match converge_home(&home, &projects, &progress)
         .and_then(|_| read_config(&home, &progress))

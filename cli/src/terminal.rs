@@ -294,3 +294,67 @@ pub fn summary(report: &Report, elapsed: Duration) -> String {
     text.push_str(&format!("time      {} ms\n", elapsed.as_millis()));
     text
 }
+
+/// Diagnostics as a JSON document (`acompose.diagnostics.v1`): each with its file, byte
+/// offset, line and column (1-based, columns in characters) where it has them. `text_of`
+/// returns a file's text by its display path.
+pub fn diagnostics_json(diagnostics: &[Diagnostic], text_of: &dyn Fn(&str) -> Option<String>) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        errors: usize,
+        warnings: usize,
+        diagnostics: Vec<Entry<'a>>,
+    }
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        severity: &'static str,
+        code: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        offset: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<usize>,
+        message: &'a str,
+        hints: &'a [String],
+    }
+    let mut texts: BTreeMap<&str, Option<(String, LineIndex)>> = BTreeMap::new();
+    let mut entries = Vec::new();
+    for diagnostic in diagnostics {
+        let position = match (diagnostic.file.as_deref(), diagnostic.span, diagnostic.position) {
+            (_, _, Some(position)) => Some((position.line, position.column)),
+            (Some(file), Some(span), None) => texts
+                .entry(file)
+                .or_insert_with(|| {
+                    text_of(file).map(|text| {
+                        let lines = LineIndex::new(&text);
+                        (text, lines)
+                    })
+                })
+                .as_ref()
+                .map(|(text, lines)| lines.line_column(text, span.offset)),
+            _ => None,
+        };
+        entries.push(Entry {
+            severity: if diagnostic.is_error() { "error" } else { "warning" },
+            code: diagnostic.code,
+            file: diagnostic.file.as_deref(),
+            offset: diagnostic.span.map(|span| span.offset),
+            line: position.map(|(line, _)| line),
+            column: position.map(|(_, column)| column),
+            message: &diagnostic.message,
+            hints: &diagnostic.hints,
+        });
+    }
+    let errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+    let document = Document {
+        format: "acompose.diagnostics.v1",
+        errors,
+        warnings: diagnostics.len() - errors,
+        diagnostics: entries,
+    };
+    acompose_driver::engine::snapshot::to_json_bytes(&document)
+}

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use acompose_driver::home::{projects_root, resolve_home};
 use acompose_driver::watch::{WatchEvent, Watcher};
 
 use crate::progress::TerminalProgress;
@@ -19,7 +18,7 @@ use crate::{exit, print_stderr, print_stdout};
 #[derive(Debug, Clone, clap::Args)]
 pub struct WatchArgs {
     /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
-    /// `~/projects`).
+    /// `projects_root` in `agent-compose.yaml`, else `~/projects`).
     #[arg(long, value_name = "DIR")]
     pub projects_root: Option<PathBuf>,
     /// How long changes settle before a reconvergence, in milliseconds.
@@ -28,11 +27,10 @@ pub struct WatchArgs {
 }
 
 pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
-    let home = match resolve_home(home) {
-        Ok(home) => home,
+    let (home, projects) = match crate::home_and_projects(home, args.projects_root.as_deref()) {
+        Ok(places) => places,
         Err(error) => return report_error(&error, terminal),
     };
-    let projects = projects_root(args.projects_root.as_deref());
     let progress = TerminalProgress::new(terminal);
     let started = Instant::now();
     let mut watcher = match Watcher::start(&home, &projects, Duration::from_millis(args.debounce), &progress) {

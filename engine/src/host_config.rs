@@ -26,11 +26,18 @@ pub enum PersonPolicy {
 pub struct HostConfig {
     pub person_source: Option<(String, Span)>,
     pub person_policy: PersonPolicy,
+    /// Where `person_policy` was written.
+    pub person_policy_span: Option<Span>,
     pub personality_libraries: Vec<(String, Span)>,
+    /// `projects_root`: the folder `owner/repo` paths resolve under, as written (an
+    /// absolute path, `~/…`, or a path relative to home).
+    pub projects_root: Option<(String, Span)>,
     /// `owner/repo` repositories under the projects root.
     pub operating_context: Vec<(String, Span)>,
     /// `skill_policy`: what Agent Skills findings do to every composition of the host.
     pub skill_policy: crate::skill_rules::SkillPolicy,
+    /// Where `skill_policy` was written.
+    pub skill_policy_span: Option<Span>,
     /// `load_points`: where each harness's user instructions file is; `None` when the key
     /// is absent (no harness folder is touched).
     pub load_points: Option<Vec<LoadPoint>>,
@@ -57,10 +64,12 @@ pub struct LoadPoint {
     pub span: Span,
 }
 
-const KNOWN_KEYS: [&str; 7] = [
+/// Every key the host configuration knows, in the order the documentation lists them.
+pub const KNOWN_KEYS: [&str; 8] = [
     "person_source",
     "person_policy",
     "personality_libraries",
+    "projects_root",
     "operating_context",
     "skill_policy",
     "load_points",
@@ -247,20 +256,7 @@ pub fn parse_host_config(text: &str, path: &str) -> Parsed<HostConfig> {
     for (key, value) in entries {
         reader.read_key(&mut config, key, value);
     }
-    let mut diagnostics = reader.diagnostics;
-    if config.person_policy == PersonPolicy::ExternalOnly
-        && config.person_source.as_ref().is_none_or(|(source, _)| source == "roster:core")
-    {
-        diagnostics.push(
-            Diagnostic::error(
-                "config-external-only",
-                "`person_policy: external-only` needs an external `person_source`",
-            )
-            .in_file(path)
-            .at(Some(Span::new(0, 0)))
-            .hint("set `person_source` to a person package directory"),
-        );
-    }
+    let diagnostics = reader.diagnostics;
     Parsed::new(config, diagnostics)
 }
 
@@ -273,6 +269,7 @@ impl Reader<'_> {
             "person_source" => config.person_source = self.scalar(value, &pointer, key),
             "person_policy" => self.read_person_policy(config, value, &pointer, key),
             "personality_libraries" => config.personality_libraries = self.list(value, &pointer, key),
+            "projects_root" => config.projects_root = self.scalar(value, &pointer, key),
             "load_points" => config.load_points = Some(self.load_points(value, &pointer, key)),
             "skill_load_points" => config.skill_load_points = Some(self.load_points(value, &pointer, key)),
             "skill_policy" => self.read_skill_policy(config, value, &pointer, key),
@@ -292,8 +289,14 @@ impl Reader<'_> {
     /// `person_policy`: `external-only` or `default`.
     fn read_person_policy(&mut self, config: &mut HostConfig, value: &serde_json::Value, pointer: &str, key: &str) {
         match self.scalar(value, pointer, key) {
-            Some((policy, _)) if policy == "external-only" => config.person_policy = PersonPolicy::ExternalOnly,
-            Some((policy, _)) if policy == "default" => config.person_policy = PersonPolicy::Default,
+            Some((policy, span)) if policy == "external-only" => {
+                config.person_policy = PersonPolicy::ExternalOnly;
+                config.person_policy_span = Some(span);
+            }
+            Some((policy, span)) if policy == "default" => {
+                config.person_policy = PersonPolicy::Default;
+                config.person_policy_span = Some(span);
+            }
             Some((policy, span)) => self.diagnostics.push(
                 Diagnostic::error("config-value", format!("unknown person policy `{}`", sanitize(&policy)))
                     .in_file(self.path)
@@ -310,7 +313,10 @@ impl Reader<'_> {
             return;
         };
         match crate::skill_rules::SkillPolicy::from_name(&policy) {
-            Some(policy) => config.skill_policy = policy,
+            Some(policy) => {
+                config.skill_policy = policy;
+                config.skill_policy_span = Some(span);
+            }
             None => self.diagnostics.push(
                 Diagnostic::error("config-value", format!("unknown skill policy `{}`", sanitize(&policy)))
                     .in_file(self.path)
@@ -351,6 +357,20 @@ pub(crate) fn is_repository_path(text: &str) -> bool {
         })
 }
 
+/// The one refusal of every command that loads a roster when the configuration says
+/// `person_policy: external-only` and nothing (neither `person_source` nor a flag) selects
+/// an external person source. `path` is the configuration as shown; `span` is where the
+/// policy was written.
+pub fn external_only_refusal(path: &str, span: Option<Span>) -> Diagnostic {
+    Diagnostic::error(
+        "config-external-only",
+        "`person_policy: external-only` refuses the embedded `roster:core`, and no external person source is selected",
+    )
+    .in_file(path)
+    .at(span.or(Some(Span::new(0, 0))))
+    .hint("set `person_source: <folder>` in the configuration, or pass `--person-source DIR`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +389,8 @@ mod tests {
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
         assert_eq!(parsed.value.person_policy, PersonPolicy::ExternalOnly);
         assert_eq!(parsed.value.operating_context[0].0, "acme/root");
+        let parsed = parse_host_config("projects_root: ~/src\n", "c.yaml");
+        assert_eq!(parsed.value.projects_root.map(|(root, _)| root).as_deref(), Some("~/src"));
         assert!(parse_host_config("", "c.yaml").diagnostics.is_empty());
     }
 

@@ -23,4 +23,5 @@ mod people;
 mod roster;
 mod serve;
 mod sessions;
+mod settings;
 mod store;

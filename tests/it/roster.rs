@@ -13,6 +13,7 @@ use acompose_cli::SourceArgs;
 use acompose_cli::roster::{ValidateArgs, validate_output};
 use acompose_cli::terminal::Terminal;
 use acompose_driver::Sources;
+use acompose_driver::load::{Location, Selection};
 use common::{Output, acompose, materialize_case};
 
 /// `acompose roster validate --person-source pkg [ARGS]` in the folder holding the
@@ -30,7 +31,8 @@ fn check(case: &Path) -> Output {
         core_rules,
         json: false,
     };
-    validate_output(&validate, &mut Sources::in_directory(temporary.path()), &Terminal::plain()).into()
+    let selection = Selection { person: Location::Directory("pkg".into()), libraries: Vec::new(), core_rules };
+    validate_output(&validate, &selection, &mut Sources::in_directory(temporary.path()), &Terminal::plain()).into()
 }
 
 /// The same command as [`check`], run by the real binary.

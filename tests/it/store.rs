@@ -173,6 +173,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
         &root.join("request.kdl"),
         &root.join("projects"),
         None,
+        &acompose_driver::request::RequestDefaults::default(),
     )
     .expect("prepare");
     let out = root.join("out");

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acompose_engine::host_config::{CONFIG_FILE, HostConfig, parse_host_config};
+use acompose_engine::host_config::{CONFIG_FILE, HostConfig, PersonPolicy, parse_host_config};
 
 use crate::error::{Findings, HostError};
 use crate::load::{EMBEDDED, Location, Selection, error_kind, printable};
@@ -38,17 +38,6 @@ pub fn resolve_home(flag: Option<&Path>) -> Result<PathBuf, HostError> {
     }
 }
 
-/// Resolves the projects root: flag, `$PROJECTS_ROOT`, `~/projects`.
-pub fn projects_root(flag: Option<&Path>) -> PathBuf {
-    if let Some(path) = flag {
-        return path.to_path_buf();
-    }
-    if let Some(value) = std::env::var_os("PROJECTS_ROOT").filter(|value| !value.is_empty()) {
-        return PathBuf::from(value);
-    }
-    std::env::home_dir().map_or_else(|| PathBuf::from("projects"), |home| home.join("projects"))
-}
-
 /// Refuses a home that is a symbolic link or not a directory.
 pub fn check_home(home: &Path) -> Result<(), HostError> {
     match std::fs::symlink_metadata(home) {
@@ -70,43 +59,97 @@ pub fn create_home(home: &Path) -> Result<(), HostError> {
     })
 }
 
-/// Reads and parses `<home>/agent-compose.yaml` when present. Warnings go to `progress`.
-pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, HostError> {
-    let path = home.join(CONFIG_FILE);
+/// A host configuration file as read: its path, the label diagnostics name it by, its
+/// printable text and what it parsed to (diagnostics included).
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    pub label: String,
+    pub text: String,
+    pub parsed: acompose_engine::diagnostic::Parsed<HostConfig>,
+}
+
+impl ConfigFile {
+    /// The parse's diagnostics with the file's text.
+    pub fn findings(&self) -> Findings {
+        self.findings_of(self.parsed.diagnostics.clone())
+    }
+
+    /// `diagnostics` about this file, with its text for snippets.
+    pub fn findings_of(&self, diagnostics: Vec<acompose_engine::Diagnostic>) -> Findings {
+        Findings::collect(diagnostics, |file| (file == self.label).then(|| self.text.clone()))
+    }
+
+    /// The 1-based line of a byte offset of the file.
+    pub fn line_of(&self, offset: usize) -> usize {
+        acompose_engine::diagnostic::line_column(&self.text, offset).0
+    }
+}
+
+/// Reads and parses a host configuration file; `None` when there is none at `path`. A
+/// symbolic link, a file over the size limit or text that is not UTF-8 is refused.
+pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, HostError> {
     let unreadable = |error: &std::io::Error| format!("cannot read `{}`: {}", path.display(), error_kind(error));
-    let metadata = match std::fs::symlink_metadata(&path) {
+    let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(HostConfig::default()),
-        Err(error) => return Err(HostError::environment(&path, unreadable(&error))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(HostError::environment(path, unreadable(&error))),
     };
     if metadata.file_type().is_symlink() || !metadata.is_file() {
         return Err(HostError::invalid(
-            &path,
+            path,
             format!("`{}` is not a regular file; symbolic links are refused", path.display()),
         ));
     }
-    let display = path.display().to_string();
-    let bytes = match crate::load::read_limited(&path, &display, acompose_engine::limits::PEOPLE_FILE) {
+    let label = path.display().to_string();
+    let bytes = match crate::load::read_limited(path, &label, acompose_engine::limits::PEOPLE_FILE) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(too_large)) => {
             let findings = Findings::collect(vec![too_large], |_| None);
-            return Err(HostError::Diagnostics { subject: format!("`{display}` is refused"), findings });
+            return Err(HostError::Diagnostics { subject: format!("`{label}` is refused"), findings });
         }
-        Err(error) => return Err(HostError::environment(&path, unreadable(&error))),
+        Err(error) => return Err(HostError::environment(path, unreadable(&error))),
     };
     let Ok(text) = String::from_utf8(bytes) else {
-        return Err(HostError::invalid(&path, format!("`{display}` is not valid UTF-8")));
+        return Err(HostError::invalid(path, format!("`{label}` is not valid UTF-8")));
     };
-    let parsed = parse_host_config(&text, &display);
-    let printable = printable(&text);
-    let findings = Findings::collect(parsed.diagnostics.clone(), |file| (file == display).then(|| printable.clone()));
-    if parsed.has_errors() {
-        return Err(HostError::Diagnostics { subject: format!("`{display}` is invalid"), findings });
+    let parsed = parse_host_config(&text, &label);
+    Ok(Some(ConfigFile { path: path.to_path_buf(), label, text: printable(&text), parsed }))
+}
+
+/// Reads `<home>/agent-compose.yaml` as a command uses it: absent is the default, a file
+/// with errors stops the command.
+pub fn read_config_checked(home: &Path) -> Result<Option<ConfigFile>, HostError> {
+    let Some(file) = read_config_file(&home.join(CONFIG_FILE))? else { return Ok(None) };
+    if file.parsed.has_errors() {
+        return Err(HostError::Diagnostics {
+            subject: format!("`{}` is invalid", file.label),
+            findings: file.findings(),
+        });
     }
+    Ok(Some(file))
+}
+
+/// Reads and parses `<home>/agent-compose.yaml` when present. Warnings go to `progress`.
+pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, HostError> {
+    let Some(file) = read_config_checked(home)? else { return Ok(HostConfig::default()) };
+    let findings = file.findings();
     if !findings.is_empty() {
         progress.diagnostics(&findings);
     }
-    Ok(parsed.value)
+    Ok(file.parsed.value)
+}
+
+/// Resolves a path written in the configuration: `~/…` under the user's home, an
+/// absolute path as it is, anything else relative to the acompose home.
+pub fn config_path(text: &str, home: &Path) -> PathBuf {
+    if let Some(rest) = text.strip_prefix("~/")
+        && let Some(user) = std::env::home_dir().filter(|user| !user.as_os_str().is_empty())
+    {
+        return user.join(rest);
+    }
+    let path = Path::new(text);
+    if path.is_absolute() { path.to_path_buf() } else { home.join(path) }
 }
 
 /// The file in home with the user's own harness rows (`docs/delivery.md`).
@@ -147,22 +190,36 @@ pub fn install_layouts(home: &Path) -> Result<(), HostError> {
 }
 
 /// The person source a configuration selects; relative paths resolve against home.
-pub fn selection_for(config: &HostConfig, home: &Path) -> Selection {
-    let resolve = |text: &str| {
-        if text == EMBEDDED {
-            Location::Embedded
-        } else {
-            let path = Path::new(text);
-            Location::Directory(if path.is_absolute() { path.to_path_buf() } else { home.join(path) })
-        }
-    };
+/// Under `person_policy: external-only` a configuration that selects no external source
+/// is refused with [`acompose_engine::host_config::external_only_refusal`], shown with
+/// the configuration's text: the same refusal every roster-loading command gives.
+pub fn selection_for(config: &HostConfig, home: &Path) -> Result<Selection, HostError> {
+    let resolve =
+        |text: &str| if text == EMBEDDED { Location::Embedded } else { Location::Directory(config_path(text, home)) };
     let person = config.person_source.as_ref().map_or(Location::Embedded, |(text, _)| resolve(text));
-    Selection {
+    if person == Location::Embedded && config.person_policy == PersonPolicy::ExternalOnly {
+        return Err(external_only_error(home, config.person_policy_span));
+    }
+    Ok(Selection {
         core_rules: person == Location::Embedded,
         person,
         libraries: config.personality_libraries.iter().map(|(text, _)| resolve(text)).collect(),
-    }
+    })
 }
+
+/// The refusal of the embedded roster under `person_policy: external-only`, with the
+/// configuration's text when it can still be read.
+pub fn external_only_error(home: &Path, span: Option<acompose_engine::diagnostic::Span>) -> HostError {
+    let path = home.join(CONFIG_FILE);
+    let label = path.display().to_string();
+    let diagnostic = acompose_engine::host_config::external_only_refusal(&label, span);
+    let text = std::fs::read_to_string(&path).ok().map(|text| printable(&text));
+    let findings = Findings::collect(vec![diagnostic], |_| text.clone());
+    HostError::Diagnostics { subject: EXTERNAL_ONLY_SUBJECT.to_owned(), findings }
+}
+
+/// The subject line of the external-only refusal.
+pub const EXTERNAL_ONLY_SUBJECT: &str = "no external person source is selected";
 
 /// Refuses symbolic links between home and the artifact directory.
 pub fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), HostError> {

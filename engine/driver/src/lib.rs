@@ -42,6 +42,7 @@ pub mod projections;
 pub mod request;
 pub mod runtime_home;
 
+pub mod settings;
 pub mod sources;
 pub mod store;
 pub mod transaction;
@@ -78,9 +79,12 @@ pub mod engine {
         pub use acompose_engine::projection::{Details, Health, Mode, identity_row, whoami_text};
     }
 
-    /// The host configuration's file name and a change to its keys (`acompose setup`).
+    /// The host configuration's file name, keys and values, its refusal under
+    /// `external-only`, and a change to its keys (`acompose setup`).
     pub mod host_config {
-        pub use acompose_engine::host_config::{CONFIG_FILE, KeyChange};
+        pub use acompose_engine::host_config::{
+            CONFIG_FILE, Destination, KNOWN_KEYS, KeyChange, LoadPoint, PersonPolicy, external_only_refusal,
+        };
     }
 
     /// JSON output documents.

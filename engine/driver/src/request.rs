@@ -135,6 +135,23 @@ fn declared_files(
     (files, load)
 }
 
+/// What a request that names no `person-source` (or no `skill-policy`) composes with:
+/// the home's settings (`Settings::request_defaults` makes them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestDefaults {
+    /// The person source and libraries; `Err` holds the refusal of a home whose
+    /// `person_policy: external-only` selects no external source.
+    pub selection: Result<Selection, Findings>,
+    pub skill_policy: acompose_engine::skill_rules::SkillPolicy,
+}
+
+impl Default for RequestDefaults {
+    /// No home: the embedded roster, skill policy `warn`.
+    fn default() -> Self {
+        RequestDefaults { selection: Ok(Selection::embedded()), skill_policy: Default::default() }
+    }
+}
+
 /// Everything `compose` resolved, ready to materialize.
 pub struct Prepared<'db> {
     /// The bundle as the database holds it (borrowed: a 200-source bundle holds every
@@ -218,6 +235,33 @@ fn request_sources(
     (sources, diagnostics)
 }
 
+/// The person source a request composes with: its own `person-source` (with its own
+/// libraries), else the home's (with the home's libraries, then the request's).
+fn request_selection(
+    request: &acompose_engine::request::Request,
+    defaults: &RequestDefaults,
+    locate: &dyn Fn(&str) -> Location,
+) -> Result<Selection, HostError> {
+    let libraries = request.personality_libraries.iter().map(|text| locate(text));
+    match request.person_source.as_deref() {
+        Some(text) => {
+            let person = locate(text);
+            Ok(Selection { core_rules: person == Location::Embedded, person, libraries: libraries.collect() })
+        }
+        None => match &defaults.selection {
+            Ok(selection) => {
+                let mut selection = selection.clone();
+                selection.libraries.extend(libraries);
+                Ok(selection)
+            }
+            Err(findings) => Err(HostError::Diagnostics {
+                subject: crate::home::EXTERNAL_ONLY_SUBJECT.to_owned(),
+                findings: findings.clone(),
+            }),
+        },
+    }
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
 /// are as the caller was given them (labels are made from them) and are read where the
 /// loader finds them on disk (see [`Loader::on_disk`]).
@@ -227,6 +271,7 @@ pub fn prepare<'db>(
     request_path: &Path,
     projects: &Path,
     skill_policy: Option<acompose_engine::skill_rules::SkillPolicy>,
+    defaults: &RequestDefaults,
 ) -> Result<Prepared<'db>, HostError> {
     let label = label_of(request_path);
     let on_disk = loader.on_disk(request_path);
@@ -253,12 +298,7 @@ pub fn prepare<'db>(
     let locate = |text: &str| {
         if text == EMBEDDED { Location::Embedded } else { Location::Directory(folder.join(text)) }
     };
-    let person = request.person_source.as_deref().map_or(Location::Embedded, locate);
-    let selection = Selection {
-        core_rules: person == Location::Embedded,
-        person,
-        libraries: request.personality_libraries.iter().map(|text| locate(text)).collect(),
-    };
+    let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
 
     // A compiled bundle inlines its skills' text; any other keeps only their summaries in
@@ -288,8 +328,9 @@ pub fn prepare<'db>(
         label.clone(),
         request.role.as_ref().map(|(_, span)| *span),
         request.model_tier.as_ref().map(|(_, span)| *span),
-        // A policy given by the caller (`compose --strict`) wins over the request's own.
-        skill_policy.or(request.skill_policy).unwrap_or_default(),
+        // A policy given by the caller (`compose --strict`) wins over the request's own,
+        // which wins over the home's.
+        skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy),
     );
     let db: &'db Database = db;
     let result = composition_bundle(db, composition);

@@ -47,9 +47,10 @@ impl Sources {
         request_path: &Path,
         projects: &Path,
         skill_policy: Option<SkillPolicy>,
+        defaults: &request::RequestDefaults,
     ) -> Result<(Prepared<'_>, &Loader), HostError> {
         let Self { database, loader } = self;
-        let prepared = request::prepare(database, loader, request_path, projects, skill_policy)?;
+        let prepared = request::prepare(database, loader, request_path, projects, skill_policy, defaults)?;
         Ok((prepared, loader))
     }
 }

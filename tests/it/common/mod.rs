@@ -253,7 +253,7 @@ pub fn change_estate(home: &Path, projects: &Path, round: usize) {
     backdate_tree(projects);
 }
 
-fn write_file(path: &Path, text: &str) {
+pub fn write_file(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(path, text).expect("write");
 }
@@ -401,6 +401,7 @@ pub fn compose_in_process(root: &Path, projects_root: Option<&str>) -> Output {
         home: Some(root.join("no-home/.agent-compose")),
         out: PathBuf::from("out"),
         projects: projects_root.map_or_else(|| root.join("no-home/projects"), PathBuf::from),
+        defaults: acompose_driver::request::RequestDefaults::default(),
     };
     Output::from(compose_output(&args, &places, &acompose_cli::terminal::Terminal::plain()))
 }

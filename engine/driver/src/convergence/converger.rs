@@ -330,7 +330,7 @@ impl Converger {
         reload: bool,
         progress: &dyn Progress,
     ) -> Result<(PersonSource, PersonModel), HostError> {
-        let selection = selection_for(config, home);
+        let selection = selection_for(config, home)?;
         let source = if reload || self.loader.observed().is_empty() {
             self.loader.load(&mut self.db, &selection)
         } else {
