@@ -22,7 +22,7 @@ use crate::catalogue::catalogue_names;
 use crate::catalogue::{Catalogue, CatalogueListing, SkillBudget, SkillKind, catalogue_listing};
 use crate::db::{PersonSource, SourceFile};
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
-use crate::person::{PersonModel, Role, validate::person_model};
+use crate::person::{PersonModel, validate::person_model};
 use crate::provider::RoleView;
 use crate::request::Delivery;
 use crate::selector::Pattern;
@@ -307,11 +307,17 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         taken: BTreeMap::new(),
         reserved: BTreeMap::new(),
     };
+    let written = RoleAndTier {
+        slug: &slug,
+        role_span: composition.role_span(db),
+        tier: &tier,
+        tier_span: composition.tier_span(db),
+        file: &resolver.request_path,
+    };
+    resolver.diagnostics.extend(role_and_tier_diagnostics(model, &written));
     let Some(role) = model.role(&slug) else {
-        resolver.report_unknown_role(model);
         return Parsed::new(None, resolver.diagnostics);
     };
-    resolver.check_model_tier(role, &tier);
 
     // 1. Roles.
     resolver.decide_roles(model);
@@ -351,40 +357,63 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     Parsed::new(Some(resolution), resolver.diagnostics)
 }
 
-impl Resolver<'_> {
-    /// Reports an assigned role the person package does not declare.
-    fn report_unknown_role(&mut self, model: &PersonModel) {
+/// The role and model tier a request (or a launch) asks for, and where it wrote them.
+pub struct RoleAndTier<'a> {
+    pub slug: &'a str,
+    pub role_span: Option<Span>,
+    pub tier: &'a str,
+    pub tier_span: Option<Span>,
+    /// The file the role and tier are written in, as shown.
+    pub file: &'a str,
+}
+
+/// The mistakes of a requested role and tier against the roster, each independent of the
+/// others: an unknown role (with the closest roster role), a tier that does not exist
+/// (reported whether or not the role is known), and a tier the role does not support
+/// (only for a known role, since an unknown role supports nothing).
+pub fn role_and_tier_diagnostics(model: &PersonModel, written: &RoleAndTier<'_>) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let role = model.role(written.slug);
+    if role.is_none() {
         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-        self.error(
+        let mut diagnostic = Diagnostic::error(
             "unknown-role",
-            self.request_path.clone(),
-            self.composition.role_span(self.db),
-            format!("role `{}` is not in `{}`", sanitize(&self.slug), model.source),
-            format!("valid roles: {}", known.join(", ")),
+            format!("role `{}` is not in `{}`", sanitize(written.slug), model.source),
+        )
+        .in_file(written.file)
+        .at(written.role_span);
+        if let Some(suggestion) = crate::suggest::did_you_mean(written.slug, known.iter().copied()) {
+            diagnostic = diagnostic.hint(suggestion);
+        }
+        diagnostics.push(diagnostic.hint(format!("valid roles: {}", known.join(", "))));
+    }
+    if !crate::person::MODEL_TIERS.contains(&written.tier) {
+        let mut diagnostic =
+            Diagnostic::error("unknown-model-tier", format!("`{}` is not a model tier", sanitize(written.tier)))
+                .in_file(written.file)
+                .at(written.tier_span);
+        if let Some(suggestion) = crate::suggest::did_you_mean(written.tier, crate::person::MODEL_TIERS.iter().copied())
+        {
+            diagnostic = diagnostic.hint(suggestion);
+        }
+        diagnostics.push(diagnostic.hint("model tiers are `frontier`, `commodity` and `oss`"));
+    } else if let Some(role) = role
+        && !role.model_tiers.iter().any(|supported| supported == written.tier)
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                "unsupported-tier",
+                format!("role `{}` does not support the `{}` model tier", role.slug, written.tier),
+            )
+            .in_file(written.file)
+            .at(written.tier_span)
+            .hint(format!("use one of {}", role.model_tiers.join(", "))),
         );
     }
+    diagnostics
+}
 
-    /// Reports a model tier that does not exist or that the assigned role does not support.
-    fn check_model_tier(&mut self, role: &Role, tier: &str) {
-        if !crate::person::MODEL_TIERS.contains(&tier) {
-            self.error(
-                "unknown-model-tier",
-                self.request_path.clone(),
-                self.composition.tier_span(self.db),
-                format!("`{}` is not a model tier", sanitize(tier)),
-                "model tiers are `frontier`, `commodity` and `oss`",
-            );
-        } else if !role.model_tiers.iter().any(|supported| supported == tier) {
-            self.error(
-                "unsupported-tier",
-                self.request_path.clone(),
-                self.composition.tier_span(self.db),
-                format!("role `{}` does not support the `{tier}` model tier", self.slug),
-                format!("use one of {}", role.model_tiers.join(", ")),
-            );
-        }
-    }
-
+impl Resolver<'_> {
     /// Decides the roles: the assigned one delivered, every other one of the roster inactive.
     fn decide_roles(&mut self, model: &PersonModel) {
         self.decide(

@@ -32,6 +32,7 @@ pub mod selector;
 pub mod snapshot;
 pub mod store;
 pub mod strict;
+pub mod suggest;
 pub mod summarized;
 
 pub mod skill;

@@ -231,11 +231,16 @@ impl RootReading<'_> {
         let known_hint = known_repositories_hint(&self.root);
         for (id, span) in references {
             if !self.repository_ids.contains(&id) {
+                let ids = self.root.repositories.iter().map(|repository| repository.id.as_str());
+                let hint = match crate::suggest::did_you_mean(&id, ids) {
+                    Some(suggestion) => format!("{suggestion} {known_hint}"),
+                    None => known_hint.clone(),
+                };
                 self.reader.report(
                     "unknown-repository",
                     span,
                     format!("repository `{}` is not declared in `repositories`", sanitize(&id)),
-                    known_hint.clone(),
+                    hint,
                 );
             }
         }
@@ -271,6 +276,40 @@ fn known_repositories_hint(root: &TrustedRoot) -> String {
         }
         _ => format!("declared: {}", known.join(", ")),
     }
+}
+
+/// Roles a trusted root names that the selected roster does not have: their admissions
+/// apply to no role, which is almost always a typo. A warning each, with the closest
+/// roster role; an error when `strict` (skill policy `strict`). `roster` is the roster's
+/// label (`person:<name>`), `slugs` its roles. Not a query: it reads the memoized
+/// `trusted_root`, so no role's composition depends on another role's block.
+pub fn roles_missing_from_roster(
+    db: &dyn salsa::Database,
+    roles_file: SourceFile,
+    roster: &str,
+    slugs: &[&str],
+    strict: bool,
+) -> Vec<crate::diagnostic::Diagnostic> {
+    let path = roles_file.display_path(db);
+    let mut diagnostics = Vec::new();
+    for role in &trusted_root(db, roles_file).value.roles {
+        if slugs.contains(&role.slug.as_str()) {
+            continue;
+        }
+        let message =
+            format!("role `{}` is not a role of `{roster}`: its admissions apply to no role", sanitize(&role.slug));
+        let diagnostic = if strict {
+            crate::diagnostic::Diagnostic::error("role-not-in-roster", message)
+        } else {
+            crate::diagnostic::Diagnostic::warning("role-not-in-roster", message)
+        };
+        let mut diagnostic = diagnostic.in_file(path.clone()).at(Some(role.span));
+        if let Some(hint) = crate::suggest::did_you_mean(&role.slug, slugs.iter().copied()) {
+            diagnostic = diagnostic.hint(hint);
+        }
+        diagnostics.push(diagnostic.hint(format!("roles of `{roster}`: {}", slugs.join(", "))));
+    }
+    crate::diagnostic::bound_per_file(diagnostics)
 }
 
 /// What one role sees of a trusted root: every repository, the globals, the

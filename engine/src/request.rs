@@ -58,6 +58,10 @@ pub struct Request {
     pub person_policy: PersonPolicy,
     /// `skill-policy`: what Agent Skills findings do; `None` is the default (`warn`).
     pub skill_policy: Option<crate::skill_rules::SkillPolicy>,
+    /// Whether a `person-source` or `personality-library` node was written but refused:
+    /// the person source the request means is then unknown, and nothing is checked
+    /// against a roster.
+    pub person_nodes_refused: bool,
 }
 
 /// Checks a path written in a request: relative, `/`-separated, no `..`, not empty.
@@ -199,6 +203,7 @@ fn unset_request() -> Request {
         sources: Vec::new(),
         person_policy: PersonPolicy::Default,
         skill_policy: None,
+        person_nodes_refused: false,
     }
 }
 
@@ -233,6 +238,17 @@ struct ComposeReading<'a> {
 impl ComposeReading<'_> {
     /// Reads one child of `compose` by its name.
     fn read_child(&mut self, child: &Node) {
+        let before = self.reader.diagnostics.len();
+        self.read_child_node(child);
+        if matches!(child.name.as_str(), "person-source" | "personality-library")
+            && self.reader.diagnostics[before..].iter().any(Diagnostic::is_error)
+        {
+            self.request.person_nodes_refused = true;
+        }
+    }
+
+    /// Reads one child of `compose`, whichever node it is.
+    fn read_child_node(&mut self, child: &Node) {
         match child.name.as_str() {
             "person-source" | "role" | "delivery" | "model-tier" => self.read_setting(child),
             "person-policy" | "density" => self.read_policy_or_density(child),

@@ -19,6 +19,7 @@ mod host_delivery;
 mod incremental;
 mod launch;
 mod no_panic;
+mod one_run;
 mod people;
 mod roster;
 mod serve;

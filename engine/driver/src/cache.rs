@@ -668,6 +668,14 @@ pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::transaction::Hoo
     write_named(home, CACHE_FILE, &mut |out| cache.write_text(out), hooks)
 }
 
+/// Removes the fingerprint cache, so the next bare run converges in full (a convergence
+/// that warned, whose warnings must be shown again). A cache that cannot be removed is
+/// left: the next run still checks it and, finding the warning's input unchanged, says
+/// so.
+pub fn forget(home: &Path) {
+    let _ = std::fs::remove_file(home.join(CACHE_DIR).join(CACHE_FILE));
+}
+
 /// Writes a cache as `<home>/cache/<name>`; any failure writes nothing (a composition's
 /// cache only saves time).
 pub fn store_cache_named(home: &Path, name: &str, cache: &Cache) {

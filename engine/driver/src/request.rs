@@ -262,6 +262,38 @@ fn request_selection(
     }
 }
 
+/// The mistakes of a request that did not read cleanly about its role and tier, checked
+/// against the roster it names: nothing when its person source nodes were refused, it
+/// names no role, or the roster cannot be selected; the roster's own errors when it is
+/// invalid (they are independent of the request's).
+fn roster_mistakes(
+    db: &mut Database,
+    loader: &mut Loader,
+    request: &acompose_engine::request::Request,
+    defaults: &RequestDefaults,
+    locate: &dyn Fn(&str) -> Location,
+    label: &str,
+) -> Vec<Diagnostic> {
+    let Some((slug, role_span)) = request.role.as_ref().filter(|_| !request.person_nodes_refused) else {
+        return Vec::new();
+    };
+    let Ok(selection) = request_selection(request, defaults, locate) else { return Vec::new() };
+    let source = loader.load(db, &selection);
+    let model = acompose_engine::person::person_model(db, source);
+    if model.has_errors() {
+        return model.diagnostics.clone();
+    }
+    let tier = request.model_tier.as_ref();
+    let written = acompose_engine::compose::RoleAndTier {
+        slug,
+        role_span: Some(*role_span),
+        tier: tier.map_or("frontier", |(tier, _)| tier.as_str()),
+        tier_span: tier.map(|(_, span)| *span),
+        file: label,
+    };
+    acompose_engine::compose::role_and_tier_diagnostics(&model.value, &written)
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
 /// are as the caller was given them (labels are made from them) and are read where the
 /// loader finds them on disk (see [`Loader::on_disk`]).
@@ -285,19 +317,27 @@ pub fn prepare<'db>(
         })
     };
     let parsed = parse_request(&text, &label);
-    if parsed.has_errors() {
-        return Err(HostError::Diagnostics {
-            subject: format!("request `{label}` is invalid"),
-            findings: findings(&parsed.diagnostics, &texts, loader, db),
-        });
-    }
-    // Warnings about request nodes that are read but ignored are shown with the rest.
-    let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let folder = request_path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let folder = if folder.as_os_str().is_empty() { PathBuf::from(".") } else { folder };
     let locate = |text: &str| {
         if text == EMBEDDED { Location::Embedded } else { Location::Directory(folder.join(text)) }
     };
+    if parsed.has_errors() {
+        // Every mistake of the request in one run: its role and tier are still checked
+        // against the roster it names, when that much of it could be read.
+        let mut diagnostics = parsed.diagnostics.clone();
+        diagnostics.extend(roster_mistakes(db, loader, &parsed.value, defaults, &locate, &label));
+        // The request's own mistakes in the order they are written, then the others.
+        diagnostics.sort_by_key(|diagnostic| {
+            (diagnostic.file.as_deref() != Some(label.as_str()), diagnostic.span.map(|span| span.offset))
+        });
+        return Err(HostError::Diagnostics {
+            subject: format!("request `{label}` is invalid"),
+            findings: findings(&diagnostics, &texts, loader, db),
+        });
+    }
+    // Warnings about request nodes that are read but ignored are shown with the rest.
+    let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
 
@@ -315,6 +355,9 @@ pub fn prepare<'db>(
             texts.by_path.insert(roles_file.display_path(db), text);
         }
     }
+    let policy = skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy);
+    let model = &acompose_engine::person::person_model(db, source).value;
+    diagnostics.extend(crate::convergence::converger::roster_role_diagnostics(db, &sources, model, policy));
     let repositories =
         crate::convergence::converger::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let composition = Composition::new(
@@ -330,7 +373,7 @@ pub fn prepare<'db>(
         request.model_tier.as_ref().map(|(_, span)| *span),
         // A policy given by the caller (`compose --strict`) wins over the request's own,
         // which wins over the home's.
-        skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy),
+        policy,
     );
     let db: &'db Database = db;
     let result = composition_bundle(db, composition);

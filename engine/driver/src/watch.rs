@@ -14,7 +14,7 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 
 use crate::cache;
 use crate::convergence::converger::{Converger, Report};
-use crate::convergence::fingerprints;
+use crate::convergence::keep_fingerprints;
 use crate::error::HostError;
 use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, LOCK_TIMEOUT, create_home, read_config};
 use crate::observe::Observed;
@@ -94,7 +94,7 @@ impl Watcher {
         let mut converger = Converger::default();
         converger.defer_pruning = true;
         let report = converge_locked(&mut converger, &home, &projects, &config, progress, true)?;
-        if let Err(message) = cache::store(&home, &fingerprints(&converger, &home, &projects, &report), &mut NoFaults) {
+        if let Err(message) = keep_fingerprints(&converger, &home, &projects, &report, &mut NoFaults) {
             progress.warn(&message);
         }
         let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
@@ -222,11 +222,7 @@ impl Watcher {
         prune_locked(&mut self.converger, &self.home, Duration::from_millis(50));
         if self.cache_stale {
             // Saved again at the next quiet moment; a failure here was warned about at start.
-            let _ = cache::store(
-                &self.home,
-                &fingerprints(&self.converger, &self.home, &self.projects, &self.last_report),
-                &mut NoFaults,
-            );
+            let _ = keep_fingerprints(&self.converger, &self.home, &self.projects, &self.last_report, &mut NoFaults);
             self.cache_stale = false;
         }
     }
@@ -237,11 +233,7 @@ impl Watcher {
         prune_locked(&mut self.converger, &self.home, Duration::from_secs(5));
         if self.cache_stale {
             // Saved again at the next quiet moment; a failure here was warned about at start.
-            let _ = cache::store(
-                &self.home,
-                &fingerprints(&self.converger, &self.home, &self.projects, &self.last_report),
-                &mut NoFaults,
-            );
+            let _ = keep_fingerprints(&self.converger, &self.home, &self.projects, &self.last_report, &mut NoFaults);
         }
     }
 }

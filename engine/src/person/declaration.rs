@@ -2,7 +2,7 @@
 //! These are the per-file firewall queries: editing one file re-runs only its own
 //! declaration. Cross-file rules (references, Core rules, colours) live in `validate`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span};
@@ -67,6 +67,9 @@ pub(crate) struct RoleDeclaration {
     pub copy_contract: Option<CopyContract>,
     pub briefing: Option<Spanned<String>>,
     pub inspirations: Vec<InspirationUse>,
+    /// Nodes written but refused with a diagnostic already (or misspelled: the node a
+    /// misspelling most likely meant), so the rules about a missing node stay quiet.
+    pub broken: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -218,41 +221,61 @@ fn read_role(reader: &mut Reader<'_>, node: &Node) -> Option<RoleDeclaration> {
         copy_contract: None,
         briefing: None,
         inspirations: Vec::new(),
+        broken: BTreeSet::new(),
     };
     let mut seen = BTreeMap::new();
     for child in &node.children {
-        match child.name.as_str() {
-            "display-name" | "purpose" | "skill" | "briefing" => read_role_text(reader, &mut seen, child, &mut role),
-            "model-tier" | "personality" => read_role_list(reader, &mut seen, child, &mut role),
-            "method" => {
-                if let Some(method) = read_method(reader, child) {
-                    role.methods.push(method);
-                }
-            }
-            "identity" => {
-                if let Some(identity) = read_role_identity(reader, &mut seen, child) {
-                    role.identity = Some(identity);
-                }
-            }
-            "agent" | "seat" => {
-                if let Some(seat) = read_seat(reader, child) {
-                    role.seats.push(seat);
-                }
-            }
-            "copy-contract" => {
-                if let Some(contract) = read_copy_contract(reader, &mut seen, child) {
-                    role.copy_contract = Some(contract);
-                }
-            }
-            "inspiration" => {
-                if let Some(inspiration) = read_inspiration_use(reader, child) {
-                    role.inspirations.push(inspiration);
-                }
-            }
-            _ => reader.unknown_node(child, "a `role`", ROLE_CHILDREN),
+        let before = reader.diagnostics.len();
+        read_role_child(reader, &mut seen, child, &mut role);
+        if reader.diagnostics.len() > before {
+            let name = if ROLE_CHILDREN.contains(&child.name.as_str()) {
+                Some(child.name.clone())
+            } else {
+                crate::suggest::closest(&child.name, ROLE_CHILDREN.iter().copied()).map(str::to_owned)
+            };
+            role.broken.extend(name);
         }
     }
     Some(role)
+}
+
+/// One child of a `role` node, by its name.
+fn read_role_child(
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeMap<String, Span>,
+    child: &Node,
+    role: &mut RoleDeclaration,
+) {
+    match child.name.as_str() {
+        "display-name" | "purpose" | "skill" | "briefing" => read_role_text(reader, seen, child, role),
+        "model-tier" | "personality" => read_role_list(reader, seen, child, role),
+        "method" => {
+            if let Some(method) = read_method(reader, child) {
+                role.methods.push(method);
+            }
+        }
+        "identity" => {
+            if let Some(identity) = read_role_identity(reader, seen, child) {
+                role.identity = Some(identity);
+            }
+        }
+        "agent" | "seat" => {
+            if let Some(seat) = read_seat(reader, child) {
+                role.seats.push(seat);
+            }
+        }
+        "copy-contract" => {
+            if let Some(contract) = read_copy_contract(reader, seen, child) {
+                role.copy_contract = Some(contract);
+            }
+        }
+        "inspiration" => {
+            if let Some(inspiration) = read_inspiration_use(reader, child) {
+                role.inspirations.push(inspiration);
+            }
+        }
+        _ => reader.unknown_node(child, "a `role`", ROLE_CHILDREN),
+    }
 }
 
 /// `display-name`, `purpose`, `skill` and `briefing`: one non-empty string each.

@@ -17,11 +17,14 @@ enum Presence {
 pub(crate) struct Reader<'a> {
     pub path: &'a str,
     pub diagnostics: Vec<Diagnostic>,
+    /// Properties reported as misspellings, by the node they were on (its name's span)
+    /// and the property they most likely meant: that property is not reported missing too.
+    misspelled: Vec<(Span, String)>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(path: &'a str) -> Self {
-        Self { path, diagnostics: Vec::new() }
+        Self { path, diagnostics: Vec::new(), misspelled: Vec::new() }
     }
 
     pub fn report(&mut self, code: &'static str, span: Span, message: impl Into<String>, hint: impl Into<String>) {
@@ -85,10 +88,14 @@ impl<'a> Reader<'a> {
         let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
         for property in &node.properties {
             if !allowed.contains(&property.name.as_str()) {
-                let expected = if allowed.is_empty() {
-                    format!("`{}` takes no properties", node.name)
-                } else {
-                    format!("`{}` accepts {}", node.name, quoted_list(allowed))
+                let unwritten = allowed.iter().copied().filter(|name| node.property(name).is_none());
+                let expected = match crate::suggest::closest(&property.name, unwritten) {
+                    Some(meant) => {
+                        self.misspelled.push((node.name_span, meant.to_owned()));
+                        format!("did you mean `{meant}`? `{}` accepts {}", node.name, quoted_list(allowed))
+                    }
+                    None if allowed.is_empty() => format!("`{}` takes no properties", node.name),
+                    None => format!("`{}` accepts {}", node.name, quoted_list(allowed)),
                 };
                 self.report(
                     "unknown-property",
@@ -133,7 +140,8 @@ impl<'a> Reader<'a> {
                 }
             },
             None => {
-                if presence == Presence::Required {
+                let misspelled = self.misspelled.iter().any(|(span, meant)| *span == node.name_span && meant == name);
+                if presence == Presence::Required && !misspelled {
                     self.report(
                         "missing-property",
                         node.name_span,
@@ -159,11 +167,15 @@ impl<'a> Reader<'a> {
 
     /// Reports a node that is not part of the grammar at this place.
     pub(crate) fn unknown_node(&mut self, node: &Node, place: &str, known: &[&str]) {
+        let hint = match crate::suggest::closest(&node.name, known.iter().copied()) {
+            Some(meant) => format!("did you mean `{meant}`? expected one of {}", quoted_list(known)),
+            None => format!("expected one of {}", quoted_list(known)),
+        };
         self.report(
             "unknown-node",
             node.name_span,
             format!("unknown node `{}` in {place}", sanitize(&node.name)),
-            format!("expected one of {}", quoted_list(known)),
+            hint,
         );
     }
 

@@ -105,7 +105,8 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
     let mut inspirations = InspirationRegistry::declared_by(&mut context, &layouts);
     let catalogue = load_personality_catalogue(&mut context, &packages, &layouts, &mut inspirations);
     let layout = layouts[0];
-    let roles = load_roles(&mut context, package, layout, &catalogue.personalities, &mut inspirations, core);
+    let personalities = (catalogue.personalities.as_slice(), &catalogue.broken);
+    let roles = load_roles(&mut context, package, layout, personalities, &mut inspirations, core);
     // When a declaration file does not parse, its references are unknown, so rules
     // about unused entries would only repeat the parse error.
     let incomplete = catalogue.incomplete || roles.incomplete;
@@ -115,8 +116,12 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
     let invariant = read_invariant(&mut context, package, layout);
 
     if core && !incomplete {
-        let locations =
-            CoreLocations { manifest: layout.manifest, roles: &roles.files, personalities: &catalogue.locations };
+        let locations = CoreLocations {
+            manifest: layout.manifest,
+            roles: &roles.files,
+            personalities: &catalogue.locations,
+            declared: (roles.roles.len() + roles.broken.len(), catalogue.personalities.len() + catalogue.broken.len()),
+        };
         check_core(&mut context, package, &roles.roles, &catalogue.personalities, &locations);
     }
 
@@ -255,6 +260,9 @@ struct PersonalityCatalogue {
     locations: BTreeMap<String, (SourceFile, Span)>,
     /// Whether a personality file did not parse.
     incomplete: bool,
+    /// Personalities declared whose own errors kept them out (by slug, or by file name
+    /// when the file did not parse): roles naming one do not report it unknown.
+    broken: BTreeSet<String>,
 }
 
 /// One package being read: its handle and the files it holds.
@@ -272,8 +280,12 @@ fn load_personality_catalogue(
     inspirations: &mut InspirationRegistry,
 ) -> PersonalityCatalogue {
     let db = context.db;
-    let mut catalogue =
-        PersonalityCatalogue { personalities: Vec::new(), locations: BTreeMap::new(), incomplete: false };
+    let mut catalogue = PersonalityCatalogue {
+        personalities: Vec::new(),
+        locations: BTreeMap::new(),
+        incomplete: false,
+        broken: BTreeSet::new(),
+    };
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
     for (&package, &layout) in packages.iter().zip(layouts) {
         let files = PackageFiles { package, layout };
@@ -283,6 +295,7 @@ fn load_personality_catalogue(
             context.extend(&parsed.diagnostics);
             let Some(declaration) = &parsed.value else {
                 catalogue.incomplete = true;
+                catalogue.broken.insert(numbered.slug.clone());
                 continue;
             };
             check_file_name(context, numbered.file, &numbered.slug, &declaration.slug, "personality");
@@ -302,6 +315,8 @@ fn load_personality_catalogue(
             {
                 catalogue.locations.insert(personality.slug.clone(), (numbered.file, declaration.slug.span));
                 catalogue.personalities.push(Personality { inspirations: references, ..personality });
+            } else {
+                catalogue.broken.insert(declaration.slug.value.clone());
             }
         }
         check_definitions(context, package, layout, &bound);
@@ -586,6 +601,8 @@ struct CoreLocations<'a> {
     manifest: Option<SourceFile>,
     roles: &'a [(SourceFile, Span)],
     personalities: &'a BTreeMap<String, (SourceFile, Span)>,
+    /// Roles and personalities declared, those whose own errors kept them out included.
+    declared: (usize, usize),
 }
 
 fn report_at(
@@ -612,18 +629,19 @@ fn check_core(
 ) {
     let role_files = locations.roles;
     let manifest = locations.manifest.map(|file| (file, None));
-    if roles.len() != CORE_ROLE_COUNT {
+    let (declared_roles, declared_personalities) = locations.declared;
+    if declared_roles != CORE_ROLE_COUNT {
         report_at(
             context,
             package,
             manifest,
             "roles",
             "core-role-count",
-            format!("Core declares {} roles, exactly {CORE_ROLE_COUNT} are required", roles.len()),
+            format!("Core declares {declared_roles} roles, exactly {CORE_ROLE_COUNT} are required"),
             "the embedded default has seven roles",
         );
     }
-    if personalities.len() != CORE_PERSONALITY_COUNT {
+    if declared_personalities != CORE_PERSONALITY_COUNT {
         report_at(
             context,
             package,
@@ -631,8 +649,7 @@ fn check_core(
             "personalities",
             "core-personality-count",
             format!(
-                "Core declares {} personalities, exactly {CORE_PERSONALITY_COUNT} are required",
-                personalities.len()
+                "Core declares {declared_personalities} personalities, exactly {CORE_PERSONALITY_COUNT} are required"
             ),
             "the embedded default has ten personalities",
         );

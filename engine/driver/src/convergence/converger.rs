@@ -6,9 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use acompose_engine::bundle::{Bundle, composition_bundle};
-use acompose_engine::compose::{Composition, CompositionSource, RepositoryInput, SourceKind};
+use acompose_engine::compose::{
+    Composition, CompositionSource, RepositoryInput, RoleAndTier, SourceKind, role_and_tier_diagnostics,
+};
 use acompose_engine::convergence::roster_files;
 use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::diagnostic::sanitize;
 use acompose_engine::host_config::HostConfig;
 use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
@@ -45,6 +48,10 @@ pub struct Report {
     /// The registered projections whose role got a new bundle: re-projected, or left
     /// alone and why.
     pub followed: Vec<crate::projections::Followed>,
+    /// How many warnings the convergence met (shown through `Progress`). A convergence
+    /// that warned leaves no fast-path fingerprints, so its warnings are shown on every
+    /// run until they are fixed.
+    pub warnings: usize,
 }
 
 /// The live state: database, loader and one composition input per role.
@@ -61,6 +68,8 @@ pub struct Converger {
     prune_pending: Vec<(PathBuf, Vec<String>)>,
     /// The home's store, with the slices this converger already wrote or checked.
     store: Option<crate::store::Store>,
+    /// Warnings the last reading of the person source met.
+    person_warnings: usize,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -268,8 +277,10 @@ impl Converger {
         let estate = self.read_estate(projects, config, reload, progress);
         let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
         progress.phase("resolve and build bundles");
-        let bundles = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
+        let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
+        let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)?;
         let mut report = Report {
+            warnings: warnings + self.person_warnings,
             source: model.source.clone(),
             roles: model.roles.len(),
             personalities: model.personalities.len(),
@@ -342,6 +353,7 @@ impl Converger {
         if parsed.has_errors() {
             return Err(HostError::Diagnostics { subject: "the person source is invalid".to_owned(), findings });
         }
+        self.person_warnings = findings.diagnostics.len();
         if !findings.is_empty() {
             progress.diagnostics(&findings);
         }
@@ -450,23 +462,25 @@ impl Converger {
         let RoleRequest { role, tier, bundles } = *request;
         self.loader.summarize_skills(true);
         let (source, model) = self.read_person_source(home, config, true, progress)?;
-        if model.role(role).is_none() {
-            let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-            return Err(HostError::invalid(
-                home,
-                format!(
-                    "`{}` is not a role of `{}`; valid roles: {}",
-                    acompose_engine::diagnostic::sanitize(role),
-                    model.source,
-                    slugs.join(", ")
-                ),
-            ));
+        // What is wrong with the request is said before anything about the estate.
+        let written = RoleAndTier { slug: role, role_span: None, tier, tier_span: None, file: "" };
+        let mistakes: Vec<Diagnostic> = role_and_tier_diagnostics(&model, &written)
+            .into_iter()
+            .map(|mut diagnostic| {
+                diagnostic.file = None;
+                diagnostic
+            })
+            .collect();
+        if !mistakes.is_empty() {
+            let subject = format!("cannot launch `{}` at tier `{}`", sanitize(role), sanitize(tier));
+            return Err(HostError::Diagnostics { subject, findings: Findings::collect(mistakes, |_| None) });
         }
         let estate = self.read_estate(projects, config, true, progress);
         let composition =
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
         let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
-        let resolved = resolved_bundles(&self.db, &self.loader, &roles, progress)?;
+        let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
+        let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)?;
         let Some(bundle) = resolved.first().map(|resolved| resolved.bundle) else {
             return Err(HostError::invalid(home, format!("role `{role}` resolved to no bundle")));
         };
@@ -555,9 +569,9 @@ fn resolved_bundles<'db>(
     db: &'db Database,
     loader: &Loader,
     roles: &'db [(String, String, Composition)],
+    mut diagnostics: Vec<Diagnostic>,
     progress: &dyn Progress,
-) -> Result<Vec<Resolved<'db>>, HostError> {
-    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+) -> Result<(Vec<Resolved<'db>>, usize), HostError> {
     let mut bundles = Vec::new();
     for (role, tier, composition) in roles {
         let result = composition_bundle(db, *composition);
@@ -575,7 +589,27 @@ fn resolved_bundles<'db>(
     if !findings.is_empty() {
         progress.diagnostics(&findings);
     }
-    Ok(bundles)
+    Ok((bundles, findings.diagnostics.len()))
+}
+
+/// Roles the trusted roots among `sources` name that `model` lacks: a warning each (an
+/// error under skill policy `strict`), with the closest roster role.
+pub(crate) fn roster_role_diagnostics(
+    db: &Database,
+    sources: &[CompositionSource],
+    model: &PersonModel,
+    policy: acompose_engine::skill_rules::SkillPolicy,
+) -> Vec<Diagnostic> {
+    let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+    let strict = policy == acompose_engine::skill_rules::SkillPolicy::Strict;
+    sources
+        .iter()
+        .filter(|source| source.kind == SourceKind::Root)
+        .filter_map(|source| acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles)
+        .flat_map(|roles_file| {
+            acompose_engine::provider::roles_missing_from_roster(db, roles_file, &model.source, &slugs, strict)
+        })
+        .collect()
 }
 
 /// Materialize, first step: records the bundles this run will create before any folder

@@ -66,7 +66,7 @@ pub fn converge_home_with(
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
     let report = converger.converge(home, projects, &config, progress, hooks, true)?;
-    if let Err(message) = cache::store(home, &fingerprints(&converger, home, projects, &report), hooks) {
+    if let Err(message) = keep_fingerprints(&converger, home, projects, &report, hooks) {
         progress.warn(&message);
     }
     let counters = converger.loader.counters;
@@ -79,6 +79,23 @@ pub fn converge_home_with(
         queries_reused: report.queries_reused,
     };
     Ok(BareRun::Converged { report, stats, converger })
+}
+
+/// Saves the fingerprints of a finished convergence for the next run's fast path, or,
+/// when it warned, removes them: a warning is shown on every run until it is fixed, and
+/// the fast path prints none.
+pub fn keep_fingerprints(
+    converger: &Converger,
+    home: &Path,
+    projects: &Path,
+    report: &Report,
+    hooks: &mut dyn Hooks,
+) -> Result<(), String> {
+    if report.warnings > 0 {
+        cache::forget(home);
+        return Ok(());
+    }
+    cache::store(home, &fingerprints(converger, home, projects, report), hooks)
 }
 
 /// The fast path: the cache says nothing changed, at a glance (stats only) or after

@@ -22,6 +22,9 @@ pub(super) struct RoleList {
     pub(super) files: Vec<(SourceFile, Span)>,
     /// Whether a role file did not parse.
     pub(super) incomplete: bool,
+    /// Roles declared whose own errors kept them out of the list (by slug, or by file
+    /// name when the file did not parse): counted by the Core rules, never reported again.
+    pub(super) broken: BTreeSet<String>,
 }
 
 /// Reads the roles of a person package; a library has none.
@@ -29,21 +32,24 @@ pub(super) fn load_roles(
     context: &mut Context<'_>,
     package: Package,
     layout: &PackageLayout,
-    personalities: &[Personality],
+    personalities: (&[Personality], &BTreeSet<String>),
     inspirations: &mut InspirationRegistry,
     core: bool,
 ) -> RoleList {
     let db = context.db;
-    let mut list = RoleList { roles: Vec::new(), files: Vec::new(), incomplete: false };
+    let (personalities, broken_personalities) = personalities;
+    let mut list = RoleList { roles: Vec::new(), files: Vec::new(), incomplete: false, broken: BTreeSet::new() };
     if package.kind(db) != PackageKind::Person {
         return list;
     }
-    let mut role_context = RoleContext { layout, personalities, methods_seen: BTreeMap::new(), core };
+    let mut role_context =
+        RoleContext { layout, personalities, broken_personalities, methods_seen: BTreeMap::new(), core };
     for numbered in &layout.roles {
         let parsed = role_declaration(db, numbered.file);
         context.extend(&parsed.diagnostics);
         let Some(declaration) = &parsed.value else {
             list.incomplete = true;
+            list.broken.insert(numbered.slug.clone());
             continue;
         };
         check_file_name(context, numbered.file, &numbered.slug, &declaration.slug, "role");
@@ -64,6 +70,8 @@ pub(super) fn load_roles(
                 declaration.personalities.as_ref().map_or(declaration.slug.span, |meld| meld.span),
             ));
             list.roles.push(Role { inspirations: references, ..role });
+        } else {
+            list.broken.insert(declaration.slug.value.clone());
         }
     }
     check_orphan_role_folders(context, layout, &list.roles);
@@ -84,6 +92,9 @@ struct RoleContext<'a> {
     layout: &'a PackageLayout,
     /// The personality catalogue a meld names from.
     personalities: &'a [Personality],
+    /// Personalities declared whose own errors kept them out of the catalogue: a meld
+    /// naming one is not reported again.
+    broken_personalities: &'a BTreeSet<String>,
     /// Method ids already declared, with the role that declared each.
     methods_seen: BTreeMap<String, String>,
     /// Whether the Core rules apply.
@@ -101,14 +112,17 @@ fn load_role(
     let purpose = role_purpose(context, file, declaration);
     let expected_skill = format!("role-{slug}");
     check_role_skill_name(context, file, declaration, &expected_skill);
-    let skill = load_role_skill(context, role_context.layout, file, declaration, &purpose)?;
+    // Every rule runs even when the role skill is missing, so one run reports every
+    // independent mistake of the role; the role is left out afterwards.
+    let skill = load_role_skill(context, role_context.layout, file, declaration, &purpose);
     let methods = load_methods(context, role_context, file, declaration);
     check_undeclared_methods(context, role_context.layout, file, declaration);
     let model_tiers = read_model_tiers(context, file, declaration, role_context.core);
-    let (meld, lab_components) = read_meld(context, file, declaration, role_context.personalities, role_context.core);
+    let (meld, lab_components) = read_meld(context, file, declaration, role_context);
     let identity_form = check_identity_form(context, file, declaration, role_context.core);
     let seats = read_seats(context, file, declaration, &model_tiers);
     let identity = role_identity(declaration, &seats);
+    let skill = skill?;
 
     let favourite = color::favourite(&lab_components).map(Colour::from_lab)?;
     let display_name = declaration.display_name.clone().or_else(|| skill_title(&skill)).unwrap_or_else(|| slug.clone());
@@ -134,6 +148,7 @@ fn load_role(
 fn role_purpose(context: &mut Context<'_>, file: SourceFile, declaration: &RoleDeclaration) -> String {
     match &declaration.purpose {
         Some(purpose) => purpose.clone(),
+        None if declaration.broken.contains("purpose") => String::new(),
         None => {
             context.report(
                 file,
@@ -160,7 +175,7 @@ fn check_role_skill_name(context: &mut Context<'_>, file: SourceFile, declaratio
         ),
         Some(_) => {}
         // A legacy role carries its body inline; its skill id is implied as `role-<slug>`.
-        None if declaration.briefing.is_some() => {}
+        None if declaration.briefing.is_some() || declaration.broken.contains("skill") => {}
         None => context.report(
             file,
             Some(declaration.slug.span),
@@ -380,13 +395,16 @@ fn read_meld(
     context: &mut Context<'_>,
     file: SourceFile,
     declaration: &RoleDeclaration,
-    personalities: &[Personality],
-    core: bool,
+    role_context: &RoleContext<'_>,
 ) -> (Vec<String>, Vec<Lab>) {
+    let (personalities, core) = (role_context.personalities, role_context.core);
     let slug = &declaration.slug.value;
     let mut meld = Vec::new();
     let mut lab_components: Vec<Lab> = Vec::new();
     let Some(list) = &declaration.personalities else {
+        if declaration.broken.contains("personality") {
+            return (meld, lab_components);
+        }
         context.report(
             file,
             Some(declaration.slug.span),
@@ -409,6 +427,7 @@ fn read_meld(
         }
         match personalities.iter().find(|personality| personality.slug == reference.value) {
             Some(personality) => lab_components.push(personality.colour.lab),
+            None if role_context.broken_personalities.contains(&reference.value) => {}
             None => context.report(
                 file,
                 Some(reference.span),
@@ -457,7 +476,8 @@ fn check_identity_form(
             "use one form: either `identity name=… pronouns=…` or name/pronouns on every seat",
         );
     }
-    if core && declaration.identity.is_none() {
+    let identity_written = declaration.identity.is_some() || declaration.broken.contains("identity");
+    if core && !identity_written {
         context.report(
             file,
             role_span,
@@ -475,7 +495,7 @@ fn check_identity_form(
             "add at least one `agent \"<harness>\" tier=\"…\"`",
         );
     }
-    if declaration.identity.is_none() && declaration.seats.is_empty() && !core {
+    if !identity_written && declaration.seats.is_empty() && !core {
         context.report(
             file,
             role_span,
@@ -560,6 +580,8 @@ fn seat_identity(
     match (&declaration.identity, &seat.name, &seat.pronouns) {
         (Some(identity), _, _) => identity.value.clone(),
         (None, Some(name), Some(pronouns)) => (name.clone(), pronouns.clone()),
+        // The role's `identity` is written but broken: already reported.
+        (None, _, _) if declaration.broken.contains("identity") => (String::new(), String::new()),
         (None, _, _) => {
             context.report(
                 file,
