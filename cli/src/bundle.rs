@@ -1,5 +1,6 @@
-//! `acompose bundle export BUNDLE --out FILE.tar` and `acompose bundle import FILE.tar`:
-//! the host writes or reads the self-contained archive; this module prints the result.
+//! `acompose bundle export BUNDLE --out FILE.tar`, `acompose bundle import FILE.tar` and
+//! `acompose bundle list`: the host writes or reads the self-contained archive, or lists
+//! the home's bundles; this module prints the result.
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +19,16 @@ pub struct BundleArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BundleCommand {
+    /// List the home's bundles: role, id, age, size and the projections showing each.
+    List {
+        /// Print JSON (`acompose.bundle-list.v1`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a bundle, with real copies of its skills, as one tar archive.
     Export {
-        /// The bundle directory (`<out>/<id>`).
+        /// The bundle: its directory (`<out>/<id>`), a role of the home (its current
+        /// bundle) or a bundle id prefix of at least four hex digits.
         bundle: PathBuf,
         /// The archive to write.
         #[arg(long, value_name = "FILE.tar")]
@@ -64,21 +72,24 @@ fn print_report(json: bool, report: &Report<'_>) {
 
 pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
-        BundleCommand::Export { bundle, out, json } => match export(&bundle, &out) {
-            Ok(exported) => {
-                let report = Report {
-                    format: "acompose.bundle-export.v1",
-                    bundle: &exported.id,
-                    status: "exported",
-                    path: out.display().to_string(),
-                };
-                if json || !terminal.quiet {
-                    print_report(json, &report);
+        BundleCommand::List { json } => crate::bundle_list::run(home, json, terminal),
+        BundleCommand::Export { bundle, out, json } => {
+            match crate::named_bundle(home, &bundle).and_then(|bundle| export(&bundle, &out)) {
+                Ok(exported) => {
+                    let report = Report {
+                        format: "acompose.bundle-export.v1",
+                        bundle: &exported.id,
+                        status: "exported",
+                        path: out.display().to_string(),
+                    };
+                    if json || !terminal.quiet {
+                        print_report(json, &report);
+                    }
+                    exit::SUCCESS
                 }
-                exit::SUCCESS
+                Err(error) => report_error(&error, terminal),
             }
-            Err(error) => report_error(&error, terminal),
-        },
+        }
         BundleCommand::Import { file, out, store, json } => {
             let home = resolve_home(home);
             let out = match (out, &home) {

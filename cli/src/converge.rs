@@ -56,10 +56,16 @@ fn print_report(
             removed: Vec<&'a str>,
         }
         #[derive(serde::Serialize)]
-        struct Bundles {
+        struct Changed<'a> {
+            role: &'a str,
+            id: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Bundles<'a> {
             new: usize,
             reused: usize,
             pruned: usize,
+            changed: Vec<Changed<'a>>,
         }
         #[derive(serde::Serialize)]
         struct StatsJson {
@@ -78,7 +84,7 @@ fn print_report(
             personalities: usize,
             inputs_unchanged: bool,
             files: Files<'a>,
-            bundles: Bundles,
+            bundles: Bundles<'a>,
             #[serde(skip_serializing_if = "Option::is_none")]
             stats: Option<StatsJson>,
         }
@@ -88,7 +94,7 @@ fn print_report(
                 summary.roles,
                 summary.personalities,
                 Files { written: Vec::new(), unchanged: summary.artifact_files, removed: Vec::new() },
-                Bundles { new: 0, reused: summary.bundles, pruned: 0 },
+                Bundles { new: 0, reused: summary.bundles, pruned: 0, changed: Vec::new() },
             ),
             Found::Converged(report) => (
                 report.source.as_str(),
@@ -99,7 +105,12 @@ fn print_report(
                     unchanged: report.roster.unchanged,
                     removed: report.roster.removed.iter().map(String::as_str).collect(),
                 },
-                Bundles { new: report.bundles_new, reused: report.bundles_reused, pruned: report.bundles_pruned },
+                Bundles {
+                    new: report.bundles_new,
+                    reused: report.bundles_reused,
+                    pruned: report.bundles_pruned,
+                    changed: report.changed.iter().map(|(role, id)| Changed { role, id }).collect(),
+                },
             ),
         };
         let document = Document {

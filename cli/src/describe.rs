@@ -1,17 +1,18 @@
 //! `acompose describe BUNDLE` and `acompose diff A B`: provenance from `manifest.json` and
 //! `trace.json` only; the sources are never re-read.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use acompose_driver::bundle::read_provenance as load;
+use acompose_driver::bundle::read_provenance;
 use acompose_driver::engine::describe::{self, WhyError};
 
-use crate::terminal::Terminal;
-use crate::{exit, print_stderr, print_stdout};
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, named_bundle, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
 pub struct DescribeArgs {
-    /// The bundle directory (`<out>/<id>`).
+    /// The bundle: its directory (`<out>/<id>`), a role of the home (its current bundle)
+    /// or a bundle id prefix of at least four hex digits.
     pub bundle: PathBuf,
     /// List every decision instead of collapsing runs of the same exclusion.
     #[arg(long)]
@@ -31,19 +32,26 @@ pub struct DescribeArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
-    /// The earlier bundle.
+    /// The earlier bundle (a directory, a role of the home or an id prefix).
     pub before: PathBuf,
-    /// The later bundle.
+    /// The later bundle (a directory, a role of the home or an id prefix).
     pub after: PathBuf,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: DescribeArgs, terminal: &Terminal) -> u8 {
-    let code = describe(&args, terminal);
+pub fn run(args: DescribeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let bundle = match named_bundle(home, &args.bundle) {
+        Ok(bundle) => bundle,
+        Err(error) => {
+            print_stderr(&format!("error: {error}\n"));
+            return exit::INVALID;
+        }
+    };
+    let code = describe(&args, &bundle, terminal);
     match &args.harness {
-        Some(harness) if code == exit::SUCCESS => listing(&args.bundle, harness, args.json),
+        Some(harness) if code == exit::SUCCESS => listing(&bundle, harness, args.json),
         _ => code,
     }
 }
@@ -82,13 +90,10 @@ fn listing(bundle: &std::path::Path, harness: &str, json: bool) -> u8 {
     }
 }
 
-fn describe(args: &DescribeArgs, terminal: &Terminal) -> u8 {
-    let (id, manifest, trace) = match load(&args.bundle) {
+fn describe(args: &DescribeArgs, bundle: &Path, terminal: &Terminal) -> u8 {
+    let (id, manifest, trace) = match read_provenance(bundle) {
         Ok(loaded) => loaded,
-        Err(message) => {
-            print_stderr(&format!("error: {message}\n"));
-            return exit::INVALID;
-        }
+        Err(error) => return report_error(&error, terminal),
     };
     match &args.why {
         Some(item) => match describe::why(&trace, item) {
@@ -127,20 +132,15 @@ fn describe(args: &DescribeArgs, terminal: &Terminal) -> u8 {
     }
 }
 
-pub fn run_diff(args: DiffArgs, terminal: &Terminal) -> u8 {
+pub fn run_diff(args: DiffArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let load = |name: &Path| named_bundle(home, name).and_then(|bundle| read_provenance(&bundle));
     let before = match load(&args.before) {
         Ok(loaded) => loaded,
-        Err(message) => {
-            print_stderr(&format!("error: {message}\n"));
-            return exit::INVALID;
-        }
+        Err(error) => return report_error(&error, terminal),
     };
     let after = match load(&args.after) {
         Ok(loaded) => loaded,
-        Err(message) => {
-            print_stderr(&format!("error: {message}\n"));
-            return exit::INVALID;
-        }
+        Err(error) => return report_error(&error, terminal),
     };
     let difference = describe::diff((&before.1, &before.2), (&after.1, &after.2));
     if args.json {

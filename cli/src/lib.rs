@@ -3,6 +3,7 @@
 //! Reads and writes no file itself: every disk access is the host's.
 
 pub mod bundle;
+pub mod bundle_list;
 pub mod catalogue;
 pub mod catalogue_check;
 pub mod compose;
@@ -166,9 +167,9 @@ pub fn main() -> ExitCode {
         Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
         Some(Command::Catalog(args)) => catalogue::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
-        Some(Command::Verify(args)) => verify::run(args, &terminal),
-        Some(Command::Describe(args)) => describe::run(args, &terminal),
-        Some(Command::Diff(args)) => describe::run_diff(args, &terminal),
+        Some(Command::Verify(args)) => verify::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Diff(args)) => describe::run_diff(args, cli.global.home.as_deref(), &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
         Some(Command::Serve(args)) => serve::run(&args, &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
@@ -200,6 +201,13 @@ pub fn home_and_projects(
     };
     let settings = acompose_driver::settings::resolve(&flags)?;
     Ok((settings.home()?.to_path_buf(), settings.projects_root.value))
+}
+
+/// The bundle folder a command's BUNDLE argument names: a path, a role of the home's
+/// index (its current bundle) or a bundle id prefix of at least four hex digits.
+pub fn named_bundle(home: Option<&Path>, name: &Path) -> Result<PathBuf, acompose_driver::HostError> {
+    let home = acompose_driver::home::resolve_home(home).ok();
+    acompose_driver::bundle_name::resolve(home.as_deref(), name)
 }
 
 /// Whether the tool's own colour sequences may pass [`print_stdout`]'s and

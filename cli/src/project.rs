@@ -39,8 +39,9 @@ impl ScopeArg {
 
 #[derive(Debug, clap::Args)]
 pub struct ProjectArgs {
-    /// The bundle directory (`<out>/<id>`), or a role of the home: its bundle in the home's
-    /// index, which the projection then follows through every convergence.
+    /// The bundle directory (`<out>/<id>`), a bundle id prefix of at least four hex
+    /// digits, or a role of the home: its bundle in the home's index, which the
+    /// projection then follows through every convergence.
     pub bundle: PathBuf,
     /// The harness layout to write.
     #[arg(long, value_name = "HARNESS", value_parser = clap::builder::PossibleValuesParser::new(harness_layout::harness_names()))]
@@ -65,9 +66,9 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         return exit::USAGE;
     };
     let home = resolve_home(home).ok();
-    let bundle = match home.as_deref().map(|home| projections::bundle_of_role(home, &args.bundle)) {
-        Some(Some(bundle)) if !args.bundle.exists() => bundle,
-        _ => args.bundle.clone(),
+    let bundle = match acompose_driver::bundle_name::resolve(home.as_deref(), &args.bundle) {
+        Ok(bundle) => bundle,
+        Err(error) => return report_error(&error, terminal),
     };
     let scope = args.scope.scope();
     let target = match args.target.clone().map_or_else(|| default_target(scope), Ok) {

@@ -287,6 +287,10 @@ pub fn summary(report: &Report, elapsed: Duration) -> String {
             "bundles   {} new, {} reused, {} pruned\n",
             report.bundles_new, report.bundles_reused, report.bundles_pruned
         ));
+        let width = report.changed.iter().map(|(role, _)| role.len()).max().unwrap_or(0);
+        for (role, id) in &report.changed {
+            text.push_str(&format!("          {:<width$}  {id}\n", sanitize(role)));
+        }
     }
     if outcome.recovered {
         text.push_str("recovered an interrupted convergence before this one\n");

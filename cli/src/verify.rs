@@ -2,21 +2,28 @@
 //! anything but folders and regular files) and re-checks it with the engine; this module
 //! prints the result.
 
+use std::path::Path;
+
 use acompose_driver::bundle::verify_directory;
 
-use crate::terminal::Terminal;
-use crate::{exit, print_stderr, print_stdout};
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, named_bundle, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// The bundle directory (`<out>/<id>`).
+    /// The bundle: its directory (`<out>/<id>`), a role of the home (its current bundle)
+    /// or a bundle id prefix of at least four hex digits.
     pub bundle: std::path::PathBuf,
     /// Print the result as JSON (`acompose.verify.v1`).
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(args: VerifyArgs, terminal: &Terminal) -> u8 {
+pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    args.bundle = match named_bundle(home, &args.bundle) {
+        Ok(bundle) => bundle,
+        Err(error) => return report_error(&error, terminal),
+    };
     if args.json {
         #[derive(serde::Serialize)]
         struct Document<'a> {

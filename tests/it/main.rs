@@ -7,6 +7,7 @@
 mod common;
 
 mod bounded;
+mod bundle_names;
 mod catalogue;
 mod compose;
 mod converge;

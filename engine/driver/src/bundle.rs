@@ -575,6 +575,15 @@ fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Resul
 }
 
 /// Reads a bundle's manifest and trace; the id is the directory's name.
+/// A bundle's `manifest.json` alone (what `bundle list` shows of each bundle).
+pub fn read_manifest(bundle: &Path) -> Result<Manifest, String> {
+    let manifest: Manifest = read_json(bundle, "manifest.json")?;
+    if manifest.format != MANIFEST_FORMAT {
+        return Err(format!("`{}` holds an unknown manifest format", bundle.join("manifest.json").display()));
+    }
+    Ok(manifest)
+}
+
 pub fn read_provenance(bundle: &Path) -> Result<(String, Manifest, Trace), HostError> {
     provenance(bundle).map_err(|message| HostError::invalid(bundle, message))
 }

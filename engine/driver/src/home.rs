@@ -38,6 +38,14 @@ pub fn resolve_home(flag: Option<&Path>) -> Result<PathBuf, HostError> {
     }
 }
 
+/// The role → bundle id index of the home's bundles (empty when there is none).
+pub fn read_index(home: &Path) -> std::collections::BTreeMap<String, String> {
+    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
+        .ok()
+        .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
+        .unwrap_or_default()
+}
+
 /// Refuses a home that is a symbolic link or not a directory.
 pub fn check_home(home: &Path) -> Result<(), HostError> {
     match std::fs::symlink_metadata(home) {

@@ -18,6 +18,7 @@ pub mod artifact;
 pub mod atomic;
 pub mod blame;
 pub mod bundle;
+pub mod bundle_name;
 pub mod cache;
 pub mod catalogue_check;
 pub mod compose_cache;

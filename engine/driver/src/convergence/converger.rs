@@ -52,6 +52,8 @@ pub struct Report {
     /// that warned leaves no fast-path fingerprints, so its warnings are shown on every
     /// run until they are fixed.
     pub warnings: usize,
+    /// Each role whose bundle this convergence changed, with its new bundle id, by role.
+    pub changed: Vec<(String, String)>,
 }
 
 /// The live state: database, loader and one composition input per role.
@@ -592,6 +594,19 @@ fn resolved_bundles<'db>(
     Ok((bundles, findings.diagnostics.len()))
 }
 
+/// The roles whose bundle differs from the one the home's index names now (read before
+/// the new index is committed), with the new id, by role.
+fn changed_roles(home: &Path, bundles: &[Resolved<'_>]) -> Vec<(String, String)> {
+    let previous = crate::home::read_index(home);
+    let mut changed: Vec<(String, String)> = bundles
+        .iter()
+        .filter(|resolved| previous.get(resolved.role) != Some(&resolved.bundle.id))
+        .map(|resolved| (resolved.role.to_owned(), resolved.bundle.id.clone()))
+        .collect();
+    changed.sort();
+    changed
+}
+
 /// Roles the trusted roots among `sources` name that `model` lacks: a warning each (an
 /// error under skill policy `strict`), with the closest roster role.
 pub(crate) fn roster_role_diagnostics(
@@ -720,6 +735,7 @@ fn write(
     })?;
     progress.phase("materialize bundles");
     let stale = stale_bundles(&bundles_dir, &outputs.written, outputs.current);
+    report.changed = changed_roles(home, outputs.bundles);
     commit_outputs(prepared?, hooks, report)?;
     progress.phase("write artifact, index and plan; prune");
     report.files_written += report.estate_files_written;
