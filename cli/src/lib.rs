@@ -279,19 +279,6 @@ fn capped(text: &str, room: usize) -> Option<&str> {
     Some(text[..end].rfind('\n').map_or("", |line_end| &text[..=line_end]))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::capped;
-
-    #[test]
-    fn capped_text_ends_at_a_line_break_within_the_room() {
-        assert_eq!(capped("one\ntwo\n", 8), None);
-        assert_eq!(capped("one\ntwo\nthree\n", 9), Some("one\ntwo\n"));
-        assert_eq!(capped("a very long line\n", 4), Some(""));
-        assert_eq!(capped("ééé\n", 3), Some(""));
-    }
-}
-
 /// Lays the home's `layouts.kdl` over the built-in harness table. The home is the one the
 /// command line names (`--home DIR` or `--home=DIR`), else `$ACOMPOSE_HOME`, else
 /// `~/.agent-compose`, read before clap parses anything.
@@ -311,5 +298,18 @@ fn install_home_layouts() -> Result<(), acompose_driver::error::HostError> {
     match acompose_driver::home::resolve_home(flag.as_deref()) {
         Ok(home) => acompose_driver::home::install_layouts(&home),
         Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capped;
+
+    #[test]
+    fn capped_text_ends_at_a_line_break_within_the_room() {
+        assert_eq!(capped("one\ntwo\n", 8), None);
+        assert_eq!(capped("one\ntwo\nthree\n", 9), Some("one\ntwo\n"));
+        assert_eq!(capped("a very long line\n", 4), Some(""));
+        assert_eq!(capped("ééé\n", 3), Some(""));
     }
 }
