@@ -47,6 +47,71 @@ pub(crate) const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-
 pub const ALL: &[Limit] =
     &[KDL_PACKAGE_FILE, SKILL_DOCUMENT, ROLES_KDL, REQUEST_KDL, BUNDLE_MANIFEST, BUNDLE_TRACE, PEOPLE_FILE, HTTP_BODY];
 
+/// One count limit: how many of one kind of thing a single input may declare, and the
+/// stable diagnostic code that names it. Counted before the things are read, so an input
+/// over a count limit costs no more than one within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountLimit {
+    /// What is counted, in the plural (`roles`).
+    pub what: &'static str,
+    /// The input that declares them, as a user reads it (`a `roles.kdl``).
+    pub input: &'static str,
+    pub code: &'static str,
+    /// The most accepted.
+    pub count: usize,
+}
+
+/// The KDL nodes of a `roles.kdl`, bounded from above by a scan of its text before the
+/// KDL parser runs (the parser's tree of a node costs far more than its text). Room for
+/// the 100,000-repository estate of [`ROLES_KDL`] and a role using each of them.
+pub const ROLES_KDL_NODES: CountLimit =
+    CountLimit { what: "KDL nodes", input: "a `roles.kdl`", code: "limit-roles-kdl-nodes", count: 250_000 };
+/// The `role` entries of a `roles.kdl`.
+pub const ROLES: CountLimit = CountLimit { what: "roles", input: "a `roles.kdl`", code: "limit-roles", count: 1_000 };
+/// The `repository` declarations of a `roles.kdl`.
+pub const REPOSITORIES: CountLimit =
+    CountLimit { what: "repositories", input: "a `roles.kdl`", code: "limit-repositories", count: 100_000 };
+/// The `skill` and `composed-skill` selectors of a `roles.kdl`, together.
+pub const SELECTORS: CountLimit =
+    CountLimit { what: "selectors", input: "a `roles.kdl`", code: "limit-selectors", count: 100_000 };
+/// The `source` entries of a `request.kdl`.
+pub const REQUEST_SOURCES: CountLimit =
+    CountLimit { what: "sources", input: "a request", code: "limit-request-sources", count: 1_000 };
+
+/// Every count limit, for the documentation test and the reliability table.
+pub const ALL_COUNTS: &[CountLimit] = &[ROLES_KDL_NODES, ROLES, REPOSITORIES, SELECTORS, REQUEST_SOURCES];
+
+impl CountLimit {
+    /// `None` when `count` is within the limit, else the one diagnostic that refuses the
+    /// input and names the limit.
+    pub fn check(self, count: usize, path: &str) -> Option<Diagnostic> {
+        if count <= self.count {
+            return None;
+        }
+        Some(
+            Diagnostic::error(
+                self.code,
+                if self.code == ROLES_KDL_NODES.code {
+                    format!(
+                        "the file holds up to {count} {}, over the limit of {} for {} (`{}`); it was not parsed",
+                        self.what, self.count, self.input, self.code
+                    )
+                } else {
+                    format!(
+                        "the file declares {count} {}, over the limit of {} for {} (`{}`); none of them was read",
+                        self.what, self.count, self.input, self.code
+                    )
+                },
+            )
+            .in_file(path)
+            .hint(format!(
+                "keep {} to at most {} {}; split it or remove what is not needed",
+                self.input, self.count, self.what
+            )),
+        )
+    }
+}
+
 /// The per-file diagnostic cap lives with the diagnostics it bounds; named here too so
 /// every limit can be read in one place.
 pub use crate::diagnostic::{MAX_DIAGNOSTICS_PER_FILE, OMITTED_DIAGNOSTICS_CODE};
@@ -126,10 +191,20 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_and_name_a_limit() {
-        let mut codes: Vec<&str> = ALL.iter().map(|limit| limit.code).collect();
+        let mut codes: Vec<&str> =
+            ALL.iter().map(|limit| limit.code).chain(ALL_COUNTS.iter().map(|limit| limit.code)).collect();
         codes.sort_unstable();
         codes.dedup();
-        assert_eq!(codes.len(), ALL.len());
+        assert_eq!(codes.len(), ALL.len() + ALL_COUNTS.len());
+    }
+
+    #[test]
+    fn a_count_limit_passes_its_count_and_refuses_one_more() {
+        for limit in ALL_COUNTS {
+            assert!(limit.check(limit.count, "f").is_none());
+            let diagnostic = limit.check(limit.count + 1, "f");
+            assert!(diagnostic.is_some_and(|diagnostic| diagnostic.code == limit.code && diagnostic.is_error()));
+        }
     }
 
     #[test]

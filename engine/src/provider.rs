@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Parsed, Span, sanitize};
+use crate::limits::{REPOSITORIES, ROLES, SELECTORS};
 use crate::person::reader::{Reader, is_slug};
 use crate::selector::{Pattern, compile};
 use crate::syntax::{Node, kdl_document};
@@ -75,10 +76,19 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
     if let Some(too_large) = crate::limits::ROLES_KDL.check(file.bytes(db).len(), &path) {
         return Parsed::new(TrustedRoot::default(), vec![too_large]);
     }
+    // The parser's tree costs far more than the text: a file of very many nodes is
+    // refused before it is parsed, and one of too many roles, repositories or selectors
+    // before they are read.
+    if let Some(too_many) = crate::limits::ROLES_KDL_NODES.check(crate::syntax::node_bound(file.bytes(db)), &path) {
+        return Parsed::new(TrustedRoot::default(), vec![too_many]);
+    }
     let parsed = kdl_document(db, file);
     let mut diagnostics = parsed.diagnostics.clone();
     if !diagnostics.is_empty() {
         return Parsed::new(TrustedRoot::default(), diagnostics);
+    }
+    if let Some(too_many) = over_a_count_limit(&parsed.value.nodes, &path) {
+        return Parsed::new(TrustedRoot::default(), vec![too_many]);
     }
     let mut reading = RootReading {
         reader: Reader::new(&path),
@@ -97,6 +107,26 @@ pub fn trusted_root(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Truste
     reading.check_references();
     diagnostics.append(&mut reading.reader.diagnostics);
     Parsed::new(reading.root, crate::diagnostic::bound_per_file(diagnostics))
+}
+
+/// The first count limit the nodes of a `roles.kdl` exceed: its roles, its repositories,
+/// or its `skill` and `composed-skill` selectors together.
+fn over_a_count_limit(nodes: &[Node], path: &str) -> Option<crate::diagnostic::Diagnostic> {
+    let children = |block: &'static str, name: &'static str| {
+        nodes
+            .iter()
+            .filter(move |node| node.name == block)
+            .flat_map(|node| &node.children)
+            .filter(move |child| child.name == name)
+    };
+    let grandchildren = |block: &'static str, child: &'static str, name: &'static str| {
+        children(block, child).flat_map(|node| &node.children).filter(move |entry| entry.name == name).count()
+    };
+    let selectors =
+        grandchildren("repositories", "repository", "skill") + grandchildren("roles", "role", "composed-skill");
+    None.or_else(|| ROLES.check(children("roles", "role").count(), path))
+        .or_else(|| REPOSITORIES.check(children("repositories", "repository").count(), path))
+        .or_else(|| SELECTORS.check(selectors, path))
 }
 
 /// The state of reading one `roles.kdl`: the diagnostics so far, what was declared, and

@@ -178,6 +178,11 @@ pub fn parse_request(text: &str, path: &str) -> Parsed<Request> {
         diagnostics.append(&mut reader.diagnostics);
         return Parsed::new(request, diagnostics);
     };
+    // Each source is a repository to read: too many are refused before one is.
+    let sources = compose.children.iter().filter(|child| child.name == "source").count();
+    if let Some(too_many) = crate::limits::REQUEST_SOURCES.check(sources, path) {
+        return Parsed::new(request, vec![too_many]);
+    }
     reader.argument_count(compose, 0, Some(0));
     reader.allowed_properties(compose, &[]);
     let mut reading =

@@ -142,6 +142,12 @@ fn too_deep(text: &str) -> Option<TooDeep> {
     None
 }
 
+/// An upper bound on the nodes of a KDL text, from one pass over it before any parse:
+/// what a count limit of nodes checks (see `limits::ROLES_KDL_NODES`).
+pub fn node_bound(bytes: &[u8]) -> usize {
+    lexeme::node_bound(bytes)
+}
+
 /// Parses KDL text; `path` is only used to label diagnostics.
 pub fn parse_text(text: &str, path: &str) -> Parsed<Document> {
     if let Some(too_deep) = too_deep(text) {

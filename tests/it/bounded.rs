@@ -507,3 +507,112 @@ fn a_package_of_many_files_of_many_problems_gets_a_report_cut_at_its_byte_cap() 
     assert!(output.stderr.contains("more diagnostics not shown"), "{}", &output.stderr[output.stderr.len() - 2000..]);
     assert!(output.stderr.trim_end().ends_with("warnings)"), "the count comes last");
 }
+
+/// The peak memory allowed to a run refused by a count limit or a streaming check, in
+/// KiB: a debug build starts at about 20 MiB; the reproductions took 1 to 2.5 GiB.
+const REFUSAL_PEAK_KIB: u64 = 256 * 1024;
+
+#[test]
+fn a_roles_kdl_of_a_million_roles_is_refused_before_it_is_parsed() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (_home, projects) = common::generated_estate(root, 1);
+    let mut roles = String::from("repositories {\nrepository repo0 path=\"example/repo0\"\n}\nroles {\n");
+    for index in 0..1_000_000 {
+        roles.push_str(&format!("role r{index}\n"));
+    }
+    roles.push_str("}\n");
+    assert!(roles.len() < limits::ROLES_KDL.bytes, "under the size limit: {}", roles.len());
+    std::fs::write(projects.join("acme/root/.agents/roles.kdl"), roles).expect("roles.kdl");
+    let (output, peak) = common::acompose_peak(root, &["--home", "home", "--projects-root", "projects"]);
+    // Before: exit 0, no diagnostic, 2.5 GB at its peak.
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains(limits::ROLES_KDL_NODES.code), "{}", output.stderr);
+    assert!(peak < REFUSAL_PEAK_KIB, "peak {peak} KiB");
+}
+
+#[test]
+fn a_roles_kdl_over_a_count_limit_gets_one_diagnostic_naming_it() {
+    let read = |text: String| {
+        let db = acompose_engine::Database::default();
+        let file = acompose_engine::SourceFile::new(
+            &db,
+            "root".to_owned(),
+            ".agents/roles.kdl".to_owned(),
+            text.into_bytes().into(),
+        );
+        acompose_engine::provider::trusted_root(&db, file)
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.code)
+            .collect::<Vec<_>>()
+    };
+    let roles: String = (0..=limits::ROLES.count).map(|index| format!("    role r{index}\n")).collect();
+    assert_eq!(read(format!("roles {{\n{roles}}}\n")), [limits::ROLES.code]);
+    let selectors: String =
+        (0..=limits::SELECTORS.count).map(|index| format!("        skill \"s{index}\"\n")).collect();
+    let text = format!("repositories {{\n    repository a path=\"acme/a\" {{\n{selectors}    }}\n}}\n");
+    assert_eq!(read(text), [limits::SELECTORS.code]);
+}
+
+#[test]
+fn a_request_of_33000_sources_is_refused_before_one_is_read() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let skill = root.join("r/.agents/skills/x");
+    std::fs::create_dir_all(&skill).expect("a repository");
+    std::fs::write(skill.join("SKILL.md"), "---\nname: x\ndescription: X.\n---\n\nX.\n").expect("a skill");
+    let mut request = String::from("compose {\nrole \"platform\"\ndelivery \"native-skills\"\n");
+    for index in 0..33_000 {
+        request.push_str(&format!("source \"s{index}\" root=\"r\"\n"));
+    }
+    request.push_str("}\n");
+    assert!(request.len() < limits::REQUEST_KDL.bytes, "under the size limit");
+    std::fs::write(root.join("request.kdl"), request).expect("request");
+    let (output, peak) = common::acompose_peak(root, &["compose", "request.kdl", "--out", "out"]);
+    // Before: exit 0 with every source read (978 MB at its peak in the case).
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains(limits::REQUEST_SOURCES.code), "{}", output.stderr);
+    assert!(peak < REFUSAL_PEAK_KIB, "peak {peak} KiB");
+}
+
+#[test]
+fn an_archive_of_a_900_megabyte_entry_is_refused_without_holding_it() {
+    const ENTRY: u64 = 900 << 20;
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (case, bundle) = composed_bundle(temporary.path());
+    let archive = archive_with(&case, &bundle, "sparse.tar", std::iter::empty());
+    // One more entry of 900 MB of zeros, its data a hole in the file: the archive takes
+    // a few kilobytes of disk, its reader 900 MB of bytes.
+    let id = bundle.file_name().expect("an id").to_string_lossy().into_owned();
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).open(&archive).expect("the archive");
+    let end = file.metadata().expect("size").len() - 1024;
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(ENTRY);
+    header.set_mode(0o644);
+    header.set_path(format!("{id}/content/zeros.bin")).expect("a path");
+    header.set_cksum();
+    use std::io::{Seek as _, Write as _};
+    file.seek(std::io::SeekFrom::Start(end)).expect("seek");
+    file.write_all(header.as_bytes()).expect("the header");
+    file.set_len(end + 512 + ENTRY + 1024).expect("a hole for the data and the end");
+    drop(file);
+    let path = archive.to_str().expect("utf-8");
+    let (output, peak) = common::acompose_peak(&case, &["bundle", "import", path, "--out", "imported"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("content/zeros.bin: is not listed in the manifest"), "{}", output.stderr);
+    // Before: the whole archive was read into memory first, 1.06 GB at the peak.
+    assert!(peak < REFUSAL_PEAK_KIB, "peak {peak} KiB");
+    // A good archive still imports, through the same two passes.
+    let good = archive_with(&case, &bundle, "good.tar", std::iter::empty());
+    let imported = acompose(&case, &["bundle", "import", good.to_str().expect("utf-8"), "--out", "imported"]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    assert!(acompose(&case, &["verify", &format!("imported/{id}")]).code == 0);
+    let left: Vec<_> = std::fs::read_dir(case.join("imported"))
+        .expect("out")
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(".staging"))
+        .collect();
+    assert!(left.is_empty(), "no staging folder is left");
+}

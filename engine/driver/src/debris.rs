@@ -7,15 +7,18 @@
 
 use std::path::Path;
 
-/// Whether `name` is a staging folder's: `.staging-` then a bundle id, `-` and a pid.
+/// Whether `name` is a staging folder's: `.staging-` then a bundle id (or `import`, the
+/// archive `bundle import` unpacks), `-` and a pid.
 pub fn is_staging(name: &str) -> bool {
     name.strip_prefix(".staging-").and_then(|rest| rest.split_once('-')).is_some_and(|(id, pid)| {
-        id.len() == 16
-            && id.bytes().all(|byte| byte.is_ascii_hexdigit())
+        (id == IMPORT_STAGING || (id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_hexdigit())))
             && !pid.is_empty()
             && pid.bytes().all(|byte| byte.is_ascii_digit())
     })
 }
+
+/// What stands for the id in the name of the staging folder of `bundle import`.
+pub const IMPORT_STAGING: &str = "import";
 
 /// Whether `name` is a temporary of [`crate::atomic`]: `.acompose-` … `.tmp`.
 pub fn is_temporary(name: &str) -> bool {
@@ -53,6 +56,8 @@ mod tests {
         assert!(!is_staging(".staging-0123456789abcdef-"));
         assert!(!is_staging(".staging-short-42"));
         assert!(!is_staging("0123456789abcdef"));
+        assert!(is_staging(".staging-import-42"));
+        assert!(!is_staging(".staging-imports-42"));
         assert!(is_temporary(".acompose-Ab12Cd.tmp"));
         assert!(!is_temporary(".acompose-.tmp"));
         assert!(!is_temporary(".acompose-owned.json"));

@@ -1,20 +1,26 @@
 //! Self-contained bundles: `bundle export` writes a bundle (its store links followed) as
-//! one tar archive of real files, `bundle import` reads one back, checks it, and
-//! materializes it into a store. The archive holds `<id>/<path>` regular files only,
+//! one tar archive of real files, `bundle import` reads one back in two streaming passes,
+//! checks it, and materializes it into a store. The archive holds `<id>/<path>` regular files only,
 //! sorted, with fixed modes, owners and times, so the same bundle gives the same bytes.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;
 
-use acompose_engine::OutputFile;
-use acompose_engine::bundle::{Bundle, Summary, TraceFile, verify};
+use acompose_engine::bundle::{
+    Bundle, FileFacts, Manifest, Summary, TraceFile, read_bundle_json, verify, verify_facts,
+};
+use acompose_engine::catalogue::Summarized;
 use acompose_engine::diagnostic::{listed, sanitize};
+use acompose_engine::portable::is_portable_path;
+use acompose_engine::store::SKILLS_PREFIX;
+use acompose_engine::trace::Trace;
+use acompose_engine::{OutputFile, SourcedFile, limits};
 
 use crate::bundle::{Materialization, read_bundle};
 use crate::error::HostError;
 use crate::load::error_kind;
-use crate::placement::{Destination, place};
+use crate::placement::Destination;
 
 /// The most files an imported archive may hold.
 const MAX_FILES: usize = 100_000;
@@ -109,67 +115,245 @@ pub fn export(bundle: &Path, file: &Path) -> Result<Exported, HostError> {
     Ok(Exported { id, files: files.len(), bytes: bytes.len() as u64 })
 }
 
-/// Reads an archive into (id, files): every entry a folder or a regular file under one
-/// `<id>/`, portable relative paths, bounded in count and size.
-fn unpack(file: &Path) -> Result<(String, BTreeMap<String, Vec<u8>>), String> {
-    let reader = std::fs::File::open(file)
-        .map_err(|error| format!("cannot open `{}`: {}", file.display(), error_kind(&error)))?;
-    let mut archive = tar::Archive::new(reader);
-    let not_archive = |error: std::io::Error| format!("`{}` is not a readable tar archive: {error}", file.display());
-    let mut id: Option<String> = None;
-    let mut files = BTreeMap::new();
+/// What the first pass over an archive found: its bundle id, every file's path and size
+/// (from the headers: no data was read), and the bytes of the two files verification
+/// parses, each within its size limit.
+struct Scanned {
+    id: String,
+    sizes: BTreeMap<String, u64>,
+    manifest: Option<Vec<u8>>,
+    trace: Option<Vec<u8>>,
+}
+
+/// The path of one entry inside the bundle folder, once it is known to be a regular file
+/// under the one `<id>/` with a portable relative path; `None` for a folder.
+fn entry_path(
+    entry: &tar::Entry<'_, std::fs::File>,
+    file: &Path,
+    id: &mut Option<String>,
+) -> Result<Option<String>, String> {
+    let path = entry.path().map_err(|error| not_archive(file, &error))?.to_string_lossy().into_owned();
+    let shown = sanitize(&path);
+    let path = path.trim_end_matches('/');
+    let (first, rest) = path.split_once('/').unwrap_or((path, ""));
+    if id.get_or_insert_with(|| first.to_owned()) != first {
+        return Err(format!("`{}`: entry `{shown}` is outside the bundle folder", file.display()));
+    }
+    match entry.header().entry_type() {
+        tar::EntryType::Directory => return Ok(None),
+        tar::EntryType::Regular if !rest.is_empty() => {}
+        _ => return Err(format!("`{}`: entry `{shown}` is not a regular file", file.display())),
+    }
+    if rest.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        return Err(format!("`{}`: entry `{shown}` has no portable relative path", file.display()));
+    }
+    Ok(Some(rest.to_owned()))
+}
+
+fn not_archive(file: &Path, error: &std::io::Error) -> String {
+    format!("`{}` is not a readable tar archive: {error}", file.display())
+}
+
+fn open_archive(file: &Path) -> Result<tar::Archive<std::fs::File>, String> {
+    std::fs::File::open(file)
+        .map(tar::Archive::new)
+        .map_err(|error| format!("cannot open `{}`: {}", file.display(), error_kind(&error)))
+}
+
+/// The first pass: every header checked (one `<id>/` folder, regular files with portable
+/// paths, no file twice, bounded in count and size) and the data of every file but the
+/// manifest and the trace skipped, not read.
+fn scan(file: &Path) -> Result<Scanned, String> {
+    let mut archive = open_archive(file)?;
+    let mut scanned = Scanned { id: String::new(), sizes: BTreeMap::new(), manifest: None, trace: None };
+    let mut id = None;
     let mut total = 0u64;
-    for entry in archive.entries().map_err(not_archive)? {
-        let mut entry = entry.map_err(not_archive)?;
-        let path = entry.path().map_err(not_archive)?.to_string_lossy().into_owned();
-        let shown = sanitize(&path);
-        let path = path.trim_end_matches('/');
-        let (first, rest) = path.split_once('/').unwrap_or((path, ""));
-        if id.get_or_insert_with(|| first.to_owned()) != first {
-            return Err(format!("`{}`: entry `{shown}` is outside the bundle folder", file.display()));
-        }
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => continue,
-            tar::EntryType::Regular if !rest.is_empty() => {}
-            _ => return Err(format!("`{}`: entry `{shown}` is not a regular file", file.display())),
-        }
-        if rest.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
-            return Err(format!("`{}`: entry `{shown}` has no portable relative path", file.display()));
-        }
-        total = total.saturating_add(entry.size());
-        if files.len() >= MAX_FILES || total > MAX_BYTES {
+    for entry in archive.entries_with_seek().map_err(|error| not_archive(file, &error))? {
+        let mut entry = entry.map_err(|error| not_archive(file, &error))?;
+        let Some(path) = entry_path(&entry, file, &mut id)? else { continue };
+        let size = entry.size();
+        total = total.saturating_add(size);
+        if scanned.sizes.len() >= MAX_FILES || total > MAX_BYTES {
             return Err(format!("`{}` is larger than a bundle may be", file.display()));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0).min(1 << 20));
-        entry.read_to_end(&mut bytes).map_err(not_archive)?;
-        if files.insert(rest.to_owned(), bytes).is_some() {
-            return Err(format!("`{}`: entry `{shown}` appears twice", file.display()));
+        let limit = match path.as_str() {
+            "manifest.json" => Some(limits::BUNDLE_MANIFEST),
+            TraceFile::PATH => Some(limits::BUNDLE_TRACE),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            if let Some(too_large) = limit.check(usize::try_from(size).unwrap_or(usize::MAX), &path) {
+                return Err(format!("`{}`: {}", file.display(), too_large.message));
+            }
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            entry.read_to_end(&mut bytes).map_err(|error| not_archive(file, &error))?;
+            let slot = if path == "manifest.json" { &mut scanned.manifest } else { &mut scanned.trace };
+            *slot = Some(bytes);
+        }
+        if scanned.sizes.insert(path.clone(), size).is_some() {
+            return Err(format!("`{}`: entry `{}` appears twice", file.display(), sanitize(&path)));
         }
     }
-    let id = id.ok_or_else(|| format!("`{}` holds no bundle", file.display()))?;
-    Ok((id, files))
+    scanned.id = id.ok_or_else(|| format!("`{}` holds no bundle", file.display()))?;
+    Ok(scanned)
+}
+
+/// Before any file's data is read or anything is written: a manifest and a trace that
+/// parse (else verification's own problems with them), every path portable, every file
+/// one the manifest lists at the size it lists, and every listed file there.
+fn listing_problems(scanned: &Scanned) -> Vec<String> {
+    let manifest = scanned
+        .manifest
+        .as_deref()
+        .and_then(|bytes| read_bundle_json::<Manifest>("manifest.json", bytes, "manifest.json").ok());
+    let trace_parses = scanned
+        .trace
+        .as_deref()
+        .is_some_and(|bytes| read_bundle_json::<Trace>(TraceFile::PATH, bytes, TraceFile::PATH).is_ok());
+    let Some(manifest) = manifest.filter(|_| trace_parses) else {
+        // Verification stops at a manifest or trace it cannot read, and says why.
+        let problems =
+            verify_facts(&scanned.id, scanned.manifest.as_deref(), scanned.trace.as_deref(), &BTreeMap::new())
+                .err()
+                .unwrap_or_default();
+        return problems
+            .into_iter()
+            .map(|problem| sanitize(&format!("{}: {}", problem.file, problem.message)))
+            .collect();
+    };
+    let listed: BTreeMap<&str, u64> = manifest.content.iter().map(|entry| (entry.path.as_str(), entry.bytes)).collect();
+    let mut problems = Vec::new();
+    for (path, size) in scanned.sizes.iter().filter(|(path, _)| path.as_str() != "manifest.json") {
+        if !is_portable_path(path) {
+            problems.push(sanitize(&format!("{path}: the name is not portable")));
+            continue;
+        }
+        match listed.get(path.as_str()) {
+            None => problems.push(sanitize(&format!("{path}: is not listed in the manifest"))),
+            Some(listed) if listed != size => {
+                problems.push(sanitize(&format!("{path}: its size differs from the manifest's")))
+            }
+            Some(_) => {}
+        }
+    }
+    for path in listed.keys().filter(|path| !scanned.sizes.contains_key(**path)) {
+        problems.push(sanitize(&format!("{path}: is listed in the manifest but missing")));
+    }
+    problems
+}
+
+/// The second pass: each file of the archive written into `staging` as it is read, with
+/// its size and digest taken on the way; none is held in memory.
+fn unpack_into(file: &Path, staging: &Path) -> Result<BTreeMap<String, FileFacts>, String> {
+    let mut archive = open_archive(file)?;
+    let mut facts = BTreeMap::new();
+    let mut id = None;
+    let cannot =
+        |path: &Path, error: std::io::Error| format!("cannot write `{}`: {}", path.display(), error_kind(&error));
+    for entry in archive.entries_with_seek().map_err(|error| not_archive(file, &error))? {
+        let mut entry = entry.map_err(|error| not_archive(file, &error))?;
+        let Some(path) = entry_path(&entry, file, &mut id)? else { continue };
+        let target = staging.join(&path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| cannot(parent, error))?;
+        }
+        let mut writer = Hashing {
+            inner: std::fs::File::create(&target).map_err(|error| cannot(&target, error))?,
+            hasher: blake3::Hasher::new(),
+            bytes: 0,
+        };
+        std::io::copy(&mut entry, &mut writer).map_err(|error| not_archive(file, &error))?;
+        facts.insert(
+            path,
+            FileFacts { bytes: writer.bytes, digest: format!("blake3:{}", writer.hasher.finalize().to_hex()) },
+        );
+    }
+    Ok(facts)
+}
+
+/// A file being written and the blake3 and length of what went into it (the digest a
+/// manifest lists, `bundle::digest`).
+struct Hashing {
+    inner: std::fs::File,
+    hasher: blake3::Hasher,
+    bytes: u64,
+}
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, buffer: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buffer)?;
+        self.hasher.update(&buffer[..written]);
+        self.bytes += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The bundle as the materializer takes it, from its files unpacked in `staging`: its own
+/// files (all but the skills) read into memory, and each skill file summarized as the
+/// convergence's catalogue files are and read again, from `staging`, when it is written
+/// into the store. So at most one skill file is held at a time.
+fn staged_bundle(
+    id: &str,
+    staging: &Path,
+    facts: &BTreeMap<String, FileFacts>,
+    trace: Vec<u8>,
+) -> Result<Bundle, String> {
+    let mut files = Vec::new();
+    let mut sourced = Vec::new();
+    for path in facts.keys().filter(|path| path.as_str() != TraceFile::PATH) {
+        let location = staging.join(path);
+        let bytes = std::fs::read(&location)
+            .map_err(|error| format!("cannot read `{}`: {}", location.display(), error_kind(&error)))?;
+        if path.starts_with(SKILLS_PREFIX) {
+            let summarized = Summarized::of(location, path, path, &bytes);
+            sourced.push(SourcedFile { path: path.clone(), source: std::sync::Arc::new(summarized) });
+        } else {
+            files.push(OutputFile { path: path.clone(), bytes: bytes.into() });
+        }
+    }
+    Ok(Bundle {
+        id: id.to_owned(),
+        files,
+        sourced,
+        trace: TraceFile::from_bytes(trace.into()),
+        summary: Summary::default(),
+    })
 }
 
 /// `acompose bundle import FILE.tar`: reads the archive, verifies it as a bundle under
 /// its own id, and materializes it at `destination` (its skills linked into its store).
+///
+/// In two passes over the archive, never holding it in memory: the first checks every
+/// header and the manifest's listing (a file it does not list, or at another size, is
+/// refused before a byte of it is read); the second writes each file into a staging
+/// folder in the output folder as it is read, hashing it on the way. Verification then
+/// works from sizes and digests, and the materializer reads the staged files one by one.
 pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostError> {
-    let (id, files) = unpack(file).map_err(|message| HostError::invalid(file, message))?;
+    let invalid = |message: String| HostError::invalid(file, message);
+    let scanned = scan(file).map_err(invalid)?;
+    let id = scanned.id.clone();
     if !(id.len() == 16 && id.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))) {
-        return Err(HostError::invalid(file, format!("`{}` holds no bundle folder named by an id", file.display())));
+        return Err(invalid(format!("`{}` holds no bundle folder named by an id", file.display())));
     }
-    verify(&id, &files).map_err(|problems| {
-        HostError::invalid(file, format!("`{}` is not a valid bundle: {}", file.display(), problem_lines(problems)))
-    })?;
-    let mut files = files;
-    // `verify` found the trace among the files.
-    let trace = TraceFile::from_bytes(files.remove(TraceFile::PATH).unwrap_or_default().into());
-    let bundle = Bundle {
-        id: id.clone(),
-        files: files.into_iter().map(|(path, bytes)| OutputFile { path, bytes: bytes.into() }).collect(),
-        sourced: Vec::new(),
-        trace,
-        summary: Summary::default(),
-    };
-    let materialization = place(destination, &bundle)?;
-    Ok(Imported { id, materialization })
+    let not_valid = |problems: String| invalid(format!("`{}` is not a valid bundle: {problems}", file.display()));
+    let problems = listing_problems(&scanned);
+    if !problems.is_empty() {
+        return Err(not_valid(listed(&problems, "; ")));
+    }
+    let locked = crate::placement::lock(destination)?;
+    let staging = destination.out.join(format!(".staging-{}-{}", crate::debris::IMPORT_STAGING, std::process::id()));
+    let result = (|| {
+        let facts = unpack_into(file, &staging).map_err(|message| HostError::environment(&staging, message))?;
+        verify_facts(&id, scanned.manifest.as_deref(), scanned.trace.as_deref(), &facts)
+            .map_err(|problems| not_valid(problem_lines(problems)))?;
+        let bundle = staged_bundle(&id, &staging, &facts, scanned.trace.clone().unwrap_or_default())
+            .map_err(|message| HostError::environment(&staging, message))?;
+        crate::placement::place_locked(destination, &locked, &bundle)
+    })();
+    let _ = std::fs::remove_dir_all(&staging);
+    Ok(Imported { id, materialization: result? })
 }

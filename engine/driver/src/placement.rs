@@ -64,23 +64,44 @@ pub fn destination(home: Option<&Path>, out: &Path, target: &Target) -> Result<D
     Ok(Destination { out: out.to_path_buf(), store, home })
 }
 
-/// Materializes `bundle` at its destination (fully verified), under the home lock when
-/// it links into the home's store.
-pub fn place(destination: &Destination, bundle: &Bundle) -> Result<Materialization, HostError> {
-    let _lock = match &destination.home {
+/// The locks a writer of a destination holds: the home's when the store is the home's,
+/// and the output folder's. Held, no other run is live there.
+pub struct Locked {
+    _home: Option<transaction::Lock>,
+    _out: transaction::Lock,
+}
+
+/// Takes the destination's locks, then removes what interrupted runs left in the output
+/// folder, and the staging folders of a store only this folder's writers use (its own
+/// `.store`) or one the home lock guards.
+pub fn lock(destination: &Destination) -> Result<Locked, HostError> {
+    let home = match &destination.home {
         Some(home) => Some(transaction::lock(home, LOCK_TIMEOUT)?),
         None => None,
     };
-    // Under the lock of the output folder no other run is live there: what interrupted
-    // runs left in it goes, and so do the staging folders of a store only this folder's
-    // writers use (its own `.store`) or one the home lock guards.
-    let _out_lock = transaction::lock(&destination.out, LOCK_TIMEOUT)?;
+    let out = transaction::lock(&destination.out, LOCK_TIMEOUT)?;
     crate::debris::remove(&destination.out);
     if let Some(store) = &destination.store
         && (destination.home.is_some() || store.root() == destination.out.join(LOCAL_STORE_DIR))
     {
         store.remove_staging();
     }
+    Ok(Locked { _home: home, _out: out })
+}
+
+/// Materializes `bundle` at its destination (fully verified), under the home lock when
+/// it links into the home's store.
+pub fn place(destination: &Destination, bundle: &Bundle) -> Result<Materialization, HostError> {
+    let locked = lock(destination)?;
+    place_locked(destination, &locked, bundle)
+}
+
+/// [`place`] for a caller that holds the destination's locks already.
+pub fn place_locked(
+    destination: &Destination,
+    _locked: &Locked,
+    bundle: &Bundle,
+) -> Result<Materialization, HostError> {
     let placement = match &destination.store {
         Some(store) => Placement::Linked(store),
         None => Placement::Standalone,

@@ -44,6 +44,47 @@ fn scan(bytes: &[u8]) -> Result<(), BrokenLexeme> {
     Ok(())
 }
 
+/// An upper bound on the KDL nodes of a text, from one pass over its bytes: every
+/// segment (after a line break, `;`, `{` or `}`) whose first byte outside whitespace,
+/// line continuations, strings and comments starts something counts as one node. A node
+/// always starts such a segment; a segment that continues a node (a wrapped line) is
+/// counted too, so this never counts fewer. A string that cannot close ends the count
+/// (the parse refuses such a file anyway).
+pub(super) fn node_bound(bytes: &[u8]) -> usize {
+    let mut count = 0;
+    let mut fresh = true;
+    let mut at = 0;
+    while at < bytes.len() {
+        let line_break = line_break_length(bytes, at);
+        at = match bytes[at] {
+            _ if line_break > 0 => {
+                fresh = true;
+                at + line_break
+            }
+            b'/' if bytes.get(at + 1) == Some(&b'/') => {
+                (at..bytes.len()).find(|&offset| line_break_length(bytes, offset) > 0).unwrap_or(bytes.len())
+            }
+            b'/' if bytes.get(at + 1) == Some(&b'*') => block_comment(bytes, at).unwrap_or(bytes.len()),
+            b';' | b'{' | b'}' => {
+                fresh = true;
+                at + 1
+            }
+            b' ' | b'\t' | b'\\' => at + 1,
+            byte => {
+                count += usize::from(fresh);
+                fresh = false;
+                let hashes = bytes[at..].iter().take_while(|&&byte| byte == b'#').count();
+                match (byte, bytes.get(at + hashes)) {
+                    (b'"', _) => string(bytes, at, 0).unwrap_or(bytes.len()),
+                    (b'#', Some(b'"')) => string(bytes, at + hashes, hashes).unwrap_or(bytes.len()),
+                    _ => at + 1,
+                }
+            }
+        };
+    }
+    count
+}
+
 /// The offset after the (nested) block comment that opens at `start`.
 fn block_comment(bytes: &[u8], start: usize) -> Result<usize, BrokenLexeme> {
     let mut depth = 0usize;
@@ -127,6 +168,23 @@ fn line_break_length(bytes: &[u8], at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_node_bound_counts_nodes_and_never_fewer() {
+        let cases = [
+            ("", 0),
+            ("a\nb\n", 2),
+            ("a 1 2 key=\"x\ny\"\n", 1),
+            ("roles {\n    role a\n    role b { use-repository x; use-repository y }\n}\n", 5),
+            ("// note\n/* block\n comment */\na \"\"\"\n line\n line\n \"\"\"\n", 1),
+            // A wrapped line counts again: an upper bound.
+            ("a \\\n  b=1\n", 2),
+            ("#\"raw { ; \"#\n", 1),
+        ];
+        for (text, nodes) in cases {
+            assert_eq!(node_bound(text.as_bytes()), nodes, "{text:?}");
+        }
+    }
 
     #[test]
     fn valid_strings_and_comments_pass() {

@@ -45,6 +45,39 @@ pub fn acompose_with(directory: &Path, arguments: &[&str], environment: &[(&str,
     }
 }
 
+/// Runs the real binary as [`acompose_with`] does, and its peak memory in KiB as the
+/// kernel accounts it: the `ru_maxrss` of `getrusage(RUSAGE_CHILDREN)` in a parent whose
+/// only child it is (python3, which the checks of `.ci` need anyway; the tests forbid
+/// the `unsafe` a direct `wait4` would take).
+pub fn acompose_peak(directory: &Path, arguments: &[&str]) -> (Output, u64) {
+    const PARENT: &str = "import resource, subprocess, sys\n\
+        code = subprocess.call(sys.argv[2:])\n\
+        open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n\
+        sys.exit(code)\n";
+    let report = tempfile::NamedTempFile::new().expect("a report file");
+    let mut command = Command::new("python3");
+    command
+        .arg("-c")
+        .arg(PARENT)
+        .arg(report.path())
+        .arg(env!("CARGO_BIN_EXE_acompose"))
+        .args(arguments)
+        .current_dir(directory)
+        .env_remove("ACOMPOSE_HOME")
+        .env_remove("PROJECTS_ROOT")
+        .env_remove("COLORTERM")
+        .env("NO_COLOR", "1")
+        .env("HOME", directory.join("no-home"));
+    let output = command.output().expect("python3 runs (it measures the peak memory)");
+    let peak = std::fs::read_to_string(report.path()).expect("the peak").trim().parse().expect("a number");
+    let output = Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    (output, peak)
+}
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
