@@ -616,3 +616,59 @@ fn an_archive_of_a_900_megabyte_entry_is_refused_without_holding_it() {
         .collect();
     assert!(left.is_empty(), "no staging folder is left");
 }
+
+#[test]
+fn a_hidden_file_in_a_skill_folder_is_left_out_with_a_warning() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let (home, projects) = common::generated_estate(root, 1);
+    let skill = projects.join("example/repo0/.agents/skills/skill0-alpha");
+    std::fs::write(skill.join(".notes"), "private\n").expect("a hidden file");
+    std::fs::create_dir_all(skill.join(".cache")).expect("a hidden folder");
+    std::fs::write(skill.join(".cache/blob"), "cached\n").expect("a file in it");
+    let output = acompose(root, &["--home", "home", "--projects-root", "projects"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    // Before: both left out without a word.
+    for name in [".notes", ".cache"] {
+        let line = output.stderr.lines().find(|line| line.contains(name) && line.contains("not a portable name"));
+        assert!(line.is_some(), "{name}: {}", output.stderr);
+    }
+    assert!(output.stderr.contains("unportable-name"), "{}", output.stderr);
+    assert!(!output.stderr.contains("blob"), "a hidden folder is not entered: {}", output.stderr);
+    let delivered = walkdir::WalkDir::new(home.join("bundles")).follow_links(true).into_iter().flatten();
+    assert!(delivered.filter(|entry| entry.file_name() == ".notes").count() == 0, "not delivered");
+}
+
+#[test]
+fn a_users_link_at_a_path_a_projection_owns_is_reported_not_replaced() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (case, bundle) = composed_bundle(temporary.path());
+    let target = temporary.path().join("target");
+    std::fs::create_dir_all(&target).expect("target");
+    let project = || {
+        let arguments =
+            ["project", bundle.to_str().expect("utf-8"), "--layout", "claude", "--scope", "repo", "--target"];
+        let mut arguments: Vec<&str> = arguments.to_vec();
+        arguments.push(target.to_str().expect("utf-8"));
+        acompose(&case, &arguments)
+    };
+    let first = project();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let link = std::fs::read_dir(target.join(".claude/skills"))
+        .expect("projected skills")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.is_symlink())
+        .expect("a projected link");
+    // The user points the projected name at a folder of their own.
+    let mine = temporary.path().join("mine");
+    std::fs::create_dir_all(&mine).expect("the user's folder");
+    std::fs::remove_file(&link).expect("remove the link");
+    std::os::unix::fs::symlink(&mine, &link).expect("the user's link");
+    let again = project();
+    // Before: exit 0, the user's link silently replaced.
+    assert_eq!(again.code, 1, "{}{}", again.stdout, again.stderr);
+    let name = link.file_name().expect("a name").to_string_lossy().into_owned();
+    assert!(again.stderr.contains(&name) && again.stderr.contains("did not make"), "{}", again.stderr);
+    assert_eq!(std::fs::read_link(&link).expect("still a link"), mine, "the user's link stays");
+}

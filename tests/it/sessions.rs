@@ -485,6 +485,27 @@ fn the_start_review_shows_a_right_to_left_override_escaped() {
 }
 
 #[test]
+fn a_project_linked_to_the_root_or_the_home_folder_is_started_only_with_a_warning() {
+    let sandbox = Sandbox::new();
+    sandbox.runner("claude", "exit 0");
+    // `acompose_with` runs with `HOME` set to `<root>/no-home`.
+    fs::create_dir_all(sandbox.path("no-home")).expect("a home folder");
+    std::os::unix::fs::symlink("/", sandbox.path("ws/projects/everything")).expect("a link to /");
+    std::os::unix::fs::symlink(sandbox.path("no-home"), sandbox.path("ws/projects/home")).expect("a link to home");
+    for (project, said) in [("everything", "the project folder is `/`"), ("home", "your home folder")] {
+        let run = sandbox.people(&["start", "pam", "--project", project, "--runner", "claude", "--dry-run"]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        // Before: a runner started in `/` without a word.
+        assert!(run.stdout.contains("warning:") && run.stdout.contains(said), "{project}: {}", run.stdout);
+        let json = sandbox.people(&["start", "pam", "--project", project, "--runner", "claude", "--dry-run", "--json"]);
+        let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+        assert_eq!(document["folder_warning"], if project == "home" { "home" } else { "root" });
+    }
+    let ordinary = sandbox.people(&["start", "pam", "--project", "desk", "--runner", "claude", "--dry-run"]);
+    assert!(!ordinary.stdout.contains("warning:"), "{}", ordinary.stdout);
+}
+
+#[test]
 fn people_start_exits_non_zero_when_the_runner_fails() {
     let sandbox = Sandbox::new();
     sandbox.runner("codex", "exit 3");

@@ -156,6 +156,17 @@ pub fn error_kind(error: &std::io::Error) -> String {
     }
 }
 
+/// The warning for a hidden name inside a skill folder: left out of the skill.
+fn hidden_member(label: &str, relative: &str) -> Diagnostic {
+    use acompose_engine::diagnostic::sanitize;
+    Diagnostic::warning(
+        "unportable-name",
+        format!("`{}` is not a portable name (it starts with `.`); it is left out of the skill", sanitize(relative)),
+    )
+    .in_file(sanitize(&format!("{label}/{relative}")))
+    .hint("rename it to letters, digits, `.`, `_` and `-`, not starting with `.`, to deliver it, or remove it")
+}
+
 fn relative_path(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
@@ -166,15 +177,25 @@ fn relative_path(root: &Path, path: &Path) -> String {
 }
 
 /// Walks `start` (under `root`) without following links, reading every regular file.
-/// Names starting with `.` are skipped below `start`. `what` names the container in
-/// diagnostics ("package", "catalogue").
+/// Names starting with `.` are skipped below `start`, unread (a hidden folder is not
+/// entered); inside a catalogue's skill folder each one is left out of its skill with an
+/// `unportable-name` warning, as any other name that cannot be delivered. `what` names
+/// the container in diagnostics ("package", "catalogue").
 fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
-    let walker = walkdir::WalkDir::new(start)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| entry.depth() == 0 || !entry.file_name().to_string_lossy().starts_with('.'));
-    for entry in walker {
+    let mut walker = walkdir::WalkDir::new(start).follow_links(false).sort_by_file_name().into_iter();
+    while let Some(entry) = walker.next() {
+        if let Ok(entry) = &entry
+            && entry.depth() > 0
+            && entry.file_name().to_string_lossy().starts_with('.')
+        {
+            if entry.file_type().is_dir() {
+                walker.skip_current_dir();
+            }
+            if what == "catalogue" && entry.depth() >= 2 {
+                read.diagnostics.push(hidden_member(label, &relative_path(root, entry.path())));
+            }
+            continue;
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(error) => {

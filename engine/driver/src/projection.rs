@@ -228,6 +228,7 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .chain(shared.iter().map(|file| Entry { path: &file.path, content: Content::Shared(&file.bytes) }))
         .chain(request.extra_links.iter().map(|(path, target)| Entry { path, content: Content::Link(target) }))
         .collect();
+    refuse_user_links(request.target, &plan, &links, previous.as_ref())?;
     let details = serde_json::to_value(&plan.details).map_err(|error| {
         HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
     })?;
@@ -288,6 +289,39 @@ pub enum Hidden {
     Files(Vec<String>),
     /// git could not mark them; the projection stands and `git status` shows them.
     Failed(String),
+}
+
+/// Refuses a reprojection over a link the user put at a path the projection owns: the
+/// record owns the path, but the link there points neither where this projection links
+/// it nor into the bundle the record names, so it is not one the projection made. It is
+/// reported by its path, never replaced.
+fn refuse_user_links(
+    target: &Path,
+    plan: &projection::Plan,
+    links: &[PathBuf],
+    previous: Option<&crate::projection_record::Record>,
+) -> Result<(), HostError> {
+    let Some(previous) = previous else { return Ok(()) };
+    let ours = Path::new(&previous.details.bundle_path);
+    for (entry, wanted) in plan.entries.iter().zip(links) {
+        if !matches!(entry.content, Planned::BundleFolder(_)) || !previous.files.contains(&entry.path) {
+            continue;
+        }
+        let path = target.join(&entry.path);
+        let Ok(existing) = std::fs::read_link(&path) else { continue };
+        if existing != *wanted && !existing.starts_with(ours) {
+            return Err(HostError::invalid(
+                &path,
+                format!(
+                    "`{}` is a link to `{}` that this projection did not make, at a path it owns; \
+                     acompose does not replace it: move it away, or unproject and project again",
+                    sanitize(&entry.path),
+                    sanitize(&existing.display().to_string())
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The caller's hooks, and before the commit line every projected file read back through

@@ -15,6 +15,9 @@ pub fn review_text(review: &StartReview) -> String {
     let mut line = |label: &str, value: String| text.push_str(&format!("  {label:<14} {value}\n"));
     line("person:", format!("{} — {} ({})", review.person_id, displayable(&review.person_name), review.role));
     line("project:", format!("{} → {}", review.project_id, displayable(&review.cwd)));
+    if let Some(warning) = review.folder_warning {
+        line("warning:", warning.message().to_owned());
+    }
     line("runner:", format!("{} (`{}`)", review.runner.name, review.runner.binary));
     line("model:", review.model.clone().unwrap_or_else(|| "the runner's default".to_owned()));
     line("command:", displayable_command(review));
@@ -65,6 +68,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt_in_argv: bool,
         max_seconds: Option<u64>,
         unsupported: Vec<&'static str>,
+        folder_warning: Option<&'static str>,
     }
     super::document::json_bytes(&Document {
         format: "acompose.people-start-review.v1",
@@ -81,6 +85,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt_in_argv: review.prompt_in_argv,
         max_seconds: review.max_seconds,
         unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
+        folder_warning: review.folder_warning.map(super::start::FolderWarning::name),
     })
 }
 

@@ -115,6 +115,41 @@ pub struct StartReview {
     pub unsupported: Vec<UnsupportedLimit>,
     /// `budget.max_seconds`: the limit that is enforced, by ending the process group.
     pub max_seconds: Option<u64>,
+    /// Set when the project folder is one no project should be: the review says so.
+    pub folder_warning: Option<FolderWarning>,
+}
+
+/// A project folder that gives the runner far more than a project: the whole file
+/// system, or the user's home. Allowed (the link is the user's own), but never started
+/// without a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FolderWarning {
+    /// `projects/<id>` leads to `/`.
+    Root,
+    /// `projects/<id>` leads to the user's home folder (the driver knows which that is).
+    Home,
+}
+
+impl FolderWarning {
+    /// Its name in the review's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FolderWarning::Root => "root",
+            FolderWarning::Home => "home",
+        }
+    }
+
+    /// What the review says.
+    pub fn message(self) -> &'static str {
+        match self {
+            FolderWarning::Root => {
+                "the project folder is `/`: the runner starts at the root and can reach the whole file system"
+            }
+            FolderWarning::Home => {
+                "the project folder is your home folder: the runner can reach every file and credential in it"
+            }
+        }
+    }
 }
 
 /// Builds the review of a start, refusing a missing or archived Person, a bad project
@@ -152,6 +187,7 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         prompt_in_argv: invocation.prompt_in_argv,
         unsupported: unsupported_limits(person),
         max_seconds: person.budget.max_seconds,
+        folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
     })
 }
 

@@ -333,7 +333,12 @@ pub fn review_session(
         .to_str()
         .ok_or_else(|| Stop::Invalid(format!("the folder of project `{}` is not a UTF-8 path", options.project_id)))?;
     request.project_folder = folder_text;
-    let review = review_start(&roster, &request).map_err(rejected)?;
+    let mut review = review_start(&roster, &request).map_err(rejected)?;
+    // The engine knows `/`; which folder is the user's home only the environment says.
+    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|home| fs::canonicalize(home).ok());
+    if review.folder_warning.is_none() && home.as_deref() == Some(project_folder.as_path()) {
+        review.folder_warning = Some(acompose_people::start::FolderWarning::Home);
+    }
     Ok(Reviewed { review, program, project_folder })
 }
 
