@@ -1,5 +1,6 @@
-//! Embeds every file under `core/` into the crate, sorted by path, so the binary carries
-//! the default roster and builds are reproducible.
+//! Embeds every file under `core/` (the default roster) and `scaffold/` (the package
+//! `acompose roster init` writes) into the crate, sorted by path, so the binary carries
+//! both and builds are reproducible.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,19 +19,18 @@ fn collect(directory: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
-fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let root = manifest_dir.join("core");
-    println!("cargo::rerun-if-changed=core");
+/// The `static NAME: &[(&str, &[u8])]` of every file under `root`, sorted by path.
+fn embedded(name: &str, root: &Path) -> String {
+    println!("cargo::rerun-if-changed={}", root.display());
     let mut files = Vec::new();
-    collect(&root, &mut files);
+    collect(root, &mut files);
     files.sort();
-    let mut generated = String::from(
-        "/// Every embedded file: (path relative to the package root, bytes).\npub static FILES: &[(&str, &[u8])] = &[\n",
+    let mut generated = format!(
+        "/// Every embedded file: (path relative to the package root, bytes).\npub static {name}: &[(&str, &[u8])] = &[\n"
     );
     for file in &files {
         let relative = file
-            .strip_prefix(&root)
+            .strip_prefix(root)
             .expect("collected under root")
             .components()
             .map(|component| component.as_os_str().to_string_lossy().into_owned())
@@ -41,6 +41,13 @@ fn main() {
             .expect("writing to a string");
     }
     generated.push_str("];\n");
+    generated
+}
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let mut generated = embedded("FILES", &manifest_dir.join("core"));
+    generated.push_str(&embedded("SCAFFOLD", &manifest_dir.join("scaffold")));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("embedded.rs");
     std::fs::write(out, generated).expect("write embedded.rs");
 }

@@ -30,6 +30,8 @@ pub fn check_output(
         Err(error) => return ended_by_error(output, &error, terminal),
     };
     let report = &checked.report;
+    // A folder with no skill at all is almost always the wrong folder: say so.
+    let empty = report.skills == 0;
     if json {
         let mut bytes = acompose_driver::engine::snapshot::to_json_bytes(report);
         if !bytes.ends_with(b"\n") {
@@ -42,7 +44,7 @@ pub fn check_output(
             let text_of = |path: &str| checked.texts.get(path).cloned();
             output.stderr(render_diagnostics(&shown, terminal.stderr, &text_of));
         }
-        if !terminal.quiet {
+        if !terminal.quiet && !empty {
             output.stdout(format!(
                 "checked {} skill{} in {} catalogue{}: {} error{}, {} warning{}, {} folder{} without SKILL.md\n",
                 report.skills,
@@ -57,6 +59,23 @@ pub fn check_output(
                 plural(checked.not_skills),
             ));
         }
+    }
+    if empty {
+        let folders = if directories.is_empty() {
+            "the current folder".to_owned()
+        } else {
+            directories
+                .iter()
+                .map(|folder| {
+                    format!("`{}`", acompose_driver::engine::diagnostic::sanitize(&folder.display().to_string()))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        output.stderr(format!(
+            "error: no skill found in {folders}: a skill is a folder holding `SKILL.md`, under a repository's `.agents/skills/`; pass a repository, its `.agents/skills` folder or a skill folder\n"
+        ));
+        return output.exit(exit::INVALID);
     }
     output.exit(if report.errors > 0 { exit::INVALID } else { exit::SUCCESS })
 }

@@ -17,7 +17,7 @@ use acompose_driver::settings::{self, Flags};
 
 use crate::exit;
 use crate::output::CommandOutput;
-use crate::terminal::{Terminal, ended_by_error, report_error, stats_line, warnings_text};
+use crate::terminal::{Terminal, ended_by_error, ended_by_error_as, report_error, stats_line, warnings_text};
 
 #[derive(Debug, clap::Args)]
 pub struct ComposeArgs {
@@ -114,7 +114,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     let strict = args.strict.then_some(acompose_driver::engine::SkillPolicy::Strict);
     let (prepared, loader) = match sources.prepare(&args.request, &places.projects, strict, &places.defaults) {
         Ok(prepared) => prepared,
-        Err(error) => return ended_by_error(output, &error, terminal),
+        Err(error) => return ended_by_error_as(output, &error, terminal, args.json),
     };
     output.stderr(warnings_text(&prepared.warnings, terminal));
     let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.as_deref().map(on_disk)) };

@@ -184,10 +184,13 @@ fn run_show(args: &ShowArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         print_stdout(&text);
     }
     if settings.refusal().is_some() {
-        print_stderr(&format!(
-            "warning: `person_policy: external-only` ({}) and no external person source: every command that loads a roster refuses to run; set `person_source` or pass `--person-source DIR`\n",
-            sanitize(&settings.person_policy.origin.describe())
-        ));
+        crate::terminal::warn(
+            terminal,
+            &format!(
+                "`person_policy: external-only` ({}) and no external person source: every command that loads a roster refuses to run; set `person_source` or pass `--person-source DIR`",
+                sanitize(&settings.person_policy.origin.describe())
+            ),
+        );
     }
     exit::SUCCESS
 }
@@ -238,7 +241,8 @@ fn run_validate(args: &ValidateArgs, home: Option<&Path>, terminal: &Terminal) -
             findings.text_of(path)
         })));
     } else if !findings.is_empty() && (has_errors || !terminal.quiet) {
-        print_stderr(&render_diagnostics(&findings.diagnostics, terminal.stderr, &|path| findings.text_of(path)));
+        let shown = crate::terminal::visible(&findings.diagnostics, *terminal);
+        print_stderr(&render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path)));
     }
     let label = sanitize(&file.label);
     if has_errors {

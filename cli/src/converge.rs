@@ -15,7 +15,7 @@ use acompose_driver::mounts::{MountReport, deliver};
 use acompose_driver::projections::Followed;
 
 use crate::progress::TerminalProgress;
-use crate::terminal::{Terminal, report_error, stats_line, summary};
+use crate::terminal::{Terminal, report_error, stats_line, summary, warn};
 use crate::{exit, print_stderr, print_stdout};
 
 /// Flags of bare `acompose`.
@@ -170,7 +170,10 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     let progress = TerminalProgress::new(terminal);
     let run = match converge_home(&home, &projects, &progress) {
         Ok(run) => run,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => {
+            let output = crate::terminal::ended_by_error_as(Default::default(), &error, terminal, args.json);
+            return output.print();
+        }
     };
     let delivered = match read_config(&home, &NoProgress).and_then(|config| deliver(&home, &config)) {
         Ok(delivered) => delivered,
@@ -182,7 +185,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         }
         BareRun::Converged { report, stats, converger } => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
-            print_followed(&report.followed, terminal.quiet || args.json);
+            print_followed(&report.followed, terminal, args.json);
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
                     print_stderr(&format!("wrote {path}\n"));
@@ -204,19 +207,22 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
 
 /// A line for each registered projection convergence moved to its role's new bundle, and
 /// a warning for each it had to leave alone.
-fn print_followed(followed: &[Followed], quiet: bool) {
+fn print_followed(followed: &[Followed], terminal: &Terminal, json: bool) {
     for projection in followed {
         let target = sanitize(&projection.target.display().to_string());
         match &projection.outcome {
-            Ok(bundle) if !quiet => {
+            Ok(bundle) if !terminal.quiet && !json => {
                 print_stdout(&format!("projected {bundle} ({}) into `{target}`\n", sanitize(&projection.role)));
             }
             Ok(_) => {}
-            Err(why) => print_stderr(&format!(
-                "warning: the projection of `{}` in `{target}` still shows its old bundle: {}\n",
-                sanitize(&projection.role),
-                sanitize(why)
-            )),
+            Err(why) => warn(
+                terminal,
+                &format!(
+                    "the projection of `{}` in `{target}` still shows its old bundle: {}",
+                    sanitize(&projection.role),
+                    sanitize(why)
+                ),
+            ),
         }
     }
 }
@@ -225,10 +231,13 @@ fn print_followed(followed: &[Followed], quiet: bool) {
 /// for every path the user's own entry holds.
 fn print_delivery(delivered: &MountReport, terminal: &Terminal) {
     for path in &delivered.kept {
-        print_stderr(&format!(
-            "warning: `{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's\n",
-            sanitize(&path.display().to_string())
-        ));
+        warn(
+            terminal,
+            &format!(
+                "`{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's",
+                sanitize(&path.display().to_string())
+            ),
+        );
     }
     if terminal.quiet {
         return;

@@ -134,13 +134,14 @@ fn describe(args: &DescribeArgs, bundle: &Path, terminal: &Terminal) -> u8 {
 
 pub fn run_diff(args: DiffArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let load = |name: &Path| named_bundle(home, name).and_then(|bundle| read_provenance(&bundle));
+    // As `diff` does: 2 for trouble, so a script can tell it from "they differ".
     let before = match load(&args.before) {
         Ok(loaded) => loaded,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return report_error(&error, terminal).max(exit::USAGE),
     };
     let after = match load(&args.after) {
         Ok(loaded) => loaded,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return report_error(&error, terminal).max(exit::USAGE),
     };
     let difference = describe::diff((&before.1, &before.2), (&after.1, &after.2));
     if args.json {
@@ -148,5 +149,5 @@ pub fn run_diff(args: DiffArgs, home: Option<&Path>, terminal: &Terminal) -> u8 
     } else {
         print_stdout(&describe::diff_text(&difference, terminal.stdout));
     }
-    exit::SUCCESS
+    if difference.is_empty() { exit::SUCCESS } else { exit::INVALID }
 }

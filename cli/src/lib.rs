@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod bundle_list;
 pub mod catalogue;
 pub mod catalogue_check;
+pub mod completions;
 pub mod compose;
 pub mod config;
 pub mod converge;
@@ -107,7 +108,9 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Show the decisions behind a bundle, or explain one item with `--why`.
     Describe(describe::DescribeArgs),
-    /// Show the semantic difference of two bundles: decisions and content.
+    /// Show the semantic difference of two bundles: decisions and content. Exits 0 when
+    /// they are the same, 1 when they differ, 2 when a bundle cannot be read (as `diff`
+    /// and `git diff --exit-code` do).
     Diff(describe::DiffArgs),
     /// Durable, reviewed collaborators bound to roles.
     People(people::PeopleArgs),
@@ -131,6 +134,10 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
+    /// Print a shell completion script (`acompose completions bash > …`).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page of acompose, or of one command, in roff (`acompose man | man -l -`).
+    Man(completions::ManArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
     Statusline(identity::StatuslineArgs),
     /// Show the role, identity and skills of the nearest projection.
@@ -178,6 +185,8 @@ pub fn main() -> ExitCode {
         Some(Command::Unproject(args)) => project::run_unproject(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Projections(args)) => project::run_projections(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Completions(args)) => completions::run_completions(&args),
+        Some(Command::Man(args)) => completions::run_man(&args, &terminal),
         Some(Command::Config(args)) => config::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),

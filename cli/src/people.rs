@@ -119,7 +119,7 @@ pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
         }
         PeopleCommand::Resolve(resolve) => {
             let json = resolve.json;
-            (resolve::run(&resolve), json)
+            (resolve::run(&resolve, terminal), json)
         }
         PeopleCommand::Runners(runners) => (session::run_runners(&runners), false),
         PeopleCommand::Start(start) => (session::run_start(&start, terminal), false),
@@ -131,18 +131,24 @@ pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
     };
     match outcome {
         Ok(()) => exit::SUCCESS,
-        Err(stop) => report_stop(stop, json),
+        Err(stop) => report_stop(stop, json, terminal),
     }
 }
 
+/// The People findings a terminal shows: errors only under `-q`.
+pub fn shown_findings(findings: &[acompose_driver::engine::Diagnostic], terminal: &Terminal) -> String {
+    let shown: Vec<_> = findings.iter().filter(|finding| !terminal.quiet || finding.is_error()).cloned().collect();
+    report::findings_text(&shown)
+}
+
 /// Prints why a command stopped and returns its exit code.
-pub fn report_stop(stop: Stop, json: bool) -> u8 {
+pub fn report_stop(stop: Stop, json: bool, terminal: &Terminal) -> u8 {
     match stop {
         Stop::Findings(findings) => {
             if json {
                 print_stdout(&String::from_utf8_lossy(&report::findings_document(&findings)));
             } else {
-                print_stderr(&report::findings_text(&findings));
+                print_stderr(&shown_findings(&findings, terminal));
                 print_stderr(&format!("error: stopped ({})\n", report::count_summary(&findings)));
             }
             exit::INVALID
@@ -178,17 +184,17 @@ fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
 }
 
 fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
-    let validation =
-        Workspace::open(&args.workspace.workspace).and_then(|workspace| Ok(workspace.collect_with_contract()?));
+    let validation = Workspace::open_initialised(&args.workspace.workspace)
+        .and_then(|workspace| Ok(workspace.collect_with_contract()?));
     let files = match validation {
         Ok(files) => files,
-        Err(stop) => return report_stop(stop, args.json),
+        Err(stop) => return report_stop(stop, args.json, terminal),
     };
     let validation = workspace::validate_workspace(&files);
     if args.json {
         print_stdout(&String::from_utf8_lossy(&report::validation_json(&validation)));
     } else if !validation.findings.is_empty() && (validation.has_errors() || !terminal.quiet) {
-        print_stderr(&report::findings_text(&validation.findings));
+        print_stderr(&shown_findings(&validation.findings, terminal));
     }
     if validation.has_errors() {
         if !args.json {
@@ -207,7 +213,7 @@ fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
 }
 
 fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let validation = workspace::load_roster(&workspace.collect()?);
     if args.json {
         // One document: the findings travel inside it.
@@ -226,7 +232,7 @@ fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
 
 fn run_show(args: &ShowArgs) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let person = existing_person(&workspace, id)?;
     if args.json {
         print_stdout(&String::from_utf8_lossy(&acompose_driver::people::document::person_bytes(&person)));
@@ -238,7 +244,7 @@ fn run_show(args: &ShowArgs) -> Result<(), Stop> {
 
 fn run_set_archived(args: &IdArgs, archived: bool, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = existing_person(&workspace, id)?;
     let state = if archived { "archived" } else { "active" };
     if person.archived == archived {

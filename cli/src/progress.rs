@@ -90,7 +90,7 @@ impl Progress for TerminalProgress<'_> {
     }
 
     fn warn(&self, message: &str) {
-        print_stderr(&format!("warning: {message}\n"));
+        crate::terminal::warn(self.terminal, message);
     }
 
     fn diagnostics(&self, findings: &Findings) {

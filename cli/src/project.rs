@@ -16,7 +16,7 @@ use acompose_driver::projection::{
 use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
 
-use crate::terminal::{Terminal, report_error};
+use crate::terminal::{Terminal, report_error, warn};
 use crate::{exit, print_stderr, print_stdout};
 
 /// `--scope`.
@@ -89,19 +89,22 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         None => false,
     };
     if let Some(Excluded::Failed(reason)) = &report.excluded {
-        print_stderr(&format!(
-            "warning: the projection stands, but its paths could not be listed in the repository's exclude file: {}\n",
-            sanitize(reason)
-        ));
+        warn(
+            terminal,
+            &format!(
+                "the projection stands, but its paths could not be listed in the repository's exclude file: {}",
+                sanitize(reason)
+            ),
+        );
     }
     for warning in &report.listing {
         print_stderr(&format!("warning: {warning}\n"));
     }
     if let Hidden::Failed(reason) = &report.hidden {
-        print_stderr(&format!(
-            "warning: the projection stands, but git will show its managed blocks as changes: {}\n",
-            sanitize(reason)
-        ));
+        warn(
+            terminal,
+            &format!("the projection stands, but git will show its managed blocks as changes: {}", sanitize(reason)),
+        );
     }
     if args.json {
         print_stdout(&projected_json(&report));
@@ -240,16 +243,19 @@ pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Termin
         return report_error(&error, terminal);
     }
     if let Excluded::Failed(reason) = &report.excluded {
-        print_stderr(&format!(
-            "warning: the projection is gone, but the repository's exclude file still lists it: {}\n",
-            sanitize(reason)
-        ));
+        warn(
+            terminal,
+            &format!("the projection is gone, but the repository's exclude file still lists it: {}", sanitize(reason)),
+        );
     }
     if let Err(reason) = &report.shown {
-        print_stderr(&format!(
-            "warning: the projection is gone, but git still skips its instructions files (`git update-index --no-skip-worktree FILE`): {}\n",
-            sanitize(reason)
-        ));
+        warn(
+            terminal,
+            &format!(
+                "the projection is gone, but git still skips its instructions files (`git update-index --no-skip-worktree FILE`): {}",
+                sanitize(reason)
+            ),
+        );
     }
     if args.json {
         print_stdout(&unprojected_json(&report));

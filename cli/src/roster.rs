@@ -9,7 +9,9 @@ use acompose_driver::load::{EMBEDDED, Location, Selection, label_of};
 use acompose_driver::settings;
 
 use crate::output::CommandOutput;
-use crate::terminal::{Terminal, count_summary, diagnostics_json, render_diagnostics, report_error, report_warnings};
+use crate::terminal::{
+    Terminal, count_summary, diagnostics_json, render_diagnostics, report_error, report_warnings, visible,
+};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
 #[derive(Debug, clap::Args)]
@@ -35,10 +37,20 @@ impl RosterArgs {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum RosterCommand {
+    /// Write a small valid external person package (two roles, three personalities,
+    /// every definition) into a new or empty folder, to edit into your own.
+    Init(InitArgs),
     /// Load a person source and print every diagnostic.
     Validate(ValidateArgs),
     /// Print the loaded roster (or one role's card).
     Show(ShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// The folder to write (it must not exist, or be empty); its name names the package.
+    #[arg(value_name = "DIR")]
+    pub folder: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -77,6 +89,7 @@ pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal
     }
     let mut sources = Sources::default();
     let (source, core_rules) = match &args.command {
+        Some(RosterCommand::Init(init)) => return run_init(init, terminal),
         Some(RosterCommand::Validate(validate)) => (&validate.source, validate.core_rules),
         Some(RosterCommand::Show(show)) => (&show.source, false),
         None => (&args.source, false),
@@ -86,6 +99,7 @@ pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal
         Err(error) => return report_error(&error, terminal),
     };
     match args.command {
+        Some(RosterCommand::Init(_)) => exit::SUCCESS,
         Some(RosterCommand::Validate(validate)) => {
             validate_output(&validate, &selection, &mut sources, terminal).print()
         }
@@ -128,6 +142,25 @@ pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal
     }
 }
 
+/// `roster init DIR`: the scaffold package written into a new or empty folder.
+fn run_init(init: &InitArgs, terminal: &Terminal) -> u8 {
+    match acompose_driver::scaffold::init_package(&init.folder) {
+        Ok(made) => {
+            if !terminal.quiet {
+                let folder = acompose_driver::engine::diagnostic::sanitize(&init.folder.display().to_string());
+                print_stdout(&format!(
+                    "wrote person:{} into `{folder}` ({} files): two roles, three personalities\nnext: edit it, then `acompose roster validate --person-source {}`\n",
+                    made.name,
+                    made.files.len(),
+                    crate::terminal::shell_word(&folder)
+                ));
+            }
+            exit::SUCCESS
+        }
+        Err(error) => report_error(&error, terminal),
+    }
+}
+
 /// `roster validate`: every diagnostic of `selection` (the person source the flags and
 /// settings name), and whether it is valid. Returns what the command prints; `sources`
 /// reads the paths the selection names (see [`Sources::in_directory`]).
@@ -145,7 +178,7 @@ pub fn validate_output(
             .stdout(String::from_utf8_lossy(&diagnostics_json(diagnostics, &|path| validation.findings.text_of(path))));
     } else if !diagnostics.is_empty() {
         let text_of = |path: &str| validation.findings.text_of(path);
-        output.stderr(render_diagnostics(diagnostics, terminal.stderr, &text_of));
+        output.stderr(render_diagnostics(&visible(diagnostics, *terminal), terminal.stderr, &text_of));
     }
     let model = &validation.model;
     if validation.has_errors {

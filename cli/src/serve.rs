@@ -47,7 +47,7 @@ pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
     })
     .is_err()
     {
-        print_stderr("warning: cannot install the Ctrl-C handler; stop with a signal\n");
+        crate::terminal::warn(terminal, "cannot install the Ctrl-C handler; stop with a signal");
     }
     // The address is printed even with --quiet: without it the server cannot be used.
     print_stdout(&format!("{}\n", handle.url()));
@@ -57,7 +57,7 @@ pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
         );
     }
     if args.open {
-        open_browser(&handle.url());
+        open_browser(&handle.url(), terminal);
     }
     // Waits for Ctrl-C; a dropped sender (no handler) also ends the wait.
     let _ = stop_requested.recv();
@@ -87,7 +87,7 @@ fn report_workspace(stop: Stop) -> u8 {
 }
 
 /// Asks the desktop to open the page; a failure is only a warning (the address is printed).
-fn open_browser(url: &str) {
+fn open_browser(url: &str, terminal: &Terminal) {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {
@@ -96,6 +96,6 @@ fn open_browser(url: &str) {
         "xdg-open"
     };
     if std::process::Command::new(opener).arg(url).spawn().is_err() {
-        print_stderr("warning: could not open a browser; open the address above yourself\n");
+        crate::terminal::warn(terminal, "could not open a browser; open the address above yourself");
     }
 }

@@ -13,7 +13,7 @@ use acompose_driver::mounts::{deliver, enable};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error};
-use crate::{exit, print_stderr, print_stdout};
+use crate::{exit, print_stdout};
 
 #[derive(Debug, clap::Args)]
 pub struct SetupArgs {
@@ -58,10 +58,13 @@ pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     for path in &delivered.kept {
-        print_stderr(&format!(
-            "warning: `{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's\n",
-            sanitize(&path.display().to_string())
-        ));
+        crate::terminal::warn(
+            terminal,
+            &format!(
+                "`{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's",
+                sanitize(&path.display().to_string())
+            ),
+        );
     }
     if !terminal.quiet {
         let mut text = format!("config    {}\n", home.join(CONFIG_FILE).display());

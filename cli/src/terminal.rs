@@ -197,13 +197,21 @@ fn render_one(
     }
 }
 
-/// The diagnostics a terminal shows: detail only under `-v`.
+/// The diagnostics a terminal shows: errors only under `-q`, detail only under `-v`.
 pub fn visible(diagnostics: &[Diagnostic], terminal: Terminal) -> Vec<Diagnostic> {
     diagnostics
         .iter()
+        .filter(|diagnostic| !terminal.quiet || diagnostic.is_error())
         .filter(|diagnostic| terminal.verbose > 0 || diagnostic.severity != Severity::Detail)
         .cloned()
         .collect()
+}
+
+/// Prints `warning: MESSAGE` unless `--quiet` (which prints only errors).
+pub fn warn(terminal: &Terminal, message: &str) {
+    if !terminal.quiet {
+        print_stderr(&format!("warning: {message}\n"));
+    }
 }
 
 /// `N error(s), M warning(s)`.
@@ -239,6 +247,23 @@ pub fn ended_by_error(mut output: CommandOutput, error: &HostError, terminal: &T
     output.exit(exit_code(error))
 }
 
+/// [`ended_by_error`], or with `json` the error's diagnostics as an
+/// `acompose.diagnostics.v1` document on stdout (with line and column), the subject
+/// still on stderr.
+pub fn ended_by_error_as(output: CommandOutput, error: &HostError, terminal: &Terminal, json: bool) -> CommandOutput {
+    match error {
+        HostError::Diagnostics { subject, findings } if json => {
+            let mut output = output;
+            output.stdout(String::from_utf8_lossy(&diagnostics_json(&findings.diagnostics, &|path| {
+                findings.text_of(path)
+            })));
+            output.stderr(format!("error: {subject} ({})\n", count_summary(&findings.diagnostics)));
+            output.exit(exit_code(error))
+        }
+        _ => ended_by_error(output, error, terminal),
+    }
+}
+
 /// The exit code of a host error: invalid input or a failed environment.
 pub fn exit_code(error: &HostError) -> u8 {
     match error.blame() {
@@ -259,6 +284,17 @@ pub fn warnings_text(findings: &Findings, terminal: &Terminal) -> String {
     }
     let shown = visible(&findings.diagnostics, *terminal);
     render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path))
+}
+
+/// A word as a POSIX shell reads it back unchanged: as it is when it holds only safe
+/// characters, else in single quotes (a quote inside written `'\''`). For command lines
+/// printed for a person to paste.
+pub fn shell_word(word: &str) -> String {
+    let safe = |character: char| character.is_ascii_alphanumeric() || "/._-+:@%=,".contains(character);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// The `--stats` line.

@@ -43,7 +43,7 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);
     if ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst)).is_err() {
-        print_stderr("warning: cannot install the Ctrl-C handler; stop with a signal\n");
+        crate::terminal::warn(terminal, "cannot install the Ctrl-C handler; stop with a signal");
     }
     print_stdout(&format!("watching {} folders; Ctrl-C stops\n", watcher.watched_folders()));
     while !stop.load(Ordering::SeqCst) {

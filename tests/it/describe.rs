@@ -136,7 +136,7 @@ fn diff_reports_decisions_and_content_or_nothing() {
     assert_eq!(same.code, 0);
     assert_eq!(same.stdout, "no semantic differences\n");
     let different = acompose(Path::new("/"), &["diff", slice.to_str().expect("utf-8"), star.to_str().expect("utf-8")]);
-    assert_eq!(different.code, 0, "{}", different.stderr);
+    assert_eq!(different.code, 1, "differences exit 1, as diff does: {}", different.stderr);
     insta::assert_snapshot!("diff", different.stdout);
     let json =
         acompose(Path::new("/"), &["diff", slice.to_str().expect("utf-8"), star.to_str().expect("utf-8"), "--json"]);
@@ -162,7 +162,7 @@ fn a_damaged_bundle_is_a_clear_error_not_a_panic() {
     std::fs::write(bundle.join("manifest.json"), "[1, 2]").expect("damage");
     assert_eq!(acompose(&case, &["describe", &path]).code, 1);
     assert_eq!(acompose(&case, &["describe", "does-not-exist"]).code, 1);
-    assert_eq!(acompose(&case, &["diff", &path, "does-not-exist"]).code, 1);
+    assert_eq!(acompose(&case, &["diff", &path, "does-not-exist"]).code, 2, "trouble exits 2, as diff does");
 }
 
 fn schema(name: &str) -> jsonschema::Validator {

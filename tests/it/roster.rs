@@ -275,3 +275,24 @@ fn a_short_briefing_is_refused_like_a_short_role_skill() {
     assert_eq!(output.code, 1, "{}", output.stderr);
     assert!(output.stderr.contains("role-skill-paragraphs"), "{}", output.stderr);
 }
+
+#[test]
+fn roster_init_writes_a_package_that_validates() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let output = acompose(temporary.path(), &["roster", "init", "my-team"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let output = acompose(temporary.path(), &["roster", "validate", "--person-source", "my-team"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stdout.contains("person:my-team is valid: 2 roles, 3 personalities (0 errors, 0 warnings)"),
+        "{}",
+        output.stdout
+    );
+    let again = acompose(temporary.path(), &["roster", "init", "my-team"]);
+    assert_eq!(again.code, 1, "a folder that is not empty is refused");
+    assert!(again.stderr.contains("not empty"), "{}", again.stderr);
+    // The Core rules are not required of an external package, but every other rule holds:
+    // and every definition is bound, so a personality library made from it would load.
+    let shown = acompose(temporary.path(), &["catalog", "personalities", "--person-source", "my-team"]);
+    assert_eq!(shown.stdout.lines().count(), 3, "{}", shown.stdout);
+}

@@ -209,7 +209,7 @@ fn clear(person: &mut Person, field: Clearable) {
 
 pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = Person::new(id, args.name.clone(), args.role.clone(), args.goal.clone());
     person.archived = args.archived;
     apply(&mut person, &args.fields)?;
@@ -222,7 +222,7 @@ pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
 
 pub fn run_edit(args: &EditArgs, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = existing_person(&workspace, id)?;
     let before = person.clone();
     for field in &args.clear {

@@ -76,7 +76,7 @@ pub fn run(args: &ImportArgs, terminal: &Terminal) -> Result<(), Stop> {
                 .to_owned(),
         ));
     };
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let path = create_person(&workspace, person)?;
     print(Some(&path));
     Ok(())

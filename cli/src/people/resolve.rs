@@ -39,7 +39,7 @@ fn parse_assignment(text: &str) -> Result<Assignment, String> {
     }
 }
 
-pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
+pub fn run(args: &ResolveArgs, terminal: &crate::terminal::Terminal) -> Result<(), Stop> {
     let label = input_label(&args.recipe);
     let Some(syntax) = Syntax::from_file_name(&label) else {
         return Err(Stop::Invalid(format!(
@@ -49,9 +49,9 @@ pub fn run(args: &ResolveArgs) -> Result<(), Stop> {
     };
     let bytes = read_input_file(&args.recipe)?;
     let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let validation = acompose_driver::people::roster_for_resolution(&workspace)?;
-    if !validation.findings.is_empty() && !args.json {
+    if !validation.findings.is_empty() && !args.json && !terminal.quiet {
         let warnings: Vec<Diagnostic> = validation
             .findings
             .iter()

@@ -28,6 +28,10 @@ pub struct RunnersArgs {
     /// Print the runners as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Accepted as every People command accepts it; the runner table depends only on
+    /// `PATH`.
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -123,7 +127,7 @@ pub fn run_runners(args: &RunnersArgs) -> Result<(), Stop> {
 /// Reviews, prints the review, then (unless a dry run) starts and attaches the session.
 /// Exits 0 only when the runner completed.
 pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let options = StartOptions {
         person_id: args.person.clone(),
         project_id: args.project.clone(),
@@ -155,7 +159,7 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
     let exit = record.exit_code.map_or_else(String::new, |code| format!(" (exit code {code})"));
     let message = format!("session {} {}{exit}\n", record.id, record.status.as_str());
     if !finished.group_empty {
-        print_stderr("warning: a process the runner started could not be ended\n");
+        crate::terminal::warn(terminal, "a process the runner started could not be ended");
     }
     if record.status == Status::Completed {
         if !terminal.quiet {
@@ -171,7 +175,7 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
 /// Lists the sessions newest first, after reconciliation. Refused files are reported
 /// and make the exit non-zero; the valid records are listed all the same.
 pub fn run_sessions(args: &SessionsArgs, terminal: &Terminal) -> Result<(), Stop> {
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let listing = list_sessions(&workspace, &SystemClock)?;
     if args.json {
         let mut refused: Vec<&str> =
@@ -200,7 +204,7 @@ pub fn run_sessions(args: &SessionsArgs, terminal: &Terminal) -> Result<(), Stop
 
 /// Stops a running session: `stopped`, then its process group is ended.
 pub fn run_stop(args: &StopArgs, terminal: &Terminal) -> Result<(), Stop> {
-    let workspace = Workspace::open(&args.workspace.workspace)?;
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let stopped = stop_session(&workspace, &args.session, &SystemClock, DEFAULT_GRACE)?;
     let record = &stopped.record;
     if !stopped.signalled {

@@ -43,6 +43,7 @@ pub mod projections;
 pub mod request;
 pub mod runtime_home;
 
+pub mod scaffold;
 pub mod settings;
 pub mod sources;
 pub mod store;
@@ -61,7 +62,7 @@ pub mod engine {
     pub use acompose_engine::bundle::Bundle;
     pub use acompose_engine::person::PersonModel;
     pub use acompose_engine::skill_rules::SkillPolicy;
-    pub use acompose_engine::{Diagnostic, Severity, describe, harness_layout};
+    pub use acompose_engine::{Diagnostic, Severity, describe, harness_layout, suggest};
 
     /// Diagnostics as values, and the escaping of anything from a user's file.
     pub mod diagnostic {

@@ -130,15 +130,21 @@ pub fn initialise(workspace: &Workspace) -> Result<Initialised, Stop> {
     let readme = format!("{PEOPLE_DIRECTORY}/README.md");
     // A workspace the Agent Toolkit made keeps its own mirrors and lock.
     let mirrors = contract::init_files(workspace.existing_lock()?.as_deref());
-    let mut destinations = vec![PEOPLE_DIRECTORY, readme.as_str(), "schemas"];
+    let mut destinations = vec![PEOPLE_DIRECTORY, readme.as_str(), "schemas", sessions::PROJECTS_DIRECTORY];
     destinations.extend(mirrors.iter().map(|file| file.path.as_str()));
     workspace.refuse_symlinks(&destinations)?;
     let people = workspace.people_folder()?;
     let schemas = workspace.storage_folder("schemas")?;
+    // Where `projects/<id>` links to checkouts go (`ln -s ~/src/app projects/app`).
+    let projects_existed = workspace.path(sessions::PROJECTS_DIRECTORY).is_dir();
+    workspace.storage_folder(sessions::PROJECTS_DIRECTORY)?;
     let readme_written = storage::create_new(&people, "README.md", report::people_readme().as_bytes())?;
     let mut written = Vec::new();
     if readme_written {
         written.push(readme.clone());
+    }
+    if !projects_existed {
+        written.push(format!("{}/", sessions::PROJECTS_DIRECTORY));
     }
     for file in &mirrors {
         let name = file.path.rsplit('/').next().unwrap_or(&file.path);

@@ -82,6 +82,20 @@ impl Workspace {
         }
     }
 
+    /// Opens a People workspace: an existing folder holding `people/` (what `acompose
+    /// people init` makes). Any other folder is refused, so a command run in the wrong
+    /// folder says so instead of reporting an empty workspace.
+    pub fn open_initialised(root: &Path) -> Result<Self, Stop> {
+        let workspace = Self::open(root)?;
+        match entry(&workspace.path(PEOPLE_DIRECTORY))? {
+            Entry::Directory | Entry::Symlink => Ok(workspace),
+            _ => Err(Stop::Invalid(format!(
+                "`{}` is not a People workspace: it has no `{PEOPLE_DIRECTORY}/` folder; run `acompose people init` there, or pass `--workspace DIR`",
+                acompose_people::printable(&root.display().to_string())
+            ))),
+        }
+    }
+
     /// Opens a workspace folder, creating it (and its parents) when missing.
     pub fn create(root: &Path) -> Result<Self, Stop> {
         if let Entry::Missing = entry(root)? {
