@@ -218,7 +218,7 @@ fn seats(model: &PersonModel, role: Option<&str>, json: bool) -> u8 {
         && model.role(slug).is_none()
     {
         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-        print_stderr(&format!("error: unknown role `{}`; valid roles: {}\n", sanitize(slug), known.join(", ")));
+        print_stderr(&crate::terminal::unknown_role(slug, &known));
         return exit::INVALID;
     }
     let rows: Vec<SeatRow<'_>> = model

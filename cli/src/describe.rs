@@ -106,9 +106,15 @@ fn describe(args: &DescribeArgs, bundle: &Path, terminal: &Terminal) -> u8 {
                 exit::SUCCESS
             }
             Err(WhyError::BadItem) => {
-                print_stderr(
-                    "error: `--why` takes KIND:NAME with KIND one of source, skill, role, personality, instruction\n",
-                );
+                let kinds = ["source", "skill", "role", "personality", "instruction"];
+                let kind = item.split_once(':').map_or(item.as_str(), |(kind, _)| kind);
+                let suggestion = acompose_driver::engine::suggest::did_you_mean(kind, kinds)
+                    .map(|suggestion| format!("; {suggestion}"))
+                    .unwrap_or_default();
+                print_stderr(&format!(
+                    "error: `--why` takes KIND:NAME with KIND one of {}{suggestion}\n",
+                    kinds.join(", ")
+                ));
                 exit::USAGE
             }
             Err(WhyError::Unknown { item, suggestions }) => {

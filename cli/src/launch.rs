@@ -43,9 +43,8 @@ pub struct LaunchArgs {
     pub arguments: Vec<OsString>,
 }
 
-/// Rewrites `acompose ROLE HARNESS ARGS…` into `acompose launch ROLE HARNESS -- ARGS…`
-/// when the first word is no command and the second a known harness.
-pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString> {
+/// The index of the first word after the global flags.
+fn first_word(arguments: &[OsString]) -> usize {
     let mut index = 1;
     while let Some(argument) = arguments.get(index).and_then(|argument| argument.to_str()) {
         match argument {
@@ -54,6 +53,35 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
             _ => break,
         }
     }
+    index
+}
+
+/// The error of `acompose ROLE HARNES` with a misspelt harness: the first word is no
+/// command and the second is not a harness but close to one. `None` otherwise (clap then
+/// reports an unknown command, with its own suggestion).
+pub fn misspelt_harness(arguments: &[OsString], commands: &[String]) -> Option<String> {
+    let index = first_word(arguments);
+    let word = |offset: usize| arguments.get(index + offset).and_then(|argument| argument.to_str());
+    let (role, harness) = (word(0)?, word(1)?);
+    if role == "help" || commands.iter().any(|command| command == role) || harness.starts_with('-') {
+        return None;
+    }
+    let names = harness_layout::harness_names();
+    if names.contains(&harness) {
+        return None;
+    }
+    let suggestion = acompose_driver::engine::suggest::did_you_mean(harness, names.iter().copied())?;
+    Some(format!(
+        "error: `{}` is not a harness; {suggestion} (`acompose ROLE HARNESS` starts HARNESS as ROLE; harnesses: {})\n",
+        acompose_driver::engine::diagnostic::sanitize(harness),
+        names.join(", ")
+    ))
+}
+
+/// Rewrites `acompose ROLE HARNESS ARGS…` into `acompose launch ROLE HARNESS -- ARGS…`
+/// when the first word is no command and the second a known harness.
+pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString> {
+    let index = first_word(&arguments);
     let word = |offset: usize| arguments.get(index + offset).and_then(|argument| argument.to_str());
     match (word(0), word(1)) {
         (Some(role), Some(harness))

@@ -154,7 +154,12 @@ pub fn main() -> ExitCode {
     // One command tree, built once, for the shorthand's command names and for parsing.
     let mut command = <Cli as clap::CommandFactory>::command();
     let commands: Vec<String> = command.get_subcommands().map(|command| command.get_name().to_owned()).collect();
-    let arguments = launch::shorthand(std::env::args_os().collect(), &commands);
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(message) = launch::misspelt_harness(&arguments, &commands) {
+        print_stderr(&message);
+        return exit::code(exit::USAGE);
+    }
+    let arguments = launch::shorthand(arguments, &commands);
     let parsed = match command.try_get_matches_from_mut(arguments) {
         Ok(mut matches) => <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
             .map_err(|error| error.format(&mut command)),

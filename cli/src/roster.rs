@@ -120,11 +120,7 @@ pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal
                     Some(role) => print_stdout(&render::identity_card(&model, role, terminal.stdout)),
                     None => {
                         let known: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-                        print_stderr(&format!(
-                            "error: unknown role `{}`; valid roles: {}\n",
-                            acompose_driver::engine::diagnostic::sanitize(&slug),
-                            known.join(", ")
-                        ));
+                        print_stderr(&crate::terminal::unknown_role(&slug, &known));
                         return exit::INVALID;
                     }
                 },

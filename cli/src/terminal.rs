@@ -286,6 +286,14 @@ pub fn warnings_text(findings: &Findings, terminal: &Terminal) -> String {
     render_diagnostics(&shown, terminal.stderr, &|path| findings.text_of(path))
 }
 
+/// `error: unknown role `SLUG`; did you mean `X`? valid roles: …` for a role a flag names.
+pub fn unknown_role(slug: &str, known: &[&str]) -> String {
+    let suggestion = acompose_driver::engine::suggest::did_you_mean(slug, known.iter().copied())
+        .map(|suggestion| format!(" {suggestion}"))
+        .unwrap_or_default();
+    format!("error: unknown role `{}`;{suggestion} valid roles: {}\n", sanitize(slug), known.join(", "))
+}
+
 /// A word as a POSIX shell reads it back unchanged: as it is when it holds only safe
 /// characters, else in single quotes (a quote inside written `'\''`). For command lines
 /// printed for a person to paste.

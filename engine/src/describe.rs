@@ -609,27 +609,13 @@ pub fn why(trace: &Trace, item: &str) -> Result<Why, WhyError> {
             .collect();
         known.sort_unstable();
         known.dedup();
-        let mut scored: Vec<(usize, &str)> = known.iter().map(|known| (edit_distance(name, known), *known)).collect();
+        let mut scored: Vec<(usize, &str)> =
+            known.iter().map(|known| (strsim::levenshtein(name, known), *known)).collect();
         scored.sort();
         let suggestions = scored.into_iter().take(3).map(|(_, known)| format!("{kind}:{known}")).collect();
         return Err(WhyError::Unknown { item: crate::diagnostic::sanitize(item), suggestions });
     }
     Ok(Why { format: WHY_FORMAT, item: item.to_owned(), entries })
-}
-
-/// Levenshtein distance, for suggestions.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, left) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, right) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(left != *right);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 /// `--why` as text.

@@ -134,12 +134,13 @@ impl Reader<'_> {
             if crate::harness_layout::layout(harness).is_none() {
                 let span = self.key_span(&child, harness);
                 let message = format!("`{}` is not a known harness", sanitize(harness));
-                self.error(
-                    "config-unknown-harness",
-                    message,
-                    span,
-                    format!("known harnesses: {}", crate::harness_layout::harness_names().join(", ")),
-                );
+                let names = crate::harness_layout::harness_names();
+                let known = format!("known harnesses: {}", names.join(", "));
+                let hint = match crate::suggest::did_you_mean(harness, names.iter().copied()) {
+                    Some(suggestion) => format!("{suggestion} {known}"),
+                    None => known,
+                };
+                self.error("config-unknown-harness", message, span, hint);
                 continue;
             }
             let destination = match destination {
@@ -276,12 +277,14 @@ impl Reader<'_> {
             "operating_context" => self.read_operating_context(config, value, &pointer, key),
             _ => {
                 let key_span = self.key_span(&pointer, key);
-                self.diagnostics.push(
+                let mut diagnostic =
                     Diagnostic::error("config-unknown-key", format!("unknown key `{}`", sanitize(key)))
                         .in_file(self.path)
-                        .at(Some(key_span))
-                        .hint(format!("known keys: {}", KNOWN_KEYS.join(", "))),
-                );
+                        .at(Some(key_span));
+                if let Some(suggestion) = crate::suggest::did_you_mean(key, KNOWN_KEYS) {
+                    diagnostic = diagnostic.hint(suggestion);
+                }
+                self.diagnostics.push(diagnostic.hint(format!("known keys: {}", KNOWN_KEYS.join(", "))));
             }
         }
     }
@@ -301,7 +304,7 @@ impl Reader<'_> {
                 Diagnostic::error("config-value", format!("unknown person policy `{}`", sanitize(&policy)))
                     .in_file(self.path)
                     .at(Some(span))
-                    .hint("use `external-only` or `default`"),
+                    .hint(with_suggestion(&policy, &["external-only", "default"], "use `external-only` or `default`")),
             ),
             None => {}
         }
@@ -321,7 +324,7 @@ impl Reader<'_> {
                 Diagnostic::error("config-value", format!("unknown skill policy `{}`", sanitize(&policy)))
                     .in_file(self.path)
                     .at(Some(span))
-                    .hint("use `warn`, `strict` or `skip`"),
+                    .hint(with_suggestion(&policy, &["warn", "strict", "skip"], "use `warn`, `strict` or `skip`")),
             ),
         }
     }
@@ -342,6 +345,14 @@ impl Reader<'_> {
                 );
             }
         }
+    }
+}
+
+/// `hint`, after "did you mean" when `written` is close to one of `known`.
+pub(crate) fn with_suggestion(written: &str, known: &[&str], hint: &str) -> String {
+    match crate::suggest::did_you_mean(written, known.iter().copied()) {
+        Some(suggestion) => format!("{suggestion} {hint}"),
+        None => hint.to_owned(),
     }
 }
 

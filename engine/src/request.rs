@@ -300,7 +300,11 @@ impl ComposeReading<'_> {
                 "unknown-delivery",
                 span,
                 format!("`{}` is not a delivery", sanitize(other)),
-                "use `native-skills` or `compiled`",
+                crate::host_config::with_suggestion(
+                    other,
+                    &["native-skills", "compiled"],
+                    "use `native-skills` or `compiled`",
+                ),
             ),
         }
     }
@@ -318,7 +322,11 @@ impl ComposeReading<'_> {
                 "unknown-person-policy",
                 span,
                 format!("`{}` is not a person policy", sanitize(other)),
-                "use `external-only` (or `default`, the same as leaving the node out)",
+                crate::host_config::with_suggestion(
+                    other,
+                    &["external-only", "default"],
+                    "use `external-only` (or `default`, the same as leaving the node out)",
+                ),
             ),
             // The Go program removed `density`; it still accepts the old default.
             (_, "full") => {}
@@ -418,7 +426,11 @@ impl ComposeReading<'_> {
                 "unknown-skill-policy",
                 span,
                 format!("`{}` is not a skill policy", sanitize(&value)),
-                "use `warn`, `strict` or `skip`",
+                crate::host_config::with_suggestion(
+                    &value,
+                    &["warn", "strict", "skip"],
+                    "use `warn`, `strict` or `skip`",
+                ),
             ),
         }
     }

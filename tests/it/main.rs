@@ -15,6 +15,7 @@ mod conventions;
 mod converge;
 mod delivery;
 mod describe;
+mod did_you_mean;
 mod docs_delivery;
 mod docs_runnable;
 mod estate;
