@@ -1,10 +1,12 @@
 //! `acompose describe BUNDLE` and `acompose diff A B`: provenance from `manifest.json` and
-//! `trace.json` only; the sources are never re-read.
+//! `trace.json` only (`--why` through the trace's index, `trace.index`, when the bundle
+//! has one); the sources are never re-read.
 
 use std::path::{Path, PathBuf};
 
 use acompose_driver::bundle::read_provenance;
 use acompose_driver::engine::describe::{self, WhyError};
+use acompose_driver::why::{WhyFailure, why};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, named_bundle, print_stderr, print_stdout};
@@ -91,49 +93,56 @@ fn listing(bundle: &std::path::Path, harness: &str, json: bool) -> u8 {
 }
 
 fn describe(args: &DescribeArgs, bundle: &Path, terminal: &Terminal) -> u8 {
+    if let Some(item) = &args.why {
+        return run_why(args, bundle, item, terminal);
+    }
     let (id, manifest, trace) = match read_provenance(bundle) {
         Ok(loaded) => loaded,
         Err(error) => return report_error(&error, terminal),
     };
-    match &args.why {
-        Some(item) => match describe::why(&trace, item) {
-            Ok(why) => {
-                if args.json {
-                    print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&why)));
-                } else {
-                    print_stdout(&describe::why_text(&why, terminal.stdout));
-                }
-                exit::SUCCESS
-            }
-            Err(WhyError::BadItem) => {
-                let kinds = ["source", "skill", "role", "personality", "instruction"];
-                let kind = item.split_once(':').map_or(item.as_str(), |(kind, _)| kind);
-                let suggestion = acompose_driver::engine::suggest::did_you_mean(kind, kinds)
-                    .map(|suggestion| format!("; {suggestion}"))
-                    .unwrap_or_default();
-                print_stderr(&format!(
-                    "error: `--why` takes KIND:NAME with KIND one of {}{suggestion}\n",
-                    kinds.join(", ")
-                ));
-                exit::USAGE
-            }
-            Err(WhyError::Unknown { item, suggestions }) => {
-                let hint = if suggestions.is_empty() {
-                    "nothing of that kind is in this bundle's trace".to_owned()
-                } else {
-                    format!("closest: {}", suggestions.join(", "))
-                };
-                print_stderr(&format!("error: `{item}` is not in this bundle's trace; {hint}\n"));
-                exit::INVALID
-            }
-        },
-        None => {
+    if args.json {
+        print_stdout(&String::from_utf8_lossy(&describe::describe_json(&id, &manifest, &trace)));
+    } else {
+        print_stdout(&describe::describe_text(&id, &manifest, &trace, args.all, terminal.stdout));
+    }
+    exit::SUCCESS
+}
+
+/// `describe --why`: through the bundle's trace index when it has one.
+fn run_why(args: &DescribeArgs, bundle: &Path, item: &str, terminal: &Terminal) -> u8 {
+    match why(bundle, item) {
+        Ok(why) => {
             if args.json {
-                print_stdout(&String::from_utf8_lossy(&describe::describe_json(&id, &manifest, &trace)));
+                print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&why)));
             } else {
-                print_stdout(&describe::describe_text(&id, &manifest, &trace, args.all, terminal.stdout));
+                print_stdout(&describe::why_text(&why, terminal.stdout));
             }
             exit::SUCCESS
+        }
+        Err(WhyFailure::Bundle(message)) => {
+            print_stderr(&format!("error: {message}\n"));
+            exit::INVALID
+        }
+        Err(WhyFailure::Item(WhyError::BadItem)) => {
+            let kinds = ["source", "skill", "role", "personality", "instruction"];
+            let kind = item.split_once(':').map_or(item, |(kind, _)| kind);
+            let suggestion = acompose_driver::engine::suggest::did_you_mean(kind, kinds)
+                .map(|suggestion| format!("; {suggestion}"))
+                .unwrap_or_default();
+            print_stderr(&format!(
+                "error: `--why` takes KIND:NAME with KIND one of {}{suggestion}\n",
+                kinds.join(", ")
+            ));
+            exit::USAGE
+        }
+        Err(WhyFailure::Item(WhyError::Unknown { item, suggestions })) => {
+            let hint = if suggestions.is_empty() {
+                "nothing of that kind is in this bundle's trace".to_owned()
+            } else {
+                format!("closest: {}", suggestions.join(", "))
+            };
+            print_stderr(&format!("error: `{item}` is not in this bundle's trace; {hint}\n"));
+            exit::INVALID
         }
     }
 }

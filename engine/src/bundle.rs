@@ -15,6 +15,7 @@ use crate::person::{PersonModel, Role};
 use crate::render::{Palette, identity_card};
 use crate::snapshot::to_json_bytes;
 use crate::trace::{Outcome, Trace, TraceRecord, approximate_tokens};
+use crate::trace_index::{IndexLines, Measured, TraceHasher};
 
 pub const MANIFEST_FORMAT: &str = "agent-compose.bundle";
 pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 1;
@@ -139,23 +140,30 @@ enum TraceBody {
 }
 
 impl TraceFile {
-    pub const PATH: &'static str = "trace.json";
+    pub const PATH: &'static str = crate::trace::FILE;
 
-    /// Measures the record's JSON without keeping it: serialized once into the hasher.
-    fn of(record: TraceRecord) -> TraceFile {
+    /// Measures the record's JSON without keeping it (serialized once into the hasher),
+    /// and makes its index (`trace.index`) on the way.
+    fn of(record: TraceRecord) -> (TraceFile, OutputFile) {
         let measured = if record.outcomes().map(|(_, count)| count).sum::<usize>() >= PIPELINED_DECISIONS {
             measure_pipelined(&record)
         } else {
             None
         };
-        let (length, hash) = measured.unwrap_or_else(|| {
-            let mut measure = Measure { hasher: blake3::Hasher::new(), length: 0 };
+        let (measured, lines) = measured.unwrap_or_else(|| {
+            let mut hasher = TraceHasher::new();
+            let mut lines = IndexLines::default();
             // Writing into memory cannot fail (see `to_json_bytes`).
-            let _ = record.write_json(&mut measure);
-            let _ = std::io::Write::write_all(&mut measure, b"\n");
-            (measure.length, measure.hasher.finalize())
+            let _ = record.write_json_placed(&mut hasher, &mut lines);
+            let _ = std::io::Write::write_all(&mut hasher, b"\n");
+            (hasher.finish(), lines)
         });
-        TraceFile { body: TraceBody::Record(record), length, digest: format!("blake3:{}", hash.to_hex()) }
+        let index = OutputFile {
+            path: crate::trace_index::PATH.to_owned(),
+            bytes: crate::trace_index::index_text(&measured, &lines).into(),
+        };
+        let digest = format!("blake3:{}", measured.digest.to_hex());
+        (TraceFile { body: TraceBody::Record(record), length: measured.length, digest }, index)
     }
 
     /// A `trace.json` read from a bundle's files.
@@ -189,23 +197,6 @@ impl TraceFile {
 /// overlap saves.
 const PIPELINED_DECISIONS: usize = 2_000;
 
-/// Hashes and counts what is written into it.
-struct Measure {
-    hasher: blake3::Hasher,
-    length: u64,
-}
-
-impl std::io::Write for Measure {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.hasher.update(bytes);
-        self.length += bytes.len() as u64;
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Hands each piece it is given to a channel.
 struct Pieces(std::sync::mpsc::SyncSender<Vec<u8>>);
 
@@ -222,24 +213,27 @@ impl std::io::Write for Pieces {
 /// Serializes a large trace on this thread while another hashes the pieces already
 /// written (each piece about [`crate::trace::WRITE_PIECE`] bytes, a few in flight): the
 /// two take about as long each. `None` when no thread could be started.
-fn measure_pipelined(record: &TraceRecord) -> Option<(u64, blake3::Hash)> {
+fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, IndexLines)> {
     std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
         let hashing = std::thread::Builder::new()
             .spawn_scoped(scope, move || {
-                let mut measure = Measure { hasher: blake3::Hasher::new(), length: 0 };
+                let mut hasher = TraceHasher::new();
                 for piece in receive {
-                    let _ = std::io::Write::write_all(&mut measure, &piece);
+                    let _ = std::io::Write::write_all(&mut hasher, &piece);
                 }
-                (measure.length, measure.hasher.finalize())
+                hasher.finish()
             })
             .ok()?;
         let mut pieces = Pieces(send);
+        let mut lines = IndexLines::default();
         // The receiver lives until every piece is sent: neither write can fail.
-        let written = record.write_json(&mut pieces).and_then(|()| std::io::Write::write_all(&mut pieces, b"\n"));
+        let written = record
+            .write_json_placed(&mut pieces, &mut lines)
+            .and_then(|()| std::io::Write::write_all(&mut pieces, b"\n"));
         drop(pieces);
         let measured = hashing.join().ok()?;
-        written.ok().map(|()| measured)
+        written.ok().map(|()| (measured, lines))
     })
 }
 
@@ -283,7 +277,7 @@ pub fn digest(bytes: &[u8]) -> String {
 /// The bundle id: the first 16 hex digits of blake3 over `manifest.json`. The manifest
 /// names every other file with its size and blake3, and everything else that
 /// determines the bundle, so its digest covers the whole bundle.
-pub(crate) fn bundle_id(manifest: &[u8]) -> String {
+pub fn bundle_id(manifest: &[u8]) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"acompose-bundle\0");
     hasher.update(manifest);
@@ -343,7 +337,10 @@ pub(crate) fn bundle_files(db: &dyn salsa::Database, resolution: Resolution) -> 
     let (content, sourced) = bundle_content(db, &resolution);
     let mut manifest = manifest_of(&resolution);
     let summary = Summary::of(&resolution.trace);
-    let trace = TraceFile::of(resolution.trace);
+    let (trace, index) = TraceFile::of(resolution.trace);
+    let mut content = content;
+    content.push(index);
+    content.sort_by(|a, b| a.path.cmp(&b.path));
     manifest.content = manifest_content(&content, &sourced, &trace);
     let manifest_bytes = to_json_bytes(&manifest);
     let id = bundle_id(&manifest_bytes);
@@ -599,20 +596,40 @@ impl FileFacts {
 pub fn verify(directory_name: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Verified, Vec<Problem>> {
     let facts: BTreeMap<String, FileFacts> =
         files.iter().map(|(path, bytes)| (path.clone(), FileFacts::of(bytes))).collect();
-    let manifest = files.get("manifest.json").map(Vec::as_slice);
-    let trace = files.get(TraceFile::PATH).map(Vec::as_slice);
-    verify_facts(directory_name, manifest, trace, &facts)
+    let whole = |path: &str| files.get(path).map(Vec::as_slice);
+    let read = WholeFiles {
+        manifest: whole("manifest.json"),
+        trace: whole(TraceFile::PATH),
+        trace_index: whole(crate::trace_index::PATH),
+    };
+    verify_facts(directory_name, read, &facts)
 }
 
-/// [`verify`] from every file's size and digest, with the bytes of the two files it
-/// parses (`manifest.json`, `trace.json`; `None` when missing): what a reader that hashes
-/// each file as it reads it holds, instead of every file's bytes.
+/// The files verification reads whole (`None` when missing): the two it parses and the
+/// trace's index, which must be the index of the trace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WholeFiles<'a> {
+    pub manifest: Option<&'a [u8]>,
+    pub trace: Option<&'a [u8]>,
+    pub trace_index: Option<&'a [u8]>,
+}
+
+impl WholeFiles<'_> {
+    /// Whether verification keeps this file's bytes.
+    pub fn wanted(path: &str) -> bool {
+        path == "manifest.json" || path == TraceFile::PATH || path == crate::trace_index::PATH
+    }
+}
+
+/// [`verify`] from every file's size and digest, with the bytes of the files it reads
+/// whole: what a reader that hashes each file as it reads it holds, instead of every
+/// file's bytes.
 pub fn verify_facts(
     directory_name: &str,
-    manifest_bytes: Option<&[u8]>,
-    trace_bytes: Option<&[u8]>,
+    whole: WholeFiles<'_>,
     files: &BTreeMap<String, FileFacts>,
 ) -> Result<Verified, Vec<Problem>> {
+    let (manifest_bytes, trace_bytes) = (whole.manifest, whole.trace);
     let mut problems = Vec::new();
     for path in files.keys() {
         if !is_portable_path(path) {
@@ -636,6 +653,11 @@ pub fn verify_facts(
     }
     if manifest.role.slug != trace.role {
         problems.push(problem("trace.json", "its role differs from the manifest's".to_owned()));
+    }
+    if let (Some(index), Some(trace)) = (whole.trace_index, trace_bytes)
+        && crate::trace_index::index_of_trace(trace).as_deref() != Some(index)
+    {
+        problems.push(problem(crate::trace_index::PATH, "does not index `trace.json`".to_owned()));
     }
     let skill_folders = skill_folder_bytes(files);
     check_trace_skills(&trace, &skill_folders, files, &mut problems);
@@ -877,10 +899,12 @@ mod tests {
                 providers: Vec::new(),
             };
             let expected = to_json_bytes(&record.expand());
-            let file = TraceFile::of(record);
+            let (file, index) = TraceFile::of(record);
             let mut written = Vec::new();
             file.write_to(&mut written).expect("write");
             assert_eq!(written, expected);
+            assert_eq!(index.path, crate::trace_index::PATH);
+            assert_eq!(Some(&index.bytes[..]), crate::trace_index::index_of_trace(&written).as_deref());
             assert_eq!(file.length, written.len() as u64);
             assert_eq!(file.digest, digest(&written));
             let read_back = TraceFile::from_bytes(written.clone().into());

@@ -576,46 +576,58 @@ const WHY_KINDS: [&str; 5] = ["source", "skill", "role", "personality", "instruc
 /// Follows one item (`source:<id>`, `skill:<name>`, `role:<slug>`, `personality:<slug>`,
 /// `instruction:<id>`) to every decision about it.
 pub fn why(trace: &Trace, item: &str) -> Result<Why, WhyError> {
-    let Some((kind, name)) = item.split_once(':') else { return Err(WhyError::BadItem) };
-    if !WHY_KINDS.contains(&kind) || name.is_empty() {
-        return Err(WhyError::BadItem);
+    let (kind, name) = why_item(item)?;
+    let decisions: Vec<Decision> =
+        trace.decisions.iter().filter(|decision| decision.subject == item).cloned().collect();
+    if decisions.is_empty() {
+        let subjects = trace.decisions.iter().map(|decision| decision.subject.as_str());
+        return Err(why_unknown(item, kind, name, subjects));
     }
-    let provider_of = |source: &str| trace.providers.iter().find(|provider| provider.source == source).cloned();
-    let entries: Vec<WhyEntry> = trace
-        .decisions
-        .iter()
-        .filter(|decision| decision.subject == item)
+    Ok(why_answer(item, decisions, &trace.providers))
+}
+
+/// The kind and name of a `--why` item, or [`WhyError::BadItem`].
+pub fn why_item(item: &str) -> Result<(&str, &str), WhyError> {
+    match item.split_once(':') {
+        Some((kind, name)) if WHY_KINDS.contains(&kind) && !name.is_empty() => Ok((kind, name)),
+        _ => Err(WhyError::BadItem),
+    }
+}
+
+/// The answer from every decision about `item` (in trace order, at least one) and the
+/// provider reports that name their sources (the first report of a source is its own).
+pub fn why_answer(item: &str, decisions: Vec<Decision>, providers: &[ProviderReport]) -> Why {
+    let provider_of = |source: &str| providers.iter().find(|provider| provider.source == source).cloned();
+    let entries: Vec<WhyEntry> = decisions
+        .into_iter()
         .map(|decision| WhyEntry {
-            subject: decision.subject.clone(),
-            kind: decision.kind.clone(),
-            source: decision.source.clone(),
-            outcome: decision.outcome,
-            cause: decision.cause.clone(),
-            reason: decision.reason.clone(),
             rule: rule(&decision.cause).to_owned(),
-            selectors: decision.selectors.clone(),
-            winner: decision.winner.clone(),
-            findings: decision.findings.clone(),
             provider: provider_of(&decision.source),
+            subject: decision.subject,
+            kind: decision.kind,
+            source: decision.source,
+            outcome: decision.outcome,
+            cause: decision.cause,
+            reason: decision.reason,
+            selectors: decision.selectors,
+            winner: decision.winner,
+            findings: decision.findings,
         })
         .collect();
-    if entries.is_empty() {
-        let prefix = format!("{kind}:");
-        let mut known: Vec<&str> = trace
-            .decisions
-            .iter()
-            .filter(|decision| decision.subject.starts_with(&prefix))
-            .map(|decision| decision.name())
-            .collect();
-        known.sort_unstable();
-        known.dedup();
-        let mut scored: Vec<(usize, &str)> =
-            known.iter().map(|known| (strsim::levenshtein(name, known), *known)).collect();
-        scored.sort();
-        let suggestions = scored.into_iter().take(3).map(|(_, known)| format!("{kind}:{known}")).collect();
-        return Err(WhyError::Unknown { item: crate::diagnostic::sanitize(item), suggestions });
-    }
-    Ok(Why { format: WHY_FORMAT, item: item.to_owned(), entries })
+    Why { format: WHY_FORMAT, item: item.to_owned(), entries }
+}
+
+/// The error for an item no decision is about, suggesting the closest names of its kind
+/// among the trace's `subjects`.
+pub fn why_unknown<'a>(item: &str, kind: &str, name: &str, subjects: impl Iterator<Item = &'a str>) -> WhyError {
+    let prefix = format!("{kind}:");
+    let mut known: Vec<&str> = subjects.filter_map(|subject| subject.strip_prefix(prefix.as_str())).collect();
+    known.sort_unstable();
+    known.dedup();
+    let mut scored: Vec<(usize, &str)> = known.iter().map(|known| (strsim::levenshtein(name, known), *known)).collect();
+    scored.sort();
+    let suggestions = scored.into_iter().take(3).map(|(_, known)| format!("{kind}:{known}")).collect();
+    WhyError::Unknown { item: crate::diagnostic::sanitize(item), suggestions }
 }
 
 /// `--why` as text.
@@ -708,7 +720,8 @@ fn decision_summary(decision: &Decision) -> String {
 }
 
 /// Decisions added, removed or changed (outcome, cause or reason), keyed by subject and
-/// source; content files added, removed or changed by digest.
+/// source; content files added, removed or changed by digest (the trace index, derived
+/// from `trace.json`, is left out).
 pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
     let key = |decision: &Decision| format!("{} ({})", decision.subject, decision.source);
     let old: BTreeMap<String, &Decision> =
@@ -742,10 +755,7 @@ pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
             });
         }
     }
-    let old_content: BTreeMap<&str, &str> =
-        before.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
-    let new_content: BTreeMap<&str, &str> =
-        after.0.content.iter().map(|entry| (entry.path.as_str(), entry.digest.as_str())).collect();
+    let (old_content, new_content) = (content_digests(before.0), content_digests(after.0));
     let mut content = Vec::new();
     for (path, digest) in &old_content {
         match new_content.get(path) {
@@ -775,6 +785,17 @@ pub fn diff(before: (&Manifest, &Trace), after: (&Manifest, &Trace)) -> Diff {
         }
     }
     Diff { format: DIFF_FORMAT, decisions, content }
+}
+
+/// The digest of each listed file by path, but the trace index: it is derived from
+/// `trace.json`, whose change `diff` reports already.
+fn content_digests(manifest: &Manifest) -> BTreeMap<&str, &str> {
+    manifest
+        .content
+        .iter()
+        .filter(|entry| entry.path != crate::trace_index::PATH)
+        .map(|entry| (entry.path.as_str(), entry.digest.as_str()))
+        .collect()
 }
 
 /// `diff` as text.
@@ -807,4 +828,103 @@ pub fn diff_text(diff: &Diff, palette: Palette) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_through_the_index_are_the_answers_of_the_whole_trace() {
+        use crate::trace::{SelectorReport, TraceEntry, TraceRecord};
+        use crate::trace_index::{IndexedFile, Looked, ReadIndex, TraceIndex, index_of_trace, look_up};
+        use std::ops::Range;
+        let decision = |subject: &str, source: &str, outcome| Decision {
+            subject: subject.to_owned(),
+            kind: "ordinary-skill".to_owned(),
+            source: source.to_owned(),
+            outcome,
+            cause: "selector-admitted".to_owned(),
+            reason: "a \"quoted\" reason".to_owned(),
+            selectors: vec!["a*".to_owned()],
+            winner: None,
+            metadata_bytes: Some(12),
+            findings: Vec::new(),
+        };
+        let provider = |source: &str, skills| ProviderReport {
+            source: source.to_owned(),
+            category: "skill-provider".to_owned(),
+            scope: "role".to_owned(),
+            outcome: Outcome::Selected,
+            cause: "selector-admitted".to_owned(),
+            reason: "named".to_owned(),
+            location: "owner/repo".to_owned(),
+            skills,
+            context_bytes: 10,
+            approximate_tokens: 3,
+            metadata_bytes: 1,
+            instruction_bytes: 8,
+            resource_bytes: 1,
+            binary_bytes: 0,
+            selector: Some(SelectorReport { patterns: vec!["a*".to_owned()], admitted: 1, catalogue: 2 }),
+        };
+        // Enough excluded skills to fill several blocks, a subject decided twice, a
+        // provider reported twice (the first report is its own) and names to escape.
+        let record = TraceRecord {
+            role: "platform".to_owned(),
+            entries: vec![
+                TraceEntry::Decision(decision("source:repo-a", "repo-a", Outcome::Selected)),
+                TraceEntry::ExcludedSkills {
+                    source: "repo-b".to_owned(),
+                    cause: "not-admitted".to_owned(),
+                    names: (0..3000).map(|index| format!("skill-{index}")).collect::<Vec<_>>().into(),
+                },
+                TraceEntry::Decision(decision("skill:twice", "repo-a", Outcome::Selected)),
+                TraceEntry::UnselectedSkills {
+                    source: "repo-a".to_owned(),
+                    reason: "matched by no selector".to_owned(),
+                    names: vec!["q\"uote".to_owned(), "back\\slash\u{1b}".to_owned()],
+                },
+                TraceEntry::Decision(decision("skill:twice", "repo-c", Outcome::Shadowed)),
+            ],
+            providers: vec![provider("repo-a", 1), provider("repo-c", 0), provider("repo-a", 9)],
+        };
+        let mut bytes = Vec::new();
+        record.write_json(&mut bytes).unwrap();
+        bytes.push(b'\n');
+        let trace = record.expand();
+        let text = index_of_trace(&bytes).expect("a trace");
+        let ReadIndex::Read(index) = TraceIndex::parse(&text).expect("an index") else { panic!("version") };
+        assert!(index.trace_length() > 2 * crate::trace_index::BLOCK_BYTES, "{} bytes", index.trace_length());
+        let mut reads = 0;
+        let mut read = |range: Range<u64>| {
+            reads += 1;
+            Ok(bytes[range.start as usize..range.end as usize].to_vec())
+        };
+        let mut items: Vec<String> = trace.decisions.iter().map(|decision| decision.subject.clone()).collect();
+        items.extend(["skill:skill-30".to_owned(), "skill:absent".to_owned(), "role:none".to_owned()]);
+        for item in &items {
+            let (kind, name) = why_item(item).unwrap();
+            let through_index = match look_up(&index, item, &mut read).unwrap() {
+                Looked::Found { decisions, providers } => Ok(why_answer(item, decisions, &providers)),
+                Looked::NotFound { subjects } => {
+                    Err(why_unknown(item, kind, name, subjects.iter().map(String::as_str)))
+                }
+            };
+            let whole = why(&trace, item);
+            let json = |answer: &Result<Why, WhyError>| match answer {
+                Ok(why) => String::from_utf8(crate::snapshot::to_json_bytes(why)).unwrap(),
+                Err(error) => format!("{error:?}"),
+            };
+            assert_eq!(json(&through_index), json(&whole), "{item}");
+        }
+        assert!(reads > 0);
+        let mut changed = bytes.clone();
+        let at = changed.len() / 2;
+        changed[at] ^= 1;
+        let mut read_changed = |range: Range<u64>| Ok(changed[range.start as usize..range.end as usize].to_vec());
+        let middle = trace.decisions[trace.decisions.len() / 2].subject.clone();
+        let problem = look_up(&index, &middle, &mut read_changed).unwrap_err();
+        assert_eq!(problem.file, IndexedFile::Trace, "{problem:?}");
+    }
 }

@@ -40,6 +40,7 @@ pub mod skill_rules;
 
 pub mod syntax;
 pub mod trace;
+pub mod trace_index;
 
 pub use db::{Database, Package, PackageKind, PersonSource, SourceFile};
 pub use diagnostic::{Diagnostic, Parsed, Severity, Span};

@@ -36,6 +36,10 @@ pub const REQUEST_KDL: Limit = Limit { input: "a request file", code: "limit-req
 pub const BUNDLE_MANIFEST: Limit = Limit { input: "a bundle manifest", code: "limit-bundle-manifest", bytes: 16 * MIB };
 /// A bundle's `trace.json` as `describe`, `verify` and `diff` read it.
 pub const BUNDLE_TRACE: Limit = Limit { input: "a bundle trace", code: "limit-bundle-trace", bytes: 64 * MIB };
+/// A bundle's `trace.index` as `describe --why` and `verify` read it (always smaller than
+/// the trace it indexes).
+pub const BUNDLE_TRACE_INDEX: Limit =
+    Limit { input: "a bundle's trace index", code: "limit-bundle-trace-index", bytes: 64 * MIB };
 /// A People file (person@1 JSON, `bindings.yaml`, hire and recipe files) and the host
 /// configuration YAML, which share the hardened JSON and YAML readers. Its code is the one
 /// People reports have always used (`docs/people.md`).
@@ -44,8 +48,17 @@ pub const PEOPLE_FILE: Limit = Limit { input: "a People file", code: "file-too-l
 pub(crate) const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-http-body", bytes: MIB };
 
 /// Every limit, for the documentation test and the reliability table.
-pub const ALL: &[Limit] =
-    &[KDL_PACKAGE_FILE, SKILL_DOCUMENT, ROLES_KDL, REQUEST_KDL, BUNDLE_MANIFEST, BUNDLE_TRACE, PEOPLE_FILE, HTTP_BODY];
+pub const ALL: &[Limit] = &[
+    KDL_PACKAGE_FILE,
+    SKILL_DOCUMENT,
+    ROLES_KDL,
+    REQUEST_KDL,
+    BUNDLE_MANIFEST,
+    BUNDLE_TRACE,
+    BUNDLE_TRACE_INDEX,
+    PEOPLE_FILE,
+    HTTP_BODY,
+];
 
 /// One count limit: how many of one kind of thing a single input may declare, and the
 /// stable diagnostic code that names it. Counted before the things are read, so an input

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "agent-compose.trace";
+/// The trace's file in a bundle.
+pub const FILE: &str = "trace.json";
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -235,48 +237,122 @@ impl TraceRecord {
     /// large estate they are most of the trace. The text is gathered in a buffer and
     /// handed to `out` in pieces of about [`WRITE_PIECE`] bytes.
     pub(crate) fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut text = Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2));
-        text.extend_from_slice(b"{\n  \"format\": ");
-        write_nested(&mut text, FORMAT, 1)?;
-        text.extend_from_slice(format!(",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ").as_bytes());
-        write_nested(&mut text, &self.role, 1)?;
-        text.extend_from_slice(b",\n  \"decisions\": [");
+        self.write_json_into(&mut TraceWriter::new(out, None))
+    }
+
+    /// [`TraceRecord::write_json`], telling `places` where each decision and provider
+    /// report starts and how long it is, as it is written.
+    pub(crate) fn write_json_placed(
+        &self,
+        out: &mut dyn std::io::Write,
+        places: &mut dyn Places,
+    ) -> std::io::Result<()> {
+        self.write_json_into(&mut TraceWriter::new(out, Some(places)))
+    }
+
+    fn write_json_into(&self, writer: &mut TraceWriter<'_>) -> std::io::Result<()> {
+        writer.text.extend_from_slice(b"{\n  \"format\": ");
+        write_nested(&mut writer.text, FORMAT, 1)?;
+        writer.text.extend_from_slice(format!(",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ").as_bytes());
+        write_nested(&mut writer.text, &self.role, 1)?;
+        writer.text.extend_from_slice(b",\n  \"decisions\": [");
         let mut first = true;
         for entry in &self.entries {
             match entry {
                 TraceEntry::Decision(decision) => {
-                    text.extend_from_slice(if first { b"\n    " } else { b",\n    " });
-                    write_nested(&mut text, decision, 2)?;
+                    writer.text.extend_from_slice(if first { b"\n    " } else { b",\n    " });
+                    let start = writer.position();
+                    write_nested(&mut writer.text, decision, 2)?;
+                    writer.mark(Element::Decision(&decision.subject), start);
                     first = false;
                 }
                 TraceEntry::ExcludedSkills { source, cause, names } if !names.is_empty() => {
-                    write_skills(out, &mut text, &excluded_skill(source, cause, ""), names, &mut first)?;
+                    write_skills(writer, &excluded_skill(source, cause, ""), names, &mut first)?;
                 }
                 TraceEntry::UnselectedSkills { source, reason, names } if !names.is_empty() => {
-                    write_skills(out, &mut text, &unselected_skill(source, reason, ""), names, &mut first)?;
+                    write_skills(writer, &unselected_skill(source, reason, ""), names, &mut first)?;
                 }
                 TraceEntry::ExcludedSkills { .. } | TraceEntry::UnselectedSkills { .. } => {}
             }
-            hand_over(out, &mut text)?;
+            writer.hand_over()?;
         }
-        text.extend_from_slice(if first { b"]" } else { b"\n  ]" });
-        text.extend_from_slice(b",\n  \"providers\": ");
-        write_nested(&mut text, &self.providers, 1)?;
-        text.extend_from_slice(b"\n}");
-        out.write_all(&text)
+        writer.text.extend_from_slice(if first { b"]" } else { b"\n  ]" });
+        writer.text.extend_from_slice(b",\n  \"providers\": [");
+        // Element by element, as `serde_json` pretty-prints the list one level deep, so
+        // that each report's place is known.
+        for (index, provider) in self.providers.iter().enumerate() {
+            writer.text.extend_from_slice(if index == 0 { b"\n    " } else { b",\n    " });
+            let start = writer.position();
+            write_nested(&mut writer.text, provider, 2)?;
+            writer.mark(Element::Provider(&provider.source), start);
+        }
+        writer.text.extend_from_slice(if self.providers.is_empty() { b"]" } else { b"\n  ]" });
+        writer.text.extend_from_slice(b"\n}");
+        writer.out.write_all(&writer.text)
     }
 }
 
 /// About how many bytes [`TraceRecord::write_json`] gathers before each write.
 pub(crate) const WRITE_PIECE: usize = 1 << 16;
 
-/// Hands `text` to `out` once it holds a piece.
-fn hand_over(out: &mut dyn std::io::Write, text: &mut Vec<u8>) -> std::io::Result<()> {
-    if text.len() >= WRITE_PIECE {
-        out.write_all(text)?;
-        text.clear();
+/// Told where each element of a trace is written: its offset in `trace.json` and its
+/// length in bytes, from its `{` to its `}` (the trace index keeps them).
+pub(crate) trait Places {
+    fn decision(&mut self, start: u64, length: u64, subject: &str);
+    /// A decision whose subject is `skill:<name>`.
+    fn skill(&mut self, start: u64, length: u64, name: &str);
+    fn provider(&mut self, start: u64, length: u64, source: &str);
+}
+
+/// One element of the trace whose place is told.
+enum Element<'a> {
+    Decision(&'a str),
+    /// A decision whose subject is `skill:<name>`.
+    Skill(&'a str),
+    Provider(&'a str),
+}
+
+/// The text of a trace being written: gathered in a buffer, handed to `out` piece by
+/// piece, with the count of bytes already handed over, so that every element's offset in
+/// the file is known when it is written.
+struct TraceWriter<'a> {
+    out: &'a mut dyn std::io::Write,
+    text: Vec<u8>,
+    handed: u64,
+    places: Option<&'a mut dyn Places>,
+}
+
+impl<'a> TraceWriter<'a> {
+    fn new(out: &'a mut dyn std::io::Write, places: Option<&'a mut dyn Places>) -> Self {
+        TraceWriter { out, text: Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2)), handed: 0, places }
     }
-    Ok(())
+
+    /// The offset in the file of the next byte written.
+    fn position(&self) -> u64 {
+        self.handed + self.text.len() as u64
+    }
+
+    /// Records an element written from `start` up to here.
+    fn mark(&mut self, element: Element<'_>, start: u64) {
+        let length = self.position() - start;
+        if let Some(places) = self.places.as_deref_mut() {
+            match element {
+                Element::Decision(subject) => places.decision(start, length, subject),
+                Element::Skill(name) => places.skill(start, length, name),
+                Element::Provider(source) => places.provider(start, length, source),
+            }
+        }
+    }
+
+    /// Hands the text to `out` once it holds a piece.
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        if self.text.len() >= WRITE_PIECE {
+            self.out.write_all(&self.text)?;
+            self.handed += self.text.len() as u64;
+            self.text.clear();
+        }
+        Ok(())
+    }
 }
 
 /// `serde_json`'s pretty formatting as it appears `depth` levels deep: the same line
@@ -363,13 +439,12 @@ fn write_nested<T: Serialize + ?Sized>(text: &mut Vec<u8>, value: &T, depth: usi
     value.serialize(&mut serializer).map_err(std::io::Error::other)
 }
 
-/// Appends one decision per name, elements two levels deep, handing `text` to `out`
-/// piece by piece: `template` (a skill's decision with an empty name) is serialized once
-/// and split inside its subject (the first field), so that prefix, escaped name and
-/// suffix are each skill's decision.
+/// Appends one decision per name, elements two levels deep, handing the text over piece
+/// by piece: `template` (a skill's decision with an empty name) is serialized once and
+/// split inside its subject (the first field), so that prefix, escaped name and suffix
+/// are each skill's decision.
 fn write_skills(
-    out: &mut dyn std::io::Write,
-    text: &mut Vec<u8>,
+    writer: &mut TraceWriter<'_>,
     template: &Decision,
     names: &[String],
     first: &mut bool,
@@ -380,18 +455,20 @@ fn write_skills(
     let split = prefix.windows(marker.len()).position(|window| window == marker).map_or(0, |at| at + marker.len());
     let suffix = prefix.split_off(split);
     for name in names {
-        text.extend_from_slice(if *first { b"\n    " } else { b",\n    " });
-        text.extend_from_slice(&prefix);
-        write_escaped(text, name)?;
-        text.extend_from_slice(&suffix);
+        writer.text.extend_from_slice(if *first { b"\n    " } else { b",\n    " });
+        let start = writer.position();
+        writer.text.extend_from_slice(&prefix);
+        write_escaped(&mut writer.text, name)?;
+        writer.text.extend_from_slice(&suffix);
+        writer.mark(Element::Skill(name), start);
         *first = false;
-        hand_over(out, text)?;
+        writer.hand_over()?;
     }
     Ok(())
 }
 
 /// Writes `text` escaped as inside a JSON string, the way `serde_json` escapes it.
-fn write_escaped(out: &mut Vec<u8>, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_escaped(out: &mut Vec<u8>, text: &str) -> std::io::Result<()> {
     if text.bytes().any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\') {
         let quoted = serde_json::to_vec(text).map_err(std::io::Error::other)?;
         out.extend_from_slice(&quoted[1..quoted.len() - 1]);

@@ -672,3 +672,23 @@ fn a_users_link_at_a_path_a_projection_owns_is_reported_not_replaced() {
     assert!(again.stderr.contains(&name) && again.stderr.contains("did not make"), "{}", again.stderr);
     assert_eq!(std::fs::read_link(&link).expect("still a link"), mine, "the user's link stays");
 }
+
+#[test]
+fn an_oversized_trace_index_is_refused_by_why_and_verify() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let case = temporary.path().join("case");
+    common::copy_dir(&common::fixtures().join("compose/selector-star"), &case);
+    let composed = acompose(&case, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let id = composed.stdout.split_whitespace().nth(1).expect("bundle id").to_owned();
+    let bundle = format!("out/{id}");
+    // Sparse: a size over the limit whose bytes were never written.
+    let index = std::fs::OpenOptions::new().write(true).open(case.join(&bundle).join("trace.index")).expect("index");
+    index.set_len(limits::BUNDLE_TRACE_INDEX.bytes as u64 + 1).expect("grow");
+    for arguments in [vec!["describe", &bundle, "--why", "source:knowledge"], vec!["verify", &bundle]] {
+        let output = acompose(&case, &arguments);
+        assert_eq!(output.code, 1, "{arguments:?}: {}", output.stdout);
+        let all = format!("{}{}", output.stdout, output.stderr);
+        assert!(all.contains(limits::BUNDLE_TRACE_INDEX.code), "{arguments:?}: {all}");
+    }
+}

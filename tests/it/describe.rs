@@ -211,3 +211,172 @@ fn hostile_numbers_in_a_trace_are_not_a_crash() {
     assert_eq!(verified.code, 1, "{}", verified.stderr);
     assert!(!verified.stderr.contains("panicked"), "{}", verified.stderr);
 }
+
+/// One `--why` answer as the cli prints it: text, JSON, or the error.
+fn why_answer(bundle: &Path, item: &str) -> String {
+    use acompose_driver::engine::describe::why_text;
+    use acompose_driver::engine::render::Palette;
+    use acompose_driver::why::{WhyFailure, why};
+    match why(bundle, item) {
+        Ok(why) => {
+            let json = acompose_driver::engine::snapshot::to_json_bytes(&why);
+            format!("{}{}", why_text(&why, Palette::Plain), String::from_utf8_lossy(&json))
+        }
+        Err(WhyFailure::Item(error)) => format!("item: {error:?}"),
+        Err(WhyFailure::Bundle(error)) => format!("bundle: {error}"),
+    }
+}
+
+/// The bundle as one written before the trace index: its `trace.json`, and its
+/// `manifest.json` without the index's entry, in a folder of their own.
+fn without_index(bundle: &Path) -> PathBuf {
+    let whole = bundle.parent().expect("out").join("whole-trace");
+    std::fs::create_dir_all(&whole).expect("mkdir");
+    std::fs::copy(bundle.join("trace.json"), whole.join("trace.json")).expect("copy");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).expect("manifest")).expect("json");
+    let content = manifest["content"].as_array_mut().expect("content");
+    let listed = content.len();
+    content.retain(|entry| entry["path"] != "trace.index");
+    assert_eq!(content.len() + 1, listed, "the manifest lists the index");
+    let mut bytes = serde_json::to_vec_pretty(&manifest).expect("json");
+    bytes.push(b'\n');
+    std::fs::write(whole.join("manifest.json"), bytes).expect("manifest");
+    whole
+}
+
+/// Every subject of a bundle's trace, and items the trace does not hold.
+fn items_of(bundle: &Path) -> Vec<String> {
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("trace.json")).expect("trace")).expect("json");
+    let mut items: Vec<String> = trace["decisions"]
+        .as_array()
+        .expect("decisions")
+        .iter()
+        .map(|decision| decision["subject"].as_str().expect("subject").to_owned())
+        .collect();
+    items.sort();
+    items.dedup();
+    let near_misses: Vec<String> = items.iter().map(|item| item[..item.len() - 1].to_owned()).collect();
+    items.extend(near_misses);
+    for kind in ["source", "skill", "role", "personality", "instruction"] {
+        items.push(format!("{kind}:not-in-any-trace"));
+    }
+    items.extend(["skill:".to_owned(), "no-kind".to_owned(), "other:thing".to_owned(), "skill:\"q\"\u{1b}".to_owned()]);
+    items
+}
+
+#[test]
+fn every_why_answer_over_the_fixtures_is_the_same_with_and_without_the_trace_index() {
+    let mut cases = 0;
+    let mut answered = 0;
+    let mut names: Vec<PathBuf> = std::fs::read_dir(common::fixtures().join("compose"))
+        .expect("fixtures")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    names.sort();
+    for case in names {
+        let name = case.file_name().and_then(|name| name.to_str()).expect("name").to_owned();
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path().join("case");
+        copy_dir(&case, &root);
+        let output = acompose(&root, &["compose", "request.kdl", "--out", "out", "--projects-root", "projects"]);
+        if output.code != 0 {
+            continue;
+        }
+        let id = output.stdout.split_whitespace().nth(1).expect("bundle id");
+        let bundle = root.join("out").join(id);
+        assert!(bundle.join("trace.index").is_file(), "{name}: a new bundle has its trace index");
+        let whole = without_index(&bundle);
+        cases += 1;
+        for item in items_of(&bundle) {
+            let (indexed, read_whole) = (why_answer(&bundle, &item), why_answer(&whole, &item));
+            assert_eq!(indexed, read_whole, "{name}: `{item}`");
+            answered += usize::from(!indexed.starts_with("item:") && !indexed.starts_with("bundle:"));
+        }
+        let item = "skill:role-platform";
+        let through_the_binary =
+            |path: &Path| acompose(&root, &["describe", path.to_str().expect("utf-8"), "--why", item]);
+        assert_eq!(through_the_binary(&bundle), through_the_binary(&whole), "{name}");
+    }
+    assert!(cases >= 10 && answered >= 100, "{cases} cases, {answered} answers");
+}
+
+#[test]
+fn a_changed_trace_index_or_trace_is_refused_naming_the_file() {
+    let (_temporary, bundle) = composed("other-role-provider");
+    let (case, _) = in_case(&bundle);
+    let path = relative(&bundle);
+    let why = || acompose(case, &["describe", &path, "--why", "skill:machine-gpu"]);
+    assert_eq!(why().code, 0);
+    let index_path = bundle.join("trace.index");
+    let index = std::fs::read_to_string(&index_path).expect("index");
+    // Point the skill at another decision: the index no longer matches its digest.
+    let line = index.lines().find(|line| line.ends_with(" \"skill:machine-gpu\"")).expect("the skill's line");
+    let other = index.lines().find(|other| other.starts_with("d ") && *other != line).expect("another line");
+    let fields: Vec<&str> = other.splitn(4, ' ').collect();
+    let moved = format!("d {} {} \"skill:machine-gpu\"", fields[1], fields[2]);
+    std::fs::write(&index_path, index.replacen(line, &moved, 1)).expect("tamper");
+    let refused = why();
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.stderr.contains("trace.index` does not match its digest in the manifest"), "{}", refused.stderr);
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    std::fs::remove_file(&index_path).expect("remove");
+    let missing = why();
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("trace.index` is listed in the manifest but missing"), "{}", missing.stderr);
+    std::fs::write(&index_path, &index).expect("restore");
+    assert_eq!(why().code, 0, "restored");
+    // A byte of `trace.json` changed where the decision is: its block no longer matches.
+    let trace_path = bundle.join("trace.json");
+    let trace = std::fs::read_to_string(&trace_path).expect("trace");
+    let changed = trace.replacen("\"subject\": \"skill:machine-gpu\"", "\"subject\": \"skill:machine-gpv\"", 1);
+    assert_ne!(changed, trace);
+    std::fs::write(&trace_path, &changed).expect("tamper");
+    let refused = why();
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("trace.json` differs from its index in bytes"), "{}", refused.stderr);
+    std::fs::write(&trace_path, format!("{trace} ")).expect("grow");
+    let refused = why();
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("trace.json` is"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("its index records"), "{}", refused.stderr);
+    let verified = acompose(case, &["verify", &path]);
+    assert_eq!(verified.code, 1, "{}", verified.stdout);
+}
+
+#[test]
+fn verify_checks_that_the_trace_index_indexes_the_trace() {
+    let (_temporary, bundle) = composed("selector-slice");
+    let (case, _) = in_case(&bundle);
+    let path = relative(&bundle);
+    assert_eq!(acompose(case, &["verify", &path]).code, 0);
+    // A consistent forgery: the index rewritten, the manifest listing its new digest and
+    // the folder renamed to the manifest's new id. Only the comparison with the trace
+    // can tell.
+    let index_path = bundle.join("trace.index");
+    let index = std::fs::read_to_string(&index_path).expect("index");
+    let forged = index.replacen("\nd ", "\nd 0", 1);
+    std::fs::write(&index_path, &forged).expect("forge");
+    let manifest_path = bundle.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).expect("manifest")).expect("json");
+    for entry in manifest["content"].as_array_mut().expect("content") {
+        if entry["path"] == "trace.index" {
+            entry["bytes"] = serde_json::json!(forged.len());
+            entry["digest"] = serde_json::json!(format!("blake3:{}", blake3::hash(forged.as_bytes()).to_hex()));
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&manifest).expect("json");
+    bytes.push(b'\n');
+    std::fs::write(&manifest_path, &bytes).expect("manifest");
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"acompose-bundle\0");
+    hasher.update(&bytes);
+    let id = hasher.finalize().to_hex()[..16].to_owned();
+    let renamed = bundle.parent().expect("out").join(&id);
+    std::fs::rename(&bundle, &renamed).expect("rename");
+    let verified = acompose(case, &["verify", &format!("out/{id}")]);
+    assert_eq!(verified.code, 1, "{}", verified.stdout);
+    assert!(verified.stderr.contains("trace.index: does not index `trace.json`"), "{}", verified.stderr);
+}

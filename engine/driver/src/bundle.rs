@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use acompose_engine::SourcedFile;
-use acompose_engine::bundle::{Bundle, FileFacts, MANIFEST_FORMAT, Manifest, TraceFile, Verified, verify_facts};
+use acompose_engine::bundle::{
+    Bundle, FileFacts, MANIFEST_FORMAT, Manifest, TraceFile, Verified, WholeFiles, verify_facts,
+};
 use acompose_engine::store::{SKILLS_PREFIX, StoreLayout, TreeBody, layout};
 use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
@@ -487,6 +489,7 @@ fn read_all<T>(
             let limit = match relative.as_str() {
                 "manifest.json" => Some(limits::BUNDLE_MANIFEST),
                 "trace.json" => Some(limits::BUNDLE_TRACE),
+                acompose_engine::trace_index::PATH => Some(limits::BUNDLE_TRACE_INDEX),
                 _ => None,
             };
             let read = match limit {
@@ -531,14 +534,16 @@ pub fn verify_directory(directory: &Path) -> Result<Verified, Vec<String>> {
 pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Vec<String>> {
     let keep = |path: &str, bytes: Vec<u8>| {
         let facts = FileFacts::of(&bytes);
-        let whole = (path == "manifest.json" || path == TraceFile::PATH).then_some(bytes);
+        let whole = WholeFiles::wanted(path).then_some(bytes);
         (facts, whole)
     };
     let (mut read, mut problems) = read_all(directory, &keep)?;
-    let manifest = read.get_mut("manifest.json").and_then(|(_, whole)| whole.take());
-    let trace = read.get_mut(TraceFile::PATH).and_then(|(_, whole)| whole.take());
+    let mut take = |path: &str| read.get_mut(path).and_then(|(_, whole)| whole.take());
+    let (manifest, trace, index) =
+        (take("manifest.json"), take(TraceFile::PATH), take(acompose_engine::trace_index::PATH));
     let facts: BTreeMap<String, FileFacts> = read.into_iter().map(|(path, (facts, _))| (path, facts)).collect();
-    match verify_facts(id, manifest.as_deref(), trace.as_deref(), &facts) {
+    let whole = WholeFiles { manifest: manifest.as_deref(), trace: trace.as_deref(), trace_index: index.as_deref() };
+    match verify_facts(id, whole, &facts) {
         Ok(verified) if problems.is_empty() => Ok(verified),
         Ok(_) => Err(problems),
         Err(found) => {

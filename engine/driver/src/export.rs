@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use acompose_engine::bundle::{
-    Bundle, FileFacts, Manifest, Summary, TraceFile, read_bundle_json, verify, verify_facts,
+    Bundle, FileFacts, Manifest, Summary, TraceFile, WholeFiles, read_bundle_json, verify, verify_facts,
 };
 use acompose_engine::catalogue::Summarized;
 use acompose_engine::diagnostic::{listed, sanitize};
@@ -118,11 +118,21 @@ pub fn export(bundle: &Path, file: &Path) -> Result<Exported, HostError> {
 /// What the first pass over an archive found: its bundle id, every file's path and size
 /// (from the headers: no data was read), and the bytes of the two files verification
 /// parses, each within its size limit.
+/// The files verification reads whole, as the scan kept them.
+fn whole_files(scanned: &Scanned) -> WholeFiles<'_> {
+    WholeFiles {
+        manifest: scanned.manifest.as_deref(),
+        trace: scanned.trace.as_deref(),
+        trace_index: scanned.trace_index.as_deref(),
+    }
+}
+
 struct Scanned {
     id: String,
     sizes: BTreeMap<String, u64>,
     manifest: Option<Vec<u8>>,
     trace: Option<Vec<u8>>,
+    trace_index: Option<Vec<u8>>,
 }
 
 /// The path of one entry inside the bundle folder, once it is known to be a regular file
@@ -165,7 +175,8 @@ fn open_archive(file: &Path) -> Result<tar::Archive<std::fs::File>, String> {
 /// manifest and the trace skipped, not read.
 fn scan(file: &Path) -> Result<Scanned, String> {
     let mut archive = open_archive(file)?;
-    let mut scanned = Scanned { id: String::new(), sizes: BTreeMap::new(), manifest: None, trace: None };
+    let mut scanned =
+        Scanned { id: String::new(), sizes: BTreeMap::new(), manifest: None, trace: None, trace_index: None };
     let mut id = None;
     let mut total = 0u64;
     for entry in archive.entries_with_seek().map_err(|error| not_archive(file, &error))? {
@@ -179,6 +190,8 @@ fn scan(file: &Path) -> Result<Scanned, String> {
         let limit = match path.as_str() {
             "manifest.json" => Some(limits::BUNDLE_MANIFEST),
             TraceFile::PATH => Some(limits::BUNDLE_TRACE),
+            // The trace's index is a small fraction of the trace.
+            acompose_engine::trace_index::PATH => Some(limits::BUNDLE_TRACE),
             _ => None,
         };
         if let Some(limit) = limit {
@@ -187,7 +200,11 @@ fn scan(file: &Path) -> Result<Scanned, String> {
             }
             let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
             entry.read_to_end(&mut bytes).map_err(|error| not_archive(file, &error))?;
-            let slot = if path == "manifest.json" { &mut scanned.manifest } else { &mut scanned.trace };
+            let slot = match path.as_str() {
+                "manifest.json" => &mut scanned.manifest,
+                TraceFile::PATH => &mut scanned.trace,
+                _ => &mut scanned.trace_index,
+            };
             *slot = Some(bytes);
         }
         if scanned.sizes.insert(path.clone(), size).is_some() {
@@ -212,10 +229,7 @@ fn listing_problems(scanned: &Scanned) -> Vec<String> {
         .is_some_and(|bytes| read_bundle_json::<Trace>(TraceFile::PATH, bytes, TraceFile::PATH).is_ok());
     let Some(manifest) = manifest.filter(|_| trace_parses) else {
         // Verification stops at a manifest or trace it cannot read, and says why.
-        let problems =
-            verify_facts(&scanned.id, scanned.manifest.as_deref(), scanned.trace.as_deref(), &BTreeMap::new())
-                .err()
-                .unwrap_or_default();
+        let problems = verify_facts(&scanned.id, whole_files(&scanned), &BTreeMap::new()).err().unwrap_or_default();
         return problems
             .into_iter()
             .map(|problem| sanitize(&format!("{}: {}", problem.file, problem.message)))
@@ -348,8 +362,7 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
     let staging = destination.out.join(format!(".staging-{}-{}", crate::debris::IMPORT_STAGING, std::process::id()));
     let result = (|| {
         let facts = unpack_into(file, &staging).map_err(|message| HostError::environment(&staging, message))?;
-        verify_facts(&id, scanned.manifest.as_deref(), scanned.trace.as_deref(), &facts)
-            .map_err(|problems| not_valid(problem_lines(problems)))?;
+        verify_facts(&id, whole_files(&scanned), &facts).map_err(|problems| not_valid(problem_lines(problems)))?;
         let bundle = staged_bundle(&id, &staging, &facts, scanned.trace.clone().unwrap_or_default())
             .map_err(|message| HostError::environment(&staging, message))?;
         crate::placement::place_locked(destination, &locked, &bundle)

@@ -49,6 +49,7 @@ pub mod sources;
 pub mod store;
 pub mod transaction;
 pub mod watch;
+pub mod why;
 
 pub use error::{Blame, Findings, HostError};
 pub use progress::{NoProgress, Progress};
