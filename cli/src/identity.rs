@@ -8,7 +8,7 @@ use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
 use acompose_driver::engine::projection::{Health, identity_row, whoami_text};
-use acompose_driver::launch::find_nearest;
+use acompose_driver::identity::nearest;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -53,7 +53,7 @@ fn current_folder() -> PathBuf {
 
 pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
     let start = args.target.or_else(folder_from_stdin).unwrap_or_else(current_folder);
-    if let Some(found) = find_nearest(&start) {
+    if let Some(found) = nearest(&start) {
         print_stdout(&format!("{}\n", identity_row(&found.details, found.health, terminal.stdout)));
     }
     exit::SUCCESS
@@ -61,7 +61,7 @@ pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
 
 pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
     let start = args.target.unwrap_or_else(current_folder);
-    match find_nearest(&start) {
+    match nearest(&start) {
         Some(found) if args.json => {
             #[derive(serde::Serialize)]
             struct Document<'a> {

@@ -663,3 +663,29 @@ fn kilo_refuses_a_linked_repository_projection_and_takes_copies() {
     assert_eq!(copied.code, 0, "{}", copied.stderr);
     assert!(target.path().join(".kilo/skills/role-platform/SKILL.md").is_file());
 }
+
+#[test]
+fn statusline_and_whoami_tell_a_bundle_without_its_manifest_from_the_record_and_the_manifest_alone() {
+    let composed = compose("selector-slice");
+    let target = tempfile::tempdir().expect("target");
+    assert_eq!(project_cli(&composed.root, &composed.bundle, "claude", "repo", target.path(), &[]).code, 0);
+    let target_text = target.path().to_str().expect("utf-8");
+    let row = || acompose(&composed.root, &["statusline", "--target", target_text]);
+    let whoami = || acompose(&composed.root, &["whoami", "--target", target_text]);
+    // A projected skill link taken away is not looked for on every prompt update: the
+    // full check is `verify`'s and the projection's read-back's.
+    std::fs::remove_file(target.path().join(".claude/skills/role-platform")).expect("remove a link");
+    assert!(row().stdout.trim_end().ends_with(" ok"), "{}", row().stdout);
+    assert_eq!(whoami().code, 0);
+    let manifest = composed.bundle.join("manifest.json");
+    let bytes = std::fs::read(&manifest).expect("manifest");
+    std::fs::remove_file(&manifest).expect("remove the manifest");
+    let damaged = row();
+    assert_eq!(damaged.code, 0, "the status line never fails: {}", damaged.stderr);
+    assert!(damaged.stdout.trim_end().ends_with(" damaged"), "{}", damaged.stdout);
+    let told = whoami();
+    assert_eq!(told.code, 1, "{}", told.stdout);
+    assert!(told.stdout.lines().next().expect("row").ends_with(" damaged"), "{}", told.stdout);
+    std::fs::write(&manifest, bytes).expect("restore");
+    assert_eq!(whoami().code, 0);
+}

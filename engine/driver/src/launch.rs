@@ -344,16 +344,6 @@ pub fn exec(prepared: &Prepared, _arguments: &[OsString]) -> HostError {
     HostError::environment(&prepared.program, "assigned launch needs a Unix system")
 }
 
-/// [`projection::find_projection`] from `start`; inside an assigned launch (whose working folder is
-/// the user's checkout) the runtime home's projection when nothing is found above it.
-pub fn find_nearest(start: &Path) -> Option<projection::Found> {
-    projection::find_projection(start).or_else(|| {
-        let launched = std::env::var_os(LAUNCH_VARIABLE).is_some_and(|value| !value.is_empty());
-        let home = std::env::var_os("HOME").filter(|_| launched)?;
-        projection::find_projection(Path::new(&home))
-    })
-}
-
 /// What `gc` did about runtime homes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeCollected {

@@ -29,6 +29,7 @@ pub mod export;
 pub mod gc;
 pub mod git_exclude;
 pub mod home;
+pub mod identity;
 pub mod instruction_block;
 pub mod launch;
 pub mod load;

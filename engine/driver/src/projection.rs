@@ -1,7 +1,8 @@
 //! Projection on disk: reads and verifies one bundle, asks the engine for the plan, and
 //! writes it into the target through the same transaction as the artifact, owned by
 //! `<target>/.agent-compose/projection.json`; and finds the nearest projection record
-//! walking up from a folder (`statusline`, `whoami`). Never touches a path the record
+//! walking up from a folder, checking every path it owns (`projections`; `statusline`
+//! and `whoami` glance instead, see `identity`). Never touches a path the record
 //! does not own: a foreign file or folder in the way is refused.
 
 use std::path::{Path, PathBuf};
@@ -588,7 +589,7 @@ const INDEX_LIMIT: u64 = 16 * 1024 * 1024;
 /// Whether the bundle folder a projection points into sits beside a bundle index (the
 /// home's `bundles/`) that names another bundle for the projection's role. A bundle
 /// composed elsewhere (no index beside it) is never stale.
-fn superseded(bundle: &Path, details: &Details) -> bool {
+pub(crate) fn superseded(bundle: &Path, details: &Details) -> bool {
     let Some(index_path) = bundle.parent().map(|folder| folder.join(crate::home::INDEX_FILE)) else {
         return false;
     };

@@ -8,7 +8,7 @@ use std::path::Path;
 use acompose_engine::projection::{self, Details};
 
 /// The largest projection record read.
-const RECORD_LIMIT: u64 = 1 << 20;
+pub(crate) const RECORD_LIMIT: u64 = 1 << 20;
 
 /// A projection record as written by the projection's transaction.
 #[derive(serde::Deserialize)]
