@@ -229,7 +229,7 @@ fn listing_problems(scanned: &Scanned) -> Vec<String> {
         .is_some_and(|bytes| read_bundle_json::<Trace>(TraceFile::PATH, bytes, TraceFile::PATH).is_ok());
     let Some(manifest) = manifest.filter(|_| trace_parses) else {
         // Verification stops at a manifest or trace it cannot read, and says why.
-        let problems = verify_facts(&scanned.id, whole_files(&scanned), &BTreeMap::new()).err().unwrap_or_default();
+        let problems = verify_facts(&scanned.id, whole_files(scanned), &BTreeMap::new()).err().unwrap_or_default();
         return problems
             .into_iter()
             .map(|problem| sanitize(&format!("{}: {}", problem.file, problem.message)))
