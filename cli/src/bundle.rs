@@ -52,6 +52,11 @@ pub enum BundleCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Upload a bundle to an OCI registry: only the blobs the repository lacks.
+    Push(crate::bundle_registry::PushArgs),
+    /// Download a bundle from an OCI registry into the home: only what the home lacks,
+    /// every blob and the bundle verified before anything is kept.
+    Pull(crate::bundle_registry::PullArgs),
 }
 
 #[derive(serde::Serialize)]
@@ -72,6 +77,8 @@ fn print_report(json: bool, report: &Report<'_>) {
 
 pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
+        BundleCommand::Push(push) => crate::bundle_registry::run_push(push, home, terminal),
+        BundleCommand::Pull(pull) => crate::bundle_registry::run_pull(pull, home, terminal),
         BundleCommand::List { json } => crate::bundle_list::run(home, json, terminal),
         BundleCommand::Export { bundle, out, json } => {
             match crate::named_bundle(home, &bundle).and_then(|bundle| export(&bundle, &out)) {

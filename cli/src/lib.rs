@@ -4,6 +4,7 @@
 
 pub mod bundle;
 pub mod bundle_list;
+pub mod bundle_registry;
 pub mod catalogue;
 pub mod catalogue_check;
 pub mod completions;

@@ -26,6 +26,7 @@ mod launch;
 mod no_panic;
 mod one_run;
 mod people;
+mod registry;
 mod roster;
 mod serve;
 mod sessions;

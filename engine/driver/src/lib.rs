@@ -41,6 +41,7 @@ pub mod progress;
 pub mod projection;
 pub mod projection_record;
 pub mod projections;
+pub mod registry;
 pub mod request;
 pub mod runtime_home;
 

@@ -359,6 +359,27 @@ impl Store {
         Ok(links)
     }
 
+    /// The (skill, tree key) links of a slice entry, which must hash to its name.
+    pub fn slice_links(&self, name: &str) -> Result<Vec<(String, String)>, String> {
+        let folder = self.root.join(name);
+        let links = self.read_slice_links(&folder)?;
+        if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
+            return Err(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
+        }
+        Ok(links)
+    }
+
+    /// The files of a tree entry (path inside the tree, bytes), which must hash to its key.
+    pub fn read_tree_entry(&self, key: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
+        let folder = self.root.join(key);
+        let files = read_tree(&folder)?;
+        let pairs: Vec<(&str, &[u8])> = files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
+        if tree_key(&pairs) != key {
+            return Err(format!("store entry `{}` is damaged: its contents do not hash to its name", folder.display()));
+        }
+        Ok(files)
+    }
+
     /// Reads a slice and every tree it links, checking each against its name. Returns
     /// (path inside the provider folder, bytes) for every file it could read, and the
     /// problems, each naming the damaged store entry.

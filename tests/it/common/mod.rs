@@ -2,6 +2,8 @@
 
 #![allow(dead_code, reason = "each test module and binary uses a different subset of these helpers")]
 
+pub mod registry;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,0 +1,196 @@
+//! `acompose bundle push BUNDLE REF` and `acompose bundle pull REF`: the host moves a
+//! bundle to or from an OCI registry (`docs/distribution.md`); this module prints what
+//! crossed the wire.
+
+use std::path::Path;
+
+use acompose_driver::engine::diagnostic::sanitize;
+use acompose_driver::home::resolve_home;
+use acompose_driver::registry::client::Access;
+use acompose_driver::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push, resolve_bundle};
+
+use crate::terminal::{Terminal, report_error};
+use crate::{exit, print_stdout};
+
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// The bundle: its folder, a role of the home (its current bundle) or a bundle id in
+    /// the home's bundles.
+    pub bundle: String,
+    /// Where it goes: `registry/repository:tag` (or `…@sha256:…`).
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// Speak plain HTTP to a registry that is not on a loopback address.
+    #[arg(long)]
+    pub plain_http: bool,
+    /// Print a JSON report instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// The artifact: `registry/repository:tag` or `registry/repository@sha256:…`.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// Speak plain HTTP to a registry that is not on a loopback address.
+    #[arg(long)]
+    pub plain_http: bool,
+    /// Print a JSON report instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct TransferReport {
+    blobs_sent: u64,
+    bytes_sent: u64,
+    blobs_received: u64,
+    bytes_received: u64,
+}
+
+impl From<Transfer> for TransferReport {
+    fn from(transfer: Transfer) -> Self {
+        TransferReport {
+            blobs_sent: transfer.blobs_sent,
+            bytes_sent: transfer.bytes_sent,
+            blobs_received: transfer.blobs_received,
+            bytes_received: transfer.bytes_received,
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct UploadedReport<'a> {
+    digest: &'a str,
+    media_type: &'a str,
+    subject: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct PushReport<'a> {
+    format: &'static str,
+    bundle: &'a str,
+    role: &'a str,
+    reference: &'a str,
+    digest: &'a str,
+    blobs: usize,
+    uploaded: Vec<UploadedReport<'a>>,
+    transfer: TransferReport,
+}
+
+#[derive(serde::Serialize)]
+struct PullReport<'a> {
+    format: &'static str,
+    bundle: &'a str,
+    role: &'a str,
+    reference: &'a str,
+    digest: &'a str,
+    status: &'static str,
+    path: String,
+    entries_reused: usize,
+    transfer: TransferReport,
+}
+
+fn json(report: &impl serde::Serialize) -> String {
+    String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(report)).into_owned()
+}
+
+fn push_text(pushed: &Pushed, reference: &str) -> String {
+    format!(
+        "bundle {} (role {})\npushed {}\ndigest {}\nblobs  {} of {} uploaded ({} bytes), the rest already there\n",
+        pushed.id,
+        sanitize(&pushed.role),
+        sanitize(reference),
+        pushed.digest,
+        pushed.uploaded.len(),
+        pushed.blobs,
+        pushed.transfer.bytes_sent,
+    )
+}
+
+fn pull_text(pulled: &Pulled, reference: &str) -> String {
+    format!(
+        "bundle {} ({}, role {})\npulled {}\ndigest {}\npath   {}\nblobs  {} downloaded ({} bytes), {} store entries already in the home\n",
+        pulled.id,
+        pulled.outcome.name(),
+        sanitize(&pulled.role),
+        sanitize(reference),
+        pulled.digest,
+        pulled.path.display(),
+        pulled.transfer.blobs_received,
+        pulled.transfer.bytes_received,
+        pulled.entries_reused,
+    )
+}
+
+pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let home = resolve_home(home).ok();
+    let access = Access { plain_http: args.plain_http };
+    let pushed =
+        resolve_bundle(home.as_deref(), &args.bundle).and_then(|bundle| push(&bundle, &args.reference, access));
+    match pushed {
+        Ok(pushed) if args.json => {
+            let report = PushReport {
+                format: "acompose.bundle-push.v1",
+                bundle: &pushed.id,
+                role: &pushed.role,
+                reference: &args.reference,
+                digest: &pushed.digest,
+                blobs: pushed.blobs,
+                uploaded: pushed
+                    .uploaded
+                    .iter()
+                    .map(|blob| UploadedReport {
+                        digest: &blob.digest,
+                        media_type: blob.media_type,
+                        subject: &blob.subject,
+                    })
+                    .collect(),
+                transfer: pushed.transfer.into(),
+            };
+            print_stdout(&json(&report));
+            exit::SUCCESS
+        }
+        Ok(pushed) => {
+            // The digest is what the command is for: it is printed even when quiet.
+            let text =
+                if terminal.quiet { format!("{}\n", pushed.digest) } else { push_text(&pushed, &args.reference) };
+            print_stdout(&text);
+            exit::SUCCESS
+        }
+        Err(error) => report_error(&error, terminal),
+    }
+}
+
+pub fn run_pull(args: PullArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let request =
+        PullRequest { reference: &args.reference, home: &home, access: Access { plain_http: args.plain_http } };
+    match pull(&request) {
+        Ok(pulled) if args.json => {
+            let report = PullReport {
+                format: "acompose.bundle-pull.v1",
+                bundle: &pulled.id,
+                role: &pulled.role,
+                reference: &args.reference,
+                digest: &pulled.digest,
+                status: pulled.outcome.name(),
+                path: pulled.path.display().to_string(),
+                entries_reused: pulled.entries_reused,
+                transfer: pulled.transfer.into(),
+            };
+            print_stdout(&json(&report));
+            exit::SUCCESS
+        }
+        Ok(pulled) => {
+            let text = if terminal.quiet { format!("{}\n", pulled.id) } else { pull_text(&pulled, &args.reference) };
+            print_stdout(&text);
+            exit::SUCCESS
+        }
+        Err(error) => report_error(&error, terminal),
+    }
+}
