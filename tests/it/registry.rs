@@ -68,6 +68,10 @@ fn run(root: &Path, arguments: &[&str]) -> Output {
         let config = format!("{{\"auths\": {{\"registry.example\": {{\"auth\": \"{encoded}\"}}}}}}\n");
         std::fs::write(docker.join("config.json"), config).expect("docker config");
     }
+    run_with_docker(root, &docker, arguments)
+}
+
+fn run_with_docker(root: &Path, docker: &Path, arguments: &[&str]) -> Output {
     let docker = docker.to_str().expect("utf-8").to_owned();
     acompose_with(root, arguments, &[("DOCKER_CONFIG", &docker)])
 }
@@ -109,9 +113,11 @@ fn store_entries(home: &Path) -> BTreeSet<String> {
 fn assert_no_credential_under(root: &Path) {
     for (path, content) in tree_of(root) {
         if path.starts_with("docker") {
+            // The Docker configurations the tests wrote themselves.
             continue;
         }
-        assert!(!content.contains(PASSWORD), "`{path}` holds the password");
+        let encoded = base64_encode(format!("user:{PASSWORD}").as_bytes());
+        assert!(!content.contains(PASSWORD) && !content.contains(&encoded), "`{path}` holds the password");
     }
 }
 
@@ -256,4 +262,40 @@ fn a_blob_or_manifest_corrupted_in_the_registry_fails_the_pull_and_leaves_the_ho
     assert_ne!(refused.code, 0, "{}", refused.stdout);
     assert!(refused.stderr.contains("manifest"), "{}", refused.stderr);
     assert!(!root.join("fresh").exists(), "nothing was written for a refused pull");
+}
+
+/// `user:never-written-7f3a` as an htpasswd line (bcrypt, cost 4: the registry checks it
+/// on every request).
+const HTPASSWD: &str = "user:$2b$04$C.2NxfL7b7Xu9u1ZhpdML.dyAR6XvsUlJokPNfTw0qGOQQnvAxtoy";
+
+#[test]
+fn credentials_from_the_docker_configuration_reach_the_registry_and_are_written_nowhere() {
+    let test = "credentials_from_the_docker_configuration_reach_the_registry_and_are_written_nowhere";
+    let Some(registry) = Registry::start_with(test, Some(HTPASSWD)) else { return };
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    let tag = format!("{}:platform", registry.repository("team/roles"));
+
+    // No credential for this registry: anonymous, and the registry says no.
+    let refused = run(root, &["--home", "home", "bundle", "push", "platform", &tag]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains(&tag), "{}", refused.stderr);
+
+    let docker = root.join("docker-login");
+    std::fs::create_dir_all(&docker).expect("docker folder");
+    let auth = base64_encode(format!("user:{PASSWORD}").as_bytes());
+    let config = format!("{{\"auths\": {{\"{}\": {{\"auth\": \"{auth}\"}}}}}}\n", registry.address);
+    std::fs::write(docker.join("config.json"), config).expect("docker config");
+    let mut outputs = Vec::new();
+    let pushed = run_with_docker(root, &docker, &["--home", "home", "bundle", "push", "platform", &tag, "--json"]);
+    outputs.push(pushed.stdout.clone() + &pushed.stderr);
+    let pushed = json(&pushed);
+    let pulled = run_with_docker(root, &docker, &["--home", "other", "bundle", "pull", &tag, "--json"]);
+    outputs.push(pulled.stdout.clone() + &pulled.stderr);
+    assert_eq!(json(&pulled)["bundle"], pushed["bundle"]);
+    for output in outputs {
+        assert!(!output.contains(PASSWORD) && !output.contains(&auth), "{output}");
+    }
+    assert_no_credential_under(root);
 }

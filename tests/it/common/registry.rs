@@ -24,7 +24,7 @@ pub struct Request {
 }
 
 pub struct Registry {
-    child: Child,
+    child: std::sync::Mutex<Child>,
     /// `127.0.0.1:<port>`.
     pub address: String,
     pub storage: PathBuf,
@@ -49,7 +49,7 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Whether `GET /v2/` answers 200.
+/// Whether `GET /v2/` answers (200, or 401 when it asks for credentials).
 fn answers(address: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect(address) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
@@ -57,13 +57,19 @@ fn answers(address: &str) -> bool {
     let mut answer = String::new();
     stream.write_all(request.as_bytes()).is_ok()
         && stream.read_to_string(&mut answer).is_ok()
-        && answer.starts_with("HTTP/1.1 200")
+        && (answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.1 401"))
 }
 
 impl Registry {
     /// Starts a registry, or says why not: `None` when `docker-registry` is not installed
     /// (a failure when `ACOMPOSE_REGISTRY_TESTS=required`).
     pub fn start(test: &str) -> Option<Registry> {
+        Registry::start_with(test, None)
+    }
+
+    /// [`Registry::start`] asking for basic authentication: `htpasswd` is one line of an
+    /// htpasswd file (`user:<bcrypt hash>`).
+    pub fn start_with(test: &str, htpasswd: Option<&str>) -> Option<Registry> {
         let required = std::env::var("ACOMPOSE_REGISTRY_TESTS").is_ok_and(|value| value == "required");
         let Some(binary) = binary() else {
             assert!(!required, "ACOMPOSE_REGISTRY_TESTS=required but docker-registry is not installed");
@@ -72,14 +78,14 @@ impl Registry {
         };
         // A port taken between choosing it and the server binding it: try another.
         for _ in 0..3 {
-            if let Some(registry) = Registry::try_start(&binary) {
+            if let Some(registry) = Registry::try_start(&binary, htpasswd) {
                 return Some(registry);
             }
         }
         panic!("docker-registry did not start on 127.0.0.1");
     }
 
-    fn try_start(binary: &Path) -> Option<Registry> {
+    fn try_start(binary: &Path, htpasswd: Option<&str>) -> Option<Registry> {
         let directory = tempfile::tempdir().expect("tempdir");
         let storage = directory.path().join("storage");
         std::fs::create_dir_all(&storage).expect("storage");
@@ -89,7 +95,15 @@ impl Registry {
             "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: {address}\n",
             storage.display()
         );
-        std::fs::write(&config, yaml).expect("config");
+        let auth = match htpasswd {
+            Some(line) => {
+                let file = directory.path().join("htpasswd");
+                std::fs::write(&file, format!("{line}\n")).expect("htpasswd");
+                format!("auth:\n  htpasswd:\n    realm: acompose-tests\n    path: {}\n", file.display())
+            }
+            None => String::new(),
+        };
+        std::fs::write(&config, yaml + &auth).expect("config");
         let log = directory.path().join("registry.log");
         let output = std::fs::File::create(&log).expect("log");
         let child = Command::new(binary)
@@ -100,13 +114,13 @@ impl Registry {
             .stderr(output)
             .spawn()
             .expect("start docker-registry");
-        let mut registry = Registry { child, address, storage, log, _directory: directory };
+        let registry = Registry { child: std::sync::Mutex::new(child), address, storage, log, _directory: directory };
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if answers(&registry.address) {
                 return Some(registry);
             }
-            if registry.child.try_wait().ok().flatten().is_some() {
+            if registry.child.lock().is_ok_and(|mut child| child.try_wait().ok().flatten().is_some()) {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -157,9 +171,18 @@ fn parse_access_line(line: &str) -> Option<Request> {
     Some(Request { method, uri, status, bytes })
 }
 
+impl Registry {
+    /// Stops the server (a registry kept in a static is never dropped).
+    pub fn stop(&self) {
+        if let Ok(mut child) = self.child.lock() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 impl Drop for Registry {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }

@@ -280,10 +280,10 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// Every blob the manifest names, the config first.
-    pub fn descriptors(&self) -> impl Iterator<Item = &Descriptor> {
-        std::iter::once(&self.config)
-            .chain(self.files.iter().chain(&self.slices).chain(&self.trees).map(|(_, descriptor)| descriptor))
+    /// The digest of every blob the manifest names, the config's included.
+    pub fn digests(&self) -> BTreeSet<String> {
+        let layers = self.files.iter().chain(&self.slices).chain(&self.trees).map(|(_, layer)| layer);
+        std::iter::once(&self.config).chain(layers).map(|descriptor| descriptor.digest.clone()).collect()
     }
 }
 

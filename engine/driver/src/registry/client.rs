@@ -141,12 +141,30 @@ fn credentials(registry: &str) -> Result<RegistryAuth, HostError> {
 
 /// One repository of a registry, reached from a runtime of this thread.
 pub struct Connection {
+    /// Signs in and reads manifests.
     client: Client,
+    /// Moves blobs and puts the manifest: `client` itself, or for a registry that asks
+    /// for no credentials a client that holds none (one that holds some asks the
+    /// registry's `/v2/` again before every request it cannot find a token for).
+    blobs: Client,
+    protocol: ClientProtocol,
     reference: Reference,
     auth: RegistryAuth,
     /// The reference as given, for messages.
     label: String,
     pub counters: Counters,
+}
+
+fn new_client(protocol: &ClientProtocol) -> Client {
+    Client::new(ClientConfig {
+        protocol: protocol.clone(),
+        use_monolithic_push: true,
+        platform_resolver: None,
+        connect_timeout: Some(Duration::from_secs(15)),
+        read_timeout: Some(Duration::from_secs(120)),
+        user_agent: concat!("acompose/", env!("CARGO_PKG_VERSION")),
+        ..ClientConfig::default()
+    })
 }
 
 impl Connection {
@@ -160,18 +178,12 @@ impl Connection {
         } else {
             ClientProtocol::Https
         };
-        let config = ClientConfig {
-            protocol,
-            use_monolithic_push: true,
-            platform_resolver: None,
-            connect_timeout: Some(Duration::from_secs(15)),
-            read_timeout: Some(Duration::from_secs(120)),
-            user_agent: concat!("acompose/", env!("CARGO_PKG_VERSION")),
-            ..ClientConfig::default()
-        };
         let auth = credentials(reference.registry())?;
+        let client = new_client(&protocol);
         Ok(Connection {
-            client: Client::new(config),
+            blobs: client.clone(),
+            client,
+            protocol,
             reference,
             auth,
             label: label.to_owned(),
@@ -192,22 +204,28 @@ impl Connection {
     }
 
     /// Signs in for the operations to come (a bearer token where the registry asks for one).
-    pub async fn authenticate(&self, operations: &[RegistryOperation]) -> Result<(), HostError> {
+    pub async fn authenticate(&mut self, operations: &[RegistryOperation]) -> Result<(), HostError> {
+        let mut challenged = false;
         for operation in operations {
-            self.client
+            let token = self
+                .client
                 .auth(&self.reference, &self.auth, *operation)
                 .await
                 .map_err(|error| self.unreachable("sign in to", &error))?;
+            challenged |= token.is_some();
+        }
+        if !challenged && self.auth == RegistryAuth::Anonymous {
+            self.blobs = new_client(&self.protocol);
         }
         Ok(())
     }
 
     pub async fn has_blob(&self, digest: &str) -> Result<bool, HostError> {
-        self.client.blob_exists(&self.reference, digest).await.map_err(|error| self.unreachable("ask", &error))
+        self.blobs.blob_exists(&self.reference, digest).await.map_err(|error| self.unreachable("ask", &error))
     }
 
     pub async fn push_blob(&self, blob: &Blob) -> Result<(), HostError> {
-        self.client
+        self.blobs
             .push_blob(&self.reference, blob.bytes.clone(), &blob.digest)
             .await
             .map_err(|error| self.unreachable("upload a blob to", &error))?;
@@ -218,7 +236,7 @@ impl Connection {
     /// Puts the manifest under the reference's tag (or digest).
     pub async fn push_manifest(&self, bytes: &[u8]) -> Result<(), HostError> {
         let content_type = http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE);
-        self.client
+        self.blobs
             .push_manifest_raw(&self.reference, bytes.to_vec(), content_type)
             .await
             .map_err(|error| self.unreachable("put the manifest to", &error))?;
@@ -249,6 +267,20 @@ impl Connection {
         Ok((bytes.to_vec(), digest))
     }
 
+    /// The blobs of the bundle artifact the reference's tag names now; none when it names
+    /// nothing, or nothing this build reads (it is then overwritten, and each blob asked for).
+    pub async fn tagged_blobs(&self) -> std::collections::BTreeSet<String> {
+        if self.reference.digest().is_some() {
+            return std::collections::BTreeSet::new();
+        }
+        let Ok((bytes, _)) = self.client.pull_manifest_raw(&self.reference, &self.auth, &[MANIFEST_MEDIA_TYPE]).await
+        else {
+            return std::collections::BTreeSet::new();
+        };
+        Counters::count(&self.counters.received, &self.counters.bytes_received, bytes.len());
+        super::artifact::read_manifest(&bytes).map(|remote| remote.digests()).unwrap_or_default()
+    }
+
     /// A blob's bytes: no more than its descriptor's size, and of its digest.
     pub async fn pull_blob(&self, descriptor: &Descriptor) -> Result<Vec<u8>, HostError> {
         let wanted = OciDescriptor {
@@ -258,7 +290,7 @@ impl Connection {
             ..OciDescriptor::default()
         };
         let mut stream = self
-            .client
+            .blobs
             .pull_blob_stream(&self.reference, &wanted)
             .await
             .map_err(|error| self.unreachable("fetch a blob of", &error))?;

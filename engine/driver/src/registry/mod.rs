@@ -122,8 +122,10 @@ pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostE
 pub fn push(bundle: &Path, reference: &str, access: Access) -> Result<Pushed, HostError> {
     let parsed = parse_reference(reference)?;
     let artifact = bundle_artifact(bundle)?;
-    let connection = Connection::open(parsed, reference, access)?;
-    let uploaded = runtime(reference)?.block_on(upload(&connection, &artifact))?;
+    let mut connection = Connection::open(parsed, reference, access)?;
+    let runtime = runtime(reference)?;
+    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull, RegistryOperation::Push]))?;
+    let uploaded = runtime.block_on(upload(&connection, &artifact))?;
     Ok(Pushed {
         id: artifact.id,
         role: artifact.role,
@@ -154,10 +156,13 @@ fn bundle_artifact(bundle: &Path) -> Result<Artifact, HostError> {
     artifact::artifact(&id, &verified.manifest, &files).map_err(|message| HostError::environment(bundle, message))
 }
 
-/// Uploads the blobs the repository lacks (a few at a time), then the manifest.
+/// Uploads the blobs the repository lacks (a few at a time), then the manifest. The
+/// blobs of the bundle the tag names now are in the repository (a registry keeps every
+/// blob a manifest of it names), so only the others are asked for.
 async fn upload(connection: &Connection, artifact: &Artifact) -> Result<Vec<Uploaded>, HostError> {
-    connection.authenticate(&[RegistryOperation::Pull, RegistryOperation::Push]).await?;
+    let present = connection.tagged_blobs().await;
     let sent: Vec<Option<Uploaded>> = futures_util::stream::iter(&artifact.blobs)
+        .filter(|blob| std::future::ready(!present.contains(&blob.digest)))
         .map(|blob| upload_blob(connection, blob))
         .buffered(IN_FLIGHT)
         .try_collect()
@@ -188,10 +193,12 @@ pub struct PullRequest<'a> {
 pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     let parsed = parse_reference(request.reference)?;
     crate::home::check_home(request.home)?;
-    let connection = Connection::open(parsed, request.reference, request.access)?;
+    let mut connection = Connection::open(parsed, request.reference, request.access)?;
     let bundles = request.home.join(BUNDLES_DIR);
     let store = Store::of_home(request.home);
-    let fetched = runtime(request.reference)?.block_on(fetch(&connection, &bundles, &store))?;
+    let runtime = runtime(request.reference)?;
+    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull]))?;
+    let fetched = runtime.block_on(fetch(&connection, &bundles, &store))?;
     let transfer = Transfer::of(&connection);
     let path = bundles.join(&fetched.remote.id);
     let outcome = match fetched.files {
@@ -245,7 +252,6 @@ struct Fetched {
 
 /// Reads the manifest and the config, then the blobs the home lacks.
 async fn fetch(connection: &Connection, bundles: &Path, store: &Store) -> Result<Fetched, HostError> {
-    connection.authenticate(&[RegistryOperation::Pull]).await?;
     let (manifest, digest) = connection.pull_manifest().await?;
     let remote = artifact::read_manifest(&manifest).map_err(|message| connection.refused(message))?;
     let present = bundles.join(&remote.id);
