@@ -187,6 +187,7 @@ fn a_second_push_after_one_edit_uploads_only_the_changed_entries_and_the_bundle_
     let tag = format!("{}:platform", registry.repository("team/roles"));
     let first = json(&run(root, &["--home", "home", "bundle", "push", "platform", &tag, "--json"]));
     let entries_before = store_entries(&home);
+    json(&run(root, &["--home", "other", "bundle", "pull", &tag, "--json"]));
 
     write(&projects.join("example/hardware/.agents/skills/machine-cpu/SKILL.md"), &skill("machine-cpu", "Edited."));
     common::backdate_folders(&projects);
@@ -215,6 +216,26 @@ fn a_second_push_after_one_edit_uploads_only_the_changed_entries_and_the_bundle_
     let logged: BTreeSet<String> = Registry::uploads(&registry.requests()[logged_before..]).into_iter().collect();
     assert_eq!(logged, reported);
     assert!(uploaded.len() < second["blobs"].as_u64().unwrap_or(0) as usize, "{second}");
+
+    // A home that pulled the first bundle downloads the new entries and none of the old.
+    let store_digests = |report: &serde_json::Value| -> BTreeSet<String> {
+        let blobs = report["uploaded"].as_array().expect("uploaded");
+        let entries = blobs.iter().filter(|blob| kind(blob).contains(".store."));
+        entries.map(|blob| blob["digest"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    let logged_before = registry.requests().len();
+    let pulled = json(&run(root, &["--home", "other", "bundle", "pull", &tag, "--json"]));
+    assert_eq!(pulled["bundle"], second["bundle"]);
+    assert!(pulled["entries_reused"].as_u64().unwrap_or(0) > 0, "{pulled}");
+    let downloaded: BTreeSet<String> = registry.requests()[logged_before..]
+        .iter()
+        .filter(|request| request.method == "GET" && request.uri.contains("/blobs/sha256:"))
+        .filter_map(|request| request.uri.rsplit_once('/').map(|(_, digest)| digest.to_owned()))
+        .collect();
+    assert!(store_digests(&second).is_subset(&downloaded), "{downloaded:?}");
+    assert!(store_digests(&first).is_disjoint(&downloaded), "{downloaded:?}");
+    let verified = run(root, &["verify", &format!("other/bundles/{}", second["bundle"].as_str().unwrap_or_default())]);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
 }
 
 /// Changes one byte of a file the registry stores (keeping its length).
