@@ -31,6 +31,10 @@ pub struct LaunchArgs {
     /// harness would read too.
     #[arg(long)]
     pub allow_foreign_context: bool,
+    /// Launch this bundle (a path, or a bundle id of the home) instead of the role's
+    /// current one: a bundle pulled from a registry, say. It must be of ROLE.
+    #[arg(long, value_name = "BUNDLE")]
+    pub bundle: Option<PathBuf>,
     /// Start without showing the role card and waiting for Enter.
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -144,6 +148,10 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let bundle = match args.bundle.as_deref().map(|name| crate::named_bundle(Some(&home), name)).transpose() {
+        Ok(bundle) => bundle,
+        Err(error) => return report_error(&error, terminal),
+    };
     let request = LaunchRequest {
         home: &home,
         projects: &projects,
@@ -152,6 +160,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         tier: args.tier.as_deref(),
         cwd: &cwd,
         allow_foreign: args.allow_foreign_context,
+        bundle: bundle.as_deref(),
     };
     let progress = TerminalProgress::new(terminal);
     let prepared = match prepare(&request, &progress) {

@@ -414,3 +414,34 @@ fn a_harness_listing_limit_is_named_before_it_drops_anything() {
     let fits = machine.run(&["describe", bundle.to_str().expect("utf-8"), "--harness", "gemini"], &[]);
     assert!(fits.stdout.contains("Gemini CLI: every skill fits its listing"), "{}", fits.stdout);
 }
+
+#[test]
+fn a_bundle_from_elsewhere_is_launched_when_named_and_must_be_of_the_role() {
+    let machine = estate_machine();
+    assert_eq!(machine.run(&["--projects-root", "projects"], &[]).code, 0);
+    let index: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(machine.acompose_home.join("bundles/index.json")).expect("index"),
+    )
+    .expect("json");
+    let id = index["bundles"]["platform"].as_str().expect("id");
+    // As a pulled or imported bundle would be: a folder outside the home's bundles.
+    let archive = machine.root.join("platform.tar");
+    let bundle = machine.acompose_home.join("bundles").join(id);
+    let exported = machine
+        .run(&["bundle", "export", bundle.to_str().expect("utf-8"), "--out", archive.to_str().expect("utf-8")], &[]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let elsewhere = machine.root.join("elsewhere");
+    let imported = machine
+        .run(&["bundle", "import", archive.to_str().expect("utf-8"), "--out", elsewhere.to_str().expect("utf-8")], &[]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let given = elsewhere.join(id);
+    let launched = machine.launch(&["launch", "platform", "claude", "--bundle", given.to_str().expect("utf-8")]);
+    assert_eq!(launched.code, 0, "{}", launched.stderr);
+    let record = machine.record("claude");
+    let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
+    let link = std::fs::read_link(runtime.join(".claude/skills/role-platform")).expect("a skill link");
+    assert!(link.starts_with(&given), "{}", link.display());
+    let refused = machine.launch(&["launch", "eval", "claude", "--bundle", given.to_str().expect("utf-8")]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("is a bundle of `platform`, not of `eval`"), "{}", refused.stderr);
+}

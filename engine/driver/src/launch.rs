@@ -49,6 +49,9 @@ pub struct LaunchRequest<'a> {
     pub cwd: &'a Path,
     /// `--allow-foreign-context`: launch although another role's projection is in sight.
     pub allow_foreign: bool,
+    /// `--bundle`: launch this bundle (one pulled from a registry, exported, or composed
+    /// elsewhere) instead of the role's bundle in the home; it must be of `role`.
+    pub bundle: Option<&'a Path>,
 }
 
 /// A launch ready to exec.
@@ -193,6 +196,32 @@ fn indexed_bundle(home: &Path, role: &str, tier: Option<&str>) -> Option<(PathBu
     (manifest.role.slug == role && tier.is_none_or(|tier| manifest.model_tier == tier)).then_some((bundle, manifest))
 }
 
+/// A bundle named on the command line: verified whole (it did not come from this home's
+/// convergence) and of `role`.
+fn given_bundle(bundle: &Path, role: &str) -> Result<(PathBuf, Manifest), HostError> {
+    let bundle = bundle.canonicalize().map_err(|error| {
+        HostError::invalid(bundle, format!("cannot open `{}`: {}", bundle.display(), crate::load::error_kind(&error)))
+    })?;
+    crate::bundle::verify_directory(&bundle).map_err(|problems| {
+        let shown: Vec<String> = problems.iter().take(5).map(|problem| sanitize(problem)).collect();
+        HostError::invalid(&bundle, format!("`{}` is not a valid bundle: {}", bundle.display(), shown.join("; ")))
+    })?;
+    let manifest = read_manifest(&bundle)
+        .ok_or_else(|| HostError::invalid(&bundle, format!("cannot read the manifest of `{}`", bundle.display())))?;
+    if manifest.role.slug != role {
+        return Err(HostError::invalid(
+            &bundle,
+            format!(
+                "`{}` is a bundle of `{}`, not of `{}`",
+                bundle.display(),
+                sanitize(&manifest.role.slug),
+                sanitize(role)
+            ),
+        ));
+    }
+    Ok((bundle, manifest))
+}
+
 fn read_manifest(bundle: &Path) -> Option<Manifest> {
     let bytes = std::fs::read(bundle.join("manifest.json")).ok()?;
     serde_json::from_slice(&bytes).ok()
@@ -217,7 +246,9 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         drop(converger);
     }
     let tier = requested_tier(request);
-    let (bundle, manifest, model) = match indexed_bundle(request.home, request.role, tier.as_deref()) {
+    let given = request.bundle.map(|bundle| given_bundle(bundle, request.role)).transpose()?;
+    let (bundle, manifest, model) = match given.or_else(|| indexed_bundle(request.home, request.role, tier.as_deref()))
+    {
         Some((bundle, manifest)) => (bundle, manifest, None),
         None => {
             let tier = tier.unwrap_or_else(|| DEFAULT_TIER.to_owned());
