@@ -27,6 +27,7 @@ mod no_panic;
 mod one_run;
 mod people;
 mod registry;
+mod right_errors;
 mod roster;
 mod serve;
 mod sessions;

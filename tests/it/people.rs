@@ -602,7 +602,9 @@ fn add_refuses_an_existing_person_and_invalid_values() {
     let long = "PLANTED".repeat(400);
     let too_long = add("bob", &long);
     too_long.assert_clean(1, &["PLANTED"]);
-    assert!(too_long.stderr().contains("error[too-long]"), "{}", too_long.stderr());
+    // The flag that set the value is named, with the form it expects: the file does not exist.
+    assert!(too_long.stderr().contains("`--goal` is invalid: text is longer"), "{}", too_long.stderr());
+    assert!(too_long.stderr().contains("1 to 2048 characters"), "{}", too_long.stderr());
     assert!(!sandbox.exists("people/bob.json"));
     let traversal = add("../escape", "Goal.");
     traversal.assert_clean(1, &[]);

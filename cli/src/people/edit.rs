@@ -207,13 +207,65 @@ fn clear(person: &mut Person, field: Clearable) {
     }
 }
 
+/// The flag that sets a field of the Person file (its path in the schema, `.`-joined),
+/// and the form it expects.
+fn flag_of(field: &str) -> Option<(&'static str, &'static str)> {
+    Some(match field {
+        "name" => ("--name", "1 to 128 characters"),
+        "role" => ("--role", "a lowercase slug"),
+        "goal" => ("--goal", "1 to 2048 characters"),
+        "definition_id" => ("--definition-id", "a reference"),
+        "preferred_provider" => ("--preferred-provider", "a reference"),
+        "preferred_model" => ("--preferred-model", "a reference"),
+        "capabilities" => ("--capability", "a reference, each given once"),
+        "skills" => ("--skill", "a reference, each given once"),
+        "mcp_servers" => ("--mcp-server", "a name, each given once"),
+        "avatar.character" => ("--avatar-character", "a lowercase slug"),
+        "avatar.accent" => ("--avatar-accent", "`#rrggbb`, six hexadecimal digits"),
+        "budget.max_tokens" => ("--max-tokens", "a whole number from 0 to 1000000000"),
+        "budget.max_cost_usd" => ("--max-cost-usd", "a number from 0 to 1000000"),
+        "budget.max_seconds" => ("--max-seconds", "a whole number from 0 to 31536000"),
+        _ => return None,
+    })
+}
+
+/// The field a schema rule pointer is about: `/properties/budget/properties/max_tokens/maximum`
+/// is `budget.max_tokens`.
+fn field_of(rule: &str) -> String {
+    let segments: Vec<&str> = rule.split('/').collect();
+    segments.windows(2).filter(|pair| pair[0] == "properties").map(|pair| pair[1]).collect::<Vec<_>>().join(".")
+}
+
+/// Findings about the Person file a command is about to write are mistakes of the flags
+/// that set its fields: each is reported as its flag and the form it expects (the file does
+/// not exist yet, so pointing into it would point nowhere). Findings no flag explains are
+/// left as they are.
+fn as_flag_errors(stop: Stop, id: &str) -> Stop {
+    let Stop::Findings(findings) = stop else { return stop };
+    let file = format!("people/{id}.json");
+    let mut messages = Vec::new();
+    for finding in &findings {
+        let flag = (finding.file.as_deref() == Some(file.as_str()))
+            .then(|| finding.pointer.as_deref().map(field_of))
+            .flatten()
+            .and_then(|field| flag_of(&field));
+        match flag {
+            Some((flag, expected)) => {
+                messages.push(format!("`{flag}` is invalid: {}; expected {expected}", finding.message));
+            }
+            None => return Stop::Findings(findings),
+        }
+    }
+    Stop::Invalid(messages.join("\nerror: "))
+}
+
 pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = Person::new(id, args.name.clone(), args.role.clone(), args.goal.clone());
     person.archived = args.archived;
     apply(&mut person, &args.fields)?;
-    let path = create_person(&workspace, &person)?;
+    let path = create_person(&workspace, &person).map_err(|stop| as_flag_errors(stop, id))?;
     if !terminal.quiet {
         print_stdout(&format!("added `{id}` (wrote `{path}`); nothing was started\n"));
     }
@@ -244,7 +296,7 @@ pub fn run_edit(args: &EditArgs, terminal: &Terminal) -> Result<(), Stop> {
         }
         return Ok(());
     }
-    let path = save_person(&workspace, &person)?;
+    let path = save_person(&workspace, &person).map_err(|stop| as_flag_errors(stop, id))?;
     if !terminal.quiet {
         print_stdout(&format!("updated `{id}` (wrote `{path}`)\n"));
     }

@@ -360,6 +360,7 @@ pub fn prepare<'db>(
     diagnostics.extend(crate::convergence::converger::roster_role_diagnostics(db, &sources, model, policy));
     let repositories =
         crate::convergence::converger::trusted_repositories(db, loader, &sources, projects, false).inputs;
+    let trusted_paths: Vec<String> = repositories.iter().map(|repository| repository.path.clone()).collect();
     let composition = Composition::new(
         db,
         source,
@@ -393,6 +394,10 @@ pub fn prepare<'db>(
             let model = acompose_engine::person::person_model(db, source).value.clone();
             Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
-        _ => Err(HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all }),
+        _ => Err(crate::convergence::converger::name_projects_root(
+            HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all },
+            projects,
+            &trusted_paths,
+        )),
     }
 }

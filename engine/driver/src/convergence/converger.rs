@@ -280,7 +280,8 @@ impl Converger {
         let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
         progress.phase("resolve and build bundles");
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
-        let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)?;
+        let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
+            .map_err(|error| name_projects_root(error, projects, &estate.repository_paths()))?;
         let mut report = Report {
             warnings: warnings + self.person_warnings,
             source: model.source.clone(),
@@ -482,7 +483,8 @@ impl Converger {
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
         let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
-        let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)?;
+        let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
+            .map_err(|error| name_projects_root(error, projects, &estate.repository_paths()))?;
         let Some(bundle) = resolved.first().map(|resolved| resolved.bundle) else {
             return Err(HostError::invalid(home, format!("role `{role}` resolved to no bundle")));
         };
@@ -557,6 +559,41 @@ struct Estate {
     context_entries: Vec<ContextEntry>,
     /// `owner/repo` → the revision its `.git` names.
     revisions: BTreeMap<String, String>,
+}
+
+impl Estate {
+    /// Every `owner/repo` path read under the projects root: the operating context's and
+    /// the trusted roots' repositories.
+    fn repository_paths(&self) -> Vec<String> {
+        self.sources
+            .iter()
+            .map(|source| source.location.clone())
+            .chain(self.repositories.iter().map(|repository| repository.path.clone()))
+            .collect()
+    }
+}
+
+/// `error` with the projects root named in every `source-unavailable` diagnostic about a
+/// repository read under it: where it was looked for, and how to change the root.
+pub(crate) fn name_projects_root(error: HostError, projects: &Path, repositories: &[String]) -> HostError {
+    let HostError::Diagnostics { subject, mut findings } = error else { return error };
+    let root = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
+    // A set: a roles.kdl may name 100,000 repositories, each one missing.
+    let repositories: std::collections::HashSet<&str> = repositories.iter().map(String::as_str).collect();
+    for diagnostic in findings.diagnostics.iter_mut().filter(|diagnostic| diagnostic.code == "source-unavailable") {
+        // The engine's message ends "… is unavailable: `<location>` does not exist".
+        let location = diagnostic
+            .message
+            .rsplit_once("is unavailable: `")
+            .and_then(|(_, rest)| rest.strip_suffix("` does not exist"));
+        let Some(repository) = location.filter(|location| repositories.contains(location)) else { continue };
+        diagnostic.hints.push(format!(
+            "looked for `{}` under the projects root `{}`; change the root with `--projects-root DIR`, `$PROJECTS_ROOT` or `projects_root:` in agent-compose.yaml",
+            sanitize(repository),
+            sanitize(&root.display().to_string())
+        ));
+    }
+    HostError::Diagnostics { subject, findings }
 }
 
 /// One role's bundle and the trace of its resolution, borrowed from the database.
