@@ -12,6 +12,7 @@ pub mod compose;
 pub mod config;
 pub mod converge;
 pub mod describe;
+pub mod doctor;
 pub mod exit;
 pub mod gc;
 pub mod identity;
@@ -135,6 +136,9 @@ pub enum Command {
     Config(config::ConfigArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
+    /// Check the home, the configuration, the projects root, harness folders and links,
+    /// runners on PATH, projections and the store; one line per check, with a fix.
+    Doctor(doctor::DoctorArgs),
     /// Print a shell completion script (`acompose completions bash > …`).
     Completions(completions::CompletionsArgs),
     /// Print the manual page of acompose, or of one command, in roff (`acompose man | man -l -`).
@@ -191,6 +195,7 @@ pub fn main() -> ExitCode {
         Some(Command::Unproject(args)) => project::run_unproject(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Projections(args)) => project::run_projections(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Launch(args)) => launch::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Doctor(args)) => doctor::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args, &terminal),
         Some(Command::Config(args)) => config::run(args, cli.global.home.as_deref(), &terminal),

@@ -18,6 +18,7 @@ mod describe;
 mod did_you_mean;
 mod docs_delivery;
 mod docs_runnable;
+mod doctor;
 mod estate;
 mod faults;
 mod host_delivery;

@@ -24,6 +24,7 @@ pub mod catalogue_check;
 pub mod compose_cache;
 pub mod convergence;
 pub mod debris;
+pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod gc;

@@ -82,6 +82,22 @@ fn read_record(home: &Path) -> Result<Vec<Mount>, HostError> {
     Ok(record.links)
 }
 
+/// One link the delivery record owns: the harness, the link, and what it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedLink {
+    pub harness: String,
+    pub path: PathBuf,
+    pub target: PathBuf,
+}
+
+/// The links `<home>/skill-mounts.json` records (for `acompose doctor`).
+pub fn recorded_links(home: &Path) -> Result<Vec<RecordedLink>, HostError> {
+    Ok(read_record(home)?
+        .into_iter()
+        .map(|mount| RecordedLink { harness: mount.harness, path: mount.path, target: mount.target })
+        .collect())
+}
+
 /// `~/…` against the user's home folder; an absolute path as it is.
 fn expand(text: &str, user_home: Option<&Path>) -> Option<PathBuf> {
     match text.strip_prefix("~/") {

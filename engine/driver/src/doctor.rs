@@ -1,0 +1,364 @@
+//! `acompose doctor`: every check of a home's health, each with what it found and, for a
+//! failure or a warning, how to fix it: the home, the configuration, the person source,
+//! the projects root and the operating context, every configured harness folder and
+//! delivered link, the harnesses and runners on `PATH`, the registered projections and
+//! the store with the bundles the index names. Reads only; never writes or repairs.
+
+use std::path::{Path, PathBuf};
+
+use acompose_engine::harness_layout::{self, Layout};
+use acompose_engine::host_config::{Destination, LoadPoint};
+
+use crate::error::HostError;
+use crate::home::{BUNDLES_DIR, read_index};
+use crate::projections::State;
+use crate::settings::Settings;
+
+/// How one check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Ok,
+    /// Worth knowing; nothing is broken.
+    Note,
+    /// Something will not work as the user likely expects.
+    Warning,
+    /// A command will fail.
+    Failure,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Note => "note",
+            Status::Warning => "warning",
+            Status::Failure => "fail",
+        }
+    }
+}
+
+/// One check: what was checked, how it came out, what was found and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+fn check(name: impl Into<String>, status: Status, detail: impl Into<String>, fix: Option<String>) -> Check {
+    Check { name: name.into(), status, detail: detail.into(), fix }
+}
+
+fn shown(path: &Path) -> String {
+    acompose_engine::diagnostic::sanitize(&path.display().to_string())
+}
+
+/// Every check, in a fixed order. `settings` is the resolution the command made (a
+/// configuration that did not resolve is checked by `config_failure` instead);
+/// `path_variable` is `PATH`.
+pub fn examine(settings: &Settings, path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let Some(home) = settings.home.as_ref().map(|home| home.value.clone()) else {
+        checks.push(check(
+            "home",
+            Status::Failure,
+            "no home can be named",
+            Some("pass `--home DIR` or set `ACOMPOSE_HOME`".to_owned()),
+        ));
+        return checks;
+    };
+    checks.push(home_check(&home));
+    checks.push(config_check(settings));
+    checks.push(person_check(settings));
+    checks.extend(projects_checks(settings));
+    checks.extend(harness_folder_checks(&settings.config.load_points, &settings.config.skill_load_points));
+    checks.extend(mount_checks(&home));
+    checks.extend(path_checks(path_variable));
+    checks.extend(projection_checks(&home));
+    checks.extend(store_checks(&home));
+    checks
+}
+
+/// The check of a configuration that did not resolve: the error, and the fix.
+pub fn config_failure(error: &HostError) -> Check {
+    check(
+        "config",
+        Status::Failure,
+        error.to_string(),
+        Some("`acompose config validate` shows every problem with its line".to_owned()),
+    )
+}
+
+fn home_check(home: &Path) -> Check {
+    match std::fs::symlink_metadata(home) {
+        Err(_) => check(
+            "home",
+            Status::Note,
+            format!("`{}` does not exist yet", shown(home)),
+            Some("bare `acompose` creates it".to_owned()),
+        ),
+        Ok(metadata) if metadata.file_type().is_symlink() => check(
+            "home",
+            Status::Failure,
+            format!("`{}` is a symbolic link", shown(home)),
+            Some("pass the real directory with `--home DIR`".to_owned()),
+        ),
+        Ok(metadata) if !metadata.is_dir() => check(
+            "home",
+            Status::Failure,
+            format!("`{}` is not a directory", shown(home)),
+            Some("move it away, or pass another `--home DIR`".to_owned()),
+        ),
+        Ok(_) if rustix::fs::access(home, rustix::fs::Access::WRITE_OK).is_err() => check(
+            "home",
+            Status::Failure,
+            format!("`{}` is not writable", shown(home)),
+            Some("give yourself write access to it, or pass another `--home DIR`".to_owned()),
+        ),
+        Ok(_) => check("home", Status::Ok, format!("`{}`", shown(home)), None),
+    }
+}
+
+fn config_check(settings: &Settings) -> Check {
+    let Some(file) = &settings.config_file else {
+        return check("config", Status::Ok, "no `agent-compose.yaml`: every setting is its default", None);
+    };
+    match settings.refusal() {
+        Some(_) => check(
+            "config",
+            Status::Failure,
+            format!("`{}`: `person_policy: external-only` and no external person source", shown(&file.path)),
+            Some("set `person_source: <folder>` in it, or remove the policy".to_owned()),
+        ),
+        None => check("config", Status::Ok, format!("`{}` is valid", shown(&file.path)), None),
+    }
+}
+
+fn person_check(settings: &Settings) -> Check {
+    let Ok(selection) = settings.selection(false) else {
+        return check(
+            "person source",
+            Status::Failure,
+            "refused by `person_policy: external-only`",
+            Some("set `person_source`".to_owned()),
+        );
+    };
+    let validation = crate::Sources::default().validate(&selection);
+    let model = &validation.model;
+    let errors = validation.findings.diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+    if validation.has_errors {
+        return check(
+            "person source",
+            Status::Failure,
+            format!("`{}` has {errors} error(s)", model.source),
+            Some("`acompose roster validate` shows each with its file and line".to_owned()),
+        );
+    }
+    let detail = format!("{}: {} roles, {} personalities", model.source, model.roles.len(), model.personalities.len());
+    let warnings = validation.findings.diagnostics.len();
+    if warnings > 0 {
+        return check(
+            "person source",
+            Status::Warning,
+            format!("{detail}; {warnings} warning(s)"),
+            Some("`acompose roster validate` shows them".to_owned()),
+        );
+    }
+    check("person source", Status::Ok, detail, None)
+}
+
+fn projects_checks(settings: &Settings) -> Vec<Check> {
+    let root = &settings.projects_root.value;
+    let origin = settings.projects_root.origin.describe();
+    let change = "change it with `--projects-root DIR`, `$PROJECTS_ROOT` or `projects_root:` in agent-compose.yaml";
+    let context = &settings.config.operating_context;
+    if !root.is_dir() {
+        let status = if context.is_empty() { Status::Note } else { Status::Failure };
+        return vec![check(
+            "projects root",
+            status,
+            format!("`{}` ({origin}) is not a folder", shown(root)),
+            Some(format!("create it, or {change}")),
+        )];
+    }
+    let mut checks = vec![check("projects root", Status::Ok, format!("`{}` ({origin})", shown(root)), None)];
+    for (repository, _) in context {
+        let folder = root.join(repository);
+        checks.push(if folder.is_dir() {
+            check(format!("repository {repository}"), Status::Ok, format!("`{}`", shown(&folder)), None)
+        } else {
+            check(
+                format!("repository {repository}"),
+                Status::Failure,
+                format!("`{}` does not exist", shown(&folder)),
+                Some(format!("check it out there, remove it from `operating_context`, or {change}")),
+            )
+        });
+    }
+    checks
+}
+
+/// `~/…` against the user's home; an absolute path as it is.
+fn expand(text: &str) -> Option<PathBuf> {
+    match text.strip_prefix("~/") {
+        Some(rest) => std::env::home_dir().map(|home| home.join(rest)),
+        None => Some(PathBuf::from(text)),
+    }
+}
+
+fn harness_folder_checks(load_points: &Option<Vec<LoadPoint>>, skill_points: &Option<Vec<LoadPoint>>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for (key, points, place) in [
+        ("load_points", load_points, (|layout: &Layout| layout.home.instructions) as fn(&Layout) -> &'static str),
+        ("skill_load_points", skill_points, |layout: &Layout| layout.home.skills),
+    ] {
+        for point in points.iter().flatten() {
+            let Some(layout) = harness_layout::layout(&point.harness) else { continue };
+            let destination = match &point.destination {
+                Destination::Off => continue,
+                Destination::Default => std::env::home_dir().map(|home| home.join(place(layout))),
+                Destination::Path(text) => expand(text),
+            };
+            let Some(destination) = destination else { continue };
+            let name = format!("{key}.{}", point.harness);
+            let folder = destination.parent().map(Path::to_path_buf).unwrap_or_default();
+            checks.push(if folder.is_dir() {
+                check(name, Status::Ok, format!("`{}`", shown(&destination)), None)
+            } else {
+                check(
+                    name,
+                    Status::Warning,
+                    format!("`{}` does not exist, so {} reads nothing from there", shown(&folder), layout.display_name),
+                    Some(format!(
+                        "install {} (or create the folder), or set `{key}.{}: null` to opt out",
+                        layout.display_name, point.harness
+                    )),
+                )
+            });
+        }
+    }
+    checks
+}
+
+fn mount_checks(home: &Path) -> Vec<Check> {
+    let links = match crate::mounts::recorded_links(home) {
+        Ok(links) => links,
+        Err(error) => {
+            return vec![check(
+                "delivered links",
+                Status::Failure,
+                error.to_string(),
+                Some("remove the record and run `acompose`".to_owned()),
+            )];
+        }
+    };
+    if links.is_empty() {
+        return Vec::new();
+    }
+    let broken: Vec<String> = links
+        .iter()
+        .filter(|link| {
+            std::fs::read_link(&link.path).map_or(true, |target| target != link.target) || !link.path.exists()
+        })
+        .map(|link| format!("`{}`", shown(&link.path)))
+        .collect();
+    if broken.is_empty() {
+        return vec![check("delivered links", Status::Ok, format!("{} link(s) in place", links.len()), None)];
+    }
+    vec![check(
+        "delivered links",
+        Status::Warning,
+        format!("{} of {} link(s) changed or dangling: {}", broken.len(), links.len(), broken.join(", ")),
+        Some("run `acompose` to deliver again (links it did not make are left alone)".to_owned()),
+    )]
+}
+
+fn path_checks(path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
+    let harnesses: Vec<&str> = harness_layout::LAYOUTS
+        .iter()
+        .filter(|layout| crate::people::sessions::find_binary(layout.binary, path_variable).is_some())
+        .map(|layout| layout.harness)
+        .collect();
+    let runners: Vec<&str> = crate::people::sessions::discover_runners(path_variable)
+        .iter()
+        .filter(|found| found.path.is_some())
+        .map(|found| found.runner.name)
+        .collect();
+    let list = |names: &[&str]| if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+    let status = |names: &[&str]| if names.is_empty() { Status::Note } else { Status::Ok };
+    let install = Some("install one to launch it: `acompose ROLE HARNESS` needs it on `PATH`".to_owned());
+    vec![
+        check(
+            "harnesses on PATH",
+            status(&harnesses),
+            list(&harnesses),
+            harnesses.is_empty().then(|| install.clone()).flatten(),
+        ),
+        check(
+            "People runners on PATH",
+            status(&runners),
+            list(&runners),
+            runners.is_empty().then(|| "`acompose people runners` lists every runner and its binary".to_owned()),
+        ),
+    ]
+}
+
+fn projection_checks(home: &Path) -> Vec<Check> {
+    crate::projections::list(home)
+        .into_iter()
+        .map(|entry| {
+            let name = format!("projection {}", shown(&entry.target));
+            let (status, fix) = match entry.state {
+                State::Current | State::Pinned => (Status::Ok, None),
+                State::Stale => (Status::Warning, Some("run `acompose`: it projects the role's new bundle".to_owned())),
+                State::Missing => (
+                    Status::Warning,
+                    Some(format!(
+                        "its folder or record is gone and is never recreated; `acompose project {} --layout HARNESS --target {}` projects it again",
+                        entry.role,
+                        shown(&entry.target)
+                    )),
+                ),
+                State::ChangedByHand => (
+                    Status::Warning,
+                    Some(format!(
+                        "`acompose unproject --target {}` takes it out; project it again afterwards",
+                        shown(&entry.target)
+                    )),
+                ),
+            };
+            check(name, status, format!("{} ({})", entry.role, entry.state.name()), fix)
+        })
+        .collect()
+}
+
+fn store_checks(home: &Path) -> Vec<Check> {
+    let store = crate::store::Store::of_home(home);
+    let entries = std::fs::read_dir(store.root()).map(|entries| entries.flatten().count()).unwrap_or(0);
+    let index = read_index(home);
+    let mut damaged = Vec::new();
+    for (role, id) in &index {
+        let bundle = home.join(BUNDLES_DIR).join(id);
+        if crate::bundle::verify_directory(&bundle).is_err() {
+            damaged.push(format!("{role} ({id})"));
+        }
+    }
+    let detail = format!(
+        "{entries} store entries; {} of {} indexed bundle(s) verified",
+        index.len() - damaged.len(),
+        index.len()
+    );
+    if damaged.is_empty() {
+        return vec![check("store", Status::Ok, detail, None)];
+    }
+    vec![check(
+        "store",
+        Status::Failure,
+        format!("{detail}; damaged: {}", damaged.join(", ")),
+        Some(
+            "`acompose verify ROLE` names each problem; run `acompose` after removing the damaged bundle folder"
+                .to_owned(),
+        ),
+    )]
+}

@@ -1,0 +1,102 @@
+//! `acompose doctor`: one line per check of the home, with a fix for each failure, exit 1
+//! when one failed, and the same checks as JSON.
+
+use crate::common;
+
+use common::{acompose, acompose_with, generated_estate, write_file};
+
+/// The status and detail of the line whose check is `name`.
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout.lines().find(|line| line[8..].starts_with(name)).unwrap_or_else(|| panic!("no `{name}` line: {stdout}"))
+}
+
+#[test]
+fn a_fresh_machine_passes_and_says_what_it_found() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let output = acompose(temporary.path(), &["--home", "home", "doctor"]);
+    assert_eq!(output.code, 0, "{}", output.stdout);
+    assert!(line(&output.stdout, "home").starts_with("note"), "{}", output.stdout);
+    assert!(line(&output.stdout, "person source").contains("roster:core: 7 roles, 10 personalities"));
+    assert!(line(&output.stdout, "store").starts_with("ok"), "{}", output.stdout);
+    assert!(output.stdout.ends_with("0 failed, 0 warning(s)\n"), "{}", output.stdout);
+}
+
+#[test]
+fn every_failure_has_a_fix_and_fails_the_command() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    write_file(
+        &temporary.path().join("home/agent-compose.yaml"),
+        "operating_context:\n  - acme/gone\nprojects_root: ../projects\n",
+    );
+    std::fs::create_dir_all(temporary.path().join("projects")).expect("projects");
+    let output = acompose(temporary.path(), &["--home", "home", "doctor"]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    let failed = line(&output.stdout, "repository acme/gone");
+    assert!(failed.starts_with("fail"), "{failed}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    let at = lines.iter().position(|candidate| *candidate == failed).expect("line");
+    assert!(lines[at + 1].trim_start().starts_with("fix: check it out there"), "{}", output.stdout);
+    // A configuration that refuses every roster command.
+    write_file(&temporary.path().join("home/agent-compose.yaml"), "person_policy: external-only\n");
+    let output = acompose(temporary.path(), &["--home", "home", "doctor"]);
+    assert_eq!(output.code, 1);
+    assert!(line(&output.stdout, "config").starts_with("fail"), "{}", output.stdout);
+    // An invalid one.
+    write_file(&temporary.path().join("home/agent-compose.yaml"), "colour: blue\n");
+    let output = acompose(temporary.path(), &["--home", "home", "doctor", "--json"]);
+    assert_eq!(output.code, 1);
+    let document: serde_json::Value = serde_json::from_str(&output.stdout).expect("json");
+    assert_eq!(document["format"], "acompose.doctor.v1");
+    assert_eq!(document["checks"][0]["name"], "config");
+    assert!(document["checks"][0]["fix"].as_str().expect("fix").contains("config validate"));
+}
+
+#[test]
+fn a_damaged_bundle_a_missing_projection_and_a_harness_on_path_are_seen() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (_home, projects) = generated_estate(temporary.path(), 1);
+    let projects = projects.display().to_string();
+    assert_eq!(acompose(temporary.path(), &["--home", "home", "--projects-root", &projects]).code, 0);
+    let bin = temporary.path().join("bin");
+    write_file(&bin.join("claude"), "#!/bin/sh\nexit 0\n");
+    let mut permissions = std::fs::metadata(bin.join("claude")).expect("claude").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(bin.join("claude"), permissions).expect("chmod");
+    let path = bin.display().to_string();
+    let doctor = |arguments: &[&str]| {
+        let mut all = vec!["--home", "home", "doctor", "--projects-root", &projects];
+        all.extend_from_slice(arguments);
+        acompose_with(temporary.path(), &all, &[("PATH", path.as_str())])
+    };
+    let healthy = doctor(&[]);
+    assert_eq!(healthy.code, 0, "{}", healthy.stdout);
+    assert!(line(&healthy.stdout, "harnesses on PATH").contains("claude"), "{}", healthy.stdout);
+    assert!(line(&healthy.stdout, "store").contains("7 of 7 indexed bundle(s) verified"), "{}", healthy.stdout);
+    // A registered projection whose target was deleted: a warning with the way to forget it.
+    let target = temporary.path().join("checkout");
+    std::fs::create_dir_all(&target).expect("target");
+    let target_text = target.display().to_string();
+    let projected = acompose(
+        temporary.path(),
+        &["--home", "home", "project", "platform", "--layout", "claude", "--target", &target_text],
+    );
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    std::fs::remove_dir_all(&target).expect("delete the checkout");
+    let missing = doctor(&[]);
+    assert_eq!(missing.code, 0, "a warning does not fail: {}", missing.stdout);
+    let warned = line(&missing.stdout, &format!("projection {target_text}"));
+    assert!(warned.starts_with("warning") && warned.contains("platform (missing)"), "{}", missing.stdout);
+    assert!(missing.stdout.contains(&format!("--layout HARNESS --target {target_text}`")), "{}", missing.stdout);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(temporary.path().join("home/bundles/index.json")).expect("index"))
+            .expect("json");
+    let bundle = temporary.path().join("home/bundles").join(index["bundles"]["tpm"].as_str().expect("tpm"));
+    let instructions = bundle.join("content/instructions.md");
+    let mut permissions = std::fs::metadata(&instructions).expect("instructions").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o644);
+    std::fs::set_permissions(&instructions, permissions).expect("chmod");
+    std::fs::write(&instructions, "changed by hand\n").expect("damage");
+    let damaged = doctor(&[]);
+    assert_eq!(damaged.code, 1, "{}", damaged.stdout);
+    assert!(line(&damaged.stdout, "store").contains("damaged: tpm"), "{}", damaged.stdout);
+}
