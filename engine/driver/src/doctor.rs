@@ -275,7 +275,7 @@ fn mount_checks(home: &Path) -> Vec<Check> {
 }
 
 fn path_checks(path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
-    let harnesses: Vec<&str> = harness_layout::LAYOUTS
+    let harnesses: Vec<&str> = harness_layout::layouts()
         .iter()
         .filter(|layout| crate::people::sessions::find_binary(layout.binary, path_variable).is_some())
         .map(|layout| layout.harness)
@@ -310,7 +310,7 @@ fn projection_checks(home: &Path) -> Vec<Check> {
         .map(|entry| {
             let name = format!("projection {}", shown(&entry.target));
             let (status, fix) = match entry.state {
-                State::Current | State::Pinned => (Status::Ok, None),
+                State::Current | State::Pinned | State::Runtime => (Status::Ok, None),
                 State::Stale => (Status::Warning, Some("run `acompose`: it projects the role's new bundle".to_owned())),
                 State::Missing => (
                     Status::Warning,
