@@ -7,7 +7,21 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{Output, acompose, acompose_with, generated_estate, write_file};
+use common::{Output, acompose_with, generated_estate, write_file};
+
+/// `acompose` with a `PATH` holding only a fake `claude` (what `launch` needs before it
+/// converges), so every roster-loading command can run.
+fn acompose(directory: &Path, arguments: &[&str]) -> Output {
+    let bin = directory.join("bin");
+    if !bin.join("claude").exists() {
+        write_file(&bin.join("claude"), "#!/bin/sh\nexit 0\n");
+        let mut permissions = std::fs::metadata(bin.join("claude")).expect("claude").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(bin.join("claude"), permissions).expect("chmod");
+    }
+    let path = bin.display().to_string();
+    acompose_with(directory, arguments, &[("PATH", path.as_str())])
+}
 
 /// A home whose configuration selects a copy of the base fixture package (`person:fixture`,
 /// roles builder and reviewer) under `external-only`, and a request naming no person source.
@@ -28,6 +42,7 @@ const ROSTER_COMMANDS: &[&[&str]] = &[
     &["--home", "home", "catalog", "personalities"],
     &["--home", "home", "catalog", "seats"],
     &["--home", "home", "compose", "request.kdl", "--out", "out"],
+    &["--home", "home", "launch", "builder", "claude", "--yes"],
 ];
 
 #[test]
@@ -53,14 +68,19 @@ fn external_only_without_an_external_source_fails_every_roster_command_with_the_
     let temporary = tempfile::tempdir().expect("tempdir");
     external_home(temporary.path());
     write_file(&temporary.path().join("home/agent-compose.yaml"), "person_policy: external-only\n");
-    let outputs: Vec<Output> = ROSTER_COMMANDS.iter().map(|command| acompose(temporary.path(), command)).collect();
+    // `watch` too: it stops at once when its first convergence is refused.
+    let watch: &[&str] = &["--home", "home", "watch"];
+    let commands: Vec<&[&str]> = ROSTER_COMMANDS.iter().copied().chain([watch]).collect();
+    let outputs: Vec<Output> = commands.iter().map(|command| acompose(temporary.path(), command)).collect();
     let first = &outputs[0];
     assert!(first.stderr.contains("config-external-only"), "{}", first.stderr);
     assert!(first.stderr.contains("home/agent-compose.yaml:1:16"), "the policy's line: {}", first.stderr);
     assert!(first.stderr.contains("--person-source DIR"), "the fix: {}", first.stderr);
-    for (command, output) in ROSTER_COMMANDS.iter().zip(&outputs) {
+    // `watch` names home by its absolute path (its events do); the diagnostic is the same.
+    let absolute = format!("{}/", temporary.path().display());
+    for (command, output) in commands.iter().zip(&outputs) {
         assert_eq!(output.code, 1, "{command:?}: {}", output.stderr);
-        assert_eq!(output.stderr, first.stderr, "{command:?} gives another diagnostic");
+        assert_eq!(output.stderr.replace(&absolute, ""), first.stderr, "{command:?} gives another diagnostic");
         assert_eq!(output.stdout, "", "{command:?}");
     }
     assert!(!temporary.path().join("home/sources").exists(), "nothing is written");
