@@ -1080,7 +1080,9 @@
         result,
       );
       if (session.attachable) attachTerminal(id, screen, statusText, stop);
-      else if (session.live) screen.append(el("p", { class: "empty" }, "This session runs in the terminal that started it; only Stop is available here."));
+      // Its runner lives but this server does not hold its terminal: it was started by
+      // `acompose people start`, by another server, or by one that has since stopped.
+      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by `acompose people start`, another `acompose serve`, or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
       else screen.append(el("p", { class: "empty" }, "The session has ended; its terminal is closed."));
     });
   }
