@@ -188,7 +188,7 @@ pub fn main() -> ExitCode {
         Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, cli.global.home.as_deref(), &terminal),
         Some(Command::People(args)) => people::run(args, &terminal),
-        Some(Command::Serve(args)) => serve::run(&args, &terminal),
+        Some(Command::Serve(args)) => serve::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Project(args)) => project::run(args, cli.global.home.as_deref(), &terminal),

@@ -153,7 +153,7 @@ pub async fn start(State(state): State<Arc<AppState>>, body: Body) -> Result<Res
 
 /// The listing as `people sessions --json` prints it, each entry with `live` (its
 /// runner is running) and `attachable` (this server holds its terminal).
-fn listing(state: &AppState) -> Result<Value, ApiError> {
+pub(crate) fn listing(state: &AppState) -> Result<Value, ApiError> {
     let listing = list_sessions(&state.workspace, &SystemClock)?;
     let mut document: Value =
         serde_json::from_slice(&sessions_json(&listing.records, &listing.interruptions, listing.findings.len()))

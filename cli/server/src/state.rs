@@ -22,4 +22,15 @@ pub struct AppState {
     pub live: LiveSessions,
     /// Becomes true when the server stops; open terminals close on it.
     pub stopping: watch::Receiver<bool>,
+    /// The versions of what the page shows, published while a page listens.
+    pub changes: watch::Sender<Versions>,
+    /// The acompose home whose composition the page shows, when one can be named.
+    pub home: Option<std::path::PathBuf>,
+}
+
+/// The versions of what the page shows (`changes`); empty until first read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Versions {
+    pub sessions: String,
+    pub people: String,
 }
