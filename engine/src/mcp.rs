@@ -21,6 +21,9 @@ pub use secret::looks_like_secret;
 
 /// The inventory's file in home.
 pub const FILE: &str = "mcp.kdl";
+/// The label the inventory is shown with (`home/mcp.kdl`): no absolute path enters a
+/// bundle's trace.
+pub const ORIGIN: &str = "home";
 
 /// How a harness reaches a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -84,8 +87,6 @@ impl Inventory {
 
 /// The most servers one inventory declares.
 pub const SERVERS: usize = 256;
-/// The largest inventory read, in bytes.
-pub const FILE_BYTES: usize = 256 * 1024;
 
 /// The inventory of one file, as a query: the driver sets the file's bytes.
 #[salsa::tracked(returns(ref))]
@@ -103,9 +104,8 @@ pub fn mcp_inventory(db: &dyn salsa::Database, file: SourceFile) -> Parsed<Inven
 /// Reads an inventory's text. A value that looks like a secret refuses the whole file
 /// before it is parsed, by line only: no snippet of it is ever shown.
 pub fn read_inventory(text: &str, path: &str) -> Parsed<Inventory> {
-    if text.len() > FILE_BYTES {
-        let message = format!("`{path}` is {} bytes, over the limit of {FILE_BYTES}", text.len());
-        return Parsed::new(Inventory::default(), vec![Diagnostic::error("file-too-large", message).in_file(path)]);
+    if let Some(too_large) = crate::limits::MCP_INVENTORY.check(text.len(), path) {
+        return Parsed::new(Inventory::default(), vec![too_large]);
     }
     let secrets = secret::lines_with_secrets(text);
     if !secrets.is_empty() {

@@ -226,6 +226,15 @@ pub fn configured(path: &str, existing: &[u8], key: &str) -> Result<Vec<String>,
     Ok(document.get(key).and_then(Value::as_object).map(|table| table.keys().cloned().collect()).unwrap_or_default())
 }
 
+/// Whether the file has the key at all (a file that does not parse has none).
+pub fn has_key(path: &str, existing: &[u8], key: &str) -> bool {
+    let Ok(text) = std::str::from_utf8(existing) else { return false };
+    if is_toml(path) {
+        return text.parse::<toml_edit::DocumentMut>().is_ok_and(|document| document.contains_key(key));
+    }
+    serde_json::from_str::<Value>(text).is_ok_and(|document| document.get(key).is_some())
+}
+
 fn merged_toml(
     text: &str,
     places: &McpPlaces,
