@@ -39,6 +39,10 @@ pub struct Request<'a> {
     /// Further links the target owns beside the projection (path in the target → what it
     /// points to): a runtime home's links to the harness's own files.
     pub extra_links: &'a [(String, PathBuf)],
+    /// The harness MCP file a launch gives the runtime home (path in the target, bytes),
+    /// owned by the projection, instead of the role's servers merged into a file of the
+    /// user's.
+    pub mcp_file: Option<(&'a str, &'a [u8])>,
     /// Whether the paths of a linked projection are listed in the `.git/info/exclude` of
     /// the repository the target is in.
     pub git: GitExclusion,
@@ -195,6 +199,13 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
     let mut plan = projection::merged(plans, request.scope)
         .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
+    if let Some((path, bytes)) = request.mcp_file {
+        let planned: Vec<&str> =
+            layouts.iter().filter_map(|layout| crate::mcp_config::file_of(layout, request.scope)).collect();
+        plan.entries.retain(|entry| !planned.contains(&entry.path.as_str()));
+        plan.entries.push(projection::PlannedEntry { path: path.to_owned(), content: Planned::Bytes(bytes.to_vec()) });
+        plan.entries.sort_by(|left, right| left.path.cmp(&right.path));
+    }
     let mut instructions: Vec<&str> = layouts
         .iter()
         .map(|layout| layout.places(request.scope).instructions)
@@ -203,14 +214,10 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
     instructions.sort_unstable();
     instructions.dedup();
     let mut shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
-    shared.extend(shared_mcp_files(
-        request.target,
-        &plan,
-        &layouts,
-        request.scope,
-        &bundle.manifest,
-        previous.as_ref(),
-    )?);
+    if request.mcp_file.is_none() {
+        let manifest = &bundle.manifest;
+        shared.extend(shared_mcp_files(request.target, &plan, &layouts, request.scope, manifest, previous.as_ref())?);
+    }
     plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
     plan.details.mcp = shared.iter().filter_map(|file| file.mcp.clone()).collect();
     let hide_blocks = request.git == GitExclusion::Local && request.mode == Mode::Link;
@@ -542,8 +549,16 @@ pub fn unproject_layout(target: &Path, harness: &str, hooks: &mut dyn Hooks) -> 
     let scope = if record.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
     let mode = if record.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link };
     let bundle = PathBuf::from(&record.details.bundle_path);
-    let request =
-        Request { bundle: &bundle, layout: first, scope, target, mode, extra_links: &[], git: GitExclusion::Local };
+    let request = Request {
+        bundle: &bundle,
+        layout: first,
+        scope,
+        target,
+        mode,
+        extra_links: &[],
+        mcp_file: None,
+        git: GitExclusion::Local,
+    };
     project_layouts(&request, LayoutChoice::Exactly(remaining), hooks).map(TakenOut::Layout)
 }
 

@@ -257,16 +257,22 @@ impl RowParts {
         }
     }
 
-    /// `mcp repository="…" home="…" key="…" shape="…"`: where the harness reads MCP
-    /// servers (`repository=""` when it reads none in a checkout).
+    /// `mcp repository="…" home="…" launch="…" key="…" shape="…"`: where the harness
+    /// reads MCP servers (`repository=""` when it reads none in a checkout; `launch=`
+    /// defaults to `home=`).
     fn mcp(&mut self, child: &Node, path: &str, problems: &mut Vec<Diagnostic>) {
         let repository = path_property(child, "repository", true, path, problems);
         let home = path_property(child, "home", false, path, problems);
+        let launch = match child.property("launch") {
+            Some(_) => path_property(child, "launch", false, path, problems),
+            None => home,
+        };
         let key = string_property(child, "key").filter(|key| crate::mcp::is_server_name(key));
         let shape = string_property(child, "shape").and_then(crate::mcp::harness_config::Shape::parse);
-        match (repository, home, key, shape) {
-            (Some(repository), Some(home), Some(key), Some(shape)) => {
-                self.mcp = Some(crate::mcp::harness_config::McpPlaces { repository, home, key: leak(key), shape });
+        match (repository, home.zip(launch), key, shape) {
+            (Some(repository), Some((home, launch)), Some(key), Some(shape)) => {
+                self.mcp =
+                    Some(crate::mcp::harness_config::McpPlaces { repository, home, launch, key: leak(key), shape });
             }
             (Some(_), Some(_), _, _) => problems.push(problem(
                 path,

@@ -49,6 +49,9 @@ pub struct McpPlaces {
     pub repository: &'static str,
     /// Relative to a home.
     pub home: &'static str,
+    /// Relative to a launch's runtime home, with the harness's configuration folder
+    /// moved there (Claude Code reads `.claude.json` inside `CLAUDE_CONFIG_DIR`).
+    pub launch: &'static str,
     pub key: &'static str,
     pub shape: Shape,
 }
@@ -162,6 +165,27 @@ pub fn merged(
         table.insert(server.name.clone(), json_entry(places.shape, server));
     }
     Ok(json_bytes(&document))
+}
+
+/// The user's file `existing` (empty when there is none) with exactly `servers` under
+/// the key, every other key kept: what a launch's runtime home holds, so the harness sees
+/// the role's servers and none of the user's own. Returns the bytes and the names of the
+/// user's servers it leaves out.
+pub fn exactly(
+    path: &str,
+    existing: &[u8],
+    places: &McpPlaces,
+    servers: &[McpServer],
+) -> Result<(Vec<u8>, Vec<String>), MergeProblem> {
+    let own = if existing.is_empty() { Vec::new() } else { configured(path, existing, places.key)? };
+    let base = if existing.is_empty() {
+        if is_toml(path) { Vec::new() } else { b"{}".to_vec() }
+    } else {
+        without(path, existing, places, &own, true)?
+    };
+    let bytes = if servers.is_empty() { base } else { merged(path, &base, places, servers, &[])? };
+    let hidden = own.into_iter().filter(|name| !servers.iter().any(|server| server.name == *name)).collect();
+    Ok((bytes, hidden))
 }
 
 /// The user's file without `names` (the servers a projection put there); the key goes
@@ -313,14 +337,33 @@ mod tests {
         }
     }
 
-    const CLAUDE: McpPlaces =
-        McpPlaces { repository: ".mcp.json", home: ".claude.json", key: "mcpServers", shape: Shape::Claude };
+    const CLAUDE: McpPlaces = McpPlaces {
+        repository: ".mcp.json",
+        home: ".claude.json",
+        launch: ".claude/.claude.json",
+        key: "mcpServers",
+        shape: Shape::Claude,
+    };
     const CODEX: McpPlaces = McpPlaces {
         repository: ".codex/config.toml",
         home: ".codex/config.toml",
+        launch: ".codex/config.toml",
         key: "mcp_servers",
         shape: Shape::Codex,
     };
+
+    #[test]
+    fn a_launch_file_holds_exactly_the_roles_servers_and_names_the_hidden_ones() {
+        let user = br#"{"numStartups": 3, "mcpServers": {"mine": {"command": "x"}, "ours": {"command": "y"}}}"#;
+        let (bytes, hidden) = exactly(".claude.json", user, &CLAUDE, &[server("ours")]).unwrap();
+        assert_eq!(configured(".claude.json", &bytes, "mcpServers").unwrap(), ["ours"]);
+        assert_eq!(hidden, ["mine"]);
+        assert!(String::from_utf8(bytes).unwrap().contains("\"numStartups\": 3"));
+        let toml = b"model = \"o3\"\n[mcp_servers.mine]\ncommand = \"x\"\n";
+        let (bytes, hidden) = exactly("config.toml", toml, &CODEX, &[]).unwrap();
+        assert_eq!(String::from_utf8(bytes).unwrap(), "model = \"o3\"\n");
+        assert_eq!(hidden, ["mine"]);
+    }
 
     #[test]
     fn json_merge_keeps_the_users_keys_and_servers_and_takes_back_its_own() {
