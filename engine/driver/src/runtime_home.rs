@@ -198,7 +198,8 @@ pub struct McpFile {
 /// The MCP file a launch writes instead of linking the user's (taken out of `links`):
 /// none when the harness reads no MCP file, or when neither the role nor the user's file
 /// has a server (the link then stays). The user's file is read bounded; one that cannot
-/// be read as its harness reads it is refused, naming its path.
+/// be read as its harness reads it is refused when the role has servers, naming its
+/// path, and stays linked when it has none.
 pub fn mcp_file(
     layout: &Layout,
     servers: &[acompose_engine::mcp::McpServer],
@@ -214,12 +215,18 @@ pub fn mcp_file(
         None => Vec::new(),
     };
     let user_servers = if existing.is_empty() {
-        Vec::new()
+        Ok(Vec::new())
     } else {
-        harness_config::configured(path, &existing, places.key).map_err(|problem| {
+        harness_config::configured(path, &existing, places.key)
+    };
+    let user_servers = match user_servers {
+        Ok(names) => names,
+        // A role without servers leaves a file the harness reads its own way linked.
+        Err(_) if servers.is_empty() => return Ok(None),
+        Err(problem) => {
             let shown = user.as_deref().unwrap_or(Path::new(path)).display().to_string();
-            HostError::invalid(user.clone().unwrap_or_default(), problem.message(&shown, places.key))
-        })?
+            return Err(HostError::invalid(user.clone().unwrap_or_default(), problem.message(&shown, places.key)));
+        }
     };
     if servers.is_empty() && user_servers.is_empty() {
         return Ok(None);
