@@ -190,7 +190,7 @@ pub fn main() -> ExitCode {
         Some(Command::Verify(args)) => verify::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, cli.global.home.as_deref(), &terminal),
-        Some(Command::People(args)) => people::run(args, &terminal),
+        Some(Command::People(args)) => people::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Serve(args)) => serve::run(&args, &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),

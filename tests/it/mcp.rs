@@ -212,3 +212,19 @@ fn mcp_list_shows_each_server_with_its_roles_and_json_is_stable() {
     assert_eq!(listed.code, 1);
     assert!(listed.stderr.contains("mcp.kdl:3:5"), "{}", listed.stderr);
 }
+
+#[test]
+fn a_persons_unknown_mcp_server_is_a_validation_warning_that_names_no_value() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    assert_eq!(acompose(root, &["--home", "home", "people", "init", "--workspace", "ws"]).code, 0);
+    let person = "{\n  \"spec\": \"agent-toolkit/person@1\",\n  \"id\": \"ada\",\n  \"name\": \"Ada\",\n  \"role\": \"platform\",\n  \"goal\": \"Keep the toolchain paved.\",\n  \"archived\": false,\n  \"mcp_servers\": [\"docs\", \"planted-unknown\"]\n}\n";
+    common::write_file(&root.join("ws/people/ada.json"), person);
+    let json = acompose(root, &["--home", "home", "people", "validate", "--workspace", "ws", "--json"]);
+    assert_eq!(json.code, 0, "{}{}", json.stdout, json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    let text = report.to_string();
+    assert!(text.contains("unknown-mcp-server") && text.contains("/mcp_servers/1"), "{text}");
+    assert!(!text.contains("/mcp_servers/0"), "{text}");
+    assert!(!json.stdout.contains("planted-unknown") && !json.stderr.contains("planted-unknown"));
+}

@@ -214,11 +214,8 @@ pub fn mcp_file(
         Some(file) => read_bounded(file)?,
         None => Vec::new(),
     };
-    let user_servers = if existing.is_empty() {
-        Ok(Vec::new())
-    } else {
-        harness_config::configured(path, &existing, places.key)
-    };
+    let user_servers =
+        if existing.is_empty() { Ok(Vec::new()) } else { harness_config::configured(path, &existing, places.key) };
     let user_servers = match user_servers {
         Ok(names) => names,
         // A role without servers leaves a file the harness reads its own way linked.
