@@ -109,6 +109,15 @@ fn two_roles_with_different_servers_get_different_manifests_and_harness_files() 
     let opencode = std::fs::read_to_string(sysadmin.join("opencode.json")).expect("opencode");
     assert!(opencode.contains("\"FILES_ROOT\": \"{env:FILES_ROOT}\""), "{opencode}");
 
+    // A changed selection is a new bundle.
+    let before = bundle_id(root, "platform");
+    let untagged = INVENTORY.replace("    roles \"platform\"\n", "");
+    common::write_file(&root.join("home/mcp.kdl"), &untagged);
+    let output = acompose(root, &["--home", "home"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(manifest_servers(root, "platform"), ["docs"]);
+    assert_ne!(bundle_id(root, "platform"), before);
+
     // The projection owns the files it created: unproject removes them.
     let output = acompose(root, &["unproject", "--target", "sysadmin-repo"]);
     assert_eq!(output.code, 0, "{}", output.stderr);
