@@ -356,7 +356,7 @@ mod tests {
     fn mistakes_are_reported_with_a_span() {
         let text = "server \"a\" { command \"w\" }\nserver \"b\" {}\nserver \"d\" {\n    command \"x\"\n    url \"ftp://x\"\n}\nserver \"a\" { command \"y\" }\nserver \"c\" { command \"z\"; env \"A=b\"; colour \"red\" }\n";
         let parsed = read_inventory(text, "mcp.kdl");
-        let mut found: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code.as_ref()).collect();
+        let mut found: Vec<&str> = parsed.diagnostics.iter().map(|diagnostic| diagnostic.code).collect();
         found.sort_unstable();
         assert_eq!(found, ["duplicate-server", "env-name", "server-reach", "server-url", "unknown-node"]);
         assert!(parsed.diagnostics.iter().all(|diagnostic| diagnostic.span.is_some()));

@@ -52,7 +52,7 @@ impl Resolver<'_> {
         let mut selected = Vec::new();
         for entry in &inventory.servers {
             let name = &entry.server.name;
-            let tagged = entry.roles.iter().any(|role| *role == self.slug);
+            let tagged = entry.roles.contains(&self.slug);
             let (outcome, cause, reason) = match (tagged, named.get(name)) {
                 (true, _) => {
                     (Outcome::Selected, "mcp-tagged", format!("`{inventory_path}` tags it for `{}`", self.slug))
