@@ -15,11 +15,12 @@ const OTHER_ROLE_SERVER: &str = "other-role-server";
 const USER_SERVER: &str = "user-own-server";
 
 /// The harnesses whose MCP listing the suite reads, with their listing arguments.
-const LISTINGS: [(&str, &[&str]); 4] = [
+const LISTINGS: [(&str, &[&str]); 5] = [
     ("claude", &["mcp", "list"]),
     ("codex", &["mcp", "list", "--json"]),
     ("gemini", &["mcp", "list"]),
     ("opencode", &["mcp", "list"]),
+    ("copilot", &["mcp", "list"]),
 ];
 
 /// An estate whose home inventory tags one server for `platform` and one for `eval`.
@@ -67,6 +68,10 @@ fn user_with_servers(root: &Path, name: &str, server: &Path, folder: &Path) -> P
         &home.join(".gemini/trustedFolders.json"),
         &serde_json::json!({ folder.to_str().expect("utf-8"): "TRUST_FOLDER" }).to_string(),
     );
+    write(
+        &home.join(".copilot/mcp-config.json"),
+        &serde_json::json!({ "mcpServers": { USER_SERVER: entry } }).to_string(),
+    );
     let local = serde_json::json!({ "type": "local", "command": [command], "enabled": true });
     write(
         &home.join(".config/opencode/opencode.json"),
@@ -88,12 +93,16 @@ fn quiet_command(program: &Path, bin: &Path, home: &Path, cwd: &Path) -> Command
         ("DISABLE_AUTOUPDATER", "1"),
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("COPILOT_OFFLINE", "true"),
+        ("COPILOT_AUTO_UPDATE", "false"),
         ("NO_COLOR", "1"),
         ("TERM", "dumb"),
         ("CI", "true"),
     ] {
         command.env(name, value);
     }
+    // Copilot unpacks itself into its cache on first start: one cache for every run.
+    command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("harness-cache"));
     if let Some(temporary) = std::env::var_os("TMPDIR") {
         command.env("TMPDIR", temporary);
     }
@@ -120,6 +129,34 @@ fn shown(output: &std::process::Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
+/// Projects `platform` into a fresh checkout for `layout`, and lists the harness's MCP
+/// servers there with a home that has none of its own.
+fn projection_lists_exactly_the_role(root: &Path, bin: &Path, server: &Path, layout: &str, arguments: &[&str]) {
+    let work = root.join(format!("{layout}-repo"));
+    std::fs::create_dir_all(&work).expect("work");
+    git(&work, &["init", "--quiet"]);
+    let target = work.to_str().expect("utf-8");
+    let projected = run_acompose(
+        root,
+        &root.join("user"),
+        &["project", "platform", "--layout", layout, "--target", target, "--copy"],
+        &[],
+    );
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    let fresh = root.join(format!("{layout}-fresh-home"));
+    let trusting = user_with_servers(root, &format!("{layout}-trust"), server, &work);
+    // Only the trust entries of the user's files: no server of the user's.
+    for file in [".codex/config.toml", ".gemini/trustedFolders.json"] {
+        let bytes = std::fs::read_to_string(trusting.join(file)).expect("read");
+        let kept =
+            if file.ends_with(".toml") { bytes[bytes.find("[projects.").expect("trust")..].to_owned() } else { bytes };
+        write(&fresh.join(file), &kept);
+    }
+    let output = quiet_command(&bin.join(layout), bin, &fresh, &work).args(arguments).output().expect("run");
+    assert_eq!(listed(&output), [ROLE_SERVER], "{layout} after projection: {}", shown(&output));
+    eprintln!("{layout}: the projection's listing shows exactly {ROLE_SERVER}");
+}
+
 #[test]
 fn the_harnesses_list_exactly_the_roles_mcp_servers_after_projection_and_launch() {
     let Some((bin, harnesses)) = installed() else { return };
@@ -136,33 +173,13 @@ fn the_harnesses_list_exactly_the_roles_mcp_servers_after_projection_and_launch(
             continue;
         }
         // A repository projection: the checkout's own file holds the role's server, and
-        // a fresh home has no server of its own.
-        let work = root.join(format!("{layout}-repo"));
-        std::fs::create_dir_all(&work).expect("work");
-        git(&work, &["init", "--quiet"]);
-        let target = work.to_str().expect("utf-8");
-        let projected = run_acompose(
-            &root,
-            &root.join("user"),
-            &["project", "platform", "--layout", layout, "--target", target, "--copy"],
-            &[],
-        );
-        assert_eq!(projected.code, 0, "{}", projected.stderr);
-        let fresh = root.join(format!("{layout}-fresh-home"));
-        let trusting = user_with_servers(&root, &format!("{layout}-trust"), &server, &work);
-        // Only the trust entries of the user's files: no server of the user's.
-        for file in [".codex/config.toml", ".gemini/trustedFolders.json"] {
-            let bytes = std::fs::read_to_string(trusting.join(file)).expect("read");
-            let kept = if file.ends_with(".toml") {
-                bytes[bytes.find("[projects.").expect("trust")..].to_owned()
-            } else {
-                bytes
-            };
-            write(&fresh.join(file), &kept);
+        // a fresh home has no server of its own (Copilot gets none in a checkout).
+        let reads_checkout = acompose_engine::harness_layout::layout(layout)
+            .and_then(|row| row.mcp)
+            .is_some_and(|places| !places.repository.is_empty());
+        if reads_checkout {
+            projection_lists_exactly_the_role(&root, &bin, &server, layout, arguments);
         }
-        let output = quiet_command(&bin.join(layout), &bin, &fresh, &work).args(arguments).output().expect("run");
-        assert_eq!(listed(&output), [ROLE_SERVER], "{layout} after projection: {}", shown(&output));
-        eprintln!("{layout}: the projection's listing shows exactly {ROLE_SERVER}");
 
         // An assigned launch: the user's own server is hidden, the role's is there.
         let cwd = root.join(format!("{layout}-launch-cwd"));
@@ -188,6 +205,7 @@ fn the_harnesses_list_exactly_the_roles_mcp_servers_after_projection_and_launch(
             "claude" => ".claude.json",
             "codex" => ".codex/config.toml",
             "gemini" => ".gemini/settings.json",
+            "copilot" => ".copilot/mcp-config.json",
             _ => ".config/opencode/opencode.json",
         });
         assert!(std::fs::read_to_string(own).expect("read").contains(USER_SERVER));
