@@ -237,3 +237,41 @@ fn a_persons_unknown_mcp_server_is_a_validation_warning_that_names_no_value() {
     assert!(!text.contains("/mcp_servers/0"), "{text}");
     assert!(!json.stdout.contains("planted-unknown") && !json.stderr.contains("planted-unknown"));
 }
+
+#[test]
+fn a_launch_shows_the_harness_exactly_the_roles_servers_and_keeps_the_users_file() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    let user = root.join("user");
+    let own = "{\n  \"hasCompletedOnboarding\": true,\n  \"mcpServers\": {\n    \"personal-notes\": {\n      \"command\": \"notes\"\n    }\n  }\n}\n";
+    common::write_file(&user.join(".claude.json"), own);
+    let bin = root.join("bin");
+    // A stand-in harness that prints the configuration it would read.
+    common::write_file(&bin.join("claude"), "#!/bin/sh\ncat \"$CLAUDE_CONFIG_DIR/.claude.json\"\n");
+    let mut permissions = std::fs::metadata(bin.join("claude")).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(bin.join("claude"), permissions).expect("chmod");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let environment = [("HOME", user.to_str().expect("utf-8")), ("PATH", path.as_str())];
+    let output =
+        common::acompose_with(root, &["--home", "home", "launch", "platform", "claude", "--yes"], &environment);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let seen: serde_json::Value = serde_json::from_str(&output.stdout).expect("the harness's configuration");
+    let servers: Vec<&String> = seen["mcpServers"].as_object().expect("servers").keys().collect();
+    assert_eq!(servers, ["docs", "search"]);
+    assert_eq!(seen["hasCompletedOnboarding"], true);
+    assert!(output.stderr.contains("mcp servers: docs, search"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("hidden from this launch (your own, not the role's): personal-notes"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(std::fs::read_to_string(user.join(".claude.json")).expect("read"), own);
+    let runtime = root.join("home/runtime/claude-platform/.claude/.claude.json");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&runtime).expect("runtime file").permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    // Nothing changed: the second launch shows the same and writes nothing new.
+    let again = common::acompose_with(root, &["--home", "home", "launch", "platform", "claude", "--yes"], &environment);
+    assert_eq!(again.stdout, output.stdout);
+}

@@ -267,6 +267,9 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
     let mut links = carried(layout);
     let mcp = runtime_home::mcp_file(layout, &manifest.mcp_servers, &mut links)?;
     let projection = project_runtime(layout, &bundle, &runtime, &links, mcp.as_ref())?;
+    if let Some(file) = &mcp {
+        keep_private(&runtime.join(file.path))?;
+    }
     crate::projections::register_runtime(request.home, &runtime, &bundle, request.role)?;
     let locations: Vec<String> = manifest
         .sources
@@ -347,6 +350,24 @@ fn project_runtime(
         // projection was restored by the transaction and stays.
         let _ = std::fs::remove_dir(runtime);
     })
+}
+
+/// Makes the runtime home's harness configuration (your own file's keys, with the role's
+/// servers) readable by its owner alone, as the file it is made from usually is.
+#[cfg(unix)]
+fn keep_private(path: &Path) -> Result<(), HostError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|error| {
+        HostError::environment(
+            path,
+            format!("cannot make `{}` private: {}", path.display(), crate::load::error_kind(&error)),
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn keep_private(_path: &Path) -> Result<(), HostError> {
+    Ok(())
 }
 
 /// Whether the runtime home's file at `path` holds exactly `bytes`.
