@@ -33,6 +33,11 @@ impl Resolver<'_> {
         };
         let parsed = mcp_inventory(db, file);
         self.diagnostics.extend(parsed.diagnostics.iter().cloned());
+        if parsed.has_errors() {
+            // The inventory's own errors fail the composition; every name would only
+            // repeat them as unknown.
+            return Vec::new();
+        }
         let inventory = &parsed.value;
         let inventory_path = file.display_path(db);
         for (name, (roles_file, span)) in &named {
