@@ -124,7 +124,7 @@ fn run_why(args: &DescribeArgs, bundle: &Path, item: &str, terminal: &Terminal) 
             exit::INVALID
         }
         Err(WhyFailure::Item(WhyError::BadItem)) => {
-            let kinds = ["source", "skill", "role", "personality", "instruction"];
+            let kinds = ["source", "skill", "role", "personality", "instruction", "mcp"];
             let kind = item.split_once(':').map_or(item, |(kind, _)| kind);
             let suggestion = acompose_driver::engine::suggest::did_you_mean(kind, kinds)
                 .map(|suggestion| format!("; {suggestion}"))

@@ -17,6 +17,7 @@ pub mod exit;
 pub mod gc;
 pub mod identity;
 pub mod launch;
+pub mod mcp;
 pub mod output;
 pub mod people;
 pub mod progress;
@@ -134,6 +135,8 @@ pub enum Command {
     Projections(project::ProjectionsArgs),
     /// Show the resolved settings and where each came from, or check a configuration file.
     Config(config::ConfigArgs),
+    /// List and check the MCP servers of the home's inventory (`<home>/mcp.kdl`).
+    Mcp(mcp::McpArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
     /// Check the home, the configuration, the projects root, harness folders and links,
@@ -187,7 +190,7 @@ pub fn main() -> ExitCode {
         Some(Command::Verify(args)) => verify::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, cli.global.home.as_deref(), &terminal),
-        Some(Command::People(args)) => people::run(args, &terminal),
+        Some(Command::People(args)) => people::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Serve(args)) => serve::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
@@ -199,6 +202,7 @@ pub fn main() -> ExitCode {
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args, &terminal),
         Some(Command::Config(args)) => config::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Mcp(args)) => mcp::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
         Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),

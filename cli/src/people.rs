@@ -97,10 +97,10 @@ pub struct IdArgs {
     pub workspace: WorkspaceArgs,
 }
 
-pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let (outcome, json) = match *args.command {
         PeopleCommand::Init(init) => (run_init(&init, terminal), false),
-        PeopleCommand::Validate(validate) => return run_validate(&validate, terminal),
+        PeopleCommand::Validate(validate) => return run_validate(&validate, home, terminal),
         PeopleCommand::List(list) => {
             let json = list.json;
             (run_list(&list, terminal), json)
@@ -183,14 +183,21 @@ fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
     Ok(())
 }
 
-fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
+fn run_validate(args: &ReportArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let validation = Workspace::open_initialised(&args.workspace.workspace)
         .and_then(|workspace| Ok(workspace.collect_with_contract()?));
     let files = match validation {
         Ok(files) => files,
         Err(stop) => return report_stop(stop, args.json, terminal),
     };
-    let validation = workspace::validate_workspace(&files);
+    let mut validation = workspace::validate_workspace(&files);
+    // A Person's MCP servers resolve against the home's inventory (when there is a home).
+    if !validation.stopped_at_contract
+        && let Ok(home) = acompose_driver::home::resolve_home(home)
+    {
+        let references = acompose_driver::people::mcp_reference_findings(&validation.roster.people, &home);
+        validation.findings.extend(references);
+    }
     if args.json {
         print_stdout(&String::from_utf8_lossy(&report::validation_json(&validation)));
     } else if !validation.findings.is_empty() && (validation.has_errors() || !terminal.quiet) {

@@ -96,6 +96,11 @@ pub struct Manifest {
     pub seats: Vec<ManifestSeat>,
     /// Selected providers in precedence order.
     pub sources: Vec<ManifestSource>,
+    /// The MCP servers the role receives (names, transports, commands or URLs, variable
+    /// names; never a value), in inventory order. Absent when there are none, so a
+    /// bundle without servers keeps the id it had before servers existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
     /// Every file of the bundle except `manifest.json`, sorted by path.
     pub content: Vec<ManifestContent>,
 }
@@ -451,6 +456,7 @@ fn manifest_of(resolution: &Resolution) -> Manifest {
                 location: source.location.clone(),
             })
             .collect(),
+        mcp_servers: resolution.mcp_servers.clone(),
         content: Vec::new(),
     }
 }

@@ -10,9 +10,13 @@
 //! 3. every provider in precedence order: its `source:<id>` decision, then its ordinary
 //!    skills in catalogue order, its composed skills in catalogue order, its
 //!    instructions, then its folders without `SKILL.md` (`not-a-skill`); excluded
-//!    providers keep their place in that order.
+//!    providers keep their place in that order;
+//! 4. every server of the home's MCP inventory (`mcp:<name>`), in inventory order:
+//!    selected when tagged for the role or named by a trusted root's `mcp-server`,
+//!    else excluded.
 
 mod candidates;
+mod mcp_selection;
 mod person;
 mod selection;
 
@@ -87,6 +91,10 @@ pub struct Composition {
     /// `skill_policy`).
     #[returns(copy)]
     pub skill_policy: SkillPolicy,
+    /// The home's MCP inventory (`<home>/mcp.kdl`), when there is one.
+    #[returns(copy)]
+    #[default]
+    pub mcp_inventory: Option<SourceFile>,
 }
 
 /// One selected catalogue skill and the files that go into the bundle.
@@ -127,6 +135,8 @@ pub struct Resolution {
     pub selected: Vec<SelectedSkill>,
     pub instructions: Vec<(String, String, SourceFile)>,
     pub sources: Vec<ManifestSource>,
+    /// The MCP servers the role receives, in inventory order.
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
     pub trace: TraceRecord,
 }
 
@@ -338,6 +348,8 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     for candidate in resolver.gather_candidates() {
         resolver.resolve_provider(&candidate, &mut providers);
     }
+    // 4. MCP servers.
+    let mcp_servers = resolver.select_mcp_servers();
 
     if resolver.diagnostics.iter().any(Diagnostic::is_error) {
         return Parsed::new(None, resolver.diagnostics);
@@ -352,6 +364,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         selected: providers.selected,
         instructions: providers.instructions,
         sources: providers.sources,
+        mcp_servers,
         trace,
     };
     Parsed::new(Some(resolution), resolver.diagnostics)

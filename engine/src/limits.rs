@@ -43,6 +43,8 @@ pub const BUNDLE_TRACE_INDEX: Limit =
 /// A People file (person@1 JSON, `bindings.yaml`, hire and recipe files) and the host
 /// configuration YAML, which share the hardened JSON and YAML readers. Its code is the one
 /// People reports have always used (`docs/people.md`).
+/// The home's MCP inventory, `mcp.kdl`.
+pub const MCP_INVENTORY: Limit = Limit { input: "an MCP inventory", code: "limit-mcp-inventory", bytes: 256 * KIB };
 pub const PEOPLE_FILE: Limit = Limit { input: "a People file", code: "file-too-large", bytes: 64 * KIB };
 /// A request or response body of the HTTP interface (reserved: no HTTP reader exists yet).
 pub(crate) const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-http-body", bytes: MIB };

@@ -868,3 +868,19 @@ fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the
     converger.prune();
     assert!(!old_bundle.exists(), "without the projection the old bundle goes");
 }
+
+#[test]
+fn watch_reconverges_when_the_mcp_inventory_changes() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _projects) = estate(temporary.path());
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
+    let before = index(&home)["platform"].clone();
+    write(
+        &home.join("mcp.kdl"),
+        "server \"docs\" {\n    url \"https://docs.example.com/mcp\"\n    roles \"platform\"\n}\n",
+    );
+    watching.reconverged_until("the platform bundle take the server", || index(&home)["platform"] != before);
+    let exit = watching.stop();
+    assert!(exit.success(), "{exit:?}");
+}

@@ -24,6 +24,7 @@ mod faults;
 mod host_delivery;
 mod incremental;
 mod launch;
+mod mcp;
 mod no_panic;
 mod one_run;
 mod people;

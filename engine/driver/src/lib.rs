@@ -34,6 +34,8 @@ pub mod identity;
 pub mod instruction_block;
 pub mod launch;
 pub mod load;
+pub mod mcp_config;
+pub mod mcp_inventory;
 pub mod mounts;
 pub mod observe;
 pub mod people;
@@ -91,6 +93,11 @@ pub mod engine {
         pub use acompose_engine::host_config::{
             CONFIG_FILE, Destination, KNOWN_KEYS, KeyChange, LoadPoint, PersonPolicy, external_only_refusal,
         };
+    }
+
+    /// The MCP inventory: its servers and their transports.
+    pub mod mcp {
+        pub use acompose_engine::mcp::{FILE, Inventory, InventoryServer, McpServer, Transport};
     }
 
     /// JSON output documents.

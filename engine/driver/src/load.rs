@@ -507,6 +507,36 @@ impl Loader {
         }
     }
 
+    /// Reads one file of home (the MCP inventory) as an input shown as `origin/relative`,
+    /// noting it for the fingerprint cache: `Ok(None)` when it does not exist, the limit's
+    /// diagnostic when it is too large, an I/O error's text otherwise.
+    pub fn home_file(
+        &mut self,
+        db: &mut Database,
+        path: &Path,
+        origin: &str,
+        relative: &str,
+        limit: acompose_engine::limits::Limit,
+    ) -> Result<Option<SourceFile>, Result<Diagnostic, String>> {
+        match std::fs::symlink_metadata(path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                self.note(path, crate::observe::Observed::Missing);
+                return Ok(None);
+            }
+            Ok(metadata) if metadata.is_file() => {}
+            _ => return Err(Err(format!("`{}` is not a regular file", path.display()))),
+        }
+        let label = format!("{origin}/{relative}");
+        let bytes = match read_limited(path, &label, limit) {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(too_large)) => return Err(Ok(too_large)),
+            Err(error) => return Err(Err(format!("cannot read `{}`: {}", path.display(), error_kind(&error)))),
+        };
+        self.note(path, crate::observe::observe(path));
+        let body = Body::Bytes(Bytes::from(bytes));
+        Ok(Some(self.file(db, origin, relative.to_owned(), body, Durability::LOW, Durability::LOW)))
+    }
+
     /// Records a path read outside the loader (the host configuration).
     pub fn note(&mut self, path: &Path, observed: Observed) {
         self.observed.insert(path.to_path_buf(), crate::observe::smudge_if_racy(observed));

@@ -202,3 +202,17 @@ pub fn projects(workspace: &Workspace) -> Result<Vec<Project>, Stop> {
     projects.sort_by(|left, right| left.id.cmp(&right.id));
     Ok(projects)
 }
+
+/// The warnings of the People's `mcp_servers` references the home's MCP inventory does
+/// not declare. An inventory that cannot be read resolves nothing, so every reference is
+/// reported; its own problems are `acompose mcp list`'s to show.
+pub fn mcp_reference_findings(
+    people: &[acompose_people::Person],
+    home: &std::path::Path,
+) -> Vec<acompose_people::Diagnostic> {
+    let known: Option<std::collections::BTreeSet<String>> = match crate::mcp_inventory::read(home) {
+        Ok(Some((inventory, _))) => Some(inventory.servers.into_iter().map(|entry| entry.server.name).collect()),
+        Ok(None) | Err(_) => None,
+    };
+    acompose_people::workspace::unknown_mcp_references(people, known.as_ref())
+}

@@ -72,6 +72,8 @@ pub struct Converger {
     store: Option<crate::store::Store>,
     /// Warnings the last reading of the person source met.
     person_warnings: usize,
+    /// The home's MCP inventory as last read (`<home>/mcp.kdl`), when there is one.
+    mcp_inventory: Option<acompose_engine::SourceFile>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -276,6 +278,7 @@ impl Converger {
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
         let (source, model) = self.read_person_source(home, config, reload, progress)?;
+        self.read_mcp_inventory(home)?;
         let estate = self.read_estate(projects, config, reload, progress);
         let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
         progress.phase("resolve and build bundles");
@@ -363,6 +366,28 @@ impl Converger {
         let model = parsed.value.clone();
         progress.phase("validate person source");
         Ok((source, model))
+    }
+
+    /// Reads `<home>/mcp.kdl` for every role's composition; its mistakes are each
+    /// composition's (so they fail it), a file that cannot be read is refused here.
+    fn read_mcp_inventory(&mut self, home: &Path) -> Result<(), HostError> {
+        let path = home.join(acompose_engine::mcp::FILE);
+        let read = self.loader.home_file(
+            &mut self.db,
+            &path,
+            acompose_engine::mcp::ORIGIN,
+            acompose_engine::mcp::FILE,
+            acompose_engine::limits::MCP_INVENTORY,
+        );
+        self.mcp_inventory = match read {
+            Ok(file) => file,
+            Err(Ok(too_large)) => {
+                let findings = Findings::collect(vec![too_large], |_| None);
+                return Err(HostError::Diagnostics { subject: "the MCP inventory is refused".to_owned(), findings });
+            }
+            Err(Err(message)) => return Err(HostError::environment(&path, message)),
+        };
+        Ok(())
     }
 
     /// Read: the operating-context repositories and the repositories their trusted roots
@@ -478,6 +503,7 @@ impl Converger {
             let subject = format!("cannot launch `{}` at tier `{}`", sanitize(role), sanitize(tier));
             return Err(HostError::Diagnostics { subject, findings: Findings::collect(mistakes, |_| None) });
         }
+        self.read_mcp_inventory(home)?;
         let estate = self.read_estate(projects, config, true, progress);
         let composition =
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
@@ -519,6 +545,9 @@ impl Converger {
                 if composition.skill_policy(db) != skill_policy {
                     composition.set_skill_policy(db).to(skill_policy);
                 }
+                if composition.mcp_inventory(db) != self.mcp_inventory {
+                    composition.set_mcp_inventory(db).to(self.mcp_inventory);
+                }
                 composition
             }
             None => {
@@ -535,6 +564,7 @@ impl Converger {
                     None,
                     skill_policy,
                 );
+                composition.set_mcp_inventory(db).to(self.mcp_inventory);
                 self.compositions.insert(role.to_owned(), composition);
                 composition
             }
