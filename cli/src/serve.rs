@@ -26,8 +26,9 @@ pub struct ServeArgs {
     pub open: bool,
 }
 
-pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let options = Options {
+        roster: crate::people::roster_place(home, terminal),
         workspace: args.workspace.clone(),
         port: args.port,
         path_variable: std::env::var_os("PATH"),

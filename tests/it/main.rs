@@ -27,6 +27,7 @@ mod launch;
 mod no_panic;
 mod one_run;
 mod people;
+mod people_roles;
 mod registry;
 mod right_errors;
 mod roster;

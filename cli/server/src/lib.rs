@@ -46,6 +46,8 @@ pub struct Options {
     pub path_variable: Option<OsString>,
     /// The deadlines and the per-client cap of every connection.
     pub limits: ConnectionLimits,
+    /// Where the roster is: a Person whose role is a roster role starts as it.
+    pub roster: Option<acompose_driver::people::as_role::RosterPlace>,
 }
 
 /// Why the server could not start.
@@ -121,6 +123,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         writes: std::sync::Mutex::new(()),
         live: live::LiveSessions::default(),
         stopping: stopped.clone(),
+        roster: options.roster.clone(),
     });
     let limits = options.limits;
     let router = router(Arc::clone(&state), limits);

@@ -91,7 +91,10 @@ fn person_response(status: StatusCode, person: &Person) -> Response {
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     blocking(state, |state| {
         let validation = workspace::load_roster(&state.workspace.collect()?);
-        Ok(json_response(StatusCode::OK, report::list_json(&validation.roster.people, &validation.findings)))
+        Ok(json_response(
+            StatusCode::OK,
+            report::list_json(&validation.roster.people, &validation.findings, state.roster_roles().as_deref()),
+        ))
     })
     .await
 }

@@ -98,6 +98,7 @@ fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiErr
         runner: request.runner.clone(),
         model: request.model.clone().filter(|model| !model.trim().is_empty()),
         task: request.task.clone(),
+        roster: state.roster.clone(),
     };
     review_session(&state.workspace, &options, state.path_variable.as_deref()).map_err(ApiError::from)
 }

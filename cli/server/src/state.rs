@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::sync::Mutex;
 
 use acompose_driver::people::Workspace;
+use acompose_driver::people::as_role::{RosterPlace, roster_roles};
 use tokio::sync::watch;
 
 use crate::live::LiveSessions;
@@ -22,4 +23,13 @@ pub struct AppState {
     pub live: LiveSessions,
     /// Becomes true when the server stops; open terminals close on it.
     pub stopping: watch::Receiver<bool>,
+    /// Where the roster People bind roles against is; `None`: no role binds.
+    pub roster: Option<RosterPlace>,
+}
+
+impl AppState {
+    /// The roster's role slugs, read afresh; `None` without a roster.
+    pub fn roster_roles(&self) -> Option<Vec<String>> {
+        self.roster.as_ref().and_then(|place| roster_roles(place).ok())
+    }
 }

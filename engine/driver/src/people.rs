@@ -2,10 +2,12 @@
 //! checked and written atomically. The engine validates; this module only refuses
 //! symlinks, bad ids and files in the way, and writes.
 
+pub mod as_role;
 pub mod process;
 pub mod session_runner;
 pub mod sessions;
 pub mod storage;
+pub mod swarm;
 
 use acompose_people::workspace::PEOPLE_DIRECTORY;
 use acompose_people::{Bindings, contract};
@@ -18,8 +20,8 @@ pub use storage::{Stop, Workspace};
 // server reach People through the driver alone.
 pub use acompose_people::{Avatar, Isolation, Person};
 pub use acompose_people::{
-    BINDINGS_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, runner, session,
-    session_report, workspace,
+    BINDINGS_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, roster_role, runner,
+    session, session_report, start, workspace,
 };
 
 /// Checks a Person id from the command line before it becomes part of a path.

@@ -52,7 +52,26 @@ impl Server {
     /// up on `path_variable`.
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
-        let options = Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default() };
+        let options =
+            Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default(), roster: None };
+        let handle = acompose_server::start(&options).expect("server starts");
+        Self { handle, dir }
+    }
+
+    /// A server as [`Server::start_with`] whose People bind roles against the roster of
+    /// the acompose home `dir/acompose-home` (`roster:core`).
+    pub fn start_with_roster(dir: tempfile::TempDir, workspace: &str, path_variable: std::ffi::OsString) -> Self {
+        let roster = acompose_driver::people::as_role::RosterPlace {
+            home: dir.path().join("acompose-home"),
+            projects: dir.path().join("projects-root"),
+        };
+        let options = Options {
+            workspace: dir.path().join(workspace),
+            port: 0,
+            path_variable: Some(path_variable),
+            limits: ConnectionLimits::default(),
+            roster: Some(roster),
+        };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
@@ -60,7 +79,8 @@ impl Server {
     /// A server over an empty workspace whose connections have `limits`.
     pub fn start_limited(limits: ConnectionLimits) -> Self {
         let dir = tempfile::tempdir().expect("temporary workspace");
-        let options = Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits };
+        let options =
+            Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, roster: None };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
