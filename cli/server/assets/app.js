@@ -481,6 +481,7 @@
           api("GET", "/people/bindings"),
         ]);
         result.replaceChildren(swarmTable(resolution, people.people || [], bindings.bindings, assignments, preview, result));
+        if (window.acomposeSwarm) result.append(window.acomposeSwarm.startForm(recipe, assignments));
       });
     };
     form.addEventListener("submit", async (event) => {
@@ -490,7 +491,7 @@
       recipe = { name: file.name, content: await file.text() };
       await preview([]);
     });
-    show(el("h2", {}, "Swarm"), el("p", {}, "Choose a Person per role and preview who fills each one. Nothing starts from here."), form, result);
+    show(el("h2", {}, "Swarm"), el("p", {}, "Choose a Person per role, preview who fills each one, then review and start the run."), form, result);
   }
 
   function swarmTable(resolution, people, bindings, assignments, preview, result) {
@@ -695,7 +696,7 @@
       const result = el("div");
       target.replaceChildren(
         el("p", {}, el("strong", {}, session.person), " — ", session.project_id, " — ", session.provider, " — status ", statusText),
-        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person")),
+        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person"), window.acomposeSwarm ? window.acomposeSwarm.sessionActions(session, result) : null),
         screen,
         result,
       );
@@ -769,11 +770,15 @@
     if (section === "people" && parts[1]) return detail(parts[1]);
     if (section === "import") return importView();
     if (section === "swarm") return swarmView();
+    if (section === "runs" && window.acomposeSwarm) return window.acomposeSwarm.route(parts);
     if (section === "start" && parts[1]) return startView(parts[1]);
     if (section === "sessions" && parts[1]) return sessionView(parts[1]);
     if (section === "sessions") return sessionsView();
     return roster();
   }
+
+  // The helpers swarm.js builds its views with (swarm runs, resume).
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", navigate);

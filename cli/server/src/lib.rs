@@ -17,6 +17,7 @@ mod live;
 mod people_api;
 mod sessions_api;
 mod state;
+mod swarm_api;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -179,6 +180,11 @@ fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
         .route("/sessions/{id}", get(sessions_api::show))
         .route("/sessions/{id}/stop", post(sessions_api::stop))
         .route("/sessions/{id}/terminal", get(sessions_api::terminal))
+        .route("/sessions/{id}/resume", post(swarm_api::resume))
+        .route("/swarm", get(swarm_api::list_run).post(swarm_api::start_run))
+        .route("/swarm/review", post(swarm_api::review_run))
+        .route("/swarm/{id}", get(swarm_api::show))
+        .route("/swarm/{id}/stop", post(swarm_api::stop))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));

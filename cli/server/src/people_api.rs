@@ -204,7 +204,7 @@ struct ImportRequest {
 }
 
 /// A file name from the request, reduced to its last segment and made printable.
-fn upload_label(file_name: Option<&str>, default: &str) -> String {
+pub(crate) fn upload_label(file_name: Option<&str>, default: &str) -> String {
     let name = file_name.and_then(|name| name.rsplit(['/', '\\']).next()).filter(|name| !name.is_empty());
     printable(name.unwrap_or(default))
 }

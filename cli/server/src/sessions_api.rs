@@ -172,7 +172,7 @@ fn listing(state: &AppState) -> Result<Value, ApiError> {
     Ok(document)
 }
 
-fn session_entry(state: &AppState, id: &str) -> Result<Option<Value>, ApiError> {
+pub(crate) fn session_entry(state: &AppState, id: &str) -> Result<Option<Value>, ApiError> {
     let document = listing(state)?;
     Ok(document
         .get("sessions")
@@ -184,7 +184,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiErr
     blocking(state, |state| Ok(json_response(StatusCode::OK, document::json_bytes(&listing(state)?)))).await
 }
 
-fn checked_session_id(id: &str) -> Result<&str, ApiError> {
+pub(crate) fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     if is_session_id(id) {
         Ok(id)
     } else {
@@ -197,7 +197,7 @@ fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     }
 }
 
-fn no_session() -> ApiError {
+pub(crate) fn no_session() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "no-such-session", "there is no session with this id")
 }
 
