@@ -127,8 +127,8 @@ pub fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal
             let json = show.json;
             (run_show(&show, home, terminal), json)
         }
-        PeopleCommand::Add(add) => (edit::run_add(&add, terminal), false),
-        PeopleCommand::Edit(change) => (edit::run_edit(&change, terminal), false),
+        PeopleCommand::Add(add) => (edit::run_add(&add, home, terminal), false),
+        PeopleCommand::Edit(change) => (edit::run_edit(&change, home, terminal), false),
         PeopleCommand::Archive(target) => (run_set_archived(&target, true, terminal), false),
         PeopleCommand::Restore(target) => (run_set_archived(&target, false, terminal), false),
         PeopleCommand::Import(import) => {

@@ -166,6 +166,9 @@ fn a_person_bound_to_platform_sees_only_platforms_skills_and_identity() {
 #[test]
 fn an_unknown_role_gets_did_you_mean_and_starts_with_the_hosts_context() {
     let desk = Desk::new();
+    let added = desk.people(&["add", "wiz", "--name", "Wiz", "--role", "wizard", "--goal", "Magic."]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    assert!(added.stderr.contains("the role is no role of the roster"), "{}", added.stderr);
     desk.person(&Person::new("bob", "Bob", "platfrom", "Typo in the role."));
     desk.runner("claude", "exit 0");
     let listed = desk.people(&["list"]);
