@@ -178,6 +178,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         cwd: &cwd,
         allow_foreign: args.allow_foreign_context,
         bundle: bundle.as_deref(),
+        path_variable: None,
     };
     let progress = TerminalProgress::new(terminal);
     let prepared = match prepare(&request, &progress) {

@@ -28,6 +28,7 @@ pub struct ServeArgs {
 
 pub fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let options = Options {
+        roster: crate::people::roster_place(home, terminal),
         workspace: args.workspace.clone(),
         port: args.port,
         path_variable: std::env::var_os("PATH"),

@@ -28,6 +28,7 @@ mod mcp;
 mod no_panic;
 mod one_run;
 mod people;
+mod people_roles;
 mod registry;
 mod right_errors;
 mod roster;

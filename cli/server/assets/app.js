@@ -677,6 +677,7 @@
           api("GET", "/people/bindings"),
         ]);
         result.replaceChildren(swarmTable(resolution, people.people || [], bindings, assignments, preview, result));
+        if (window.acomposeSwarm) result.append(window.acomposeSwarm.startForm(recipe, assignments));
       });
     };
     const use = async (name, content) => {
@@ -691,7 +692,7 @@
     });
     show(
       el("h2", {}, "Swarm"),
-      el("p", {}, "Make a recipe (which roles work together), then choose who fills each role. Nothing starts from here."),
+      el("p", {}, "Make a recipe (which roles work together), choose who fills each role, then review and start the run."),
       result,
       saved,
       form,
@@ -1075,7 +1076,7 @@
           [el("dt", {}, "Status"), el("dd", {}, statusText, " ", endText)],
           field("Session id", session.id),
         ),
-        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person")),
+        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person"), window.acomposeSwarm ? window.acomposeSwarm.sessionActions(session, result) : null),
         screen,
         result,
       );
@@ -1467,6 +1468,7 @@
     if (section === "people" && parts[1]) return detail(parts[1]);
     if (section === "import") return importView();
     if (section === "swarm") return swarmView();
+    if (section === "runs" && window.acomposeSwarm) return window.acomposeSwarm.route(parts);
     if (section === "start" && parts[1]) return startView(parts[1]);
     if (section === "projects") return projectsView();
     if (section === "composition") return compositionView();
@@ -1475,6 +1477,9 @@
     if (section === "sessions") return sessionsView();
     return roster();
   }
+
+  // The helpers swarm.js builds its views with (swarm runs, resume).
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

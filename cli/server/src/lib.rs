@@ -21,6 +21,7 @@ mod people_api;
 mod sessions_api;
 mod state;
 mod versions;
+mod swarm_api;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -53,6 +54,8 @@ pub struct Options {
     /// The acompose home whose composition the page shows (`--home`); `None` resolves it
     /// as every command does (`$ACOMPOSE_HOME`, else `~/.agent-compose`).
     pub home: Option<PathBuf>,
+    /// Where the roster is: a Person whose role is a roster role starts as it.
+    pub roster: Option<acompose_driver::people::as_role::RosterPlace>,
 }
 
 /// Why the server could not start.
@@ -130,6 +133,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         stopping: stopped.clone(),
         changes: watch::channel(state::Versions::default()).0,
         home: acompose_driver::home::resolve_home(options.home.as_deref()).ok(),
+        roster: options.roster.clone(),
     });
     let limits = options.limits;
     let router = router(Arc::clone(&state), limits);
@@ -193,6 +197,11 @@ fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
         .route("/sessions/{id}", get(sessions_api::show))
         .route("/sessions/{id}/stop", post(sessions_api::stop))
         .route("/sessions/{id}/terminal", get(sessions_api::terminal))
+        .route("/sessions/{id}/resume", post(swarm_api::resume))
+        .route("/swarm", get(swarm_api::list_run).post(swarm_api::start_run))
+        .route("/swarm/review", post(swarm_api::review_run))
+        .route("/swarm/{id}", get(swarm_api::show))
+        .route("/swarm/{id}/stop", post(swarm_api::stop))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));

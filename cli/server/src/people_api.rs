@@ -104,7 +104,10 @@ fn check_person_version(state: &AppState, id: &str, expected: Option<&str>) -> R
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     blocking(state, |state| {
         let validation = workspace::load_roster(&state.workspace.collect()?);
-        Ok(json_response(StatusCode::OK, report::list_json(&validation.roster.people, &validation.findings)))
+        Ok(json_response(
+            StatusCode::OK,
+            report::list_json(&validation.roster.people, &validation.findings, state.roster_roles().as_deref()),
+        ))
     })
     .await
 }
@@ -235,7 +238,7 @@ struct ImportRequest {
 }
 
 /// A file name from the request, reduced to its last segment and made printable.
-fn upload_label(file_name: Option<&str>, default: &str) -> String {
+pub(crate) fn upload_label(file_name: Option<&str>, default: &str) -> String {
     let name = file_name.and_then(|name| name.rsplit(['/', '\\']).next()).filter(|name| !name.is_empty());
     printable(name.unwrap_or(default))
 }

@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::sync::Mutex;
 
 use acompose_driver::people::Workspace;
+use acompose_driver::people::as_role::{RosterPlace, roster_roles};
 use tokio::sync::watch;
 
 use crate::live::LiveSessions;
@@ -26,6 +27,8 @@ pub struct AppState {
     pub changes: watch::Sender<Versions>,
     /// The acompose home whose composition the page shows, when one can be named.
     pub home: Option<std::path::PathBuf>,
+    /// Where the roster People bind roles against is; `None`: no role binds.
+    pub roster: Option<RosterPlace>,
 }
 
 /// The versions of what the page shows (`changes`); empty until first read.
@@ -33,4 +36,11 @@ pub struct AppState {
 pub struct Versions {
     pub sessions: String,
     pub people: String,
+}
+
+impl AppState {
+    /// The roster's role slugs, read afresh; `None` without a roster.
+    pub fn roster_roles(&self) -> Option<Vec<String>> {
+        self.roster.as_ref().and_then(|place| roster_roles(place).ok())
+    }
 }

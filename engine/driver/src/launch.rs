@@ -52,6 +52,8 @@ pub struct LaunchRequest<'a> {
     /// `--bundle`: launch this bundle (one pulled from a registry, exported, or composed
     /// elsewhere) instead of the role's bundle in the home; it must be of `role`.
     pub bundle: Option<&'a Path>,
+    /// The `PATH` the harness is looked up on; `None` reads this process's.
+    pub path_variable: Option<&'a std::ffi::OsStr>,
 }
 
 /// A launch ready to exec.
@@ -97,8 +99,12 @@ pub fn refuse_nested() -> Result<(), HostError> {
 
 /// The first executable file named `name` on `PATH`.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).filter(|folder| folder.is_absolute()).map(|folder| folder.join(name)).find(
+    find_on(name, std::env::var_os("PATH").as_deref())
+}
+
+/// The first executable file named `name` in the absolute folders of `path`.
+pub fn find_on(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?).filter(|folder| folder.is_absolute()).map(|folder| folder.join(name)).find(
         |candidate| std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && is_executable(&metadata)),
     )
 }
@@ -226,7 +232,7 @@ fn given_bundle(bundle: &Path, role: &str) -> Result<(PathBuf, Manifest), HostEr
     Ok((bundle, manifest))
 }
 
-fn read_manifest(bundle: &Path) -> Option<Manifest> {
+pub(crate) fn read_manifest(bundle: &Path) -> Option<Manifest> {
     let bytes = std::fs::read(bundle.join("manifest.json")).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -236,7 +242,11 @@ fn read_manifest(bundle: &Path) -> Option<Manifest> {
 pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<Prepared, HostError> {
     refuse_nested()?;
     let layout = request.layout;
-    let program = find_on_path(layout.binary).ok_or_else(|| {
+    let found = match request.path_variable {
+        Some(path) => find_on(layout.binary, Some(path)),
+        None => find_on_path(layout.binary),
+    };
+    let program = found.ok_or_else(|| {
         HostError::invalid(
             "",
             format!(

@@ -788,3 +788,110 @@ async fn cross_origin_write(client: &Client, server: &Server) -> Result {
     assert_eq!(ada["archived"], false, "a cross-origin write went through");
     Ok(())
 }
+
+const SWARM_RECIPE: &str = r#"{"spec": "acompose/people-recipe@1", "roles": [{"role": "platform"}, {"role": "qa"}]}"#;
+
+/// A workspace whose People bind roles against `roster:core`, a fake `claude` that
+/// prints its arguments, and a two-role recipe: `platform` (a roster role, Ann's) and
+/// `qa` (no Person: ephemeral).
+fn swarm_sandbox() -> Server {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let root = dir.path();
+    for folder in ["ws/people", "ws/projects", "project", "bin", "uploads", "projects-root"] {
+        fs::create_dir_all(root.join(folder)).expect("folder");
+    }
+    std::os::unix::fs::symlink(root.join("project"), root.join("ws/projects/desk")).expect("link the project");
+    let script = format!(
+        "#!/bin/sh\necho '{READY}' \"role=$AGENT_GIT_ATTRIBUTION_ROLE\" \"args=$*\"\nwhile read line; do echo \"got $line\"; done\n"
+    );
+    let runner = root.join("bin/claude");
+    fs::write(&runner, script).expect("fake runner");
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    let ann = acompose_driver::people::Person::new("ann", "Ann", "platform", "Keep the platform up.");
+    fs::write(root.join("ws/people/ann.json"), acompose_driver::people::document::person_bytes(&ann))
+        .expect("a Person");
+    fs::write(root.join("uploads/swarm.json"), SWARM_RECIPE).expect("recipe");
+    let path_variable = root.join("bin").into_os_string();
+    Server::start_with_roster(dir, "ws", path_variable)
+}
+
+#[tokio::test]
+async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browser() -> Result {
+    let required = std::env::var("ACOMPOSE_BROWSER_TESTS").is_ok_and(|value| value == "required");
+    let (Some(browser), Some(driver)) =
+        (on_path(&["chromium", "chromium-browser", "google-chrome"]), on_path(&["chromedriver"]))
+    else {
+        assert!(!required, "ACOMPOSE_BROWSER_TESTS=required but chromium or chromedriver is not on PATH");
+        eprintln!("skipped: the browser test needs `chromium` and `chromedriver` on PATH");
+        return Ok(());
+    };
+    let server = swarm_sandbox();
+    let (_driver, driver_port) = start_driver(&driver)?;
+    let client = connect(driver_port, &browser).await?;
+    let outcome = swarm_journey(&client, &server).await;
+    if outcome.is_err() {
+        let _ = shoot(&client, "swarm-failure", "body").await;
+    }
+    let _ = client.close().await;
+    outcome
+}
+
+async fn swarm_journey(client: &Client, server: &Server) -> Result {
+    let people_before = fs::read(server.path("ws/people/ann.json"))?;
+    client.goto(&format!("{}#/swarm", server.handle.url())).await?;
+    wait_for(client, "#recipe-file").await?;
+    let recipe = server.path("uploads/swarm.json");
+    client.find(Locator::Css("#recipe-file")).await?.send_keys(&recipe.to_string_lossy()).await?;
+    click(client, "#preview").await?;
+    wait_text(client, "#swarm", "qa").await?;
+    wait_for(client, "#run-form").await?;
+    click(client, "#review-run").await?;
+    // The review: Ann works as platform with its bundle; qa is ephemeral.
+    wait_text(client, "#run-roles tr[data-role=platform]", "bundle").await?;
+    wait_text(client, "#run-roles tr[data-role=platform]", "ann").await?;
+    wait_text(client, "#run-roles tr[data-role=qa]", "ephemeral").await?;
+    assert!(!server.path("ws/.agent-toolkit/runs").exists(), "the review recorded a run");
+    shoot(client, "swarm-review", "#run-review").await?;
+    click(client, "#start-run").await?;
+    wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "running").await?;
+    wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "running").await?;
+    let runs: Vec<_> = fs::read_dir(server.path("ws/.agent-toolkit/runs"))?.flatten().collect();
+    assert_eq!(runs.len(), 1, "one run is recorded");
+    let run_address = client.current_url().await?;
+
+    // Open the platform role's terminal, go back, and reopen it: the output is there.
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_text(client, "#terminal", "role=platform").await?;
+    client.goto(run_address.as_str()).await?;
+    wait_for(client, "#run-sessions").await?;
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_text(client, "#terminal", READY).await?;
+    click(client, "#terminal .xterm-screen").await?;
+    client.active_element().await?.send_keys(&format!("hello{}", char::from(Key::Enter))).await?;
+    wait_text(client, "#terminal", "got hello").await?;
+    shoot(client, "swarm-terminal", "body").await?;
+
+    // Stop the whole run.
+    client.goto(run_address.as_str()).await?;
+    click(client, "#stop-run").await?;
+    wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "stopped").await?;
+    wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "stopped").await?;
+    assert_eq!(fs::read(server.path("ws/people/ann.json"))?, people_before, "the run changed a Person");
+
+    // Resume the platform session: a new session on the same conversation.
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_for(client, "#resume").await?;
+    let old = client.current_url().await?.fragment().unwrap_or_default().to_owned();
+    click(client, "#resume").await?;
+    wait_text(client, "#terminal", "args=--resume ").await?;
+    let new = client.current_url().await?.fragment().unwrap_or_default().to_owned();
+    assert_ne!(old, new, "the resume is a new session");
+    let id = new.trim_start_matches("/sessions/");
+    let entry = server.get(&format!("/api/v1/sessions/{id}")).json();
+    assert_eq!(entry["resumed_from"], old.trim_start_matches("/sessions/"));
+    shoot(client, "resumed", "body").await?;
+    click(client, "#stop").await?;
+    wait_text(client, "#session-status", "stopped").await?;
+    Ok(())
+}

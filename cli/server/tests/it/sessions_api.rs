@@ -229,6 +229,7 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
         runner: "claude".to_owned(),
         model: None,
         task: None,
+        roster: None,
     };
     let path_variable = server.path("bin").into_os_string();
     let reviewed = review_session(&workspace, &options, Some(&path_variable)).expect("review");

@@ -58,7 +58,27 @@ impl Server {
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
         let home = Some(dir.path().join("home"));
-        let options = Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default(), home };
+        let options =
+            Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default(), home, roster: None };
+        let handle = acompose_server::start(&options).expect("server starts");
+        Self { handle, dir }
+    }
+
+    /// A server as [`Server::start_with`] whose People bind roles against the roster of
+    /// the acompose home `dir/acompose-home` (`roster:core`).
+    pub fn start_with_roster(dir: tempfile::TempDir, workspace: &str, path_variable: std::ffi::OsString) -> Self {
+        let roster = acompose_driver::people::as_role::RosterPlace {
+            home: dir.path().join("acompose-home"),
+            projects: dir.path().join("projects-root"),
+        };
+        let options = Options {
+            workspace: dir.path().join(workspace),
+            port: 0,
+            path_variable: Some(path_variable),
+            limits: ConnectionLimits::default(),
+            home: Some(dir.path().join("acompose-home")),
+            roster: Some(roster),
+        };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
@@ -67,7 +87,8 @@ impl Server {
     pub fn start_limited(limits: ConnectionLimits) -> Self {
         let dir = tempfile::tempdir().expect("temporary workspace");
         let home = Some(dir.path().join("home"));
-        let options = Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, home };
+        let options =
+            Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, home, roster: None };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
