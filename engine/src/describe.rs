@@ -79,6 +79,18 @@ pub fn rule(cause: &str) -> &'static str {
             "a link a projection into the repository owns delivers a role's skill there; it is not the catalogue's"
         }
         "invalid-skill" => "with skill policy `skip`, a skill that breaks an Agent Skills rule is left out",
+        "overlay-applied" => {
+            "a private overlay adds instructions, narrows or widens selection, or names a seat; it redefines nothing"
+        }
+        "overlay-seat" => {
+            "a private overlay may give a seat another name and pronouns, and change nothing else about it"
+        }
+        "overlay-excluded" => "a private overlay's `exclude` keeps a provider or skill out of the role",
+        "overlay-admitted" => "a private overlay's `admit` gives the role a repository a trusted root declares",
+        "overlay-instruction" => "a private overlay's instruction is delivered with the bundles of the roles it names",
+        "overlay-out-of-scope" => {
+            "an overlay instruction scoped to repositories is delivered only where one of them is admitted"
+        }
         _ => "see the reason",
     }
 }
@@ -571,7 +583,7 @@ pub enum WhyError {
     Unknown { item: String, suggestions: Vec<String> },
 }
 
-const WHY_KINDS: [&str; 5] = ["source", "skill", "role", "personality", "instruction"];
+const WHY_KINDS: [&str; 6] = ["source", "skill", "role", "personality", "instruction", "overlay"];
 
 /// Follows one item (`source:<id>`, `skill:<name>`, `role:<slug>`, `personality:<slug>`,
 /// `instruction:<id>`) to every decision about it.

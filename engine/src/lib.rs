@@ -21,6 +21,7 @@ pub mod harness_layout;
 pub mod host_config;
 pub mod instruction_block;
 pub mod limits;
+pub mod overlay;
 
 pub mod person;
 pub mod portable;

@@ -36,6 +36,7 @@ pub mod launch;
 pub mod load;
 pub mod mounts;
 pub mod observe;
+pub mod overlays;
 pub mod people;
 pub mod placement;
 pub mod progress;

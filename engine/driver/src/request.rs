@@ -143,12 +143,18 @@ pub struct RequestDefaults {
     /// `person_policy: external-only` selects no external source.
     pub selection: Result<Selection, Findings>,
     pub skill_policy: acompose_engine::skill_rules::SkillPolicy,
+    /// The home's private overlays in order, and home's folder of them when listed from it.
+    pub overlays: (Vec<PathBuf>, Option<PathBuf>),
 }
 
 impl Default for RequestDefaults {
-    /// No home: the embedded roster, skill policy `warn`.
+    /// No home: the embedded roster, skill policy `warn`, no overlay.
     fn default() -> Self {
-        RequestDefaults { selection: Ok(Selection::embedded()), skill_policy: Default::default() }
+        RequestDefaults {
+            selection: Ok(Selection::embedded()),
+            skill_policy: Default::default(),
+            overlays: (Vec::new(), None),
+        }
     }
 }
 
@@ -340,6 +346,13 @@ pub fn prepare<'db>(
     let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
+    let (overlay_paths, overlay_folder) = &defaults.overlays;
+    let overlays = loader.overlays(db, overlay_paths, overlay_folder.as_deref()).map_err(|diagnostics| {
+        HostError::Diagnostics {
+            subject: "a private overlay is invalid".to_owned(),
+            findings: Findings::collect(diagnostics, |_| None),
+        }
+    })?;
 
     // A compiled bundle inlines its skills' text; any other keeps only their summaries in
     // memory and reads the files again when it is written.
@@ -376,6 +389,7 @@ pub fn prepare<'db>(
         // which wins over the home's.
         policy,
     );
+    salsa::Setter::to(composition.set_overlays(db), overlays.clone());
     let db: &'db Database = db;
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());
@@ -391,7 +405,7 @@ pub fn prepare<'db>(
     let all = findings(&diagnostics, &texts, loader, db);
     match &result.value {
         Some(bundle) if !all.has_errors() => {
-            let model = acompose_engine::person::person_model(db, source).value.clone();
+            let model = acompose_engine::overlay::overlaid_model(db, source, &overlays).value;
             Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
         _ => Err(crate::convergence::converger::name_projects_root(

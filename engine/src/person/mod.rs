@@ -127,6 +127,9 @@ pub struct PersonModel {
     /// The personality catalogue: the package's own, then each library's, in file order.
     pub personalities: Vec<Personality>,
     pub invariant: String,
+    /// The digests of the private overlays applied to this model, in order
+    /// (`crate::overlay::overlaid_model`); empty for the package as written.
+    pub overlays: Vec<String>,
 }
 
 impl PersonModel {
