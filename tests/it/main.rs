@@ -26,6 +26,7 @@ mod incremental;
 mod launch;
 mod no_panic;
 mod one_run;
+mod overlays;
 mod people;
 mod registry;
 mod right_errors;
