@@ -29,6 +29,7 @@ pub mod projection;
 pub mod provider;
 pub mod render;
 pub mod request;
+pub mod seat_card;
 pub mod selector;
 pub mod snapshot;
 pub mod store;

@@ -144,3 +144,102 @@ fn every_forbidden_redefinition_fails_with_file_and_line_and_writes_nothing() {
     }
     insta::assert_snapshot!(report);
 }
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join(name);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("schema json");
+    jsonschema::validator_for(&schema).expect("valid schema")
+}
+
+fn assert_valid(validator: &jsonschema::Validator, document: &serde_json::Value) {
+    let errors: Vec<String> = validator.iter_errors(document).map(|error| error.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{document:#}");
+}
+
+#[test]
+fn overlay_shows_a_seat_card_with_the_overlays_name_and_its_json_validates() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    let card = |extra: &[&str]| {
+        let mut arguments = vec!["overlay", "--home", "home", "--role", "platform", "--seat", "claude"];
+        arguments.extend(extra);
+        acompose(root, &arguments)
+    };
+    let wide = card(&["--expression", "thinking", "--width", "120"]);
+    assert_eq!(wide.code, 0, "{}", wide.stderr);
+    let narrow = card(&["--width", "24"]);
+    insta::assert_snapshot!(format!("{}--\n{}", wide.stdout, narrow.stdout), @r"
+    🪢 🧱  Ada [she/her]  //  platform / thinking  //  tenacious + grounded  //  #dd971a
+    --
+    🪢 🧱 Ada [she/her]
+    platform / available
+    tenacious + grounded
+    #dd971a
+    ");
+    let json = card(&["--json", "--expression", "blocked"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_valid(&validator("overlay.schema.json"), &document);
+    assert_eq!(document["annotation"], "Ada [she/her] (Developer Platform Engineer)");
+    assert_eq!(document["expression"], "blocked");
+
+    let mut refusals = String::new();
+    for (role, seat, extra) in [
+        ("platform", "claude", &["--expression", "sleeping"][..]),
+        ("platform", "claude", &["--width", "19"]),
+        ("platform", "emacs", &[]),
+        ("nobody", "claude", &[]),
+    ] {
+        let mut arguments = vec!["overlay", "--home", "home", "--role", role, "--seat", seat];
+        arguments.extend(extra);
+        let output = acompose(root, &arguments);
+        assert_eq!(output.code, 1, "{arguments:?}: {}", output.stderr);
+        refusals.push_str(&output.stderr);
+    }
+    insta::assert_snapshot!(refusals, @r"
+    error: `sleeping` is not an expression; expressions: available, listening, thinking, acting, waiting-for-human, blocked, completed, failed, offline
+    error: `--width` must be at least 20
+    error: role `platform` has no seat `emacs`; seats: claude, codex, gemini
+    error: role `nobody` is not in the roster; roles: platform, sysadmin, eval, frontend, gamedev, tpm, devrel
+    ");
+}
+
+#[test]
+fn catalog_expressions_lists_the_vocabulary_and_its_json_validates() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let text = acompose(temporary.path(), &["catalog", "expressions"]);
+    assert_eq!(text.code, 0);
+    insta::assert_snapshot!(text.stdout, @r"
+    available
+    listening
+    thinking
+    acting
+    waiting-for-human
+    blocked
+    completed
+    failed
+    offline
+    ");
+    let json = acompose(temporary.path(), &["catalog", "expressions", "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_valid(&validator("expressions.schema.json"), &document);
+    let person = acompose(temporary.path(), &["roster", "--out", "out"]);
+    assert_eq!(person.code, 0, "{}", person.stderr);
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(temporary.path().join("out/person.json")).expect("person.json"))
+            .expect("json");
+    assert_eq!(snapshot["expressions"], document["expressions"], "one vocabulary");
+}
+
+#[test]
+fn person_json_with_overlays_validates_against_the_published_schema() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    assert_eq!(converge(root).code, 0);
+    let text = std::fs::read_to_string(root.join("home/sources/personality/person.json")).expect("person.json");
+    assert_valid(&validator("person.schema.json"), &serde_json::from_str(&text).expect("json"));
+}

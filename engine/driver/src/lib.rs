@@ -94,6 +94,13 @@ pub mod engine {
         };
     }
 
+    /// One seat's identity card with an expression (`acompose overlay`), and the fixed
+    /// expression vocabulary (`acompose catalog expressions`).
+    pub mod seat_card {
+        pub use acompose_engine::person::EXPRESSIONS;
+        pub use acompose_engine::seat_card::{CardError, FORMAT, MIN_WIDTH, SeatCard, card_text, seat_card};
+    }
+
     /// JSON output documents.
     pub mod snapshot {
         pub use acompose_engine::snapshot::{person_json, to_json_bytes};

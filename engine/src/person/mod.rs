@@ -14,7 +14,7 @@ pub use validate::person_model;
 pub(crate) const MODEL_TIERS: [&str; 3] = ["frontier", "commodity", "oss"];
 
 /// The fixed renderer expression vocabulary.
-pub(crate) const EXPRESSIONS: [&str; 9] =
+pub const EXPRESSIONS: [&str; 9] =
     ["available", "listening", "thinking", "acting", "waiting-for-human", "blocked", "completed", "failed", "offline"];
 
 /// A colour as written (`#rrggbb`) and its OKLab coordinates.
