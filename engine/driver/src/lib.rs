@@ -34,6 +34,7 @@ pub mod identity;
 pub mod instruction_block;
 pub mod launch;
 pub mod load;
+pub mod materialize;
 pub mod mounts;
 pub mod observe;
 pub mod overlays;
@@ -45,6 +46,7 @@ pub mod projection_record;
 pub mod projections;
 pub mod registry;
 pub mod request;
+pub mod run_with;
 pub mod runtime_home;
 
 pub mod scaffold;
