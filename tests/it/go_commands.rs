@@ -69,7 +69,10 @@ fn compose_runs_a_command_with_the_bundles_path_and_identity() {
     assert_ne!(failed.code, 0);
     assert!(!root.join("ran").exists());
     // A command that cannot start is an error naming it.
-    let missing = acompose(root, &["--home", "home", "compose", "compat/person-package/request.kdl", "--", "/nonexistent/program"]);
+    let missing = acompose(
+        root,
+        &["--home", "home", "compose", "compat/person-package/request.kdl", "--", "/nonexistent/program"],
+    );
     assert_eq!(missing.code, 1, "{}", missing.stderr);
     assert!(missing.stderr.contains("cannot run `/nonexistent/program`"), "{}", missing.stderr);
 }

@@ -300,6 +300,19 @@ fn roster_mistakes(
     acompose_engine::compose::role_and_tier_diagnostics(&model.value, &written)
 }
 
+/// The home's private overlays, read into the database.
+fn read_overlays(
+    db: &mut Database,
+    loader: &mut Loader,
+    defaults: &RequestDefaults,
+) -> Result<Vec<acompose_engine::SourceFile>, HostError> {
+    let (paths, folder) = &defaults.overlays;
+    loader.overlays(db, paths, folder.as_deref()).map_err(|diagnostics| HostError::Diagnostics {
+        subject: "a private overlay is invalid".to_owned(),
+        findings: Findings::collect(diagnostics, |_| None),
+    })
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
 /// are as the caller was given them (labels are made from them) and are read where the
 /// loader finds them on disk (see [`Loader::on_disk`]).
@@ -346,13 +359,7 @@ pub fn prepare<'db>(
     let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
-    let (overlay_paths, overlay_folder) = &defaults.overlays;
-    let overlays = loader.overlays(db, overlay_paths, overlay_folder.as_deref()).map_err(|diagnostics| {
-        HostError::Diagnostics {
-            subject: "a private overlay is invalid".to_owned(),
-            findings: Findings::collect(diagnostics, |_| None),
-        }
-    })?;
+    let overlays = read_overlays(db, loader, defaults)?;
 
     // A compiled bundle inlines its skills' text; any other keeps only their summaries in
     // memory and reads the files again when it is written.

@@ -128,7 +128,7 @@ pub struct PersonModel {
     pub personalities: Vec<Personality>,
     pub invariant: String,
     /// The digests of the private overlays applied to this model, in order
-    /// (`crate::overlay::overlaid_model`); empty for the package as written.
+    /// (see `overlaid_model` of the overlay module); empty for the package as written.
     pub overlays: Vec<String>,
 }
 
