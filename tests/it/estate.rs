@@ -880,7 +880,8 @@ fn watch_reconverges_when_a_private_overlay_is_added_and_edited() {
         let platform = index(home)["platform"].clone();
         std::fs::read_to_string(home.join("bundles").join(platform).join("content/overlays/team-review.md")).ok()
     };
-    let overlay = |text: &str| format!("instruction \"team-review\" {{\n    role \"platform\"\n    text \"{text}\"\n}}\n");
+    let overlay =
+        |text: &str| format!("instruction \"team-review\" {{\n    role \"platform\"\n    text \"{text}\"\n}}\n");
     // The overlays folder did not exist when watch started.
     write(&home.join("overlays/team.kdl"), &overlay("First."));
     watching.reconverged_until("the added overlay's instruction part of the platform bundle", || {
