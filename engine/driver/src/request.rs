@@ -360,7 +360,6 @@ pub fn prepare<'db>(
     let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
     let overlays = read_overlays(db, loader, defaults)?;
-
     // A compiled bundle inlines its skills' text; any other keeps only their summaries in
     // memory and reads the files again when it is written.
     loader.summarize_skills(request.delivery != Some(acompose_engine::request::Delivery::Compiled));
@@ -392,8 +391,7 @@ pub fn prepare<'db>(
         label.clone(),
         request.role.as_ref().map(|(_, span)| *span),
         request.model_tier.as_ref().map(|(_, span)| *span),
-        // A policy given by the caller (`compose --strict`) wins over the request's own,
-        // which wins over the home's.
+        // The caller's policy (`compose --strict`) wins over the request's, then the home's.
         policy,
     );
     salsa::Setter::to(composition.set_overlays(db), overlays.clone());
