@@ -19,6 +19,7 @@ pub mod identity;
 pub mod launch;
 pub mod mcp;
 pub mod output;
+pub mod overlay;
 pub mod people;
 pub mod progress;
 pub mod project;
@@ -146,6 +147,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the manual page of acompose, or of one command, in roff (`acompose man | man -l -`).
     Man(completions::ManArgs),
+    /// Show one seat's identity card with a renderer expression (text, or `--json`).
+    Overlay(overlay::OverlayArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
     Statusline(identity::StatuslineArgs),
     /// Show the role, identity and skills of the nearest projection.
@@ -186,6 +189,7 @@ pub fn main() -> ExitCode {
         Some(Command::Roster(args)) => roster::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
         Some(Command::Catalog(args)) => catalogue::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Overlay(args)) => overlay::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),

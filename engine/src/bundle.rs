@@ -334,6 +334,12 @@ fn instructions_document(resolution: &Resolution) -> String {
             let _ = writeln!(text, "- `{id}` from `{source}` — `instructions/{source}/{id}.md`");
         }
     }
+    if !resolution.overlay_instructions.is_empty() {
+        let _ = writeln!(text, "\n## Instructions from private overlays\n");
+        for instruction in &resolution.overlay_instructions {
+            let _ = writeln!(text, "- `{}` — `overlays/{}.md`", instruction.id, instruction.id);
+        }
+    }
     text
 }
 
@@ -362,6 +368,14 @@ fn bundle_content(db: &dyn salsa::Database, resolution: &Resolution) -> (Vec<Out
     for (source, id, file) in &resolution.instructions {
         content
             .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
+    }
+    for instruction in &resolution.overlay_instructions {
+        let mut text = instruction.text.trim().to_owned();
+        text.push('\n');
+        content.push(OutputFile {
+            path: format!("content/overlays/{}.md", instruction.id),
+            bytes: text.into_bytes().into(),
+        });
     }
     let instructions = instructions_document(resolution);
     if resolution.delivery == crate::request::Delivery::Compiled {

@@ -82,6 +82,18 @@ pub fn rule(cause: &str) -> &'static str {
         "mcp-tagged" => "an MCP server of the home's inventory reaches the roles its `roles` tag names",
         "mcp-selected" => "an MCP server a trusted root's `mcp-server` names for the role reaches it",
         "mcp-not-for-role" => "an MCP server reaches only the roles tagged or named for it (fail-closed)",
+        "overlay-applied" => {
+            "a private overlay adds instructions, narrows or widens selection, or names a seat; it redefines nothing"
+        }
+        "overlay-seat" => {
+            "a private overlay may give a seat another name and pronouns, and change nothing else about it"
+        }
+        "overlay-excluded" => "a private overlay's `exclude` keeps a provider or skill out of the role",
+        "overlay-admitted" => "a private overlay's `admit` gives the role a repository a trusted root declares",
+        "overlay-instruction" => "a private overlay's instruction is delivered with the bundles of the roles it names",
+        "overlay-out-of-scope" => {
+            "an overlay instruction scoped to repositories is delivered only where one of them is admitted"
+        }
         _ => "see the reason",
     }
 }
@@ -596,7 +608,7 @@ pub enum WhyError {
     Unknown { item: String, suggestions: Vec<String> },
 }
 
-const WHY_KINDS: [&str; 6] = ["source", "skill", "role", "personality", "instruction", "mcp"];
+const WHY_KINDS: [&str; 7] = ["source", "skill", "role", "personality", "instruction", "mcp", "overlay"];
 
 /// Follows one item (`source:<id>`, `skill:<name>`, `role:<slug>`, `personality:<slug>`,
 /// `instruction:<id>`) to every decision about it.

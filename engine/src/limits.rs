@@ -31,6 +31,8 @@ pub const SKILL_DOCUMENT: Limit = Limit { input: "a skill document", code: "limi
 /// A trusted root's `.agents/roles.kdl`. Large enough for a 100,000-repository estate.
 pub const ROLES_KDL: Limit = Limit { input: "a `roles.kdl`", code: "limit-roles-kdl", bytes: 16 * MIB };
 /// A `request.kdl` and each source declaration file it names.
+/// A private overlay (`engine::overlay`).
+pub const OVERLAY_KDL: Limit = Limit { input: "an overlay", code: "limit-overlay", bytes: MIB };
 pub const REQUEST_KDL: Limit = Limit { input: "a request file", code: "limit-request-kdl", bytes: MIB };
 /// A bundle's `manifest.json` as `describe`, `verify` and `diff` read it.
 pub const BUNDLE_MANIFEST: Limit = Limit { input: "a bundle manifest", code: "limit-bundle-manifest", bytes: 16 * MIB };
@@ -55,6 +57,7 @@ pub const ALL: &[Limit] = &[
     SKILL_DOCUMENT,
     ROLES_KDL,
     REQUEST_KDL,
+    OVERLAY_KDL,
     BUNDLE_MANIFEST,
     BUNDLE_TRACE,
     BUNDLE_TRACE_INDEX,

@@ -34,7 +34,7 @@ fn read(state: &AppState) -> Option<Versions> {
     let sessions = sessions_api::listing(state).ok()?;
     let files = state.workspace.collect().ok()?;
     let validation = workspace::load_roster(&files);
-    let mut people = report::list_json(&validation.roster.people, &validation.findings);
+    let mut people = report::list_json(&validation.roster.people, &validation.findings, None);
     people.extend_from_slice(files.bindings.as_deref().unwrap_or_default());
     for project in host::projects(&state.workspace).ok()? {
         people.extend_from_slice(project.id.as_bytes());

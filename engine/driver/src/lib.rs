@@ -36,8 +36,10 @@ pub mod launch;
 pub mod load;
 pub mod mcp_config;
 pub mod mcp_inventory;
+pub mod materialize;
 pub mod mounts;
 pub mod observe;
+pub mod overlays;
 pub mod people;
 pub mod placement;
 pub mod progress;
@@ -46,6 +48,7 @@ pub mod projection_record;
 pub mod projections;
 pub mod registry;
 pub mod request;
+pub mod run_with;
 pub mod runtime_home;
 
 pub mod scaffold;
@@ -98,6 +101,13 @@ pub mod engine {
     /// The MCP inventory: its servers and their transports.
     pub mod mcp {
         pub use acompose_engine::mcp::{FILE, Inventory, InventoryServer, McpServer, Transport};
+    }
+
+    /// One seat's identity card with an expression (`acompose overlay`), and the fixed
+    /// expression vocabulary (`acompose catalog expressions`).
+    pub mod seat_card {
+        pub use acompose_engine::person::EXPRESSIONS;
+        pub use acompose_engine::seat_card::{CardError, FORMAT, MIN_WIDTH, SeatCard, card_text, seat_card};
     }
 
     /// JSON output documents.

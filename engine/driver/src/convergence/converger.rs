@@ -277,10 +277,11 @@ impl Converger {
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
-        let (source, model) = self.read_person_source(home, config, reload, progress)?;
+        let (source, _) = self.read_person_source(home, config, reload, progress)?;
+        let (overlays, model) = self.read_overlays(home, config, source)?;
         self.read_mcp_inventory(home)?;
         let estate = self.read_estate(projects, config, reload, progress);
-        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
+        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy, &overlays);
         progress.phase("resolve and build bundles");
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
         let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
@@ -441,6 +442,7 @@ impl Converger {
         model: &PersonModel,
         estate: &Estate,
         skill_policy: acompose_engine::skill_rules::SkillPolicy,
+        overlays: &[acompose_engine::SourceFile],
     ) -> Vec<(String, String, Composition)> {
         let mut roles: Vec<(String, String, Composition)> = Vec::new();
         if estate.sources.is_empty() {
@@ -454,6 +456,7 @@ impl Converger {
             };
             let composition =
                 self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories, skill_policy);
+            self.set_overlays(composition, overlays);
             roles.push((role.slug.clone(), tier, composition));
         }
         self.compositions.retain(|slug, _| model.role(slug).is_some());
@@ -504,9 +507,11 @@ impl Converger {
             return Err(HostError::Diagnostics { subject, findings: Findings::collect(mistakes, |_| None) });
         }
         self.read_mcp_inventory(home)?;
+        let (overlays, model) = self.read_overlays(home, config, source)?;
         let estate = self.read_estate(projects, config, true, progress);
         let composition =
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
+        self.set_overlays(composition, &overlays);
         let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
         let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
@@ -516,6 +521,34 @@ impl Converger {
         };
         materialize_with(bundles, bundle, Verification::Full)?;
         Ok((bundles.join(&bundle.id), model))
+    }
+
+    /// Read: home's private overlays, and the roster with their seat names and digests
+    /// (what `person.json` shows). A missing or invalid overlay stops the convergence.
+    fn read_overlays(
+        &mut self,
+        home: &Path,
+        config: &HostConfig,
+        source: PersonSource,
+    ) -> Result<(Vec<acompose_engine::SourceFile>, PersonModel), HostError> {
+        let subject = "a private overlay is invalid".to_owned();
+        let overlays =
+            crate::overlays::read_overlays(&mut self.loader, &mut self.db, home, config).map_err(|diagnostics| {
+                HostError::Diagnostics { subject: subject.clone(), findings: Findings::collect(diagnostics, |_| None) }
+            })?;
+        let parsed = acompose_engine::overlay::overlaid_model(&self.db, source, &overlays);
+        if parsed.has_errors() {
+            let findings = Findings::collect(parsed.diagnostics, |path| self.loader.text_of(&self.db, path));
+            return Err(HostError::Diagnostics { subject, findings });
+        }
+        Ok((overlays, parsed.value))
+    }
+
+    /// Sets a composition's overlays when they changed.
+    fn set_overlays(&mut self, composition: Composition, overlays: &[acompose_engine::SourceFile]) {
+        if composition.overlays(&self.db) != overlays {
+            composition.set_overlays(&mut self.db).to(overlays.to_vec());
+        }
     }
 
     fn composition(
