@@ -49,88 +49,7 @@ fn print_report(
     elapsed: Duration,
 ) {
     if args.json {
-        #[derive(serde::Serialize)]
-        struct Files<'a> {
-            written: Vec<&'a str>,
-            unchanged: usize,
-            removed: Vec<&'a str>,
-        }
-        #[derive(serde::Serialize)]
-        struct Changed<'a> {
-            role: &'a str,
-            id: &'a str,
-        }
-        #[derive(serde::Serialize)]
-        struct Bundles<'a> {
-            new: usize,
-            reused: usize,
-            pruned: usize,
-            changed: Vec<Changed<'a>>,
-        }
-        #[derive(serde::Serialize)]
-        struct StatsJson {
-            stated: usize,
-            read: usize,
-            hashed: usize,
-            written: usize,
-            queries_executed: usize,
-            queries_reused: usize,
-        }
-        #[derive(serde::Serialize)]
-        struct Document<'a> {
-            format: &'static str,
-            source: &'a str,
-            roles: usize,
-            personalities: usize,
-            inputs_unchanged: bool,
-            files: Files<'a>,
-            bundles: Bundles<'a>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            stats: Option<StatsJson>,
-        }
-        let (source, roles, personalities, files, bundles) = match found {
-            Found::Unchanged(summary) => (
-                summary.source.as_str(),
-                summary.roles,
-                summary.personalities,
-                Files { written: Vec::new(), unchanged: summary.artifact_files, removed: Vec::new() },
-                Bundles { new: 0, reused: summary.bundles, pruned: 0, changed: Vec::new() },
-            ),
-            Found::Converged(report) => (
-                report.source.as_str(),
-                report.roles,
-                report.personalities,
-                Files {
-                    written: report.roster.written.iter().map(String::as_str).collect(),
-                    unchanged: report.roster.unchanged,
-                    removed: report.roster.removed.iter().map(String::as_str).collect(),
-                },
-                Bundles {
-                    new: report.bundles_new,
-                    reused: report.bundles_reused,
-                    pruned: report.bundles_pruned,
-                    changed: report.changed.iter().map(|(role, id)| Changed { role, id }).collect(),
-                },
-            ),
-        };
-        let document = Document {
-            format: "acompose.converge.v1",
-            source,
-            roles,
-            personalities,
-            inputs_unchanged: matches!(found, Found::Unchanged(_)),
-            files,
-            bundles,
-            stats: args.stats.then_some(StatsJson {
-                stated: stats.stated,
-                read: stats.read,
-                hashed: stats.hashed,
-                written: stats.written,
-                queries_executed: stats.queries_executed,
-                queries_reused: stats.queries_reused,
-            }),
-        };
-        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)));
+        print_stdout(&report_json(found, stats, args));
         return;
     }
     if !terminal.quiet {
@@ -142,6 +61,92 @@ fn print_report(
     if args.stats {
         print_stdout(&stats_line(stats));
     }
+}
+
+/// The `acompose.converge.v1` document of a bare run (`--json`).
+fn report_json(found: &Found<'_>, stats: &Stats, args: &ConvergeArgs) -> String {
+    #[derive(serde::Serialize)]
+    struct Files<'a> {
+        written: Vec<&'a str>,
+        unchanged: usize,
+        removed: Vec<&'a str>,
+    }
+    #[derive(serde::Serialize)]
+    struct Changed<'a> {
+        role: &'a str,
+        id: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Bundles<'a> {
+        new: usize,
+        reused: usize,
+        pruned: usize,
+        changed: Vec<Changed<'a>>,
+    }
+    #[derive(serde::Serialize)]
+    struct StatsJson {
+        stated: usize,
+        read: usize,
+        hashed: usize,
+        written: usize,
+        queries_executed: usize,
+        queries_reused: usize,
+    }
+    #[derive(serde::Serialize)]
+    struct Document<'a> {
+        format: &'static str,
+        source: &'a str,
+        roles: usize,
+        personalities: usize,
+        inputs_unchanged: bool,
+        files: Files<'a>,
+        bundles: Bundles<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stats: Option<StatsJson>,
+    }
+    let (source, roles, personalities, files, bundles) = match found {
+        Found::Unchanged(summary) => (
+            summary.source.as_str(),
+            summary.roles,
+            summary.personalities,
+            Files { written: Vec::new(), unchanged: summary.artifact_files, removed: Vec::new() },
+            Bundles { new: 0, reused: summary.bundles, pruned: 0, changed: Vec::new() },
+        ),
+        Found::Converged(report) => (
+            report.source.as_str(),
+            report.roles,
+            report.personalities,
+            Files {
+                written: report.roster.written.iter().map(String::as_str).collect(),
+                unchanged: report.roster.unchanged,
+                removed: report.roster.removed.iter().map(String::as_str).collect(),
+            },
+            Bundles {
+                new: report.bundles_new,
+                reused: report.bundles_reused,
+                pruned: report.bundles_pruned,
+                changed: report.changed.iter().map(|(role, id)| Changed { role, id }).collect(),
+            },
+        ),
+    };
+    let document = Document {
+        format: "acompose.converge.v1",
+        source,
+        roles,
+        personalities,
+        inputs_unchanged: matches!(found, Found::Unchanged(_)),
+        files,
+        bundles,
+        stats: args.stats.then_some(StatsJson {
+            stated: stats.stated,
+            read: stats.read,
+            hashed: stats.hashed,
+            written: stats.written,
+            queries_executed: stats.queries_executed,
+            queries_reused: stats.queries_reused,
+        }),
+    };
+    String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
 }
 
 fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -> String {
