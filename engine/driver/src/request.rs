@@ -313,6 +313,15 @@ fn read_overlays(
     })
 }
 
+/// Keeps the text of `file` for the findings that point into it, read once.
+fn remember_text(texts: &mut Texts, loader: &Loader, db: &Database, file: String) {
+    if !texts.by_path.contains_key(&file)
+        && let Some(text) = loader.text_of(db, &file)
+    {
+        texts.by_path.insert(file, text);
+    }
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
 /// are as the caller was given them (labels are made from them) and are read where the
 /// loader finds them on disk (see [`Loader::on_disk`]).
@@ -368,10 +377,8 @@ pub fn prepare<'db>(
     diagnostics.extend(source_diagnostics);
     // Repositories named by trusted roots, read under the projects root.
     for source in &sources {
-        if let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles
-            && let Some(text) = loader.text_of(db, &roles_file.display_path(db))
-        {
-            texts.by_path.insert(roles_file.display_path(db), text);
+        if let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles {
+            remember_text(&mut texts, loader, db, roles_file.display_path(db));
         }
     }
     let policy = skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy);
@@ -399,13 +406,8 @@ pub fn prepare<'db>(
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());
     // Catalogue files that diagnostics point at.
-    for diagnostic in &diagnostics {
-        if let Some(file) = &diagnostic.file
-            && !texts.by_path.contains_key(file)
-            && let Some(text) = loader.text_of(db, file)
-        {
-            texts.by_path.insert(file.clone(), text);
-        }
+    for file in diagnostics.iter().filter_map(|diagnostic| diagnostic.file.clone()) {
+        remember_text(&mut texts, loader, db, file);
     }
     let all = findings(&diagnostics, &texts, loader, db);
     match &result.value {
