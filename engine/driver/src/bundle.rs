@@ -447,6 +447,10 @@ pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<St
 /// A bundle's files by path, each as its reader keeps it.
 type BundleFiles<T> = BTreeMap<String, T>;
 
+/// What [`read_all`] read: the files, the problems met, and the bundle paths of the
+/// trees it left unread.
+type BundleRead<T> = (BundleFiles<T>, Vec<String>, Vec<String>);
+
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
 /// verification can name the files a damaged store entry changed; `keep` turns each
 /// file's path and bytes into what is kept of it as soon as it is read. `Err` when the
@@ -458,7 +462,7 @@ fn read_all<T>(
     directory: &Path,
     keep: &dyn Fn(&str, Vec<u8>) -> T,
     fresh: &FreshTrees<'_>,
-) -> Result<(BundleFiles<T>, Vec<String>, Vec<String>), Vec<String>> {
+) -> Result<BundleRead<T>, Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);

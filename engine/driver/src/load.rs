@@ -186,11 +186,8 @@ fn read_package(root: &Path, label: &str) -> Read {
     let metadata = std::fs::symlink_metadata(root);
     let problem = match &metadata {
         Err(error) => Some(
-            Diagnostic::error(
-                "package-missing",
-                format!("cannot open person source `{label}`: {}", error_kind(&error)),
-            )
-            .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+            Diagnostic::error("package-missing", format!("cannot open person source `{label}`: {}", error_kind(error)))
+                .hint("pass an existing package directory, or `roster:core` for the embedded default"),
         ),
         Ok(metadata) if metadata.file_type().is_symlink() => Some(
             Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))

@@ -71,6 +71,10 @@ impl PartialEq for Store {
 
 impl Eq for Store {}
 
+/// What reading a slice gave: (path inside the provider folder, bytes) of each file
+/// read, the problems met, and the skills whose trees were left unread.
+pub type SliceRead = (Vec<(String, Vec<u8>)>, Vec<String>, Vec<String>);
+
 /// What one write of an entry did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
@@ -438,11 +442,7 @@ impl Store {
     /// [`Store::read_slice`], leaving unread the trees named in `written` (entries this
     /// process verified before staging them and wrote itself); returns the skills whose
     /// trees it left unread too.
-    pub fn read_slice_except(
-        &self,
-        name: &str,
-        written: &std::collections::HashSet<&str>,
-    ) -> (Vec<(String, Vec<u8>)>, Vec<String>, Vec<String>) {
+    pub fn read_slice_except(&self, name: &str, written: &std::collections::HashSet<&str>) -> SliceRead {
         let folder = self.root.join(name);
         let links = match self.read_slice_links(&folder) {
             Ok(links) => links,
