@@ -504,7 +504,10 @@ fn read_all<T>(
             match provider_folder(&relative).map(|_| slice_of_link_resolving(entry.path(), &mut resolved)) {
                 Some(Ok(Some((store, name)))) => {
                     let (slice_files, store_problems, skipped) = store.read_slice_except(&name, fresh);
-                    unread.extend(skipped.into_iter().map(|skill| format!("{relative}/{skill}/")));
+                    unread.extend(skipped.into_iter().map(|skill| match skill.is_empty() {
+                        true => format!("{relative}/"),
+                        false => format!("{relative}/{skill}/"),
+                    }));
                     files.extend(slice_files.into_iter().map(|(path, bytes)| {
                         let path = format!("{relative}/{path}");
                         let kept = keep(&path, bytes);

@@ -441,8 +441,17 @@ impl Store {
 
     /// [`Store::read_slice`], leaving unread the trees named in `written` (entries this
     /// process verified before staging them and wrote itself); returns the skills whose
-    /// trees it left unread too.
+    /// trees it left unread too (one empty name when it left the whole slice unread).
     pub fn read_slice_except(&self, name: &str, written: &std::collections::HashSet<&str>) -> SliceRead {
+        // A slice this process verified and wrote (or found whole), all of whose trees it
+        // wrote too, is not read back: the empty skill stands for all of them.
+        if !written.is_empty()
+            && remembered_slice(name)
+                .is_some_and(|keys| keys.iter().all(|key| written.contains(key.as_str())) && !keys.is_empty())
+            && self.contains(name)
+        {
+            return (Vec::new(), Vec::new(), vec![String::new()]);
+        }
         let folder = self.root.join(name);
         let links = match self.read_slice_links(&folder) {
             Ok(links) => links,
