@@ -5,6 +5,9 @@
 //! Run with `cargo bench --bench estate`. The numbers and their ratios are recorded in
 //! `docs/performance.md`.
 
+#[path = "common/reference_estate.rs"]
+mod reference_estate;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,13 +18,10 @@ use acompose_driver::convergence::Converger;
 use acompose_driver::transaction::NoFaults;
 use divan::Bencher;
 use rayon::prelude::*;
+use reference_estate::{REPOSITORIES, ROLES, skill_text};
 
 #[path = "common/syscalls.rs"]
 mod syscalls;
-
-const REPOSITORIES: usize = 200;
-const SKILLS_PER_REPOSITORY: usize = 50;
-const ROLES: [&str; 7] = ["platform", "sysadmin", "eval", "frontend", "gamedev", "tpm", "devrel"];
 
 struct Estate {
     _directory: tempfile::TempDir,
@@ -32,51 +32,12 @@ struct Estate {
     files: Vec<PathBuf>,
 }
 
-fn skill_text(repository: usize, skill: usize, salt: &str) -> String {
-    let mut body = String::new();
-    while body.len() < 1400 {
-        let _ = write!(
-            body,
-            "Skill {skill} of repository {repository} explains one practice in enough words to weigh about one and a half kilobytes. {salt}\n\n"
-        );
-    }
-    format!(
-        "---\nname: skill-{repository:03}-{skill:02}\ndescription: Reference skill {skill} of repository {repository}.\n---\n\n# Skill {repository}-{skill}\n\n{body}"
-    )
-}
-
 /// Writes the reference estate and returns its paths.
 fn generate() -> Estate {
     let directory = tempfile::tempdir().expect("tempdir");
     let root = directory.path().to_path_buf();
     let projects = root.join("projects");
-    let mut roles_kdl = String::from("repositories {\n");
-    for repository in 0..REPOSITORIES {
-        let _ = writeln!(
-            roles_kdl,
-            "    repository repo-{repository:03} path=\"estate/repo-{repository:03}\" {{ skill \"skill-{repository:03}-0*\"; skill \"skill-{repository:03}-1*\"; }}"
-        );
-    }
-    roles_kdl.push_str("}\nroles {\n");
-    for (index, role) in ROLES.iter().enumerate() {
-        let _ = write!(roles_kdl, "    role {role} {{");
-        for repository in (0..REPOSITORIES).filter(|repository| repository % ROLES.len() == index) {
-            let _ = write!(roles_kdl, " use-repository repo-{repository:03};");
-        }
-        roles_kdl.push_str(" }\n");
-    }
-    roles_kdl.push_str("}\n");
-    let trusted = projects.join("estate/root/.agents");
-    std::fs::create_dir_all(&trusted).expect("mkdir");
-    std::fs::write(trusted.join("roles.kdl"), roles_kdl).expect("roles.kdl");
-    (0..REPOSITORIES).into_par_iter().for_each(|repository| {
-        for skill in 0..SKILLS_PER_REPOSITORY {
-            let folder =
-                projects.join(format!("estate/repo-{repository:03}/.agents/skills/skill-{repository:03}-{skill:02}"));
-            std::fs::create_dir_all(&folder).expect("mkdir");
-            std::fs::write(folder.join("SKILL.md"), skill_text(repository, skill, "")).expect("skill");
-        }
-    });
+    reference_estate::write(&projects);
     let mut inputs = Vec::new();
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(&projects).into_iter().flatten() {

@@ -7,16 +7,18 @@
 //! Run with `cargo bench --bench queries`. The numbers and their ratios are recorded in
 //! `docs/performance.md`.
 
+#[path = "common/reference_estate.rs"]
+#[allow(dead_code, reason = "the queries need the estate, not its roles or edits")]
+mod reference_estate;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use rayon::prelude::*;
+use reference_estate::REPOSITORIES;
 
-const REPOSITORIES: usize = 200;
-const SKILLS_PER_REPOSITORY: usize = 50;
 /// A skill the bundle selects, about halfway through its trace.
 const SKILL: &str = "skill:skill-100-25";
 
@@ -29,20 +31,6 @@ struct Reference {
     without_index: PathBuf,
     /// The folder the bundle is projected into.
     target: PathBuf,
-}
-
-/// The skill text of `benches/estate.rs`, so the bundle is the one measured there.
-fn skill_text(repository: usize, skill: usize) -> String {
-    let mut body = String::new();
-    while body.len() < 1400 {
-        let _ = write!(
-            body,
-            "Skill {skill} of repository {repository} explains one practice in enough words to weigh about one and a half kilobytes. \n\n"
-        );
-    }
-    format!(
-        "---\nname: skill-{repository:03}-{skill:02}\ndescription: Reference skill {skill} of repository {repository}.\n---\n\n# Skill {repository}-{skill}\n\n{body}"
-    )
 }
 
 fn run(arguments: &[&str], directory: &Path) -> std::process::Output {
@@ -62,14 +50,7 @@ fn run(arguments: &[&str], directory: &Path) -> std::process::Output {
 fn generate() -> Reference {
     let directory = tempfile::tempdir().expect("tempdir");
     let root = directory.path().to_path_buf();
-    (0..REPOSITORIES).into_par_iter().for_each(|repository| {
-        for skill in 0..SKILLS_PER_REPOSITORY {
-            let folder = root
-                .join(format!("projects/estate/repo-{repository:03}/.agents/skills/skill-{repository:03}-{skill:02}"));
-            std::fs::create_dir_all(&folder).expect("mkdir");
-            std::fs::write(folder.join("SKILL.md"), skill_text(repository, skill)).expect("skill");
-        }
-    });
+    reference_estate::write(&root.join("projects"));
     let mut request = String::from("compose {\n    role \"platform\"\n    delivery \"native-skills\"\n");
     for repository in 0..REPOSITORIES {
         let _ = writeln!(request, "    source \"repo-{repository:03}\" root=\"projects/estate/repo-{repository:03}\"");

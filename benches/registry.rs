@@ -8,11 +8,13 @@
 //! Run with `cargo bench --bench registry` (needs `apt-get install docker-registry`).
 //! The numbers are recorded in `docs/performance.md`.
 
+#[path = "common/reference_estate.rs"]
+#[allow(dead_code, reason = "the benchmark edits one skill and needs no role list")]
+mod reference_estate;
 #[path = "../tests/it/common/registry.rs"]
 #[allow(dead_code, reason = "the benchmark uses the launcher and the log, not the tests' other helpers")]
 mod registry;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -21,57 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use acompose_driver::registry::client::Access;
 use acompose_driver::registry::{PullRequest, Transfer, pull, push};
 use divan::Bencher;
-use rayon::prelude::*;
+use reference_estate::skill_text;
 use registry::Registry;
-
-const REPOSITORIES: usize = 200;
-const SKILLS_PER_REPOSITORY: usize = 50;
-const ROLES: [&str; 7] = ["platform", "sysadmin", "eval", "frontend", "gamedev", "tpm", "devrel"];
-
-/// The reference estate's skill text, as `benches/estate.rs` writes it.
-fn skill_text(repository: usize, skill: usize, salt: &str) -> String {
-    let mut body = String::new();
-    while body.len() < 1400 {
-        let _ = write!(
-            body,
-            "Skill {skill} of repository {repository} explains one practice in enough words to weigh about one and a half kilobytes. {salt}\n\n"
-        );
-    }
-    format!(
-        "---\nname: skill-{repository:03}-{skill:02}\ndescription: Reference skill {skill} of repository {repository}.\n---\n\n# Skill {repository}-{skill}\n\n{body}"
-    )
-}
-
-/// Writes the reference estate (as `benches/estate.rs` does) under `projects`.
-fn generate(projects: &Path) {
-    let mut roles_kdl = String::from("repositories {\n");
-    for repository in 0..REPOSITORIES {
-        let _ = writeln!(
-            roles_kdl,
-            "    repository repo-{repository:03} path=\"estate/repo-{repository:03}\" {{ skill \"skill-{repository:03}-0*\"; skill \"skill-{repository:03}-1*\"; }}"
-        );
-    }
-    roles_kdl.push_str("}\nroles {\n");
-    for (index, role) in ROLES.iter().enumerate() {
-        let _ = write!(roles_kdl, "    role {role} {{");
-        for repository in (0..REPOSITORIES).filter(|repository| repository % ROLES.len() == index) {
-            let _ = write!(roles_kdl, " use-repository repo-{repository:03};");
-        }
-        roles_kdl.push_str(" }\n");
-    }
-    roles_kdl.push_str("}\n");
-    let trusted = projects.join("estate/root/.agents");
-    std::fs::create_dir_all(&trusted).expect("mkdir");
-    std::fs::write(trusted.join("roles.kdl"), roles_kdl).expect("roles.kdl");
-    (0..REPOSITORIES).into_par_iter().for_each(|repository| {
-        for skill in 0..SKILLS_PER_REPOSITORY {
-            let folder =
-                projects.join(format!("estate/repo-{repository:03}/.agents/skills/skill-{repository:03}-{skill:02}"));
-            std::fs::create_dir_all(&folder).expect("mkdir");
-            std::fs::write(folder.join("SKILL.md"), skill_text(repository, skill, "")).expect("skill");
-        }
-    });
-}
 
 /// The registry, and the platform bundle before and after one skill edit (each in a home
 /// of its own, so neither is pruned).
@@ -106,7 +59,7 @@ fn setup() -> Option<&'static Setup> {
             let registry = Registry::start("the registry benchmark")?;
             let root = tempfile::tempdir().expect("tempdir").keep();
             let projects = root.join("projects");
-            generate(&projects);
+            reference_estate::write(&projects);
             let before = converge(&projects, &root.join("home-before"));
             // repo-000 belongs to platform; skill 05 is among its selected skills.
             let edited = projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");

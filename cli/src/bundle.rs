@@ -1,5 +1,5 @@
-//! `acompose bundle export BUNDLE --out FILE.tar`, `acompose bundle import FILE.tar` and
-//! `acompose bundle list`: the host writes or reads the self-contained archive, or lists
+//! `acompose bundle export BUNDLE --out FILE.tar`, `acompose bundle import FILE.tar`,
+//! `acompose bundle materialize --role R --harness H` and `acompose bundle list`: the host writes or reads the self-contained archive, or lists
 //! the home's bundles; this module prints the result.
 
 use std::path::{Path, PathBuf};
@@ -52,6 +52,26 @@ pub enum BundleCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Compose one role's bundle for one harness from the home's configuration (at the
+    /// tier of the role's seat for that harness) and write it, in one step.
+    Materialize {
+        /// The role.
+        #[arg(long, value_name = "SLUG")]
+        role: String,
+        /// The harness (a layout name: `claude`, `codex`, …).
+        #[arg(long, value_name = "HARNESS")]
+        harness: String,
+        /// Where the bundle folder goes (default: `<home>/bundles`).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The folder `owner/repo` paths resolve under (default: `$PROJECTS_ROOT`, else
+        /// `projects_root` in `agent-compose.yaml`, else `~/projects`).
+        #[arg(long, value_name = "DIR")]
+        projects_root: Option<PathBuf>,
+        /// Print a JSON report instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Upload a bundle to an OCI registry: only the blobs the repository lacks.
     Push(crate::bundle_registry::PushArgs),
     /// Download a bundle from an OCI registry into the home: only what the home lacks,
@@ -80,6 +100,10 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         BundleCommand::Push(push) => crate::bundle_registry::run_push(push, home, terminal),
         BundleCommand::Pull(pull) => crate::bundle_registry::run_pull(pull, home, terminal),
         BundleCommand::List { json } => crate::bundle_list::run(home, json, terminal),
+        BundleCommand::Materialize { role, harness, out, projects_root, json } => {
+            let request = MaterializeRequest { role: &role, harness: &harness, out: out.as_deref(), json };
+            materialize(home, projects_root.as_deref(), &request, terminal)
+        }
         BundleCommand::Export { bundle, out, json } => {
             match crate::named_bundle(home, &bundle).and_then(|bundle| export(&bundle, &out)) {
                 Ok(exported) => {
@@ -123,4 +147,68 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             }
         }
     }
+}
+
+/// What `bundle materialize` was asked for.
+struct MaterializeRequest<'a> {
+    role: &'a str,
+    harness: &'a str,
+    out: Option<&'a Path>,
+    json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct MaterializeReport<'a> {
+    format: &'static str,
+    bundle: &'a str,
+    role: &'a str,
+    harness: &'a str,
+    tier: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat: Option<&'a str>,
+    path: String,
+}
+
+/// `bundle materialize`: composes and writes one role's bundle for one harness.
+fn materialize(
+    home: Option<&Path>,
+    projects_root: Option<&Path>,
+    request: &MaterializeRequest<'_>,
+    terminal: &Terminal,
+) -> u8 {
+    let (home, projects) = match crate::home_and_projects(home, projects_root) {
+        Ok(places) => places,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let out = request.out.map_or_else(|| home.join(BUNDLES_DIR), Path::to_path_buf);
+    let progress = crate::progress::TerminalProgress::new(terminal);
+    let made = match acompose_driver::materialize::materialize(
+        &home,
+        &projects,
+        request.role,
+        request.harness,
+        &out,
+        &progress,
+    ) {
+        Ok(made) => made,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let report = MaterializeReport {
+        format: "acompose.bundle-materialize.v1",
+        bundle: &made.id,
+        role: &made.role,
+        harness: &made.harness,
+        tier: &made.tier,
+        seat: made.seat.as_deref(),
+        path: made.path.display().to_string(),
+    };
+    if request.json {
+        print_stdout(&String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&report)));
+    } else {
+        print_stdout(&format!(
+            "bundle {} (role {}, harness {}, tier {})\npath   {}\n",
+            report.bundle, report.role, report.harness, report.tier, report.path
+        ));
+    }
+    exit::SUCCESS
 }

@@ -1,4 +1,5 @@
-//! `acompose catalog roles|personalities|seats`: the loaded model as tables or JSON.
+//! `acompose catalog roles|personalities|seats`: the loaded model as tables or JSON; and
+//! `catalog expressions`, the fixed renderer vocabulary.
 
 use std::fmt::Write as _;
 
@@ -40,6 +41,8 @@ pub enum CatalogKind {
     Seats,
     /// The Agent Skills checks of catalogues, without composing.
     Check,
+    /// The fixed renderer expression vocabulary (`overlay --expression`).
+    Expressions,
 }
 
 #[derive(Serialize)]
@@ -96,6 +99,9 @@ pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Termina
     if args.kind == CatalogKind::Check {
         return crate::catalogue_check::run(&args.directories, args.json, terminal);
     }
+    if args.kind == CatalogKind::Expressions {
+        return expressions(args.json);
+    }
     if !args.directories.is_empty() {
         print_stderr("error: folders apply to `catalog check` only\n");
         return exit::USAGE;
@@ -121,8 +127,25 @@ pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Termina
         CatalogKind::Roles => roles(&model, args.json, terminal),
         CatalogKind::Personalities => personalities(&model, args.query.as_deref(), args.json, terminal),
         CatalogKind::Seats => seats(&model, args.role.as_deref(), args.json),
-        CatalogKind::Check => exit::SUCCESS,
+        CatalogKind::Check | CatalogKind::Expressions => exit::SUCCESS,
     }
+}
+
+/// The expression vocabulary: one a line, or `{format, expressions}`.
+fn expressions(json: bool) -> u8 {
+    use acompose_driver::engine::seat_card::EXPRESSIONS;
+    if json {
+        #[derive(Serialize)]
+        struct Expressions {
+            format: &'static str,
+            expressions: [&'static str; 9],
+        }
+        let document = Expressions { format: "acompose.catalog.expressions.v1", expressions: EXPRESSIONS };
+        print_stdout(&String::from_utf8_lossy(&to_json_bytes(&document)));
+    } else {
+        print_stdout(&format!("{}\n", EXPRESSIONS.join("\n")));
+    }
+    exit::SUCCESS
 }
 
 fn roles(model: &PersonModel, json: bool, terminal: &Terminal) -> u8 {

@@ -50,6 +50,12 @@ pub struct ComposeArgs {
     /// `strict`): nothing is written.
     #[arg(long)]
     pub strict: bool,
+    /// After `--`: a command to run once the bundle is written, with `AGENT_COMPOSE_BUNDLE`,
+    /// `AGENT_COMPOSE_BUNDLE_ID`, `AGENT_COMPOSE_ROLE`, `AGENT_COMPOSE_IDENTITY_NAME` and
+    /// `AGENT_COMPOSE_IDENTITY_PRONOUNS` set; the report goes to stderr and `compose` exits
+    /// with the command's code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Where one composition reads and writes: its flags and the environment, resolved.
@@ -89,7 +95,16 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         projects: settings.projects_root.value.clone(),
         defaults: settings.request_defaults(),
     };
-    compose_output(&args, &places, terminal).print()
+    let output = compose_output(&args, &places, terminal);
+    if args.command.is_empty() {
+        return output.print();
+    }
+    let code = output.print_to_stderr();
+    let Some(bundle) = output.bundle().filter(|_| code == exit::SUCCESS) else { return code };
+    match acompose_driver::run_with::run_with_bundle(bundle, &args.command) {
+        Ok(code) => code,
+        Err(error) => report_error(&error, terminal),
+    }
 }
 
 /// `compose`: resolves the request, materializes its bundle and returns what the command
@@ -107,6 +122,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
             text.push_str(&stats_line(&Stats { stated: warm.stated, ..Stats::default() }));
         }
         output.stdout(text);
+        output.composed(out.join(&warm.id));
         return output.exit(exit::SUCCESS);
     }
     // Made only now: a warm composition needs no database.
@@ -147,6 +163,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
         text.push_str(&stats_line(&stats));
     }
     output.stdout(text);
+    output.composed(out.join(&bundle.id));
     output.exit(exit::SUCCESS)
 }
 

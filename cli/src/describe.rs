@@ -20,7 +20,7 @@ pub struct DescribeArgs {
     #[arg(long)]
     pub all: bool,
     /// Explain one item: `source:<id>`, `skill:<name>`, `role:<slug>`,
-    /// `personality:<slug>` or `instruction:<id>`.
+    /// `personality:<slug>`, `instruction:<id>` or `overlay:<file>`.
     #[arg(long, value_name = "KIND:NAME")]
     pub why: Option<String>,
     /// Also check the bundle against one harness's listing limits (names, description
@@ -124,7 +124,7 @@ fn run_why(args: &DescribeArgs, bundle: &Path, item: &str, terminal: &Terminal) 
             exit::INVALID
         }
         Err(WhyFailure::Item(WhyError::BadItem)) => {
-            let kinds = ["source", "skill", "role", "personality", "instruction"];
+            let kinds = ["source", "skill", "role", "personality", "instruction", "mcp", "overlay"];
             let kind = item.split_once(':').map_or(item, |(kind, _)| kind);
             let suggestion = acompose_driver::engine::suggest::did_you_mean(kind, kinds)
                 .map(|suggestion| format!("; {suggestion}"))

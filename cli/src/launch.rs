@@ -102,6 +102,23 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
     }
 }
 
+/// The launch review's MCP lines: the role's servers, and the user's own servers the
+/// runtime home hides.
+fn mcp_lines(prepared: &Prepared) -> String {
+    let names = |names: &[String]| names.iter().map(|name| sanitize(name)).collect::<Vec<_>>().join(", ");
+    let mut lines = String::new();
+    if !prepared.mcp_servers.is_empty() {
+        lines.push_str(&format!("mcp servers: {}\n", names(&prepared.mcp_servers)));
+    }
+    if !prepared.mcp_hidden.is_empty() {
+        lines.push_str(&format!(
+            "hidden from this launch (your own, not the role's): {}\n",
+            names(&prepared.mcp_hidden)
+        ));
+    }
+    lines
+}
+
 /// One line about what else the harness reads from the working folder: other skills,
 /// and other roles' projections let through with `--allow-foreign-context`.
 fn warn_about_sight(prepared: &Prepared, terminal: &Terminal) {
@@ -161,6 +178,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         cwd: &cwd,
         allow_foreign: args.allow_foreign_context,
         bundle: bundle.as_deref(),
+        path_variable: None,
     };
     let progress = TerminalProgress::new(terminal);
     let prepared = match prepare(&request, &progress) {
@@ -169,7 +187,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     };
     warn_about_sight(&prepared, terminal);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let headline = format!(
+    let mut headline = format!(
         "launching {} as `{}` (tier {}, {} skills) from {}\n",
         layout.display_name,
         prepared.role,
@@ -177,6 +195,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         prepared.skills,
         prepared.runtime.display()
     );
+    headline.push_str(&mcp_lines(&prepared));
     if interactive && !args.yes {
         let model = match &prepared.model {
             Some(model) => Ok(model.clone()),

@@ -17,7 +17,9 @@ pub mod exit;
 pub mod gc;
 pub mod identity;
 pub mod launch;
+pub mod mcp;
 pub mod output;
+pub mod overlay;
 pub mod people;
 pub mod progress;
 pub mod project;
@@ -134,6 +136,8 @@ pub enum Command {
     Projections(project::ProjectionsArgs),
     /// Show the resolved settings and where each came from, or check a configuration file.
     Config(config::ConfigArgs),
+    /// List and check the MCP servers of the home's inventory (`<home>/mcp.kdl`).
+    Mcp(mcp::McpArgs),
     /// Wire a harness into host delivery (`load_points`, `skill_load_points`) and converge.
     Setup(setup::SetupArgs),
     /// Check the home, the configuration, the projects root, harness folders and links,
@@ -143,6 +147,8 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
     /// Print the manual page of acompose, or of one command, in roff (`acompose man | man -l -`).
     Man(completions::ManArgs),
+    /// Show one seat's identity card with a renderer expression (text, or `--json`).
+    Overlay(overlay::OverlayArgs),
     /// Print the identity row of the nearest projection (usable as Claude Code's `statusLine`).
     Statusline(identity::StatuslineArgs),
     /// Show the role, identity and skills of the nearest projection.
@@ -183,12 +189,13 @@ pub fn main() -> ExitCode {
         Some(Command::Roster(args)) => roster::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Watch(args)) => watch::run(cli.global.home.as_deref(), &args, &terminal),
         Some(Command::Catalog(args)) => catalogue::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Overlay(args)) => overlay::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Compose(args)) => compose::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Verify(args)) => verify::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Describe(args)) => describe::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Diff(args)) => describe::run_diff(args, cli.global.home.as_deref(), &terminal),
-        Some(Command::People(args)) => people::run(args, &terminal),
-        Some(Command::Serve(args)) => serve::run(&args, &terminal),
+        Some(Command::People(args)) => people::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Serve(args)) => serve::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Bundle(args)) => bundle::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Gc(args)) => gc::run(&args, cli.global.home.as_deref(), &terminal),
         Some(Command::Project(args)) => project::run(args, cli.global.home.as_deref(), &terminal),
@@ -199,6 +206,7 @@ pub fn main() -> ExitCode {
         Some(Command::Completions(args)) => completions::run_completions(&args),
         Some(Command::Man(args)) => completions::run_man(&args, &terminal),
         Some(Command::Config(args)) => config::run(args, cli.global.home.as_deref(), &terminal),
+        Some(Command::Mcp(args)) => mcp::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Setup(args)) => setup::run(args, cli.global.home.as_deref(), &terminal),
         Some(Command::Statusline(args)) => identity::run_statusline(args, &terminal),
         Some(Command::Whoami(args)) => identity::run_whoami(args, &terminal),

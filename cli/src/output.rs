@@ -18,9 +18,30 @@ enum Stream {
 pub struct CommandOutput {
     code: u8,
     pieces: Vec<(Stream, String)>,
+    /// The bundle folder the command composed or found, when it did.
+    bundle: Option<std::path::PathBuf>,
 }
 
 impl CommandOutput {
+    /// Records the bundle folder the command composed or found.
+    pub fn composed(&mut self, bundle: std::path::PathBuf) {
+        self.bundle = Some(bundle);
+    }
+
+    /// The bundle folder the command composed or found.
+    pub fn bundle(&self) -> Option<&std::path::Path> {
+        self.bundle.as_deref()
+    }
+
+    /// Prints everything to stderr (stdout is left to a command run after), and returns
+    /// the exit code.
+    pub fn print_to_stderr(&self) -> u8 {
+        for (_, text) in &self.pieces {
+            print_stderr(text);
+        }
+        self.code
+    }
+
     /// Adds text for stdout.
     pub fn stdout(&mut self, text: impl Into<String>) {
         self.push(Stream::Stdout, text.into());

@@ -8,9 +8,11 @@ mod edit;
 mod import;
 mod resolve;
 mod session;
+mod swarm;
 
 use std::path::PathBuf;
 
+use acompose_driver::people::as_role::{RosterPlace, roster_roles};
 use acompose_driver::people::{Stop, Workspace, checked_id, existing_person, initialise, save_person};
 use acompose_driver::people::{report, workspace};
 
@@ -54,6 +56,10 @@ pub enum PeopleCommand {
     Sessions(session::SessionsArgs),
     /// Stop a running session: its process group is ended.
     Stop(session::StopArgs),
+    /// Start a new session on an ended session's conversation (runners that keep one).
+    Resume(Box<session::ResumeArgs>),
+    /// Start, list, show and stop swarm runs: one session per recipe role.
+    Swarm(swarm::SwarmArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -97,20 +103,32 @@ pub struct IdArgs {
     pub workspace: WorkspaceArgs,
 }
 
-pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
+/// Where the roster People bind roles against is, from `--home` and the settings; `None`
+/// (with a warning) when it cannot be resolved: roles then bind to nothing.
+pub fn roster_place(home: Option<&std::path::Path>, terminal: &Terminal) -> Option<RosterPlace> {
+    match crate::home_and_projects(home, None) {
+        Ok((home, projects)) => Some(RosterPlace { home, projects }),
+        Err(error) => {
+            crate::terminal::warn(terminal, &format!("no roster roles are bound: {error}"));
+            None
+        }
+    }
+}
+
+pub fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let (outcome, json) = match *args.command {
         PeopleCommand::Init(init) => (run_init(&init, terminal), false),
-        PeopleCommand::Validate(validate) => return run_validate(&validate, terminal),
+        PeopleCommand::Validate(validate) => return run_validate(&validate, home, terminal),
         PeopleCommand::List(list) => {
             let json = list.json;
-            (run_list(&list, terminal), json)
+            (run_list(&list, home, terminal), json)
         }
         PeopleCommand::Show(show) => {
             let json = show.json;
-            (run_show(&show), json)
+            (run_show(&show, home, terminal), json)
         }
-        PeopleCommand::Add(add) => (edit::run_add(&add, terminal), false),
-        PeopleCommand::Edit(change) => (edit::run_edit(&change, terminal), false),
+        PeopleCommand::Add(add) => (edit::run_add(&add, home, terminal), false),
+        PeopleCommand::Edit(change) => (edit::run_edit(&change, home, terminal), false),
         PeopleCommand::Archive(target) => (run_set_archived(&target, true, terminal), false),
         PeopleCommand::Restore(target) => (run_set_archived(&target, false, terminal), false),
         PeopleCommand::Import(import) => {
@@ -122,7 +140,9 @@ pub fn run(args: PeopleArgs, terminal: &Terminal) -> u8 {
             (resolve::run(&resolve, terminal), json)
         }
         PeopleCommand::Runners(runners) => (session::run_runners(&runners), false),
-        PeopleCommand::Start(start) => (session::run_start(&start, terminal), false),
+        PeopleCommand::Start(start) => (session::run_start(&start, home, terminal), false),
+        PeopleCommand::Resume(resume) => (session::run_resume(&resume, home, terminal), false),
+        PeopleCommand::Swarm(swarm) => return swarm::run(swarm, home, terminal),
         PeopleCommand::Sessions(sessions) => {
             let json = sessions.json;
             (session::run_sessions(&sessions, terminal), json)
@@ -183,14 +203,21 @@ fn run_init(args: &InitArgs, terminal: &Terminal) -> Result<(), Stop> {
     Ok(())
 }
 
-fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
+fn run_validate(args: &ReportArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let validation = Workspace::open_initialised(&args.workspace.workspace)
         .and_then(|workspace| Ok(workspace.collect_with_contract()?));
     let files = match validation {
         Ok(files) => files,
         Err(stop) => return report_stop(stop, args.json, terminal),
     };
-    let validation = workspace::validate_workspace(&files);
+    let mut validation = workspace::validate_workspace(&files);
+    // A Person's MCP servers resolve against the home's inventory (when there is a home).
+    if !validation.stopped_at_contract
+        && let Ok(home) = acompose_driver::home::resolve_home(home)
+    {
+        let references = acompose_driver::people::mcp_reference_findings(&validation.roster.people, &home);
+        validation.findings.extend(references);
+    }
     if args.json {
         print_stdout(&String::from_utf8_lossy(&report::validation_json(&validation)));
     } else if !validation.findings.is_empty() && (validation.has_errors() || !terminal.quiet) {
@@ -212,12 +239,18 @@ fn run_validate(args: &ReportArgs, terminal: &Terminal) -> u8 {
     exit::SUCCESS
 }
 
-fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
+fn run_list(args: &ReportArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
-    let validation = workspace::load_roster(&workspace.collect()?);
+    let mut validation = workspace::load_roster(&workspace.collect()?);
+    let roles = roster_place(home, terminal).and_then(|place| roster_roles(&place).ok());
+    if let Some(roles) = &roles {
+        let unbound = acompose_driver::people::roster_role::unbound_findings(&validation.roster, roles);
+        validation.findings.extend(unbound);
+    }
     if args.json {
         // One document: the findings travel inside it.
-        print_stdout(&String::from_utf8_lossy(&report::list_json(&validation.roster.people, &validation.findings)));
+        let bytes = report::list_json(&validation.roster.people, &validation.findings, roles.as_deref());
+        print_stdout(&String::from_utf8_lossy(&bytes));
         return if validation.has_errors() { Err(Stop::Reported) } else { Ok(()) };
     }
     print_stdout(&report::list_text(&validation.roster.people));
@@ -230,14 +263,17 @@ fn run_list(args: &ReportArgs, terminal: &Terminal) -> Result<(), Stop> {
     Ok(())
 }
 
-fn run_show(args: &ShowArgs) -> Result<(), Stop> {
+fn run_show(args: &ShowArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let person = existing_person(&workspace, id)?;
     if args.json {
         print_stdout(&String::from_utf8_lossy(&acompose_driver::people::document::person_bytes(&person)));
     } else {
+        let place = roster_place(home, terminal);
+        let bound = acompose_driver::people::as_role::bound_role(&person.role, place.as_ref());
         print_stdout(&report::person_text(&person));
+        print_stdout(&report::roster_role_line(&bound));
     }
     Ok(())
 }

@@ -76,8 +76,16 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Err(error) => return report_error(&error, terminal),
     };
     let mode = if args.copy { Mode::Copy } else { Mode::Link };
-    let request =
-        Request { bundle: &bundle, layout, scope, target: &target, mode, extra_links: &[], git: GitExclusion::Local };
+    let request = Request {
+        bundle: &bundle,
+        layout,
+        scope,
+        target: &target,
+        mode,
+        extra_links: &[],
+        mcp_file: None,
+        git: GitExclusion::Local,
+    };
     let report = match project(&request, &mut NoFaults) {
         Ok(report) => report,
         Err(error) => return report_error(&error, terminal),

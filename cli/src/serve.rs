@@ -26,12 +26,14 @@ pub struct ServeArgs {
     pub open: bool,
 }
 
-pub fn run(args: &ServeArgs, terminal: &Terminal) -> u8 {
+pub fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let options = Options {
+        roster: crate::people::roster_place(home, terminal),
         workspace: args.workspace.clone(),
         port: args.port,
         path_variable: std::env::var_os("PATH"),
         limits: ConnectionLimits::default(),
+        home: home.map(std::path::Path::to_path_buf),
     };
     let handle = match acompose_server::start(&options) {
         Ok(handle) => handle,

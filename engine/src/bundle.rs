@@ -96,6 +96,11 @@ pub struct Manifest {
     pub seats: Vec<ManifestSeat>,
     /// Selected providers in precedence order.
     pub sources: Vec<ManifestSource>,
+    /// The MCP servers the role receives (names, transports, commands or URLs, variable
+    /// names; never a value), in inventory order. Absent when there are none, so a
+    /// bundle without servers keeps the id it had before servers existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
     /// Every file of the bundle except `manifest.json`, sorted by path.
     pub content: Vec<ManifestContent>,
 }
@@ -329,6 +334,12 @@ fn instructions_document(resolution: &Resolution) -> String {
             let _ = writeln!(text, "- `{id}` from `{source}` — `instructions/{source}/{id}.md`");
         }
     }
+    if !resolution.overlay_instructions.is_empty() {
+        let _ = writeln!(text, "\n## Instructions from private overlays\n");
+        for instruction in &resolution.overlay_instructions {
+            let _ = writeln!(text, "- `{}` — `overlays/{}.md`", instruction.id, instruction.id);
+        }
+    }
     text
 }
 
@@ -357,6 +368,14 @@ fn bundle_content(db: &dyn salsa::Database, resolution: &Resolution) -> (Vec<Out
     for (source, id, file) in &resolution.instructions {
         content
             .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
+    }
+    for instruction in &resolution.overlay_instructions {
+        let mut text = instruction.text.trim().to_owned();
+        text.push('\n');
+        content.push(OutputFile {
+            path: format!("content/overlays/{}.md", instruction.id),
+            bytes: text.into_bytes().into(),
+        });
     }
     let instructions = instructions_document(resolution);
     if resolution.delivery == crate::request::Delivery::Compiled {
@@ -451,6 +470,7 @@ fn manifest_of(resolution: &Resolution) -> Manifest {
                 location: source.location.clone(),
             })
             .collect(),
+        mcp_servers: resolution.mcp_servers.clone(),
         content: Vec::new(),
     }
 }

@@ -10,9 +10,20 @@
 //! 3. every provider in precedence order: its `source:<id>` decision, then its ordinary
 //!    skills in catalogue order, its composed skills in catalogue order, its
 //!    instructions, then its folders without `SKILL.md` (`not-a-skill`); excluded
-//!    providers keep their place in that order.
+//!    providers keep their place in that order;
+//! 4. every server of the home's MCP inventory (`mcp:<name>`), in inventory order:
+//!    selected when tagged for the role or named by a trusted root's `mcp-server`,
+//!    else excluded.
+//!
+//! Private overlays (`crate::overlay`) add to that order: after the roles, one
+//! `overlay:<file>` decision per overlay that concerns the role and a `role:` decision per
+//! seat it names; their `exclude` and `admit` entries change a provider's `source:`
+//! decision and a skill's decision in place (cause `overlay-…`); their instructions come
+//! last, after every MCP server.
 
 mod candidates;
+mod mcp_selection;
+mod overlay;
 mod person;
 mod selection;
 
@@ -28,6 +39,7 @@ use crate::request::Delivery;
 use crate::selector::Pattern;
 use crate::skill_rules::SkillPolicy;
 use crate::trace::{Decision, Outcome, ProviderReport, SelectorReport, TraceEntry, TraceRecord, approximate_tokens};
+pub use overlay::OverlayInstruction;
 use selection::ProviderSelection;
 
 /// The id of the person package among the providers.
@@ -87,6 +99,15 @@ pub struct Composition {
     /// `skill_policy`).
     #[returns(copy)]
     pub skill_policy: SkillPolicy,
+    /// The home's MCP inventory (`<home>/mcp.kdl`), when there is one.
+    #[returns(copy)]
+    #[default]
+    pub mcp_inventory: Option<SourceFile>,
+    /// The private overlays, in the order given (`crate::overlay`); each is read only
+    /// through its share for the role.
+    #[returns(ref)]
+    #[default]
+    pub overlays: Vec<SourceFile>,
 }
 
 /// One selected catalogue skill and the files that go into the bundle.
@@ -126,7 +147,11 @@ pub struct Resolution {
     pub person_skills: Vec<PersonSkill>,
     pub selected: Vec<SelectedSkill>,
     pub instructions: Vec<(String, String, SourceFile)>,
+    /// The instructions private overlays add, in overlay order.
+    pub overlay_instructions: Vec<OverlayInstruction>,
     pub sources: Vec<ManifestSource>,
+    /// The MCP servers the role receives, in inventory order.
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
     pub trace: TraceRecord,
 }
 
@@ -188,6 +213,8 @@ struct Resolver<'db> {
     /// Names of inactive roles' skills and methods and of personalities outside the meld:
     /// a catalogue skill with one of these names never enters (cause, reason).
     reserved: BTreeMap<String, (&'static str, String)>,
+    /// Each overlay's share for the role, in the order given.
+    overlays: Vec<overlay::AppliedOverlay>,
 }
 
 impl Resolver<'_> {
@@ -306,6 +333,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         diagnostics: model_parsed.diagnostics.clone(),
         taken: BTreeMap::new(),
         reserved: BTreeMap::new(),
+        overlays: Vec::new(),
     };
     let written = RoleAndTier {
         slug: &slug,
@@ -319,8 +347,11 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         return Parsed::new(None, resolver.diagnostics);
     };
 
-    // 1. Roles.
+    // 1. Roles, then the private overlays that concern the role.
     resolver.decide_roles(model);
+    let overlays = resolver.read_overlays();
+    let renamed = resolver.rename_seats(model, &overlays);
+    resolver.overlays = overlays;
     // 2. The person package.
     let person_skills = resolver.deliver_person_package(model, role);
     // 3. Providers in precedence order.
@@ -335,23 +366,34 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         }],
         seen_paths: BTreeMap::new(),
     };
-    for candidate in resolver.gather_candidates() {
+    let mut candidates = resolver.gather_candidates();
+    let overlays = std::mem::take(&mut resolver.overlays);
+    resolver.overlay_admissions(&mut candidates, &overlays);
+    resolver.overlays = overlays;
+    for candidate in candidates {
         resolver.resolve_provider(&candidate, &mut providers);
     }
+    // 4. MCP servers.
+    let mcp_servers = resolver.select_mcp_servers();
+    // 5. What the overlays add to the instructions.
+    let overlays = std::mem::take(&mut resolver.overlays);
+    let overlay_instructions = resolver.overlay_instructions(&overlays, &providers.sources);
 
     if resolver.diagnostics.iter().any(Diagnostic::is_error) {
         return Parsed::new(None, resolver.diagnostics);
     }
     let trace = TraceRecord { role: slug.clone(), entries: resolver.decisions, providers: resolver.providers };
     let resolution = Resolution {
-        model: model.clone(),
+        model: renamed,
         role: slug,
         model_tier: tier,
         delivery: composition.delivery(db),
         person_skills,
         selected: providers.selected,
         instructions: providers.instructions,
+        overlay_instructions,
         sources: providers.sources,
+        mcp_servers,
         trace,
     };
     Parsed::new(Some(resolution), resolver.diagnostics)

@@ -79,6 +79,21 @@ pub fn rule(cause: &str) -> &'static str {
             "a link a projection into the repository owns delivers a role's skill there; it is not the catalogue's"
         }
         "invalid-skill" => "with skill policy `skip`, a skill that breaks an Agent Skills rule is left out",
+        "mcp-tagged" => "an MCP server of the home's inventory reaches the roles its `roles` tag names",
+        "mcp-selected" => "an MCP server a trusted root's `mcp-server` names for the role reaches it",
+        "mcp-not-for-role" => "an MCP server reaches only the roles tagged or named for it (fail-closed)",
+        "overlay-applied" => {
+            "a private overlay adds instructions, narrows or widens selection, or names a seat; it redefines nothing"
+        }
+        "overlay-seat" => {
+            "a private overlay may give a seat another name and pronouns, and change nothing else about it"
+        }
+        "overlay-excluded" => "a private overlay's `exclude` keeps a provider or skill out of the role",
+        "overlay-admitted" => "a private overlay's `admit` gives the role a repository a trusted root declares",
+        "overlay-instruction" => "a private overlay's instruction is delivered with the bundles of the roles it names",
+        "overlay-out-of-scope" => {
+            "an overlay instruction scoped to repositories is delivered only where one of them is admitted"
+        }
         _ => "see the reason",
     }
 }
@@ -336,6 +351,28 @@ fn write_profile(text: &mut String, manifest: &Manifest, palette: Palette) {
             personality.color
         );
     }
+    for (index, server) in manifest.mcp_servers.iter().enumerate() {
+        let label = if index == 0 { "mcp servers" } else { "" };
+        let _ = writeln!(text, "  {label:<13} {}", mcp_server_label(server));
+    }
+}
+
+/// An MCP server as the profile lists it: name, transport, command or URL, and the
+/// variables it needs.
+fn mcp_server_label(server: &crate::mcp::McpServer) -> String {
+    let reach = match (&server.command, &server.url) {
+        (Some(command), _) => std::iter::once(command.as_str())
+            .chain(server.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, Some(url)) => url.clone(),
+        (None, None) => String::new(),
+    };
+    let mut label = format!("{} ({}) {}", server.name, server.transport.name(), crate::diagnostic::sanitize(&reach));
+    if !server.env.is_empty() {
+        let _ = write!(label, " · env {}", server.env.join(", "));
+    }
+    label
 }
 
 /// A seat as the profile lists it: its key, then its tier and channel when it has them.
@@ -571,7 +608,7 @@ pub enum WhyError {
     Unknown { item: String, suggestions: Vec<String> },
 }
 
-const WHY_KINDS: [&str; 5] = ["source", "skill", "role", "personality", "instruction"];
+const WHY_KINDS: [&str; 7] = ["source", "skill", "role", "personality", "instruction", "mcp", "overlay"];
 
 /// Follows one item (`source:<id>`, `skill:<name>`, `role:<slug>`, `personality:<slug>`,
 /// `instruction:<id>`) to every decision about it.

@@ -76,6 +76,9 @@ pub struct Layout {
     /// Whether repository-scope skill links into the store reach the harness (Kilo drops
     /// links that leave the checkout).
     pub repository_links: bool,
+    /// Where the harness reads MCP servers, and in what shape; `None` when acompose does
+    /// not deliver servers to it.
+    pub mcp: Option<crate::mcp::harness_config::McpPlaces>,
     /// Where the row's facts come from.
     pub sources: &'static [&'static str],
 }

@@ -43,6 +43,9 @@ pub struct HostConfig {
     pub load_points: Option<Vec<LoadPoint>>,
     /// `skill_load_points`: where each harness's user skills folder is.
     pub skill_load_points: Option<Vec<LoadPoint>>,
+    /// `overlays`: the private overlay files, in order (absolute, `~/…` or relative to
+    /// home); empty when the key is absent (then home's `overlays/*.kdl` are read).
+    pub overlays: Vec<(String, Span)>,
 }
 
 /// Where one harness's delivery goes.
@@ -65,7 +68,7 @@ pub struct LoadPoint {
 }
 
 /// Every key the host configuration knows, in the order the documentation lists them.
-pub const KNOWN_KEYS: [&str; 8] = [
+pub const KNOWN_KEYS: [&str; 9] = [
     "person_source",
     "person_policy",
     "personality_libraries",
@@ -74,6 +77,7 @@ pub const KNOWN_KEYS: [&str; 8] = [
     "skill_policy",
     "load_points",
     "skill_load_points",
+    "overlays",
 ];
 
 /// The byte offset of a 1-based line and column (columns count characters).
@@ -275,6 +279,7 @@ impl Reader<'_> {
             "skill_load_points" => config.skill_load_points = Some(self.load_points(value, &pointer, key)),
             "skill_policy" => self.read_skill_policy(config, value, &pointer, key),
             "operating_context" => self.read_operating_context(config, value, &pointer, key),
+            "overlays" => config.overlays = self.list(value, &pointer, key),
             _ => {
                 let key_span = self.key_span(&pointer, key);
                 let mut diagnostic =

@@ -21,6 +21,8 @@ pub mod harness_layout;
 pub mod host_config;
 pub mod instruction_block;
 pub mod limits;
+pub mod mcp;
+pub mod overlay;
 
 pub mod person;
 pub mod portable;
@@ -28,6 +30,7 @@ pub mod projection;
 pub mod provider;
 pub mod render;
 pub mod request;
+pub mod seat_card;
 pub mod selector;
 pub mod snapshot;
 pub mod store;

@@ -31,6 +31,8 @@ pub const SKILL_DOCUMENT: Limit = Limit { input: "a skill document", code: "limi
 /// A trusted root's `.agents/roles.kdl`. Large enough for a 100,000-repository estate.
 pub const ROLES_KDL: Limit = Limit { input: "a `roles.kdl`", code: "limit-roles-kdl", bytes: 16 * MIB };
 /// A `request.kdl` and each source declaration file it names.
+/// A private overlay (`engine::overlay`).
+pub const OVERLAY_KDL: Limit = Limit { input: "an overlay", code: "limit-overlay", bytes: MIB };
 pub const REQUEST_KDL: Limit = Limit { input: "a request file", code: "limit-request-kdl", bytes: MIB };
 /// A bundle's `manifest.json` as `describe`, `verify` and `diff` read it.
 pub const BUNDLE_MANIFEST: Limit = Limit { input: "a bundle manifest", code: "limit-bundle-manifest", bytes: 16 * MIB };
@@ -43,6 +45,8 @@ pub const BUNDLE_TRACE_INDEX: Limit =
 /// A People file (person@1 JSON, `bindings.yaml`, hire and recipe files) and the host
 /// configuration YAML, which share the hardened JSON and YAML readers. Its code is the one
 /// People reports have always used (`docs/people.md`).
+/// The home's MCP inventory, `mcp.kdl`.
+pub const MCP_INVENTORY: Limit = Limit { input: "an MCP inventory", code: "limit-mcp-inventory", bytes: 256 * KIB };
 pub const PEOPLE_FILE: Limit = Limit { input: "a People file", code: "file-too-large", bytes: 64 * KIB };
 /// A request or response body of the HTTP interface (reserved: no HTTP reader exists yet).
 pub(crate) const HTTP_BODY: Limit = Limit { input: "an HTTP body", code: "limit-http-body", bytes: MIB };
@@ -53,6 +57,7 @@ pub const ALL: &[Limit] = &[
     SKILL_DOCUMENT,
     ROLES_KDL,
     REQUEST_KDL,
+    OVERLAY_KDL,
     BUNDLE_MANIFEST,
     BUNDLE_TRACE,
     BUNDLE_TRACE_INDEX,

@@ -87,6 +87,25 @@ pub struct Details {
     /// user's (which it does not own), rather than as a file of its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<BlockRecord>,
+    /// The MCP servers the projection put into a harness file of the user's (which it
+    /// does not own), to take them out again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<McpRecord>,
+}
+
+/// The role's MCP servers merged into a harness's configuration file the user owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpRecord {
+    /// The file, relative to the target.
+    pub path: String,
+    /// The layout whose file it is (its key and shape come from the layout).
+    pub layout: String,
+    /// The servers the projection added, by name.
+    pub servers: Vec<String>,
+    /// Whether the file had no key for servers before: taken out with the last server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub created_key: bool,
 }
 
 /// One managed block of instructions in a file the user owns.
@@ -219,6 +238,9 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
     if compiled {
         skill_bytes = instructions.len() as u64;
     }
+    if let Some(entry) = mcp_entry(bundle.manifest, layout, scope) {
+        entries.push(entry);
+    }
     entries.sort_by(|left, right| left.path.cmp(&right.path));
     let manifest = bundle.manifest;
     let details = Details {
@@ -241,8 +263,30 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
         skills: folders.keys().map(|skill| (*skill).to_owned()).collect(),
         approximate_tokens: skill_bytes.div_ceil(4),
         blocks: Vec::new(),
+        mcp: Vec::new(),
     };
     Ok(Plan { entries, details })
+}
+
+/// The harness's MCP file at `scope` holding exactly the role's servers, as a file of the
+/// projection's own; the driver merges it into the user's file when one is there. None
+/// when the role has no server or the harness reads none at this scope.
+fn mcp_entry(manifest: &Manifest, layout: &Layout, scope: Scope) -> Option<PlannedEntry> {
+    let places = layout.mcp.as_ref()?;
+    let path = mcp_path(places, scope);
+    if manifest.mcp_servers.is_empty() || path.is_empty() {
+        return None;
+    }
+    let bytes = crate::mcp::harness_config::owned_file(path, places, &manifest.mcp_servers);
+    Some(PlannedEntry { path: path.to_owned(), content: Planned::Bytes(bytes) })
+}
+
+/// Where a harness reads MCP servers at `scope` (`""`: nowhere).
+pub fn mcp_path(places: &crate::mcp::harness_config::McpPlaces, scope: Scope) -> &'static str {
+    match scope {
+        Scope::Repository => places.repository,
+        Scope::Home => places.home,
+    }
 }
 
 /// The separator of layouts sharing one target in a record's `layout` (`claude+codex`);
@@ -448,6 +492,7 @@ mod tests {
             skills: vec!["role-platform".to_owned()],
             approximate_tokens: 1_234,
             blocks: Vec::new(),
+            mcp: Vec::new(),
         }
     }
 
@@ -483,6 +528,7 @@ mod tests {
             identity: ManifestIdentity { name: "Rowan".to_owned(), pronouns: String::new() },
             seats: Vec::new(),
             sources: Vec::new(),
+            mcp_servers: Vec::new(),
             content: Vec::new(),
         }
     }

@@ -35,6 +35,8 @@ pub struct RoleUse {
     pub span: Span,
     pub repositories: Vec<(String, Span)>,
     pub composed: Vec<Pattern>,
+    /// `mcp-server` references: servers of the home's MCP inventory the role receives.
+    pub mcp_servers: Vec<(String, Span)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -228,7 +230,7 @@ impl RootReading<'_> {
             reader.report("duplicate-role", span, format!("role `{slug}` is declared twice"), "merge the two");
             return None;
         }
-        let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new() };
+        let mut role = RoleUse { slug, span, repositories: Vec::new(), composed: Vec::new(), mcp_servers: Vec::new() };
         for entry in &child.children {
             match entry.name.as_str() {
                 "use-repository" => {
@@ -243,7 +245,14 @@ impl RootReading<'_> {
                         role.composed.push(pattern);
                     }
                 }
-                _ => reader.unknown_node(entry, "a `role`", &["use-repository", "composed-skill"]),
+                "mcp-server" => {
+                    reader.allowed_properties(entry, &[]);
+                    reader.no_children(entry);
+                    if reader.argument_count(entry, 1, None) {
+                        role.mcp_servers.extend(reader.string_arguments(entry));
+                    }
+                }
+                _ => reader.unknown_node(entry, "a `role`", &["use-repository", "composed-skill", "mcp-server"]),
             }
         }
         Some(role)
@@ -355,6 +364,8 @@ pub struct RoleView {
     pub users: BTreeMap<String, Vec<String>>,
     pub composed: Vec<Pattern>,
     pub composed_elsewhere: BTreeMap<String, Vec<String>>,
+    /// The MCP servers this role's block names, with where.
+    pub mcp_servers: Vec<(String, Span)>,
     /// Each repository id's position in `repositories`.
     pub repository_positions: BTreeMap<String, usize>,
 }
@@ -420,6 +431,7 @@ pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogu
         users: users_by_repository(root),
         composed: own.map(|own| own.composed.clone()).unwrap_or_default(),
         composed_elsewhere,
+        mcp_servers: own.map(|own| own.mcp_servers.clone()).unwrap_or_default(),
         repository_positions: root
             .repositories
             .iter()

@@ -21,6 +21,14 @@ struct Snapshot<'a> {
     roles: BTreeMap<&'a str, RoleEntry<'a>>,
     personalities: BTreeMap<&'a str, PersonalityEntry<'a>>,
     expressions: [&'static str; 9],
+    /// The private overlays applied, by digest, in order (never a path or their text).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    overlays: Vec<OverlayEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct OverlayEntry<'a> {
+    digest: &'a str,
 }
 
 #[derive(Serialize)]
@@ -217,6 +225,7 @@ pub fn person_json(model: &PersonModel) -> Vec<u8> {
             })
             .collect(),
         expressions: EXPRESSIONS,
+        overlays: model.overlays.iter().map(|digest| OverlayEntry { digest }).collect(),
     };
     to_json_bytes(&snapshot)
 }

@@ -12,6 +12,7 @@
 #[path = "../it/common/mod.rs"]
 mod common;
 mod discovery;
+mod mcp;
 mod recorder;
 
 use std::collections::BTreeSet;

@@ -314,6 +314,7 @@ fn a_fault_at_each_step_restores_the_previous_projection() {
             target: target.path(),
             mode,
             extra_links: &[],
+            mcp_file: None,
             git: GitExclusion::LeaveAlone,
         };
         project(&first, &mut NoFaults).expect("first projection");
@@ -588,6 +589,7 @@ fn a_projected_file_that_reads_back_differently_rolls_the_projection_back() {
         target: target.path(),
         mode: Mode::Link,
         extra_links: &[],
+        mcp_file: None,
         git: GitExclusion::LeaveAlone,
     };
     let error = project(&request, &mut TamperAtCommit(skill)).expect_err("the read-back fails");

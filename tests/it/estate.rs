@@ -868,3 +868,47 @@ fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the
     converger.prune();
     assert!(!old_bundle.exists(), "without the projection the old bundle goes");
 }
+
+#[test]
+fn watch_reconverges_when_the_mcp_inventory_changes() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _projects) = estate(temporary.path());
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
+    let before = index(&home)["platform"].clone();
+    write(
+        &home.join("mcp.kdl"),
+        "server \"docs\" {\n    url \"https://docs.example.com/mcp\"\n    roles \"platform\"\n}\n",
+    );
+    watching.reconverged_until("the platform bundle take the server", || index(&home)["platform"] != before);
+    let exit = watching.stop();
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn watch_reconverges_when_a_private_overlay_is_added_and_edited() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, _) = estate(temporary.path());
+    let watching = Watching::start(temporary.path());
+    watching.wait_for("watching");
+    let before = index(&home);
+    let instruction = |home: &Path| {
+        let platform = index(home)["platform"].clone();
+        std::fs::read_to_string(home.join("bundles").join(platform).join("content/overlays/team-review.md")).ok()
+    };
+    let overlay =
+        |text: &str| format!("instruction \"team-review\" {{\n    role \"platform\"\n    text \"{text}\"\n}}\n");
+    // The overlays folder did not exist when watch started.
+    write(&home.join("overlays/team.kdl"), &overlay("First."));
+    watching.reconverged_until("the added overlay's instruction part of the platform bundle", || {
+        instruction(&home).as_deref() == Some("First.\n")
+    });
+    write(&home.join("overlays/team.kdl"), &overlay("Second."));
+    watching.reconverged_until("the edited instruction part of the platform bundle", || {
+        instruction(&home).as_deref() == Some("Second.\n")
+    });
+    let after = index(&home);
+    assert_ne!(after["platform"], before["platform"]);
+    assert_eq!(after["eval"], before["eval"], "a role the overlay does not name keeps its bundle");
+    assert!(watching.stop().success());
+}

@@ -479,3 +479,91 @@ fn editing_a_skill_the_selectors_leave_out_replans_the_roles_of_its_repository_i
     summary_of_bytes(example/hardware/.agents/skills/compute-stack/SKILL.md)
     ");
 }
+
+/// A private overlay over the estate: a skill exclusion for sysadmin, and an instruction
+/// for platform and eval (last, so editing it moves no other entry: a selector's span is
+/// part of a role's share).
+const ESTATE_OVERLAY: &str = "exclude role=\"sysadmin\" skill=\"machine-gpu\"
+instruction \"team-review\" {
+    role \"platform\" \"eval\"
+    text \"Reviews are written in English.\"
+}
+";
+
+impl Estate {
+    /// Gives every role's composition `overlays`, composes, and names the overlay queries.
+    fn with_overlays(&mut self, overlays: &[SourceFile]) {
+        for composition in self.compositions.values() {
+            composition.set_overlays(&mut self.db).to(overlays.to_vec());
+        }
+        let person = self.compositions.values().next().expect("a role").person(&self.db);
+        for overlay in overlays {
+            let name = overlay.relative_path(&self.db).clone();
+            kdl_document(&self.db, *overlay);
+            self.learn(&name);
+            acompose_engine::overlay::overlay_rules(&self.db, *overlay);
+            self.learn(&name);
+            acompose_engine::overlay::overlay_problems(&self.db, *overlay, person);
+            self.learn(&name);
+            for role in self.compositions.keys().cloned().collect::<Vec<_>>() {
+                acompose_engine::overlay::role_overlay(&self.db, *overlay, role.clone());
+                self.learn(&role);
+            }
+        }
+        for (role, composition) in self.compositions.clone() {
+            let _ = composition_bundle(&self.db, composition);
+            self.learn(&role);
+        }
+    }
+}
+
+#[test]
+fn an_overlay_changes_only_the_bundles_it_concerns_and_an_unconcerning_edit_replans_no_role() {
+    let mut estate = Estate::composed(Held::Bytes);
+    let before = estate.bundle_ids();
+    let overlay = SourceFile::new(
+        &estate.db,
+        "home/overlays".to_owned(),
+        "team.kdl".to_owned(),
+        ESTATE_OVERLAY.as_bytes().into(),
+    );
+    estate.with_overlays(&[overlay]);
+    let (changed, _) = estate.recompose(&before);
+    assert_eq!(changed, ["eval", "platform", "sysadmin"], "the three roles the overlay names");
+    let with_overlay = estate.bundle_ids();
+
+    // Unchanged: nothing runs, no id moves.
+    let (changed, executed) = estate.recompose(&with_overlay);
+    assert!(changed.is_empty() && executed.is_empty(), "{changed:?}\n{executed}");
+
+    // A comment appended: the overlay is read again and its entries equal the last; no
+    // role's share is taken again and no bundle is composed again.
+    overlay.set_bytes(&mut estate.db).to(format!("{ESTATE_OVERLAY}// the team's overlay\n").into_bytes().into());
+    let (changed, executed) = estate.recompose(&with_overlay);
+    assert!(changed.is_empty(), "{changed:?}");
+    insta::assert_snapshot!(executed, @r"
+    kdl_document(team.kdl)
+    overlay_rules(team.kdl)
+    ");
+
+    // The instruction's text edited: only the two roles it names compose again.
+    let edited = ESTATE_OVERLAY.replace("in English", "in plain English");
+    overlay.set_bytes(&mut estate.db).to(edited.into_bytes().into());
+    let (changed, executed) = estate.recompose(&with_overlay);
+    assert_eq!(changed, ["eval", "platform"]);
+    // Every role's share is taken again; only the two that changed compose again.
+    insta::assert_snapshot!(executed, @r"
+    composition_bundle(eval)
+    composition_bundle(platform)
+    kdl_document(team.kdl)
+    overlay_problems(team.kdl)
+    overlay_rules(team.kdl)
+    role_overlay(devrel)
+    role_overlay(eval)
+    role_overlay(frontend)
+    role_overlay(gamedev)
+    role_overlay(platform)
+    role_overlay(sysadmin)
+    role_overlay(tpm)
+    ");
+}

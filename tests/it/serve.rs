@@ -1,5 +1,6 @@
 //! `acompose serve` as a user runs it: the printed address, the page and the API behind
-//! it, and a clean stop on Ctrl-C (SIGINT); a workspace that cannot be opened.
+//! it, and a clean stop on Ctrl-C (SIGINT) and on `SIGTERM`; a workspace that cannot be
+//! opened.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -17,6 +18,15 @@ fn get(port: u16, path: &str, token: Option<&str>) -> String {
 
 #[test]
 fn serve_prints_its_address_answers_and_stops_on_ctrl_c() {
+    serve_and_stop_with("-INT");
+}
+
+#[test]
+fn serve_stops_as_cleanly_on_sigterm() {
+    serve_and_stop_with("-TERM");
+}
+
+fn serve_and_stop_with(signal: &str) {
     let workspace = tempfile::tempdir().expect("workspace");
     let mut child = Command::new(env!("CARGO_BIN_EXE_acompose"))
         .args(["serve", "--workspace"])
@@ -37,12 +47,12 @@ fn serve_prints_its_address_answers_and_stops_on_ctrl_c() {
     let listing = get(port, "/api/v1/people", Some(token));
     assert!(listing.starts_with("HTTP/1.1 200") && listing.contains("acompose.people-list.v1"), "{listing}");
 
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill -INT");
+    let status = Command::new("kill").args([signal, &child.id().to_string()]).status().expect("kill");
     assert!(status.success());
     let output = child.wait_with_output().expect("acompose serve ends");
     assert!(output.status.success(), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("stopped"));
-    assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "still listening after Ctrl-C");
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err(), "still listening after {signal}");
 }
 
 #[test]

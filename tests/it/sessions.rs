@@ -88,6 +88,7 @@ impl Sandbox {
             runner: runner.to_owned(),
             model: None,
             task: Some(TASK.to_owned()),
+            roster: None,
         }
     }
 
@@ -302,6 +303,7 @@ fn running_record(id: &str, pid: u32, pid_start: u64) -> SessionRecord {
         provider: "claude".to_owned(),
         model: None,
         started_at: started(),
+        links: Default::default(),
     };
     let mut record = SessionRecord::launching(review_free);
     record.mark_running(pid, pid_start).expect("a valid pid");
@@ -454,9 +456,10 @@ fn people_start_reviews_then_runs_and_people_sessions_lists_it() {
     let json: serde_json::Value = serde_json::from_str(&listed.stdout).expect("JSON");
     assert_eq!(json["sessions"][0]["status"], "completed");
     assert_eq!(json["sessions"][0]["exit_code"], 0);
-    assert_eq!(json["resumable"], false);
+    // Claude Code's conversation was given an id at the start: the session can resume.
+    assert_eq!(json["sessions"][0]["resumable"], true);
     let text = sandbox.people(&["sessions"]);
-    assert!(text.stdout.contains("no session can be resumed"), "{}", text.stdout);
+    assert!(text.stdout.contains("1 with a conversation `acompose people resume` can reopen"), "{}", text.stdout);
     for (path, bytes) in sandbox.snapshot() {
         assert!(!bytes.windows(TASK.len()).any(|window| window == TASK.as_bytes()), "{}", path.display());
     }

@@ -33,11 +33,14 @@
     return node;
   }
 
+  // While a view redraws itself for a change pushed by the server, focus stays put.
+  let refreshing = false;
+
   function show(...nodes) {
     const target = view();
     target.replaceChildren(...nodes);
     const heading = target.querySelector("h2");
-    if (heading) {
+    if (heading && !refreshing) {
       heading.setAttribute("tabindex", "-1");
       heading.focus({ preventScroll: true });
     }
@@ -70,8 +73,11 @@
     }
   }
 
-  async function api(method, path, body) {
+  // One request; `version` (the ETag of the read an edit started from) goes in
+  // If-Match. Returns the parsed body and the version the answer carries.
+  async function call(method, path, body, version) {
     const headers = { Authorization: "Bearer " + token };
+    if (version) headers["If-Match"] = '"' + version + '"';
     const init = { method, headers, credentials: "omit", cache: "no-store" };
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -85,34 +91,112 @@
       parsed = null;
     }
     if (!response.ok) throw new ApiError(response.status, parsed);
-    return parsed;
+    const etag = response.headers.get("ETag");
+    return { body: parsed, version: etag ? etag.replace(/^W\//, "").replace(/"/g, "") : null };
+  }
+
+  async function api(method, path, body, version) {
+    return (await call(method, path, body, version)).body;
+  }
+
+  // How the page names each field of a Person, a hire file and a session, so a finding
+  // speaks of what the reader sees on the form rather than of schema paths.
+  const FIELD_LABELS = {
+    spec: "Format",
+    id: "Id",
+    name: "Name",
+    role: "Role",
+    goal: "Goal",
+    archived: "Archived",
+    definition_id: "Definition id",
+    preferred_provider: "Preferred provider",
+    preferred_model: "Preferred model",
+    capabilities: "Capabilities",
+    skills: "Skills",
+    mcp_servers: "MCP servers",
+    isolation: "Isolation",
+    avatar: "Avatar",
+    "avatar.character": "Avatar character",
+    "avatar.accent": "Avatar accent",
+    budget: "Budget",
+    "budget.max_tokens": "Max tokens",
+    "budget.max_cost_usd": "Max cost (USD)",
+    "budget.max_seconds": "Max seconds",
+    import_source: "Imported from",
+    "import_source.spec": "Imported from",
+    "import_source.id": "Original id (kept with the import)",
+    "import_source.original_character": "Original avatar (kept with the import)",
+    "import_source.original_accent": "Original accent (kept with the import)",
+    roles: "Roles",
+    person_id: "Person",
+    preferred_people: "Fallbacks",
+    "--id": "Id",
+    "--name": "Name",
+    "--role": "Role",
+    "--goal": "Goal",
+    "--max-tokens": "Max tokens",
+    tokenCap: "tokenCap",
+  };
+
+  // The field a finding is about: its `field`, else the properties its schema pointer
+  // walks through (`/properties/budget/properties/max_tokens/maximum` is budget.max_tokens).
+  function fieldOf(finding) {
+    if (finding.field) return finding.field;
+    const pointer = finding.pointer || "";
+    const names = [];
+    const parts = pointer.split("/");
+    for (let index = 0; index < parts.length - 1; index += 1) {
+      if (parts[index] === "properties") names.push(parts[index + 1]);
+    }
+    return names.join(".");
+  }
+
+  function labelOf(field) {
+    return FIELD_LABELS[field] || field;
+  }
+
+  // A cli hint in the page's own terms: `--max-tokens` is the Max tokens box.
+  function inPageTerms(text) {
+    return String(text || "")
+      .replace(/(pass|override with|supply one with|review must supply one with) (--[a-z-]+)/g, (_, __, flag) => `fill in “${labelOf(flag)}”`)
+      .replace(/`?acompose people edit [a-z0-9_-]+`?/g, "Edit on the Person's page");
+  }
+
+  // One finding as a sentence: where (the file, the field as the form labels it), what,
+  // and the fix; the code, line and pointer go to a details line.
+  function findingItem(finding) {
+    const field = fieldOf(finding);
+    const where = [];
+    if (finding.file) where.push("In " + finding.file);
+    if (field) where.push((where.length ? ", “" : "“") + labelOf(field) + "”");
+    const sentence = (where.length ? where.join("") + ": " : "") + inPageTerms(finding.message) + ".";
+    const details = [finding.code, finding.line ? `line ${finding.line}${finding.column ? ", column " + finding.column : ""}` : "", finding.pointer || ""].filter(Boolean).join(" · ");
+    return el(
+      "li",
+      { "data-code": finding.code },
+      el("span", { class: "sentence" }, sentence.replace(/\.\.$/, ".")),
+      finding.hint ? el("span", { class: "fix" }, " " + capitalise(inPageTerms(finding.hint)) + ".") : null,
+      el("small", { class: "details" }, details),
+    );
+  }
+
+  function capitalise(text) {
+    return text ? text[0].toUpperCase() + text.slice(1) : text;
   }
 
   function errorBox(error) {
-    const body = error instanceof ApiError ? error.body : { code: "network", message: String(error.message || error) };
+    const body = error instanceof ApiError ? error.body : { code: "network", message: "the server could not be reached (" + String(error.message || error) + ")" };
     const findings = Array.isArray(body.findings) ? body.findings : [];
+    const field = body.pointer ? fieldOf({ pointer: body.pointer }) || body.pointer.replace(/^\//, "") : "";
+    const headline = findings.length
+      ? findings.length === 1 ? "This could not be saved: one thing needs fixing." : `This could not be saved: ${findings.length} things need fixing.`
+      : capitalise((field ? "“" + labelOf(field) + "”: " : "") + inPageTerms(body.message || "the request failed")) + ".";
     return el(
       "div",
-      { class: "error", role: "alert" },
-      el("p", {}, el("strong", {}, body.code || "error"), ": ", body.message || "the request failed"),
-      body.pointer ? el("p", { class: "pointer" }, "at ", el("code", {}, body.pointer)) : null,
-      findings.length
-        ? el(
-            "ul",
-            {},
-            findings.map((finding) =>
-              el(
-                "li",
-                {},
-                el("code", {}, finding.code),
-                " ",
-                finding.message,
-                finding.line ? ` (line ${finding.line}${finding.column ? ", column " + finding.column : ""})` : "",
-                finding.pointer ? el("span", { class: "pointer" }, " ", el("code", {}, finding.pointer)) : null,
-              ),
-            ),
-          )
-        : null,
+      { class: "error", role: "alert", "data-code": body.code || "error" },
+      el("p", { class: "sentence" }, headline.replace(/\.\.$/, ".")),
+      findings.length ? el("ul", {}, findings.map(findingItem)) : null,
+      el("small", { class: "details" }, [body.code || "error", body.pointer || ""].filter(Boolean).join(" · ")),
     );
   }
 
@@ -153,8 +237,10 @@
   }
 
   async function roster() {
+    const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Roster"), target);
+    follow(() => redraw(roster), mine);
     await guarded(target, async () => {
       const [listing, sessions] = await Promise.all([api("GET", "/people"), liveSessions()]);
       const online = new Set(sessions.filter((session) => session.live).map((session) => session.person_id));
@@ -198,17 +284,20 @@
   }
 
   async function detail(id) {
+    const mine = generation;
     const target = el("div");
-    show(el("h2", {}, "Person"), target);
+    const heading = el("h2", {}, "Person");
+    show(heading, target);
     await guarded(target, async () => {
-      const person = await api("GET", "/people/" + encodeURIComponent(id));
+      const { body: person, version } = await call("GET", "/people/" + encodeURIComponent(id));
       const sessions = await liveSessions();
       const online = sessions.some((session) => session.live && session.person_id === person.id);
       const budget = person.budget || {};
       const toggle = person.archived
-        ? el("button", { type: "button", id: "restore", onclick: () => setArchived(person.id, false) }, "Restore")
-        : el("button", { type: "button", id: "archive", onclick: () => setArchived(person.id, true) }, "Archive");
-      view().querySelector("h2").textContent = person.name;
+        ? el("button", { type: "button", id: "restore", onclick: () => setArchived(person.id, false, version) }, "Restore")
+        : el("button", { type: "button", id: "archive", onclick: () => setArchived(person.id, true, version) }, "Archive");
+      follow(() => redraw(() => detail(id)), mine);
+      heading.textContent = person.name;
       target.replaceChildren(
         el("p", {}, el("span", { class: "presence presence-" + (person.archived ? "archived" : online ? "online" : "offline"), id: "presence" }, person.archived ? "archived" : online ? "online" : "offline")),
         el(
@@ -241,10 +330,10 @@
     });
   }
 
-  async function setArchived(id, archived) {
+  async function setArchived(id, archived, version) {
     const result = document.getElementById("action-result");
     await guarded(result, async () => {
-      await api("POST", "/people/" + encodeURIComponent(id) + (archived ? "/archive" : "/restore"));
+      await api("POST", "/people/" + encodeURIComponent(id) + (archived ? "/archive" : "/restore"), undefined, version);
       say(archived ? "Archived." : "Restored.");
       await detail(id);
     });
@@ -271,7 +360,7 @@
       .filter((item) => item.length);
   }
 
-  function personForm(person, isNew) {
+  function personForm(person, isNew, version) {
     const budget = person.budget || {};
     const avatar = person.avatar || {};
     const form = el(
@@ -317,13 +406,16 @@
         result.replaceChildren(errorBox(new ApiError(0, { code: "too-many-items", message: `at most ${MAX_LIST} items`, pointer: "/properties/" + tooLong + "/maxItems" })));
         return;
       }
-      await guarded(result, async () => {
+      try {
         const saved = isNew
           ? await api("POST", "/people", document_)
-          : await api("PUT", "/people/" + encodeURIComponent(person.id), document_);
+          : await api("PUT", "/people/" + encodeURIComponent(person.id), document_, version);
         say(isNew ? "Created." : "Saved.", true);
         window.location.hash = "#/people/" + encodeURIComponent(saved.id);
-      });
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 409 && error.body.code === "stale-version") showChanged(form, person, error.body.current, true);
+        else result.replaceChildren(errorBox(error));
+      }
     });
     return form;
   }
@@ -358,12 +450,70 @@
   }
 
   async function edit(id) {
+    const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Edit Person"), target);
     await guarded(target, async () => {
-      const person = await api("GET", "/people/" + encodeURIComponent(id));
-      target.replaceChildren(personForm(person, false));
+      const { body: person, version } = await call("GET", "/people/" + encodeURIComponent(id));
+      const form = personForm(person, false, version);
+      target.replaceChildren(form);
+      // A change made elsewhere while the form is open is said at once, not at Save.
+      follow(async (kinds) => {
+        if (!kinds.includes("people")) return;
+        try {
+          const now = await call("GET", "/people/" + encodeURIComponent(id));
+          if (now.version !== version) showChanged(form, person, now.body, false);
+        } catch (error) {
+          showChanged(form, person, null, false);
+        }
+      }, mine);
     });
+  }
+
+  // What differs between the Person a form was opened with and the one on disk now.
+  function differences(before, after) {
+    const flat = (person, prefix, into) => {
+      for (const [key, value] of Object.entries(person || {})) {
+        if (value && typeof value === "object" && !Array.isArray(value)) flat(value, prefix + key + ".", into);
+        else into[prefix + key] = Array.isArray(value) ? value.join(", ") : String(value);
+      }
+      return into;
+    };
+    const old = flat(before, "", {});
+    const now = flat(after, "", {});
+    const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].sort();
+    return keys.filter((key) => old[key] !== now[key]).map((key) => ({ key, before: old[key], after: now[key] }));
+  }
+
+  // The edit cannot be saved over a newer version: say what changed, keep the reader's
+  // edits in the form, and offer the current version.
+  function showChanged(form, opened, current, refused) {
+    const box = form.querySelector("#form-stale") || el("div", { id: "form-stale", class: "error", role: "alert" });
+    const changes = current ? differences(opened, current) : [];
+    box.replaceChildren(
+      el(
+        "p",
+        { class: "sentence" },
+        refused
+          ? "Not saved: this Person was changed since you opened the form (in another tab or with the cli). Nothing was written."
+          : current
+            ? "This Person was changed since you opened the form (in another tab or with the cli); Save would be refused."
+            : "This Person was removed or cannot be read since you opened the form.",
+      ),
+      changes.length
+        ? el(
+            "table",
+            { class: "changes" },
+            el("caption", {}, "What changed"),
+            el("thead", {}, el("tr", {}, ["Field", "When you opened it", "Now"].map((name) => el("th", { scope: "col" }, name)))),
+            el("tbody", {}, changes.map((change) => el("tr", {}, el("td", { "data-label": "Field" }, labelOf(change.key)), el("td", { "data-label": "When you opened it" }, change.before === undefined ? "(not set)" : change.before), el("td", { "data-label": "Now" }, change.after === undefined ? "(not set)" : change.after)))),
+          )
+        : null,
+      current
+        ? el("div", { class: "actions" }, el("button", { type: "button", id: "reload-current", onclick: () => redraw(() => edit(current.id)) }, "Discard my edits and open the current version"))
+        : null,
+    );
+    if (!box.isConnected) form.prepend(box);
   }
 
   function create() {
@@ -416,7 +566,9 @@
       await guarded(result, async () => {
         const review = await api("POST", "/people/import", request(upload.content));
         reveal(result, reviewTable(review, async () => {
-          await guarded(result, async () => {
+          // A refused Save keeps the review on screen, with the reason above Save.
+          const saveResult = document.getElementById("save-result");
+          await guarded(saveResult, async () => {
             const saved = await api("POST", "/people/import/save", request(upload.content));
             say("Imported as " + saved.person_id + ".", true);
             window.location.hash = "#/people/" + encodeURIComponent(saved.person_id);
@@ -427,21 +579,38 @@
     show(el("h2", {}, "Import a hire file"), el("p", {}, "The file is reviewed first; nothing is written until you press Save."), form, result);
   }
 
+  // A mapped row's source or target as the reader knows it: a hire file's own key as it
+  // is, an answer given in the review as the box it was typed in, a Person field as the
+  // form labels it.
+  function sourceLabel(source) {
+    return source.startsWith("--") ? "Your answer: " + labelOf(source) : source;
+  }
+
   function reviewTable(review, save) {
+    const blocking = (review.needs_review || []).filter((item) => item.blocking);
     return el(
       "section",
       { "aria-labelledby": "review-heading", id: "import-review" },
       el("h3", { id: "review-heading" }, "Review of ", review.file),
+      review.id_exists
+        ? el("p", { class: "error", id: "id-exists", role: "alert" }, `A Person with the id “${review.person_id || (review.mapped || []).find((row) => row.target === "id")?.value || ""}” already exists. Choose another Id under “Answers for the review”, then Review again.`)
+        : null,
       el("h4", {}, "Mapped fields"),
       el(
         "table",
-        { id: "mapped" },
-        el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "From"), el("th", { scope: "col" }, "To"), el("th", { scope: "col" }, "Value"))),
+        { id: "mapped", class: "stack" },
+        el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "From the file"), el("th", { scope: "col" }, "Becomes"), el("th", { scope: "col" }, "Value"))),
         el(
           "tbody",
           {},
           (review.mapped || []).map((row) =>
-            el("tr", {}, el("td", {}, el("code", {}, row.source)), el("td", {}, el("code", {}, row.target)), el("td", {}, row.value, row.note ? el("small", {}, " — ", row.note) : null)),
+            el(
+              "tr",
+              {},
+              el("td", { "data-label": "From the file" }, sourceLabel(row.source)),
+              el("td", { "data-label": "Becomes" }, labelOf(row.target)),
+              el("td", { "data-label": "Value" }, row.value, row.note ? el("small", { class: "note" }, " — ", inPageTerms(row.note)) : null),
+            ),
           ),
         ),
       ),
@@ -450,26 +619,53 @@
         ? el("ul", { id: "ignored" }, review.ignored.map((item) => el("li", {}, el("code", {}, item.name), " — ", item.reason)))
         : el("p", { id: "ignored" }, "None."),
       (review.needs_review || []).length
-        ? [el("h4", {}, "Needs your answer"), el("ul", { id: "needs-review" }, review.needs_review.map((item) => el("li", { class: item.blocking ? "blocking" : "" }, el("code", {}, item.field), " — ", item.message, item.blocking ? " (blocks saving)" : "")))]
+        ? [
+            el("h4", {}, "Needs your answer"),
+            el(
+              "ul",
+              { id: "needs-review" },
+              review.needs_review.map((item) =>
+                el("li", { class: item.blocking ? "blocking" : "" }, "“", labelOf(item.field), "” ", inPageTerms(item.message), item.blocking ? " (blocks saving)" : ""),
+              ),
+            ),
+          ]
         : null,
       el(
         "div",
         { class: "actions" },
         el("button", { type: "button", id: "save-import", disabled: !review.ready_to_save, onclick: save }, "Save"),
-        review.ready_to_save ? null : el("span", {}, " Answer the blocking items above, then Review again."),
+        review.ready_to_save ? null : el("span", {}, blocking.length ? " Answer the blocking items above under “Answers for the review”, then Review again." : " Review again after changing the answers."),
       ),
+      el("div", { id: "save-result" }),
     );
   }
 
   // ---------------------------------------------------------------------------------
   // The swarm view: a recipe's roles, a Person per role, the preview, Remember / Clear.
 
+  // Why resolution passed over a candidate, in words.
+  const SKIP_REASONS = {
+    missing: "has no Person file",
+    archived: "is archived",
+    "already-used": "already fills an earlier role",
+    incompatible: "is bound to another agent definition than this role asks for",
+  };
+  const RULE_WORDS = {
+    explicit: "chosen here",
+    "bindings-pin": "pinned",
+    preference: "fallback",
+    "role-match": "same role",
+    "definition-match": "same definition",
+    ephemeral: "nobody: a temporary agent",
+  };
+
   function swarmView() {
     const result = el("div", { id: "swarm-result" });
+    const saved = el("div", { id: "saved-recipes" });
     const form = el(
       "form",
       { id: "swarm-form" },
-      el("div", { class: "field" }, el("label", { for: "recipe-file" }, "Recipe file (.json, .yaml)"), el("input", { type: "file", id: "recipe-file", accept: ".json,.yaml,.yml", required: true })),
+      el("div", { class: "field" }, el("label", { for: "recipe-file" }, "Or preview a recipe file (.json, .yaml)"), el("input", { type: "file", id: "recipe-file", accept: ".json,.yaml,.yml", required: true })),
       el("div", { class: "actions" }, el("button", { type: "submit", id: "preview" }, "Preview")),
     );
     let recipe = null;
@@ -480,22 +676,102 @@
           api("GET", "/people"),
           api("GET", "/people/bindings"),
         ]);
-        result.replaceChildren(swarmTable(resolution, people.people || [], bindings.bindings, assignments, preview, result));
+        result.replaceChildren(swarmTable(resolution, people.people || [], bindings, assignments, preview, result));
+        if (window.acomposeSwarm) result.append(window.acomposeSwarm.startForm(recipe, assignments));
       });
+    };
+    const use = async (name, content) => {
+      recipe = { name, content };
+      await preview([]);
     };
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const file = document.getElementById("recipe-file").files[0];
       if (!file) return;
-      recipe = { name: file.name, content: await file.text() };
-      await preview([]);
+      await use(file.name, await file.text());
     });
-    show(el("h2", {}, "Swarm"), el("p", {}, "Choose a Person per role and preview who fills each one. Nothing starts from here."), form, result);
+    show(
+      el("h2", {}, "Swarm"),
+      el("p", {}, "Make a recipe (which roles work together), choose who fills each role, then review and start the run."),
+      result,
+      saved,
+      form,
+    );
+    savedRecipes(saved, use);
   }
 
-  function swarmTable(resolution, people, bindings, assignments, preview, result) {
+  // The recipes saved in the workspace, and the form that makes a new one.
+  async function savedRecipes(target, use) {
+    await guarded(target, async () => {
+      const [listing, people] = await Promise.all([api("GET", "/recipes"), api("GET", "/people")]);
+      const recipes = listing.recipes || [];
+      const known = [...new Set((people.people || []).filter((person) => !person.archived).map((person) => person.role))].sort();
+      const chooser = recipes.length
+        ? el(
+            "ul",
+            { id: "recipe-list", class: "plain" },
+            recipes.map((stored) =>
+              el(
+                "li",
+                { "data-recipe": stored.file },
+                stored.text === null
+                  ? el("span", {}, stored.file, " — cannot be read: ", (stored.findings[0] || {}).message || "")
+                  : el("button", { type: "button", class: "clear use-recipe", onclick: () => use(stored.file.split("/").pop(), stored.text) }, stored.file.split("/").pop().replace(/\.(json|ya?ml)$/, "")),
+                " ",
+                el("small", {}, stored.roles.map((slot) => slot.role).join(", ")),
+              ),
+            ),
+          )
+        : el("p", { class: "empty" }, "No saved recipes yet.");
+      const roleBoxes = known.map((role) =>
+        el("label", { class: "choice" }, el("input", { type: "checkbox", name: "recipe_role", value: role }), " ", role),
+      );
+      const maker = el(
+        "form",
+        { id: "recipe-form" },
+        el("h3", {}, "New recipe"),
+        input("recipe_name", "Recipe name", { required: true, maxlength: 64, pattern: SLUG, hint: "lowercase letters, digits, - and _; saved as recipes/<name>.json" }),
+        roleBoxes.length ? el("fieldset", {}, el("legend", {}, "Roles of your People"), roleBoxes) : null,
+        input("recipe_more", "Other roles, in order", { multiline: true, hint: "one per line; a role may add its agent definition after a space" }),
+        el("div", { class: "actions" }, el("button", { type: "submit", id: "save-recipe" }, "Save recipe")),
+        el("div", { id: "recipe-result" }),
+      );
+      maker.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        if (!maker.reportValidity()) return;
+        const roles = [...maker.querySelectorAll("input[name=recipe_role]:checked")].map((box) => ({ role: box.value }));
+        for (const line of maker.elements.recipe_more.value.split("\n").map((item) => item.trim()).filter(Boolean)) {
+          const [role, persona] = line.split(/\s+/, 2);
+          roles.push(persona ? { role, persona } : { role });
+        }
+        const name = maker.elements.recipe_name.value.trim();
+        await guarded(document.getElementById("recipe-result"), async () => {
+          const savedRecipe = await api("POST", "/recipes", { name, roles });
+          say("Saved " + savedRecipe.file + ".");
+          await savedRecipes(target, use);
+          await use(savedRecipe.file.split("/").pop(), savedRecipe.text);
+        });
+      });
+      target.replaceChildren(el("h3", {}, "Saved recipes"), chooser, maker);
+    });
+  }
+
+  function skippedList(skipped) {
+    if (!skipped || !skipped.length) return null;
+    return el(
+      "ul",
+      { class: "skipped" },
+      skipped.map((skip) =>
+        el("li", {}, "Passed over ", skip.person_id, ": ", SKIP_REASONS[skip.reason] || skip.reason, " (", RULE_WORDS[skip.candidate] || skip.candidate, skip.preference ? " " + skip.preference : "", ")"),
+      ),
+    );
+  }
+
+  function swarmTable(resolution, people, bindingsDocument, assignments, preview, result) {
+    const bindings = bindingsDocument.bindings;
     const active = people.filter((person) => !person.archived);
     const chosen = new Map(assignments.map((assignment) => [assignment.role, assignment.person_id]));
+    const pinOf = (role) => bindings && bindings.roles && bindings.roles[role] ? bindings.roles[role] : {};
     const rows = (resolution.roles || []).map((role) => {
       const selectId = "assign-" + role.role;
       const select = el(
@@ -510,39 +786,57 @@
         else next.delete(role.role);
         preview([...next].map(([name, person_id]) => ({ role: name, person_id })));
       });
-      const pinned = bindings && bindings.roles && bindings.roles[role.role] && bindings.roles[role.role].person_id;
+      const pinned = pinOf(role.role).person_id;
+      const fallbacks = pinOf(role.role).preferred_people || [];
+      const fallbackId = "fallbacks-" + role.role;
+      const fallbackInput = el("input", { type: "text", id: fallbackId, value: fallbacks.join(", "), "aria-describedby": fallbackId + "-hint" });
       return el(
         "tr",
         { "data-role": role.role },
         el("th", { scope: "row" }, role.role, role.persona ? el("small", {}, " ", role.persona) : null),
-        el("td", {}, el("label", { for: selectId, class: "visually-hidden" }, "Person for " + role.role), select),
-        el("td", { class: "resolved" }, role.person_id || "(nobody)"),
-        el("td", {}, el("code", {}, role.rule), role.skipped && role.skipped.length ? el("small", {}, ` (${role.skipped.length} skipped)`) : null),
+        el("td", { "data-label": "Assign" }, el("label", { for: selectId, class: "visually-hidden" }, "Person for " + role.role), select),
+        el("td", { class: "resolved", "data-label": "Resolved" }, role.person_id || "(nobody)"),
+        el("td", { "data-label": "Why" }, RULE_WORDS[role.rule] || role.rule, role.preference ? " " + role.preference : "", skippedList(role.skipped)),
         el(
           "td",
-          {},
-          el("button", { type: "button", class: "remember", disabled: !role.person_id, onclick: () => pin(role.role, role.person_id, bindings, preview, assignments, result) }, "Remember"),
+          { "data-label": "Binding" },
+          el("button", { type: "button", class: "remember", disabled: !role.person_id, onclick: () => pin(role.role, { person_id: role.person_id }, bindingsDocument, preview, assignments, result) }, "Remember"),
           " ",
-          el("button", { type: "button", class: "clear", disabled: !pinned, onclick: () => pin(role.role, null, bindings, preview, assignments, result) }, "Clear"),
+          el("button", { type: "button", class: "clear", disabled: !pinned, onclick: () => pin(role.role, { person_id: null }, bindingsDocument, preview, assignments, result) }, "Clear"),
           pinned ? el("small", { class: "pinned" }, " pinned: ", pinned) : null,
+          el(
+            "div",
+            { class: "fallbacks" },
+            el("label", { for: fallbackId }, "Fallbacks, in order"),
+            fallbackInput,
+            el("small", { id: fallbackId + "-hint" }, "Person ids, comma-separated; tried in order when the pinned Person cannot fill the role"),
+            el("button", { type: "button", class: "clear save-fallbacks", onclick: () => pin(role.role, { preferred_people: listValue(fallbackInput.value) }, bindingsDocument, preview, assignments, result) }, "Save fallbacks"),
+          ),
         ),
       );
     });
+    const refused = resolution.rejections || [];
     return el(
-      "table",
-      { id: "swarm" },
-      el("caption", {}, "Roles of ", resolution.recipe),
-      el("thead", {}, el("tr", {}, ["Role", "Assign", "Resolved", "Rule", "Binding"].map((name) => el("th", { scope: "col" }, name)))),
-      el("tbody", {}, rows),
+      "div",
+      {},
+      refused.length
+        ? el("div", { class: "error", role: "alert", id: "swarm-refused" }, el("p", { class: "sentence" }, "Some choices could not be used, so those roles were resolved without them:"), el("ul", {}, refused.map((rejection) => el("li", {}, capitalise(rejection.message) + ".", el("small", { class: "details" }, rejection.code)))))
+        : null,
+      el(
+        "table",
+        { id: "swarm", class: "stack" },
+        el("caption", {}, "Roles of ", resolution.recipe),
+        el("thead", {}, el("tr", {}, ["Role", "Assign", "Resolved", "Why", "Binding"].map((name) => el("th", { scope: "col" }, name)))),
+        el("tbody", {}, rows),
+      ),
     );
   }
 
-  async function pin(role, personId, bindings, preview, assignments, result) {
-    const roles = JSON.parse(JSON.stringify((bindings && bindings.roles) || {}));
-    const current = roles[role] || {};
-    const next = {};
-    if (personId) next.person_id = personId;
-    if (current.preferred_people && current.preferred_people.length) next.preferred_people = current.preferred_people;
+  // Changes one role's binding (its pin, its fallbacks) and saves the bindings with the
+  // version they were read at.
+  async function pin(role, change, bindingsDocument, preview, assignments, result) {
+    const roles = JSON.parse(JSON.stringify((bindingsDocument.bindings && bindingsDocument.bindings.roles) || {}));
+    const next = Object.assign({}, roles[role] || {}, change);
     roles[role] = next;
     for (const [name, binding] of Object.entries(roles)) {
       if (binding.person_id === null || binding.person_id === undefined) delete binding.person_id;
@@ -550,8 +844,9 @@
       if (!Object.keys(binding).length) delete roles[name];
     }
     await guarded(result, async () => {
-      await api("PUT", "/people/bindings", { spec: "agent-toolkit/people-bindings@1", roles });
-      say(personId ? "Remembered " + personId + " for " + role + "." : "Cleared the pin of " + role + ".");
+      await api("PUT", "/people/bindings", { spec: "agent-toolkit/people-bindings@1", roles }, bindingsDocument.version);
+      if ("preferred_people" in change) say("Saved the fallbacks of " + role + ".");
+      else say(change.person_id ? "Remembered " + change.person_id + " for " + role + "." : "Cleared the pin of " + role + ".");
       await preview(assignments);
     });
   }
@@ -577,10 +872,11 @@
         el("div", { class: "field" }, el("label", { for: "start-project" }, "Project"), el("select", { id: "start-project", required: true }, (projects.projects || []).map((project) => el("option", { value: project.id }, project.id)))),
         el("div", { class: "field" }, el("label", { for: "start-runner" }, "Runner"), el("select", { id: "start-runner", required: true }, available.map((runner) => el("option", { value: runner.name }, runner.name + " (" + runner.binary + ")")))),
         input("start_model", "Model (optional)", { maxlength: 128, pattern: REFERENCE }),
-        input("start_task", "Task for this session (used once, stored nowhere)", { multiline: true, maxlength: 8192 }, person.goal),
+        // The goal is already in the prompt; the task is what this session adds to it.
+        input("start_task", "Task for this session (optional; used once, stored nowhere)", { multiline: true, maxlength: 8192, hint: "The Person's goal is always part of the prompt: “" + person.goal + "”" }),
         el("div", { class: "actions" }, el("button", { type: "submit", id: "review-start" }, "Review")),
       );
-      if (!(projects.projects || []).length) form.prepend(el("p", { class: "error" }, "No projects: link one as projects/<id> in the workspace."));
+      if (!(projects.projects || []).length) form.prepend(el("p", { class: "error" }, "There is no project yet: add a project folder first on the Projects page.", " ", el("a", { href: "#/projects" }, "Add a project")));
       if (!available.length) form.prepend(el("p", { class: "error" }, "No runner was found on PATH."));
       const request = () => {
         const body = { person_id: person.id, project_id: form.querySelector("#start-project").value, runner: form.querySelector("#start-runner").value };
@@ -602,20 +898,40 @@
     });
   }
 
+  // A number of seconds as people say it.
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return null;
+    const hours = Math.floor(seconds / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    const rest = seconds % 60;
+    const parts = [];
+    if (hours) parts.push(hours + (hours === 1 ? " hour" : " hours"));
+    if (minutes) parts.push(minutes + (minutes === 1 ? " minute" : " minutes"));
+    if (rest || !parts.length) parts.push(rest + (rest === 1 ? " second" : " seconds"));
+    return parts.join(" ");
+  }
+
   function startReview(review, request) {
     const unsupported = review.unsupported_details || [];
-    const acknowledge = unsupported.length
-      ? el("div", { class: "field" }, el("label", { for: "acknowledge" }, el("input", { type: "checkbox", id: "acknowledge" }), " Start anyway: these limits are not enforced"))
-      : null;
+    const box = unsupported.length ? el("input", { type: "checkbox", id: "acknowledge" }) : null;
+    const acknowledge = box ? el("div", { class: "field" }, el("label", { for: "acknowledge" }, box, " Start anyway: the limits above are not enforced")) : null;
     const result = el("div", { id: "start-result" });
-    return el(
+    const section = el(
       "section",
       { "aria-labelledby": "start-review-heading" },
       el("h3", { id: "start-review-heading" }, "Review"),
-      el("dl", { class: "fields" }, field("Folder", review.cwd), field("Runner", review.runner), field("Model", review.model), field("Command", review.command_line)),
+      el(
+        "dl",
+        { class: "fields", id: "start-facts" },
+        field("Folder", review.cwd),
+        field("Runner", review.runner),
+        field("Model", review.model),
+        field("Time limit", review.max_seconds !== null && review.max_seconds !== undefined ? duration(review.max_seconds) + (unsupported.some((limit) => limit.field === "budget.max_seconds") ? " (not enforced with this runner)" : " (enforced: the session is ended when it runs out)") : "none (Max seconds is not set)"),
+        field("Command", review.command_line),
+      ),
       el("h4", {}, "Prompt"),
       el("pre", { id: "prompt-preview", tabindex: "0" }, review.prompt),
-      unsupported.length ? el("ul", { id: "unsupported" }, unsupported.map((limit) => el("li", {}, el("code", {}, limit.field), " — ", limit.explanation))) : null,
+      unsupported.length ? [el("h4", {}, "Limits this runner cannot enforce"), el("ul", { id: "unsupported" }, unsupported.map((limit) => el("li", {}, "“", labelOf(limit.field), "” — ", limit.explanation)))] : null,
       acknowledge,
       el(
         "div",
@@ -625,6 +941,8 @@
           {
             type: "button",
             id: "start-now",
+            // Start waits for the acknowledgement when a limit is not enforced.
+            disabled: Boolean(box),
             onclick: async () => {
               const body = request();
               body.acknowledge_unsupported = Boolean(acknowledge && acknowledge.querySelector("input").checked);
@@ -639,11 +957,49 @@
       ),
       result,
     );
+    if (box) box.addEventListener("change", () => (section.querySelector("#start-now").disabled = !box.checked));
+    return section;
+  }
+
+  // Signals by number, for an exit status of 128 + n (as shells and the runner report a
+  // process a signal ended).
+  const SIGNALS = { 1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 6: "SIGABRT", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM" };
+
+  // A timestamp in the viewer's own time zone and words.
+  function localTime(iso) {
+    if (!iso) return "";
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+  }
+
+  const STATUS_WORDS = { launching: "starting", running: "running", completed: "completed", failed: "failed", stopped: "stopped", timed_out: "timed out", interrupted: "interrupted" };
+
+  // How a session ended: the exit code or the signal, and when.
+  function ending(session) {
+    if (session.status === "running" || session.status === "launching") return "";
+    const parts = [];
+    const code = session.exit_code;
+    if (code !== null && code !== undefined) {
+      if (code > 128 && code < 128 + 65) parts.push(`ended by signal ${code - 128}${SIGNALS[code - 128] ? " (" + SIGNALS[code - 128] + ")" : ""}, exit code ${code}`);
+      else parts.push(`exit code ${code}`);
+    } else if (session.status === "interrupted") {
+      parts.push("its process vanished without an exit status");
+    } else {
+      parts.push("no exit status");
+    }
+    if (session.ended_at) parts.push("ended " + localTime(session.ended_at));
+    return parts.join("; ");
+  }
+
+  function statusWords(session) {
+    return STATUS_WORDS[session.status] || session.status;
   }
 
   async function sessionsView() {
+    const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Sessions"), target);
+    follow((kinds) => kinds.includes("sessions") && redraw(sessionsView), mine);
     await guarded(target, async () => {
       const listing = await api("GET", "/sessions");
       const sessions = listing.sessions || [];
@@ -651,8 +1007,8 @@
         sessions.length
           ? el(
               "table",
-              { id: "sessions" },
-              el("thead", {}, el("tr", {}, ["Session", "Person", "Project", "Runner", "Status", "Started"].map((name) => el("th", { scope: "col" }, name)))),
+              { id: "sessions", class: "stack" },
+              el("thead", {}, el("tr", {}, ["Started", "Person", "Project", "Runner", "Status", "Ended"].map((name) => el("th", { scope: "col" }, name)))),
               el(
                 "tbody",
                 {},
@@ -660,12 +1016,12 @@
                   el(
                     "tr",
                     { "data-session": session.id },
-                    el("td", {}, el("a", { href: "#/sessions/" + encodeURIComponent(session.id) }, session.id)),
-                    el("td", {}, session.person),
-                    el("td", {}, session.project_id),
-                    el("td", {}, session.provider),
-                    el("td", { class: "session-status" }, session.status, session.live ? " (live)" : ""),
-                    el("td", {}, session.started_at),
+                    el("td", { "data-label": "Started" }, el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, localTime(session.started_at))),
+                    el("td", { "data-label": "Person" }, session.person),
+                    el("td", { "data-label": "Project" }, session.project_id),
+                    el("td", { "data-label": "Runner" }, session.provider),
+                    el("td", { "data-label": "Status", class: "session-status", "data-status": session.status }, statusWords(session), session.live ? (session.attachable ? " (live here)" : " (live)") : ""),
+                    el("td", { "data-label": "Ended", class: "session-ending" }, ending(session) || "—"),
                   ),
                 ),
               ),
@@ -678,35 +1034,71 @@
   let openSocket = null;
 
   async function sessionView(id) {
+    const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Session"), target);
     await guarded(target, async () => {
       const session = await api("GET", "/sessions/" + encodeURIComponent(id));
-      const statusText = el("span", { id: "session-status" }, session.status);
+      const statusText = el("span", { id: "session-status", "data-status": session.status }, statusWords(session));
+      const endText = el("span", { id: "session-ending" }, ending(session));
       const screen = el("div", { id: "terminal", class: "terminal", role: "region", "aria-label": "Terminal of the session" });
       const stop = el("button", { type: "button", id: "stop", disabled: !session.live, onclick: async () => {
         await guarded(result, async () => {
           const stopped = await api("POST", "/sessions/" + encodeURIComponent(id) + "/stop");
-          statusText.textContent = stopped.status;
-          stop.disabled = true;
+          update(stopped);
           say("Stopped.");
         });
       } }, "Stop");
       const result = el("div");
+      // The record as it is now: status, how it ended, whether Stop still applies.
+      const update = (now) => {
+        statusText.textContent = statusWords(now);
+        statusText.dataset.status = now.status;
+        endText.textContent = ending(now);
+        stop.disabled = !now.live;
+      };
+      follow(async (kinds) => {
+        if (!kinds.includes("sessions")) return;
+        try {
+          update(await api("GET", "/sessions/" + encodeURIComponent(id)));
+        } catch (_) {
+          // The next change tries again.
+        }
+      }, mine);
       target.replaceChildren(
-        el("p", {}, el("strong", {}, session.person), " — ", session.project_id, " — ", session.provider, " — status ", statusText),
-        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person")),
+        el(
+          "dl",
+          { class: "fields", id: "session-facts" },
+          field("Person", session.person),
+          field("Project", session.project_id),
+          field("Runner", session.provider + (session.model ? " · " + session.model : "")),
+          field("Started", localTime(session.started_at)),
+          [el("dt", {}, "Status"), el("dd", {}, statusText, " ", endText)],
+          field("Session id", session.id),
+        ),
+        el("div", { class: "actions" }, stop, el("a", { class: "button", href: "#/people/" + encodeURIComponent(session.person_id) }, "Person"), window.acomposeSwarm ? window.acomposeSwarm.sessionActions(session, result) : null),
         screen,
         result,
       );
       if (session.attachable) attachTerminal(id, screen, statusText, stop);
-      else if (session.live) screen.append(el("p", { class: "empty" }, "This session runs in the terminal that started it; only Stop is available here."));
+      // Its runner lives but this server does not hold its terminal: it was started by
+      // `acompose people start`, by another server, or by one that has since stopped.
+      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by `acompose people start`, another `acompose serve`, or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
       else screen.append(el("p", { class: "empty" }, "The session has ended; its terminal is closed."));
     });
   }
 
   function attachTerminal(id, screen, statusText, stop) {
-    const terminal = new window.Terminal({ convertEol: false, cursorBlink: true, fontSize: 14, scrollback: 5000 });
+    // A monospace font the system has and a line height with room below the baseline,
+    // so `_` and descenders show at every device pixel ratio.
+    const terminal = new window.Terminal({
+      convertEol: false,
+      cursorBlink: true,
+      fontFamily: '"DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace',
+      fontSize: 14,
+      lineHeight: 1.2,
+      scrollback: 5000,
+    });
     const fit = new window.FitAddon.FitAddon();
     terminal.loadAddon(fit);
     terminal.open(screen);
@@ -721,8 +1113,10 @@
       if (typeof event.data === "string") {
         const message = JSON.parse(event.data);
         if (message.type === "exit") {
-          statusText.textContent = message.status;
+          statusText.textContent = STATUS_WORDS[message.status] || message.status;
+          statusText.dataset.status = message.status;
           stop.disabled = true;
+          if (onChange) onChange(["sessions"]);
         }
       } else {
         terminal.write(new Uint8Array(event.data));
@@ -738,6 +1132,309 @@
   }
 
   // ---------------------------------------------------------------------------------
+  // Projects: the folders sessions start in, added by their path (the page makes the
+  // link `projects/<id>` inside the workspace).
+
+  async function projectsView() {
+    const mine = generation;
+    const target = el("div", { id: "project-list" });
+    const result = el("div", { id: "project-result" });
+    const form = el(
+      "form",
+      { id: "project-form" },
+      el("h3", {}, "Add a project"),
+      input("project_folder", "Folder", { required: true, maxlength: 4096, hint: "the project's full path on this machine, e.g. /home/you/src/app" }),
+      input("project_id", "Project id", { required: true, maxlength: 64, pattern: SLUG, hint: "a short name: lowercase letters, digits, - and _" }),
+      el("div", { class: "actions" }, el("button", { type: "submit", id: "add-project" }, "Add project")),
+      result,
+    );
+    const folder = form.elements.project_folder;
+    const id = form.elements.project_id;
+    // The id is suggested from the folder's last name until the reader types one.
+    folder.addEventListener("input", () => {
+      if (id.dataset.typed) return;
+      const last = folder.value.replace(/\/+$/, "").split("/").pop() || "";
+      id.value = last.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").replace(/^[-_]+/, "").slice(0, 64);
+    });
+    id.addEventListener("input", () => (id.dataset.typed = "true"));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!form.reportValidity()) return;
+      await guarded(result, async () => {
+        const project = await api("POST", "/projects", { id: id.value.trim(), folder: folder.value.trim() });
+        say("Added the project " + project.id + ".");
+        form.reset();
+        delete id.dataset.typed;
+        await listProjects(target);
+      });
+    });
+    show(el("h2", {}, "Projects"), el("p", {}, "Sessions start in a project's folder. Add one by its folder; nothing in the folder is changed."), target, form);
+    follow((kinds) => kinds.includes("people") && listProjects(target), mine);
+    await listProjects(target);
+  }
+
+  async function listProjects(target) {
+    await guarded(target, async () => {
+      const listing = await api("GET", "/projects");
+      const projects = listing.projects || [];
+      target.replaceChildren(
+        projects.length
+          ? el(
+              "table",
+              { id: "projects", class: "stack" },
+              el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Project"), el("th", { scope: "col" }, "Folder"))),
+              el("tbody", {}, projects.map((project) => el("tr", { "data-project": project.id }, el("td", { "data-label": "Project" }, project.id), el("td", { "data-label": "Folder" }, el("code", {}, project.folder))))),
+            )
+          : el("p", { class: "empty" }, "No projects yet."),
+      );
+    });
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Composition, read-only: the roles of the home's current bundles as cards, the
+  // bundles, projections and store; one bundle's providers, budget and `--why`.
+
+  function bytes(count) {
+    if (count === null || count === undefined) return "";
+    const units = ["bytes", "KiB", "MiB", "GiB"];
+    let value = count;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return (unit ? value.toFixed(1) : String(value)) + " " + units[unit];
+  }
+
+  function swatch(color, label) {
+    const box = el("span", { class: "swatch", role: "img", "aria-label": label + " " + color });
+    box.style.background = /^#[0-9a-fA-F]{6}$/.test(color || "") ? color : "transparent";
+    return box;
+  }
+
+  function roleCard(described) {
+    const profile = described.profile || {};
+    const identity = profile.identity || {};
+    return el(
+      "li",
+      { class: "card role-card", "data-role": described.role },
+      el("span", { class: "card-link" }, swatch(described.favorite_color, "favourite colour"), el("a", { href: "#/bundles/" + encodeURIComponent(described.bundle) }, described.display_name || described.role)),
+      el("span", { class: "card-role" }, described.role, identity.name ? " · " + identity.name : "", identity.pronouns ? " (" + identity.pronouns + ")" : ""),
+      el("span", {}, "Tier: ", described.model_tier || "—", " · ", described.delivery || ""),
+      el(
+        "ul",
+        { class: "plain personalities" },
+        (profile.personalities || []).map((personality) => el("li", {}, swatch(personality.color, personality.slug), " ", personality.slug, " ", el("small", { class: "note" }, personality.color))),
+      ),
+      (profile.seats || []).length
+        ? el("span", { class: "note" }, "Seats: ", profile.seats.map((seat) => seat.harness + (seat.tier ? " (" + seat.tier + ")" : "")).join(", "))
+        : null,
+    );
+  }
+
+  async function compositionView() {
+    const target = el("div");
+    show(el("h2", {}, "Composition"), el("p", {}, "What acompose composed in this home, read-only. Change it with the roster and `acompose`."), target);
+    await guarded(target, async () => {
+      const home = await api("GET", "/home");
+      const current = (home.bundles || []).filter((bundle) => bundle.current);
+      const described = await Promise.all(current.map((bundle) => api("GET", "/bundles/" + encodeURIComponent(bundle.id)).catch(() => null)));
+      const cards = described.filter(Boolean);
+      target.replaceChildren(
+        el("h3", {}, "Roles"),
+        cards.length ? el("ul", { class: "cards", id: "roles" }, cards.map(roleCard)) : el("p", { class: "empty" }, "No role has a bundle yet: run `acompose` to compose them."),
+        el("h3", {}, "Bundles"),
+        (home.bundles || []).length
+          ? el(
+              "table",
+              { id: "bundles", class: "stack" },
+              el("thead", {}, el("tr", {}, ["Role", "Bundle", "Made", "Size", "Shown by"].map((name) => el("th", { scope: "col" }, name)))),
+              el(
+                "tbody",
+                {},
+                home.bundles.map((bundle) =>
+                  el(
+                    "tr",
+                    { "data-bundle": bundle.id },
+                    el("td", { "data-label": "Role" }, bundle.role || "—", bundle.current ? el("small", { class: "note" }, " (current)") : null),
+                    el("td", { "data-label": "Bundle" }, el("a", { href: "#/bundles/" + encodeURIComponent(bundle.id) }, el("code", {}, bundle.id.slice(0, 12)))),
+                    el("td", { "data-label": "Made" }, bundle.modified_unix ? localTime(new Date(bundle.modified_unix * 1000).toISOString()) : "—"),
+                    el("td", { "data-label": "Size" }, bytes(bundle.bytes)),
+                    el("td", { "data-label": "Shown by" }, bundle.projections ? bundle.projections + " projection" + (bundle.projections === 1 ? "" : "s") : "—"),
+                  ),
+                ),
+              ),
+            )
+          : el("p", { class: "empty" }, home.exists ? "No bundles yet." : "This home does not exist yet."),
+        el("h3", {}, "Projections"),
+        (home.projections || []).length
+          ? el(
+              "table",
+              { id: "projections", class: "stack" },
+              el("thead", {}, el("tr", {}, ["Folder", "Role", "Harnesses", "Bundle", "State"].map((name) => el("th", { scope: "col" }, name)))),
+              el(
+                "tbody",
+                {},
+                home.projections.map((projection) =>
+                  el(
+                    "tr",
+                    {},
+                    el("td", { "data-label": "Folder" }, el("code", {}, projection.target)),
+                    el("td", { "data-label": "Role" }, projection.role),
+                    el("td", { "data-label": "Harnesses" }, projection.layout),
+                    el("td", { "data-label": "Bundle" }, el("code", {}, (projection.bundle || "").slice(0, 12))),
+                    el("td", { "data-label": "State" }, projection.state),
+                  ),
+                ),
+              ),
+            )
+          : el("p", { class: "empty" }, "No projections. `acompose project` makes one."),
+        el("h3", {}, "Store"),
+        el("p", { id: "store" }, `${home.store.entries} entries, ${bytes(home.store.bytes)}.`),
+      );
+    });
+  }
+
+  function budgetBars(budget) {
+    const rows = budget.providers || [];
+    const total = Math.max(1, budget.total_bytes || 0);
+    return el(
+      "table",
+      { id: "budget", class: "stack" },
+      el("caption", {}, "Context budget: ", bytes(budget.total_bytes), ", about ", String(budget.total_tokens), " tokens"),
+      el("thead", {}, el("tr", {}, ["Provider", "Skills", "Share", "Size"].map((name) => el("th", { scope: "col" }, name)))),
+      el(
+        "tbody",
+        {},
+        rows.map((row) => {
+          const bar = el("span", {});
+          bar.style.width = ((100 * (row.context_bytes || 0)) / total).toFixed(1) + "%";
+          return el(
+            "tr",
+            {},
+            el("td", { "data-label": "Provider" }, row.source),
+            el("td", { "data-label": "Skills" }, String(row.skills)),
+            el("td", { "data-label": "Share" }, el("span", { class: "bar", role: "img", "aria-label": Math.round((100 * (row.context_bytes || 0)) / total) + " percent" }, bar)),
+            el("td", { "data-label": "Size" }, bytes(row.context_bytes), " · ~", String(row.approximate_tokens), " tokens"),
+          );
+        }),
+      ),
+    );
+  }
+
+  async function bundleView(id) {
+    const target = el("div");
+    const heading = el("h2", {}, "Bundle");
+    show(heading, target);
+    await guarded(target, async () => {
+      const described = await api("GET", "/bundles/" + encodeURIComponent(id));
+      heading.textContent = (described.display_name || described.role) + " — bundle";
+      const warnings = (described.budget && described.budget.listing_warnings) || [];
+      const whyResult = el("div", { id: "why-result" });
+      // A decision's subject is already an item (`skill:NAME`, `source:ID`, …).
+      const subjects = [...new Set((described.selection || []).map((decision) => decision.subject))].sort();
+      const whyForm = el(
+        "form",
+        { id: "why-form" },
+        el("h3", {}, "Why?"),
+        el("div", { class: "field" }, el("label", { for: "why-item" }, "Skill, source, role or personality"), el("input", { type: "text", id: "why-item", list: "why-items", required: true, maxlength: 256, placeholder: "skill:estate-map" }), el("datalist", { id: "why-items" }, subjects.map((subject) => el("option", { value: subject })))),
+        el("div", { class: "actions" }, el("button", { type: "submit", id: "ask-why" }, "Explain")),
+        whyResult,
+      );
+      const ask = async (item) => {
+        await guarded(whyResult, async () => {
+          const answer = await api("GET", "/bundles/" + encodeURIComponent(described.bundle) + "/why?item=" + encodeURIComponent(item));
+          whyResult.replaceChildren(
+            el(
+              "ol",
+              { id: "why-answer" },
+              (answer.entries || []).map((entry) =>
+                el(
+                  "li",
+                  {},
+                  el("strong", {}, entry.subject), " — ", entry.outcome, " from ", el("code", {}, entry.source), ": ", entry.reason,
+                  el("small", { class: "details" }, entry.kind, " · ", entry.rule, entry.cause ? " · " + entry.cause : ""),
+                  !entry.subject.startsWith("source:") && entry.source ? el("button", { type: "button", class: "clear follow", onclick: () => ask("source:" + entry.source) }, "Why source " + entry.source + "?") : null,
+                ),
+              ),
+            ),
+          );
+        });
+      };
+      whyForm.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        if (!whyForm.reportValidity()) return;
+        await ask(whyForm.querySelector("#why-item").value.trim());
+      });
+      target.replaceChildren(
+        el("ul", { class: "cards" }, roleCard(described)),
+        el("dl", { class: "fields" }, field("Bundle id", described.bundle), field("Person source", described.person_source), field("Personalities", described.meld)),
+        el("h3", {}, "Providers"),
+        el(
+          "table",
+          { id: "providers", class: "stack" },
+          el("thead", {}, el("tr", {}, ["Provider", "Kind", "Scope", "Outcome", "Why"].map((name) => el("th", { scope: "col" }, name)))),
+          el("tbody", {}, (described.providers || []).map((provider) => el("tr", {}, el("td", { "data-label": "Provider" }, provider.source), el("td", { "data-label": "Kind" }, provider.category), el("td", { "data-label": "Scope" }, provider.scope), el("td", { "data-label": "Outcome" }, provider.outcome), el("td", { "data-label": "Why" }, provider.reason)))),
+        ),
+        el("h3", {}, "Budget"),
+        budgetBars(described.budget || {}),
+        el("h3", {}, "Listing warnings"),
+        warnings.length
+          ? el("ul", { id: "listing-warnings" }, warnings.map((warning) => el("li", {}, warning.harness, ": the listing of ", bytes(warning.metadata_bytes), " is over its budget of ", String(warning.budget_characters), " characters", warning.cut.length ? "; it would cut " + warning.cut.join(", ") : "", ".")))
+          : el("p", { id: "listing-warnings" }, "Every harness lists every skill of this bundle."),
+        whyForm,
+      );
+    });
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Live state: the server pushes the versions of the sessions and of People whenever
+  // they change (from this page, another tab, the cli or a process that ended); the view
+  // on screen redraws what it shows.
+
+  let onChange = null;
+  // Counts navigations: a view that finishes loading after the reader moved on does not
+  // take over what the new view listens for.
+  let generation = 0;
+
+  function follow(listener, mine) {
+    if (mine === generation) onChange = listener;
+  }
+  const seen = { sessions: null, people: null };
+
+  async function redraw(render) {
+    refreshing = true;
+    try {
+      await render();
+    } finally {
+      refreshing = false;
+    }
+  }
+
+  function listen() {
+    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/events`, [TOKEN_PROTOCOL_PREFIX + token]);
+    socket.addEventListener("message", (event) => {
+      let message = null;
+      try {
+        message = JSON.parse(event.data);
+      } catch (_) {
+        return;
+      }
+      if (!message || message.type !== "versions") return;
+      const kinds = ["sessions", "people"].filter((kind) => seen[kind] !== null && seen[kind] !== message[kind]);
+      seen.sessions = message.sessions;
+      seen.people = message.people;
+      document.body.dataset.live = "connected";
+      if (kinds.length && onChange) onChange(kinds);
+    });
+    socket.addEventListener("close", () => {
+      document.body.dataset.live = "reconnecting";
+      window.setTimeout(listen, 2000);
+    });
+  }
+
+  // ---------------------------------------------------------------------------------
   // Routing by the address's fragment.
 
   let lastSection = null;
@@ -749,6 +1446,8 @@
     if (lastSection !== null && !statusLine().dataset.keep) statusLine().textContent = "";
     delete statusLine().dataset.keep;
     lastSection = sectionNow;
+    onChange = null;
+    generation += 1;
     if (openSocket) {
       openSocket.close();
       openSocket = null;
@@ -756,7 +1455,7 @@
     const parts = (window.location.hash.replace(/^#\/?/, "") || "people").split("/").map(decodeURIComponent);
     const section = parts[0];
     for (const link of document.querySelectorAll("[data-nav]")) {
-      const current = link.dataset.nav === (section === "people" && parts[1] === "new" ? "new" : section === "start" ? "people" : section);
+      const current = link.dataset.nav === (section === "people" && parts[1] === "new" ? "new" : section === "start" ? "people" : section === "bundles" ? "composition" : section);
       if (current) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
@@ -769,12 +1468,22 @@
     if (section === "people" && parts[1]) return detail(parts[1]);
     if (section === "import") return importView();
     if (section === "swarm") return swarmView();
+    if (section === "runs" && window.acomposeSwarm) return window.acomposeSwarm.route(parts);
     if (section === "start" && parts[1]) return startView(parts[1]);
+    if (section === "projects") return projectsView();
+    if (section === "composition") return compositionView();
+    if (section === "bundles" && parts[1]) return bundleView(parts[1]);
     if (section === "sessions" && parts[1]) return sessionView(parts[1]);
     if (section === "sessions") return sessionsView();
     return roster();
   }
 
+  // The helpers swarm.js builds its views with (swarm runs, resume).
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox };
+
   window.addEventListener("hashchange", navigate);
-  window.addEventListener("DOMContentLoaded", navigate);
+  window.addEventListener("DOMContentLoaded", () => {
+    navigate();
+    if (token) listen();
+  });
 })();

@@ -11,8 +11,9 @@ use crate::error::ApiError;
 const INDEX: &[u8] = include_bytes!("../assets/index.html");
 
 /// Every asset by the name the page asks for, with its media type.
-const ASSETS: [(&str, &str, &[u8]); 8] = [
+const ASSETS: [(&str, &str, &[u8]); 9] = [
     ("app.js", "text/javascript; charset=utf-8", include_bytes!("../assets/app.js")),
+    ("swarm.js", "text/javascript; charset=utf-8", include_bytes!("../assets/swarm.js")),
     ("app.css", "text/css; charset=utf-8", include_bytes!("../assets/app.css")),
     ("xterm.js", "text/javascript; charset=utf-8", include_bytes!("../assets/vendor/xterm.js")),
     ("xterm.css", "text/css; charset=utf-8", include_bytes!("../assets/vendor/xterm.css")),

@@ -22,6 +22,8 @@ pub struct ApiError {
     message: String,
     pointer: Option<String>,
     findings: Vec<Diagnostic>,
+    /// With a stale write: the version there now and what it holds.
+    current: Option<Box<(String, serde_json::Value)>>,
 }
 
 #[derive(Serialize)]
@@ -30,6 +32,10 @@ struct ErrorJson<'a> {
     message: &'a str,
     pointer: Option<&'a str>,
     findings: Vec<FindingJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current: Option<&'a serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -46,7 +52,13 @@ struct FindingJson<'a> {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), pointer: None, findings: Vec::new() }
+        Self { status, code, message: message.into(), pointer: None, findings: Vec::new(), current: None }
+    }
+
+    /// Adds the current version and content to a refused write.
+    pub fn with_current(mut self, version: &str, current: serde_json::Value) -> Self {
+        self.current = Some(Box::new((version.to_owned(), current)));
+        self
     }
 
     pub fn at(mut self, pointer: &str) -> Self {
@@ -80,7 +92,14 @@ impl ApiError {
         let (code, message, pointer) = first.map_or(("invalid", "the input was refused", None), |finding| {
             (finding.code, finding.message.as_str(), finding.pointer.clone())
         });
-        Self { status: StatusCode::UNPROCESSABLE_ENTITY, code, message: message.to_owned(), pointer, findings }
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+            message: message.to_owned(),
+            pointer,
+            findings,
+            current: None,
+        }
     }
 
     pub fn response(self) -> Response {
@@ -129,6 +148,8 @@ impl IntoResponse for ApiError {
                     hint: finding.hints.first().map(String::as_str),
                 })
                 .collect(),
+            version: self.current.as_deref().map(|(version, _)| version.as_str()),
+            current: self.current.as_deref().map(|(_, current)| current),
         };
         (self.status, Json(body)).into_response()
     }

@@ -10,6 +10,9 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod assets;
+mod authoring_api;
+mod changes;
+mod composition_api;
 mod connections;
 mod error;
 mod guard;
@@ -17,6 +20,8 @@ mod live;
 mod people_api;
 mod sessions_api;
 mod state;
+mod versions;
+mod swarm_api;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -46,6 +51,11 @@ pub struct Options {
     pub path_variable: Option<OsString>,
     /// The deadlines and the per-client cap of every connection.
     pub limits: ConnectionLimits,
+    /// The acompose home whose composition the page shows (`--home`); `None` resolves it
+    /// as every command does (`$ACOMPOSE_HOME`, else `~/.agent-compose`).
+    pub home: Option<PathBuf>,
+    /// Where the roster is: a Person whose role is a roster role starts as it.
+    pub roster: Option<acompose_driver::people::as_role::RosterPlace>,
 }
 
 /// Why the server could not start.
@@ -121,13 +131,18 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
         writes: std::sync::Mutex::new(()),
         live: live::LiveSessions::default(),
         stopping: stopped.clone(),
+        changes: watch::channel(state::Versions::default()).0,
+        home: acompose_driver::home::resolve_home(options.home.as_deref()).ok(),
+        roster: options.roster.clone(),
     });
     let limits = options.limits;
     let router = router(Arc::clone(&state), limits);
+    let state_for_changes = Arc::clone(&state);
     let thread = std::thread::Builder::new()
         .name("acompose-serve".to_owned())
         .spawn(move || {
             runtime.block_on(async move {
+                let watcher = tokio::spawn(changes::watch_workspace(Arc::clone(&state_for_changes), stopped.clone()));
                 let mut servers = Vec::new();
                 for listener in listeners.into_iter().filter_map(|listener| TcpListener::from_std(listener).ok()) {
                     servers.push(tokio::spawn(connections::serve(listener, router.clone(), stopped.clone(), limits)));
@@ -135,6 +150,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
                 for server in servers {
                     let _ = server.await;
                 }
+                let _ = watcher.await;
             });
         })
         .map_err(|error| ServeError::Environment(format!("cannot start the server thread: {error}")))?;
@@ -169,13 +185,23 @@ fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
         .route("/people/{id}", get(people_api::show).put(people_api::update))
         .route("/people/{id}/archive", post(people_api::archive))
         .route("/people/{id}/restore", post(people_api::restore))
+        .route("/events", get(changes::events))
+        .route("/home", get(composition_api::overview))
+        .route("/bundles/{id}", get(composition_api::describe_bundle))
+        .route("/bundles/{id}/why", get(composition_api::why_item))
         .route("/runners", get(sessions_api::runners))
-        .route("/projects", get(sessions_api::projects))
+        .route("/projects", get(sessions_api::projects).post(authoring_api::link_project))
+        .route("/recipes", get(authoring_api::recipes).post(authoring_api::create_recipe))
         .route("/sessions", get(sessions_api::list).post(sessions_api::start))
         .route("/sessions/review", post(sessions_api::review))
         .route("/sessions/{id}", get(sessions_api::show))
         .route("/sessions/{id}/stop", post(sessions_api::stop))
         .route("/sessions/{id}/terminal", get(sessions_api::terminal))
+        .route("/sessions/{id}/resume", post(swarm_api::resume))
+        .route("/swarm", get(swarm_api::list_run).post(swarm_api::start_run))
+        .route("/swarm/review", post(swarm_api::review_run))
+        .route("/swarm/{id}", get(swarm_api::show))
+        .route("/swarm/{id}/stop", post(swarm_api::stop))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -25,6 +25,7 @@ use acompose_driver::people::{Person, document, finding, is_slug, json as people
 
 use crate::error::{ApiError, MAX_REQUEST_BYTES};
 use crate::state::AppState;
+use crate::versions;
 
 pub(crate) type Body = Result<Bytes, BytesRejection>;
 
@@ -84,14 +85,29 @@ fn existing(state: &AppState, id: &str) -> Result<Person, ApiError> {
     Ok(host::existing_person(&state.workspace, id)?)
 }
 
-fn person_response(status: StatusCode, person: &Person) -> Response {
-    json_response(status, document::person_bytes(person))
+/// A Person, with the version of its file as it is on disk now in `ETag` (a file written
+/// by hand need not be in the canonical form the answer shows).
+fn person_response(state: &AppState, status: StatusCode, person: &Person) -> Result<Response, ApiError> {
+    let version = host::person_version(&state.workspace, &person.id)?;
+    Ok(versions::tagged(json_response(status, document::person_bytes(person)), &version))
+}
+
+/// Refuses a write to a Person whose file is no longer at the version the request names.
+fn check_person_version(state: &AppState, id: &str, expected: Option<&str>) -> Result<(), ApiError> {
+    let bytes = state.workspace.person_file(id)?;
+    let version = host::version(bytes.as_deref());
+    versions::check(expected, &version, || {
+        bytes.as_deref().and_then(|bytes| serde_json::from_slice(bytes).ok()).unwrap_or(serde_json::Value::Null)
+    })
 }
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     blocking(state, |state| {
         let validation = workspace::load_roster(&state.workspace.collect()?);
-        Ok(json_response(StatusCode::OK, report::list_json(&validation.roster.people, &validation.findings)))
+        Ok(json_response(
+            StatusCode::OK,
+            report::list_json(&validation.roster.people, &validation.findings, state.roster_roles().as_deref()),
+        ))
     })
     .await
 }
@@ -99,7 +115,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiErr
 pub async fn show(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
     blocking(state, move |state| {
         let person = existing(state, checked_id(&id)?)?;
-        Ok(person_response(StatusCode::OK, &person))
+        person_response(state, StatusCode::OK, &person)
     })
     .await
 }
@@ -131,7 +147,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Body) -> Result<Re
             return Err(person_exists());
         }
         host::create_person(&state.workspace, &person)?;
-        Ok(person_response(StatusCode::CREATED, &person))
+        person_response(state, StatusCode::CREATED, &person)
     })
     .await
 }
@@ -140,43 +156,64 @@ fn person_exists() -> ApiError {
     ApiError::new(StatusCode::CONFLICT, "person-exists", "a Person with this id already exists").at("/id")
 }
 
+/// Replaces a Person; the request names the version it edits in `If-Match`.
 pub async fn update(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let bytes = body_bytes(body)?;
+    let expected = versions::required(&headers)?;
     blocking(state, move |state| {
         let id = checked_id(&id)?;
         let _writing = write_lock(state);
         existing(state, id)?;
+        check_person_version(state, id, Some(&expected))?;
         let person = submitted_person(id, &bytes)?;
         host::save_person(&state.workspace, &person)?;
-        Ok(person_response(StatusCode::OK, &person))
+        person_response(state, StatusCode::OK, &person)
     })
     .await
 }
 
-async fn set_archived(state: Arc<AppState>, id: String, archived: bool) -> Result<Response, ApiError> {
+/// Archives or restores; a request that names a version in `If-Match` is refused when the
+/// file has changed since.
+async fn set_archived(
+    state: Arc<AppState>,
+    id: String,
+    headers: &HeaderMap,
+    archived: bool,
+) -> Result<Response, ApiError> {
+    let expected = versions::requested(headers);
     blocking(state, move |state| {
         let id = checked_id(&id)?;
         let _writing = write_lock(state);
         let mut person = existing(state, id)?;
+        check_person_version(state, id, expected.as_deref())?;
         if person.archived != archived {
             person.archived = archived;
             host::save_person(&state.workspace, &person)?;
         }
-        Ok(person_response(StatusCode::OK, &person))
+        person_response(state, StatusCode::OK, &person)
     })
     .await
 }
 
-pub async fn archive(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    set_archived(state, id, true).await
+pub async fn archive(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    set_archived(state, id, &headers, true).await
 }
 
-pub async fn restore(State(state): State<Arc<AppState>>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    set_archived(state, id, false).await
+pub async fn restore(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    set_archived(state, id, &headers, false).await
 }
 
 /// An uploaded hire file and the reviewer's answers to what it leaves open.
@@ -201,7 +238,7 @@ struct ImportRequest {
 }
 
 /// A file name from the request, reduced to its last segment and made printable.
-fn upload_label(file_name: Option<&str>, default: &str) -> String {
+pub(crate) fn upload_label(file_name: Option<&str>, default: &str) -> String {
     let name = file_name.and_then(|name| name.rsplit(['/', '\\']).next()).filter(|name| !name.is_empty());
     printable(name.unwrap_or(default))
 }
@@ -224,11 +261,38 @@ fn import_review(request: &ImportRequest) -> Result<(String, hire::Review), ApiE
 
 const IMPORT_MESSAGE: &str = "an import request is {file_name, content, id, name, role, goal, max_tokens}";
 
-/// Reviews a hire file; writes nothing.
-pub async fn import_preview(body: Body) -> Result<Response, ApiError> {
+/// Reviews a hire file; writes nothing. An id that names an existing Person is flagged
+/// here, before Save, as a blocking item of the review (`id_exists`).
+pub async fn import_preview(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
     let request: ImportRequest = envelope(body, IMPORT_MESSAGE)?;
     let (label, review) = import_review(&request)?;
-    Ok(json_response(StatusCode::OK, report::review_json(&label, &review, None)))
+    blocking(state, move |state| {
+        let mut document: serde_json::Value =
+            serde_json::from_slice(&report::review_json(&label, &review, None)).unwrap_or_default();
+        let id = review.person.as_ref().map(|person| person.id.clone()).or_else(|| mapped_id(&document));
+        let taken = match &id {
+            Some(id) if is_slug(id) => state.workspace.person_file(id)?.is_some(),
+            _ => false,
+        };
+        if let Some(object) = document.as_object_mut() {
+            object.insert("id_exists".to_owned(), json!(taken));
+            if taken {
+                object.insert("ready_to_save".to_owned(), json!(false));
+                if let Some(items) = object.get_mut("needs_review").and_then(serde_json::Value::as_array_mut) {
+                    items.push(json!({"field": "id", "message": ID_TAKEN, "blocking": true}));
+                }
+            }
+        }
+        Ok(json_response(StatusCode::OK, document::json_bytes(&document)))
+    })
+    .await
+}
+
+const ID_TAKEN: &str = "names a Person who already exists; choose another id (Save would be refused)";
+
+/// The id the review mapped, when it could not make a Person yet.
+fn mapped_id(document: &serde_json::Value) -> Option<String> {
+    document.get("mapped")?.as_array()?.iter().find(|row| row["target"] == "id")?["value"].as_str().map(str::to_owned)
 }
 
 /// Reviews the same file again and writes the reviewed Person as a new file.
@@ -254,7 +318,9 @@ pub async fn import_save(State(state): State<Arc<AppState>>, body: Body) -> Resu
 }
 
 fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
-    let validation = workspace::load_roster(&state.workspace.collect()?);
+    let files = state.workspace.collect()?;
+    let version = host::version(files.bindings.as_deref());
+    let validation = workspace::load_roster(&files);
     let findings: Vec<Diagnostic> =
         validation.findings.into_iter().filter(|finding| finding.file.as_deref() == Some(BINDINGS_PATH)).collect();
     if findings.iter().any(|finding| finding.is_error() && finding.code != workspace::MISSING_BINDING_CODE) {
@@ -275,11 +341,12 @@ fn bindings_document(state: &AppState) -> Result<Response, ApiError> {
         .collect();
     let body = json!({
         "format": "acompose.people-bindings.v1",
+        "version": version,
         "present": validation.roster.has_bindings,
         "bindings": {"spec": acompose_driver::people::BINDINGS_SPEC, "roles": roles},
         "findings": missing,
     });
-    Ok(json_response(StatusCode::OK, document::json_bytes(&body)))
+    Ok(versions::tagged(json_response(StatusCode::OK, document::json_bytes(&body)), &version))
 }
 
 pub async fn bindings(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
@@ -288,11 +355,19 @@ pub async fn bindings(State(state): State<Arc<AppState>>) -> Result<Response, Ap
 
 /// Replaces `people/bindings.yaml` with a people-bindings@1 document, checked exactly as
 /// `people validate` checks the file (a JSON document is also YAML), every referenced
-/// Person required to exist.
-pub async fn put_bindings(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+/// Person required to exist. The request names the version it edits in `If-Match`
+/// (`absent` when there was no file).
+pub async fn put_bindings(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
     let bytes = body_bytes(body)?;
+    let expected = versions::required(&headers)?;
     blocking(state, move |state| {
         let _writing = write_lock(state);
+        let version = host::bindings_version(&state.workspace)?;
+        versions::check(Some(&expected), &version, || serde_json::Value::Null)?;
         host::replace_bindings(&state.workspace, &bytes)?;
         bindings_document(state)
     })
@@ -317,6 +392,16 @@ struct AssignmentRequest {
     person_id: String,
 }
 
+fn refused(rejections: &[resolution::Rejection]) -> ApiError {
+    let first = rejections.first();
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        first.map_or("assignment-refused", |rejection| rejection.code),
+        first.map_or_else(|| "an assignment was refused".to_owned(), |rejection| rejection.message.clone()),
+    )
+    .at("/assignments")
+}
+
 /// Previews which Person fills each recipe role; writes and starts nothing.
 pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
     let request: ResolveRequest = envelope(body, "a resolve request is {recipe_file_name, recipe, assignments}")?;
@@ -338,16 +423,31 @@ pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<R
     blocking(state, move |state| {
         let validation = host::roster_for_resolution(&state.workspace).map_err(ApiError::from)?;
         let roster = &validation.roster;
-        match resolution::resolve(&recipe, &roster.people, &roster.bindings, &assignments) {
+        let resolve =
+            |assignments: &[Assignment]| resolution::resolve(&recipe, &roster.people, &roster.bindings, assignments);
+        match resolve(&assignments) {
             Ok(resolved) => Ok(json_response(StatusCode::OK, report::resolution_json(&label, &resolved, &[]))),
+            // One refused assignment does not hide the table: the rest is resolved without
+            // the refused ones, and the refusals come back beside it.
             Err(rejections) => {
-                let first = rejections.first();
-                Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    first.map_or("assignment-refused", |rejection| rejection.code),
-                    first.map_or_else(|| "an assignment was refused".to_owned(), |rejection| rejection.message.clone()),
-                )
-                .at("/assignments"))
+                let kept: Vec<Assignment> = assignments
+                    .iter()
+                    .filter(|assignment| resolve(std::slice::from_ref(assignment)).is_ok())
+                    .cloned()
+                    .collect();
+                let resolved = resolve(&kept).or_else(|_| resolve(&[])).map_err(|_| refused(&rejections))?;
+                let mut document: serde_json::Value =
+                    serde_json::from_slice(&report::resolution_json(&label, &resolved, &rejections))
+                        .unwrap_or_default();
+                let dropped: Vec<_> = assignments
+                    .iter()
+                    .filter(|assignment| !kept.contains(assignment))
+                    .map(|assignment| json!({"role": assignment.role, "person_id": assignment.person_id}))
+                    .collect();
+                if let Some(object) = document.as_object_mut() {
+                    object.insert("refused_assignments".to_owned(), json!(dropped));
+                }
+                Ok(json_response(StatusCode::OK, document::json_bytes(&document)))
             }
         }
     })

@@ -98,6 +98,7 @@ fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiErr
         runner: request.runner.clone(),
         model: request.model.clone().filter(|model| !model.trim().is_empty()),
         task: request.task.clone(),
+        roster: state.roster.clone(),
     };
     review_session(&state.workspace, &options, state.path_variable.as_deref()).map_err(ApiError::from)
 }
@@ -153,7 +154,7 @@ pub async fn start(State(state): State<Arc<AppState>>, body: Body) -> Result<Res
 
 /// The listing as `people sessions --json` prints it, each entry with `live` (its
 /// runner is running) and `attachable` (this server holds its terminal).
-fn listing(state: &AppState) -> Result<Value, ApiError> {
+pub(crate) fn listing(state: &AppState) -> Result<Value, ApiError> {
     let listing = list_sessions(&state.workspace, &SystemClock)?;
     let mut document: Value =
         serde_json::from_slice(&sessions_json(&listing.records, &listing.interruptions, listing.findings.len()))
@@ -171,7 +172,7 @@ fn listing(state: &AppState) -> Result<Value, ApiError> {
     Ok(document)
 }
 
-fn session_entry(state: &AppState, id: &str) -> Result<Option<Value>, ApiError> {
+pub(crate) fn session_entry(state: &AppState, id: &str) -> Result<Option<Value>, ApiError> {
     let document = listing(state)?;
     Ok(document
         .get("sessions")
@@ -183,7 +184,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Response, ApiErr
     blocking(state, |state| Ok(json_response(StatusCode::OK, document::json_bytes(&listing(state)?)))).await
 }
 
-fn checked_session_id(id: &str) -> Result<&str, ApiError> {
+pub(crate) fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     if is_session_id(id) {
         Ok(id)
     } else {
@@ -196,7 +197,7 @@ fn checked_session_id(id: &str) -> Result<&str, ApiError> {
     }
 }
 
-fn no_session() -> ApiError {
+pub(crate) fn no_session() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "no-such-session", "there is no session with this id")
 }
 

@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::sync::Mutex;
 
 use acompose_driver::people::Workspace;
+use acompose_driver::people::as_role::{RosterPlace, roster_roles};
 use tokio::sync::watch;
 
 use crate::live::LiveSessions;
@@ -22,4 +23,24 @@ pub struct AppState {
     pub live: LiveSessions,
     /// Becomes true when the server stops; open terminals close on it.
     pub stopping: watch::Receiver<bool>,
+    /// The versions of what the page shows, published while a page listens.
+    pub changes: watch::Sender<Versions>,
+    /// The acompose home whose composition the page shows, when one can be named.
+    pub home: Option<std::path::PathBuf>,
+    /// Where the roster People bind roles against is; `None`: no role binds.
+    pub roster: Option<RosterPlace>,
+}
+
+/// The versions of what the page shows (`changes`); empty until first read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Versions {
+    pub sessions: String,
+    pub people: String,
+}
+
+impl AppState {
+    /// The roster's role slugs, read afresh; `None` without a roster.
+    pub fn roster_roles(&self) -> Option<Vec<String>> {
+        self.roster.as_ref().and_then(|place| roster_roles(place).ok())
+    }
 }

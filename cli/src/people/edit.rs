@@ -259,7 +259,20 @@ fn as_flag_errors(stop: Stop, id: &str) -> Stop {
     Stop::Invalid(messages.join("\nerror: "))
 }
 
-pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
+/// Warns when `role` is no role of the roster, naming the closest one.
+fn warn_unbound(role: &str, home: Option<&std::path::Path>, terminal: &Terminal) {
+    let place = super::roster_place(home, terminal);
+    let bound = acompose_driver::people::as_role::bound_role(role, place.as_ref());
+    if let acompose_driver::people::roster_role::Bound::Unbound { .. } = bound {
+        let hint = bound.hint().map(|hint| format!(" ({hint})")).unwrap_or_default();
+        crate::terminal::warn(
+            terminal,
+            &format!("the role is no role of the roster{hint}: the Person stays a plain collaborator"),
+        );
+    }
+}
+
+pub fn run_add(args: &AddArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = Person::new(id, args.name.clone(), args.role.clone(), args.goal.clone());
@@ -269,10 +282,11 @@ pub fn run_add(args: &AddArgs, terminal: &Terminal) -> Result<(), Stop> {
     if !terminal.quiet {
         print_stdout(&format!("added `{id}` (wrote `{path}`); nothing was started\n"));
     }
+    warn_unbound(&person.role, home, terminal);
     Ok(())
 }
 
-pub fn run_edit(args: &EditArgs, terminal: &Terminal) -> Result<(), Stop> {
+pub fn run_edit(args: &EditArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = existing_person(&workspace, id)?;
@@ -299,6 +313,9 @@ pub fn run_edit(args: &EditArgs, terminal: &Terminal) -> Result<(), Stop> {
     let path = save_person(&workspace, &person).map_err(|stop| as_flag_errors(stop, id))?;
     if !terminal.quiet {
         print_stdout(&format!("updated `{id}` (wrote `{path}`)\n"));
+    }
+    if args.role.is_some() {
+        warn_unbound(&person.role, home, terminal);
     }
     Ok(())
 }

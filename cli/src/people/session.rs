@@ -12,7 +12,8 @@ use acompose_driver::people::session_report::{
 };
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
 use acompose_driver::people::sessions::{
-    DEFAULT_GRACE, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,
+    DEFAULT_GRACE, Reviewed, StartOptions, SystemClock, discover_runners, list_sessions, review_resume, review_session,
+    stop_session,
 };
 use acompose_driver::people::{Stop, Workspace};
 use acompose_driver::people::{printable, report};
@@ -59,6 +60,20 @@ pub struct StartArgs {
     /// With --dry-run: print the review as JSON.
     #[arg(long, requires = "dry_run")]
     pub json: bool,
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The ended session whose conversation to open again (see `acompose people sessions`).
+    pub session: String,
+    /// Start although the Person declares limits a local terminal cannot enforce.
+    #[arg(long)]
+    pub acknowledge_unsupported: bool,
+    /// Print the review and stop: no session is started or recorded.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
 }
@@ -126,7 +141,7 @@ pub fn run_runners(args: &RunnersArgs) -> Result<(), Stop> {
 
 /// Reviews, prints the review, then (unless a dry run) starts and attaches the session.
 /// Exits 0 only when the runner completed.
-pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
+pub fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let options = StartOptions {
         person_id: args.person.clone(),
@@ -134,9 +149,38 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
         runner: args.runner.clone(),
         model: args.model.clone(),
         task: args.task.clone(),
+        roster: super::roster_place(home, terminal),
     };
     let path_variable = std::env::var_os("PATH");
     let reviewed = review_session(&workspace, &options, path_variable.as_deref())?;
+    if let Some(hint) = &reviewed.review.unbound_hint {
+        crate::terminal::warn(
+            terminal,
+            &format!("the Person's role is no role of the roster ({hint}); starting with the host's context"),
+        );
+    }
+    run_reviewed(&workspace, &reviewed, args.dry_run, args.json, args.acknowledge_unsupported, terminal)
+}
+
+/// Reviews `people resume`, then starts the runner on the recorded conversation.
+pub fn run_resume(args: &ResumeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
+    let path_variable = std::env::var_os("PATH");
+    let roster = super::roster_place(home, terminal);
+    let reviewed = review_resume(&workspace, &args.session, roster, path_variable.as_deref())?;
+    run_reviewed(&workspace, &reviewed, args.dry_run, false, args.acknowledge_unsupported, terminal)
+}
+
+/// Prints a review, then (unless a dry run) starts and attaches the session.
+fn run_reviewed(
+    workspace: &Workspace,
+    reviewed: &Reviewed,
+    dry_run: bool,
+    json: bool,
+    acknowledge_unsupported: bool,
+    terminal: &Terminal,
+) -> Result<(), Stop> {
+    let args = Flags { dry_run, json, acknowledge_unsupported };
     if args.json {
         print_stdout(&String::from_utf8_lossy(&review_json(&reviewed.review)));
     } else {
@@ -144,13 +188,14 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
     }
     if args.dry_run {
         if !args.json && !terminal.quiet {
-            print_stdout("dry run: nothing was started or written\n");
+            let prepared = if reviewed.review.sight.is_some() { " (the role's runtime home was prepared)" } else { "" };
+            print_stdout(&format!("dry run: no session was started or recorded{prepared}\n"));
         }
         return Ok(());
     }
     let size = attach::terminal_size().unwrap_or_default();
     let launch = LaunchOptions { acknowledge_unsupported: args.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
-    let handle = start_session(&workspace, &reviewed, &launch, Arc::new(SystemClock))?;
+    let handle = start_session(workspace, reviewed, &launch, Arc::new(SystemClock))?;
     if !terminal.quiet {
         print_stderr(&format!("session {} is running; `acompose people stop {}` ends it\n", handle.id(), handle.id()));
     }
@@ -170,6 +215,12 @@ pub fn run_start(args: &StartArgs, terminal: &Terminal) -> Result<(), Stop> {
         print_stderr(&message);
         Err(Stop::Reported)
     }
+}
+
+struct Flags {
+    dry_run: bool,
+    json: bool,
+    acknowledge_unsupported: bool,
 }
 
 /// Lists the sessions newest first, after reconciliation. Refused files are reported

@@ -52,6 +52,8 @@ pub struct LaunchRequest<'a> {
     /// `--bundle`: launch this bundle (one pulled from a registry, exported, or composed
     /// elsewhere) instead of the role's bundle in the home; it must be of `role`.
     pub bundle: Option<&'a Path>,
+    /// The `PATH` the harness is looked up on; `None` reads this process's.
+    pub path_variable: Option<&'a std::ffi::OsStr>,
 }
 
 /// A launch ready to exec.
@@ -76,6 +78,10 @@ pub struct Prepared {
     pub program: PathBuf,
     /// What the harness's environment gains.
     pub environment: Vec<(String, OsString)>,
+    /// The MCP servers the harness sees: the role's, by name.
+    pub mcp_servers: Vec<String>,
+    /// The servers of the user's own harness configuration the runtime home leaves out.
+    pub mcp_hidden: Vec<String>,
 }
 
 /// Refuses a launch from inside a launched harness.
@@ -93,8 +99,12 @@ pub fn refuse_nested() -> Result<(), HostError> {
 
 /// The first executable file named `name` on `PATH`.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).filter(|folder| folder.is_absolute()).map(|folder| folder.join(name)).find(
+    find_on(name, std::env::var_os("PATH").as_deref())
+}
+
+/// The first executable file named `name` in the absolute folders of `path`.
+pub fn find_on(name: &str, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?).filter(|folder| folder.is_absolute()).map(|folder| folder.join(name)).find(
         |candidate| std::fs::metadata(candidate).is_ok_and(|metadata| metadata.is_file() && is_executable(&metadata)),
     )
 }
@@ -222,7 +232,7 @@ fn given_bundle(bundle: &Path, role: &str) -> Result<(PathBuf, Manifest), HostEr
     Ok((bundle, manifest))
 }
 
-fn read_manifest(bundle: &Path) -> Option<Manifest> {
+pub(crate) fn read_manifest(bundle: &Path) -> Option<Manifest> {
     let bytes = std::fs::read(bundle.join("manifest.json")).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -232,7 +242,11 @@ fn read_manifest(bundle: &Path) -> Option<Manifest> {
 pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<Prepared, HostError> {
     refuse_nested()?;
     let layout = request.layout;
-    let program = find_on_path(layout.binary).ok_or_else(|| {
+    let found = match request.path_variable {
+        Some(path) => find_on(layout.binary, Some(path)),
+        None => find_on_path(layout.binary),
+    };
+    let program = found.ok_or_else(|| {
         HostError::invalid(
             "",
             format!(
@@ -260,7 +274,12 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         }
     };
     let runtime = request.home.join(RUNTIME_DIR).join(runtime_home::name(layout, request.role));
-    let projection = project_runtime(layout, &bundle, &runtime)?;
+    let mut links = carried(layout);
+    let mcp = runtime_home::mcp_file(layout, &manifest.mcp_servers, &mut links)?;
+    let projection = project_runtime(layout, &bundle, &runtime, &links, mcp.as_ref())?;
+    if let Some(file) = &mcp {
+        keep_private(&runtime.join(file.path))?;
+    }
     crate::projections::register_runtime(request.home, &runtime, &bundle, request.role)?;
     let locations: Vec<String> = manifest
         .sources
@@ -283,6 +302,8 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         repositories,
         program,
         environment,
+        mcp_servers: manifest.mcp_servers.iter().map(|server| server.name.clone()).collect(),
+        mcp_hidden: mcp.map(|file| file.hidden).unwrap_or_default(),
     })
 }
 
@@ -307,15 +328,21 @@ fn compose(
 /// Projects `bundle` into the runtime home, swapping the previous bundle out in one
 /// transaction; nothing when the runtime home already shows it, intact, with the same
 /// carried files.
-fn project_runtime(layout: &'static Layout, bundle: &Path, runtime: &Path) -> Result<Option<Report>, HostError> {
+fn project_runtime(
+    layout: &'static Layout,
+    bundle: &Path,
+    runtime: &Path,
+    links: &[(String, PathBuf)],
+    mcp: Option<&runtime_home::McpFile>,
+) -> Result<Option<Report>, HostError> {
     std::fs::create_dir_all(runtime).map_err(|error| {
         HostError::environment(
             runtime,
             format!("cannot create `{}`: {}", runtime.display(), crate::load::error_kind(&error)),
         )
     })?;
-    let links = carried(layout);
-    if shows_already(runtime, bundle, &links) {
+    let mcp_file = mcp.map(|file| (file.path, file.bytes.as_slice()));
+    if shows_already(runtime, bundle, links) && mcp_file.is_none_or(|(path, bytes)| holds(runtime, path, bytes)) {
         return Ok(None);
     }
     let request = projection::Request {
@@ -324,7 +351,8 @@ fn project_runtime(layout: &'static Layout, bundle: &Path, runtime: &Path) -> Re
         scope: Scope::Home,
         target: runtime,
         mode: Mode::Link,
-        extra_links: &links,
+        extra_links: links,
+        mcp_file,
         git: projection::GitExclusion::LeaveAlone,
     };
     projection::project(&request, &mut NoFaults).map(Some).inspect_err(|_| {
@@ -332,6 +360,29 @@ fn project_runtime(layout: &'static Layout, bundle: &Path, runtime: &Path) -> Re
         // projection was restored by the transaction and stays.
         let _ = std::fs::remove_dir(runtime);
     })
+}
+
+/// Makes the runtime home's harness configuration (your own file's keys, with the role's
+/// servers) readable by its owner alone, as the file it is made from usually is.
+#[cfg(unix)]
+fn keep_private(path: &Path) -> Result<(), HostError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|error| {
+        HostError::environment(
+            path,
+            format!("cannot make `{}` private: {}", path.display(), crate::load::error_kind(&error)),
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn keep_private(_path: &Path) -> Result<(), HostError> {
+    Ok(())
+}
+
+/// Whether the runtime home's file at `path` holds exactly `bytes`.
+fn holds(runtime: &Path, path: &str, bytes: &[u8]) -> bool {
+    std::fs::read(runtime.join(path)).is_ok_and(|held| held == bytes)
 }
 
 /// Whether the runtime home's record shows `bundle` with every owned path in place and

@@ -34,8 +34,12 @@ pub mod identity;
 pub mod instruction_block;
 pub mod launch;
 pub mod load;
+pub mod mcp_config;
+pub mod mcp_inventory;
+pub mod materialize;
 pub mod mounts;
 pub mod observe;
+pub mod overlays;
 pub mod people;
 pub mod placement;
 pub mod progress;
@@ -44,6 +48,7 @@ pub mod projection_record;
 pub mod projections;
 pub mod registry;
 pub mod request;
+pub mod run_with;
 pub mod runtime_home;
 
 pub mod scaffold;
@@ -91,6 +96,18 @@ pub mod engine {
         pub use acompose_engine::host_config::{
             CONFIG_FILE, Destination, KNOWN_KEYS, KeyChange, LoadPoint, PersonPolicy, external_only_refusal,
         };
+    }
+
+    /// The MCP inventory: its servers and their transports.
+    pub mod mcp {
+        pub use acompose_engine::mcp::{FILE, Inventory, InventoryServer, McpServer, Transport};
+    }
+
+    /// One seat's identity card with an expression (`acompose overlay`), and the fixed
+    /// expression vocabulary (`acompose catalog expressions`).
+    pub mod seat_card {
+        pub use acompose_engine::person::EXPRESSIONS;
+        pub use acompose_engine::seat_card::{CardError, FORMAT, MIN_WIDTH, SeatCard, card_text, seat_card};
     }
 
     /// JSON output documents.

@@ -107,8 +107,15 @@ struct RootFacts {
 /// What a watched root is, so a change under it can be re-read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Root {
-    Package { label: String, kind: PackageKind },
-    Catalogue { label: String },
+    Package {
+        label: String,
+        kind: PackageKind,
+    },
+    Catalogue {
+        label: String,
+    },
+    /// A private overlay, or home's folder of them: read again by every convergence.
+    Overlays,
 }
 
 /// Keeps the salsa inputs of loaded packages and catalogues so a reload only sets what
@@ -355,6 +362,36 @@ impl Loader {
         for root in pending {
             self.root_facts.entry(root.to_path_buf()).or_default().sources_noted = true;
         }
+    }
+
+    /// Reads one file of home (the MCP inventory) as an input shown as `origin/relative`,
+    /// noting it for the fingerprint cache: `Ok(None)` when it does not exist, the limit's
+    /// diagnostic when it is too large, an I/O error's text otherwise.
+    pub fn home_file(
+        &mut self,
+        db: &mut Database,
+        path: &Path,
+        origin: &str,
+        relative: &str,
+        limit: acompose_engine::limits::Limit,
+    ) -> Result<Option<SourceFile>, Result<Diagnostic, String>> {
+        match std::fs::symlink_metadata(path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                self.note(path, crate::observe::Observed::Missing);
+                return Ok(None);
+            }
+            Ok(metadata) if metadata.is_file() => {}
+            _ => return Err(Err(format!("`{}` is not a regular file", path.display()))),
+        }
+        let label = format!("{origin}/{relative}");
+        let bytes = match read_limited(path, &label, limit) {
+            Ok(Ok(bytes)) => bytes,
+            Ok(Err(too_large)) => return Err(Ok(too_large)),
+            Err(error) => return Err(Err(format!("cannot read `{}`: {}", path.display(), error_kind(&error)))),
+        };
+        self.note(path, crate::observe::observe(path));
+        let body = Body::Bytes(Bytes::from(bytes));
+        Ok(Some(self.file(db, origin, relative.to_owned(), body, Durability::LOW, Durability::LOW)))
     }
 
     /// Records a path read outside the loader (the host configuration).
@@ -661,8 +698,81 @@ impl Loader {
             Root::Package { label, kind } => {
                 self.directory_package(db, &root, label, kind);
             }
+            Root::Overlays => {}
         }
         true
+    }
+
+    /// Reads the private overlays at `paths` (in order), each a `SourceFile` whose origin
+    /// is its folder and whose relative path is its name; `folder` is home's folder of
+    /// overlays when they were listed from it. Every path is observed for the fingerprint
+    /// cache and watched; a missing, unreadable or oversized file, or two with one name,
+    /// is a diagnostic.
+    pub fn overlays(
+        &mut self,
+        db: &mut Database,
+        paths: &[PathBuf],
+        folder: Option<&Path>,
+    ) -> Result<Vec<SourceFile>, Vec<Diagnostic>> {
+        if let Some(folder) = folder {
+            self.note(folder, observe(folder));
+            self.roots.insert(folder.to_path_buf(), Root::Overlays);
+        }
+        let mut files = Vec::new();
+        let mut diagnostics = Vec::new();
+        let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for path in paths {
+            let shown = path.display().to_string();
+            let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            let origin = path.parent().map(|parent| parent.display().to_string()).unwrap_or_default();
+            if folder.is_none() {
+                self.roots.insert(path.clone(), Root::Overlays);
+            }
+            self.note(path, observe(path));
+            if let Some(first) = names.insert(name.clone(), path.clone()) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "overlay-duplicate-name",
+                        format!("two overlays are named `{}`", printable(&name)),
+                    )
+                    .in_file(shown)
+                    .hint(format!(
+                        "the other is `{}`; an overlay is known by its file name, so rename one",
+                        first.display()
+                    )),
+                );
+                continue;
+            }
+            match read_limited(path, &shown, acompose_engine::limits::OVERLAY_KDL) {
+                Ok(Ok(bytes)) => {
+                    let key = (origin.clone(), name.clone());
+                    let file = match self.files.get(&key) {
+                        Some(&file) => {
+                            if file.bytes(db)[..] != bytes[..] {
+                                file.set_bytes(db).to(bytes.into());
+                            }
+                            file
+                        }
+                        None => {
+                            let file = SourceFile::new(db, origin, name, bytes.into());
+                            self.files.insert(key, file);
+                            file
+                        }
+                    };
+                    files.push(file);
+                }
+                Ok(Err(too_large)) => diagnostics.push(too_large),
+                Err(error) => diagnostics.push(
+                    Diagnostic::error(
+                        "overlay-unreadable",
+                        format!("cannot read this overlay: {}", error_kind(&error)),
+                    )
+                    .in_file(shown)
+                    .hint("create the file, or remove it from `overlays:` in agent-compose.yaml"),
+                ),
+            }
+        }
+        if diagnostics.is_empty() { Ok(files) } else { Err(diagnostics) }
     }
 
     /// The text of a loaded file by its display path, for rendering diagnostics (a

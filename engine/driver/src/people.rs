@@ -2,10 +2,13 @@
 //! checked and written atomically. The engine validates; this module only refuses
 //! symlinks, bad ids and files in the way, and writes.
 
+pub mod authoring;
+pub mod as_role;
 pub mod process;
 pub mod session_runner;
 pub mod sessions;
 pub mod storage;
+pub mod swarm;
 
 use acompose_people::workspace::PEOPLE_DIRECTORY;
 use acompose_people::{Bindings, contract};
@@ -18,9 +21,29 @@ pub use storage::{Stop, Workspace};
 // server reach People through the driver alone.
 pub use acompose_people::{Avatar, Isolation, Person};
 pub use acompose_people::{
-    BINDINGS_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, runner, session,
-    session_report, workspace,
+    BINDINGS_SPEC, RECIPE_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, roster_role,
+    runner, session, session_report, start, workspace,
 };
+
+/// The version of a file as it is on disk: the SHA-256 of its bytes, lowercase hex, or
+/// `absent` when there is no file. A writer that read one version refuses to write over
+/// another (the server's `If-Match`), so no edit silently replaces a change made since.
+pub fn version(bytes: Option<&[u8]>) -> String {
+    bytes.map_or_else(|| ABSENT_VERSION.to_owned(), contract::sha256_hex)
+}
+
+/// The version of a file that does not exist.
+pub const ABSENT_VERSION: &str = "absent";
+
+/// The version of `people/<id>.json` as it is now.
+pub fn person_version(workspace: &Workspace, id: &str) -> Result<String, Stop> {
+    Ok(version(workspace.person_file(checked_id(id)?)?.as_deref()))
+}
+
+/// The version of `people/bindings.yaml` as it is now.
+pub fn bindings_version(workspace: &Workspace) -> Result<String, Stop> {
+    Ok(version(workspace.collect()?.bindings.as_deref()))
+}
 
 /// Checks a Person id from the command line before it becomes part of a path.
 pub fn checked_id(id: &str) -> Result<&str, Stop> {
@@ -180,4 +203,18 @@ pub fn projects(workspace: &Workspace) -> Result<Vec<Project>, Stop> {
         .collect();
     projects.sort_by(|left, right| left.id.cmp(&right.id));
     Ok(projects)
+}
+
+/// The warnings of the People's `mcp_servers` references the home's MCP inventory does
+/// not declare. An inventory that cannot be read resolves nothing, so every reference is
+/// reported; its own problems are `acompose mcp list`'s to show.
+pub fn mcp_reference_findings(
+    people: &[acompose_people::Person],
+    home: &std::path::Path,
+) -> Vec<acompose_people::Diagnostic> {
+    let known: Option<std::collections::BTreeSet<String>> = match crate::mcp_inventory::read(home) {
+        Ok(Some((inventory, _))) => Some(inventory.servers.into_iter().map(|entry| entry.server.name).collect()),
+        Ok(None) | Err(_) => None,
+    };
+    acompose_people::workspace::unknown_mcp_references(people, known.as_ref())
 }

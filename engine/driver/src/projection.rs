@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use acompose_engine::bundle::Manifest;
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::harness_layout::{Layout, Scope};
-use acompose_engine::projection::{self, BlockRecord, BundleInput, Details, Health, Mode, Planned};
+use acompose_engine::projection::{self, BlockRecord, BundleInput, Details, Health, McpRecord, Mode, Planned};
 
 use crate::error::HostError;
 use crate::git_exclude::{self, Excluded};
@@ -39,6 +39,10 @@ pub struct Request<'a> {
     /// Further links the target owns beside the projection (path in the target → what it
     /// points to): a runtime home's links to the harness's own files.
     pub extra_links: &'a [(String, PathBuf)],
+    /// The harness MCP file a launch gives the runtime home (path in the target, bytes),
+    /// owned by the projection, instead of the role's servers merged into a file of the
+    /// user's.
+    pub mcp_file: Option<(&'a str, &'a [u8])>,
     /// Whether the paths of a linked projection are listed in the `.git/info/exclude` of
     /// the repository the target is in.
     pub git: GitExclusion,
@@ -195,6 +199,13 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
     let mut plan = projection::merged(plans, request.scope)
         .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
+    if let Some((path, bytes)) = request.mcp_file {
+        let planned: Vec<&str> =
+            layouts.iter().filter_map(|layout| crate::mcp_config::file_of(layout, request.scope)).collect();
+        plan.entries.retain(|entry| !planned.contains(&entry.path.as_str()));
+        plan.entries.push(projection::PlannedEntry { path: path.to_owned(), content: Planned::Bytes(bytes.to_vec()) });
+        plan.entries.sort_by(|left, right| left.path.cmp(&right.path));
+    }
     let mut instructions: Vec<&str> = layouts
         .iter()
         .map(|layout| layout.places(request.scope).instructions)
@@ -202,8 +213,13 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .collect();
     instructions.sort_unstable();
     instructions.dedup();
-    let shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
+    let mut shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
+    if request.mcp_file.is_none() {
+        let manifest = &bundle.manifest;
+        shared.extend(shared_mcp_files(request.target, &plan, &layouts, request.scope, manifest, previous.as_ref())?);
+    }
     plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
+    plan.details.mcp = shared.iter().filter_map(|file| file.mcp.clone()).collect();
     let hide_blocks = request.git == GitExclusion::Local && request.mode == Mode::Link;
     mark_hidden(request.target, &mut plan.details.blocks, previous.as_ref(), hide_blocks);
     let links: Vec<PathBuf> = plan
@@ -378,6 +394,8 @@ struct SharedFile {
     path: String,
     bytes: Vec<u8>,
     record: Option<BlockRecord>,
+    /// The record of the MCP servers merged into it (`None` when they were taken out).
+    mcp: Option<McpRecord>,
 }
 
 /// The user's files this projection writes: its instructions as a block in the user's
@@ -402,14 +420,52 @@ fn shared_files(
             && let Placement::Block { text, record } =
                 instruction_block::place(target, path, bytes, owned, previous_block(path))?
         {
-            shared.push(SharedFile { path: path.to_owned(), bytes: text, record: Some(record) });
+            shared.push(SharedFile { path: path.to_owned(), bytes: text, record: Some(record), mcp: None });
         }
     }
     for block in previous.map_or(&[][..], |record| record.details.blocks.as_slice()) {
         if !instructions.contains(&block.path.as_str())
             && let Some(restored) = instruction_block::without(target, block)?
         {
-            shared.push(SharedFile { path: block.path.clone(), bytes: restored, record: None });
+            shared.push(SharedFile { path: block.path.clone(), bytes: restored, record: None, mcp: None });
+        }
+    }
+    Ok(shared)
+}
+
+/// The harness MCP files of the user's this projection writes: the role's servers merged
+/// into each layout's file that is already there (not the projection's own), and the
+/// servers the previous projection merged into a file this one no longer plans taken out.
+fn shared_mcp_files(
+    target: &Path,
+    plan: &projection::Plan,
+    layouts: &[&'static Layout],
+    scope: Scope,
+    manifest: &Manifest,
+    previous: Option<&Record>,
+) -> Result<Vec<SharedFile>, HostError> {
+    let mut shared = Vec::new();
+    let earlier = previous.map_or(&[][..], |record| record.details.mcp.as_slice());
+    let mut planned: Vec<&str> = Vec::new();
+    for layout in layouts {
+        let Some(path) = crate::mcp_config::file_of(layout, scope) else { continue };
+        if !plan.entries.iter().any(|entry| entry.path == path) {
+            continue;
+        }
+        planned.push(path);
+        let owned = previous.is_some_and(|record| record.files.iter().any(|file| file == path));
+        let record_there = earlier.iter().find(|record| record.path == path);
+        if let Some((bytes, record)) =
+            crate::mcp_config::place(target, path, layout, &manifest.mcp_servers, owned, record_there)?
+        {
+            shared.push(SharedFile { path: path.to_owned(), bytes, record: None, mcp: Some(record) });
+        }
+    }
+    for record in earlier {
+        if !planned.contains(&record.path.as_str())
+            && let Some(restored) = crate::mcp_config::without(target, record)?
+        {
+            shared.push(SharedFile { path: record.path.clone(), bytes: restored, record: None, mcp: None });
         }
     }
     Ok(shared)
@@ -493,8 +549,16 @@ pub fn unproject_layout(target: &Path, harness: &str, hooks: &mut dyn Hooks) -> 
     let scope = if record.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
     let mode = if record.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link };
     let bundle = PathBuf::from(&record.details.bundle_path);
-    let request =
-        Request { bundle: &bundle, layout: first, scope, target, mode, extra_links: &[], git: GitExclusion::Local };
+    let request = Request {
+        bundle: &bundle,
+        layout: first,
+        scope,
+        target,
+        mode,
+        extra_links: &[],
+        mcp_file: None,
+        git: GitExclusion::Local,
+    };
     project_layouts(&request, LayoutChoice::Exactly(remaining), hooks).map(TakenOut::Layout)
 }
 
@@ -530,6 +594,11 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
     for block in &record.details.blocks {
         if let Some(bytes) = instruction_block::without(target, block)? {
             restored.push((block.path.clone(), bytes));
+        }
+    }
+    for servers in &record.details.mcp {
+        if let Some(bytes) = crate::mcp_config::without(target, servers)? {
+            restored.push((servers.path.clone(), bytes));
         }
     }
     let entries: Vec<Entry<'_>> =

@@ -241,8 +241,16 @@ fn reproject(entry: &Listed, bundle: &Path) -> Result<(), String> {
     let layout = layout(first).ok_or_else(|| format!("its record names an unknown layout `{first}`"))?;
     let scope = if found.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
     let mode = if found.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link };
-    let request =
-        Request { bundle, layout, scope, target: &entry.target, mode, extra_links: &[], git: GitExclusion::Local };
+    let request = Request {
+        bundle,
+        layout,
+        scope,
+        target: &entry.target,
+        mode,
+        extra_links: &[],
+        mcp_file: None,
+        git: GitExclusion::Local,
+    };
     project(&request, &mut NoFaults).map(|_| ()).map_err(|error| error.to_string())
 }
 

@@ -143,12 +143,18 @@ pub struct RequestDefaults {
     /// `person_policy: external-only` selects no external source.
     pub selection: Result<Selection, Findings>,
     pub skill_policy: acompose_engine::skill_rules::SkillPolicy,
+    /// The home's private overlays in order, and home's folder of them when listed from it.
+    pub overlays: (Vec<PathBuf>, Option<PathBuf>),
 }
 
 impl Default for RequestDefaults {
-    /// No home: the embedded roster, skill policy `warn`.
+    /// No home: the embedded roster, skill policy `warn`, no overlay.
     fn default() -> Self {
-        RequestDefaults { selection: Ok(Selection::embedded()), skill_policy: Default::default() }
+        RequestDefaults {
+            selection: Ok(Selection::embedded()),
+            skill_policy: Default::default(),
+            overlays: (Vec::new(), None),
+        }
     }
 }
 
@@ -294,6 +300,19 @@ fn roster_mistakes(
     acompose_engine::compose::role_and_tier_diagnostics(&model.value, &written)
 }
 
+/// The home's private overlays, read into the database.
+fn read_overlays(
+    db: &mut Database,
+    loader: &mut Loader,
+    defaults: &RequestDefaults,
+) -> Result<Vec<acompose_engine::SourceFile>, HostError> {
+    let (paths, folder) = &defaults.overlays;
+    loader.overlays(db, paths, folder.as_deref()).map_err(|diagnostics| HostError::Diagnostics {
+        subject: "a private overlay is invalid".to_owned(),
+        findings: Findings::collect(diagnostics, |_| None),
+    })
+}
+
 /// Reads and resolves a request: the bundle, or every diagnostic that stopped it. Paths
 /// are as the caller was given them (labels are made from them) and are read where the
 /// loader finds them on disk (see [`Loader::on_disk`]).
@@ -340,7 +359,7 @@ pub fn prepare<'db>(
     let (request, request_warnings) = (parsed.value, parsed.diagnostics);
     let selection = request_selection(&request, defaults, &locate)?;
     let source = loader.load(db, &selection);
-
+    let overlays = read_overlays(db, loader, defaults)?;
     // A compiled bundle inlines its skills' text; any other keeps only their summaries in
     // memory and reads the files again when it is written.
     loader.summarize_skills(request.delivery != Some(acompose_engine::request::Delivery::Compiled));
@@ -372,10 +391,10 @@ pub fn prepare<'db>(
         label.clone(),
         request.role.as_ref().map(|(_, span)| *span),
         request.model_tier.as_ref().map(|(_, span)| *span),
-        // A policy given by the caller (`compose --strict`) wins over the request's own,
-        // which wins over the home's.
+        // The caller's policy (`compose --strict`) wins over the request's, then the home's.
         policy,
     );
+    salsa::Setter::to(composition.set_overlays(db), overlays.clone());
     let db: &'db Database = db;
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());
@@ -391,7 +410,7 @@ pub fn prepare<'db>(
     let all = findings(&diagnostics, &texts, loader, db);
     match &result.value {
         Some(bundle) if !all.has_errors() => {
-            let model = acompose_engine::person::person_model(db, source).value.clone();
+            let model = acompose_engine::overlay::overlaid_model(db, source, &overlays).value;
             Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
         _ => Err(crate::convergence::converger::name_projects_root(

@@ -184,3 +184,74 @@ pub fn in_sight(cwd: &Path, layout: &Layout, role: &str) -> InSight {
     }
     sight
 }
+
+/// The harness MCP file of a runtime home: the user's own file (the carried link's
+/// target) with exactly the role's servers under its key, every other key kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpFile {
+    pub path: &'static str,
+    pub bytes: Vec<u8>,
+    /// The user's servers left out.
+    pub hidden: Vec<String>,
+}
+
+/// The MCP file a launch writes instead of linking the user's (taken out of `links`):
+/// none when the harness reads no MCP file, or when neither the role nor the user's file
+/// has a server (the link then stays). The user's file is read bounded; one that cannot
+/// be read as its harness reads it is refused when the role has servers, naming its
+/// path, and stays linked when it has none.
+pub fn mcp_file(
+    layout: &Layout,
+    servers: &[acompose_engine::mcp::McpServer],
+    links: &mut Vec<(String, PathBuf)>,
+) -> Result<Option<McpFile>, HostError> {
+    use acompose_engine::mcp::harness_config;
+    let Some(places) = layout.mcp.as_ref() else { return Ok(None) };
+    let path = places.launch;
+    let position = links.iter().position(|(runtime, _)| runtime == path);
+    let user = position.map(|index| links[index].1.clone());
+    let existing = match &user {
+        Some(file) => read_bounded(file)?,
+        None => Vec::new(),
+    };
+    let user_servers =
+        if existing.is_empty() { Ok(Vec::new()) } else { harness_config::configured(path, &existing, places.key) };
+    let user_servers = match user_servers {
+        Ok(names) => names,
+        // A role without servers leaves a file the harness reads its own way linked.
+        Err(_) if servers.is_empty() => return Ok(None),
+        Err(problem) => {
+            let shown = user.as_deref().unwrap_or(Path::new(path)).display().to_string();
+            return Err(HostError::invalid(user.clone().unwrap_or_default(), problem.message(&shown, places.key)));
+        }
+    };
+    if servers.is_empty() && user_servers.is_empty() {
+        return Ok(None);
+    }
+    let (bytes, hidden) = harness_config::exactly(path, &existing, places, servers).map_err(|problem| {
+        let shown = user.as_deref().unwrap_or(Path::new(path)).display().to_string();
+        HostError::invalid(user.clone().unwrap_or_default(), problem.message(&shown, places.key))
+    })?;
+    if let Some(index) = position {
+        links.remove(index);
+    }
+    Ok(Some(McpFile { path, bytes, hidden }))
+}
+
+/// A user's harness configuration file, at most 4 MiB; nothing when it is not there.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, HostError> {
+    const LIMIT: u64 = 4 * 1024 * 1024;
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_file() && metadata.len() <= LIMIT => std::fs::read(path).map_err(|error| {
+            HostError::environment(
+                path,
+                format!("cannot read `{}`: {}", path.display(), crate::load::error_kind(&error)),
+            )
+        }),
+        Ok(metadata) if metadata.is_file() => Err(HostError::invalid(
+            path,
+            format!("`{}` is larger than 4 MiB; a launch does not read it", path.display()),
+        )),
+        _ => Ok(Vec::new()),
+    }
+}

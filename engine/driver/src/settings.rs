@@ -226,6 +226,15 @@ impl Settings {
         })
     }
 
+    /// The home's private overlays in order, and home's folder of them when they are
+    /// listed from it (none without a home).
+    pub fn overlay_paths(&self) -> (Vec<PathBuf>, Option<PathBuf>) {
+        match &self.home {
+            Some(home) => crate::overlays::overlay_paths(&home.value, &self.config),
+            None => (Vec::new(), None),
+        }
+    }
+
     /// The configuration file's path (it need not exist).
     pub fn config_path(&self) -> Option<PathBuf> {
         self.home.as_ref().map(|home| home.value.join(CONFIG_FILE))
@@ -272,6 +281,7 @@ impl Settings {
                 }
             }),
             skill_policy: self.skill_policy.value,
+            overlays: self.overlay_paths(),
         }
     }
 }

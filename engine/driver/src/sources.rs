@@ -39,6 +39,32 @@ impl Sources {
         artifact::load_model(&mut self.database, &mut self.loader, selection)
     }
 
+    /// [`Sources::load_model`] with the private overlays at `overlays` applied (seat names,
+    /// and their digests recorded): the roster as a home with those overlays sees it.
+    /// `overlays` is what [`crate::settings::Settings::overlay_paths`] gives.
+    pub fn load_overlaid_model(
+        &mut self,
+        selection: &Selection,
+        overlays: &(Vec<PathBuf>, Option<PathBuf>),
+    ) -> Result<ValidModel, HostError> {
+        let valid = self.load_model(selection)?;
+        let (paths, folder) = overlays;
+        let db = &mut self.database;
+        let loader = &mut self.loader;
+        let subject = "a private overlay is invalid".to_owned();
+        let files = loader.overlays(db, paths, folder.as_deref()).map_err(|diagnostics| HostError::Diagnostics {
+            subject: subject.clone(),
+            findings: crate::Findings::collect(diagnostics, |_| None),
+        })?;
+        let source = loader.load_cached(db, selection);
+        let parsed = acompose_engine::overlay::overlaid_model(db, source, &files);
+        if parsed.has_errors() {
+            let findings = crate::Findings::collect(parsed.diagnostics, |path| loader.text_of(db, path));
+            return Err(HostError::Diagnostics { subject, findings });
+        }
+        Ok(ValidModel { model: parsed.value, warnings: valid.warnings })
+    }
+
     /// Reads and resolves a `compose` request (see [`request::prepare`]), and returns it
     /// with the loader that read it, whose record of observed paths and counters the
     /// warm-path cache and `--stats` need.

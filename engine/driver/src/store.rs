@@ -226,6 +226,20 @@ impl Store {
         &self.root
     }
 
+    /// What the store holds: its entries and the bytes of their regular files (links
+    /// not followed). Reads only; a missing store holds nothing.
+    pub fn usage(&self) -> Usage {
+        let entries = std::fs::read_dir(&self.root).map(|entries| entries.flatten().count()).unwrap_or(0);
+        let bytes = walkdir::WalkDir::new(&self.root)
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry.file_type().is_file())
+            .filter_map(|entry| entry.metadata().ok())
+            .map(|metadata| metadata.len())
+            .sum();
+        Usage { entries, bytes }
+    }
+
     /// Creates the store folder; refuses one that is a symbolic link.
     pub fn create(&self) -> Result<(), String> {
         if std::fs::symlink_metadata(&self.root).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
@@ -612,6 +626,13 @@ pub fn linked_slices(bundle: &Path) -> Vec<(Store, String)> {
     let Ok(entries) = std::fs::read_dir(&skills) else { return Vec::new() };
     let mut resolved = std::collections::HashMap::new();
     entries.flatten().filter_map(|entry| slice_of_link_resolving(&entry.path(), &mut resolved).ok().flatten()).collect()
+}
+
+/// The size of a store, as `acompose serve` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub entries: usize,
+    pub bytes: u64,
 }
 
 #[cfg(test)]

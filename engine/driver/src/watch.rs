@@ -26,7 +26,8 @@ fn is_output(home: &Path, path: &Path) -> bool {
     [ARTIFACT_DIR, BUNDLES_DIR, cache::CACHE_DIR, crate::store::STORE_DIR]
         .iter()
         .any(|folder| path.starts_with(home.join(folder)))
-        || path.parent() == Some(home) && path.file_name().is_some_and(|name| name != CONFIG_FILE)
+        || path.parent() == Some(home)
+            && path.file_name().is_some_and(|name| name != CONFIG_FILE && name != acompose_engine::mcp::FILE)
 }
 
 /// Converges under the home lock.
@@ -348,13 +349,16 @@ impl Watches {
         started
     }
 
-    /// Whether a changed path can matter: inside a root or the host configuration (not
-    /// a sibling in a watched ancestor).
+    /// Whether a changed path can matter: inside a root, the host configuration or the
+    /// MCP inventory (not a sibling in a watched ancestor).
     fn is_relevant(&self, converger: &Converger, home: &Path, path: &Path) -> bool {
-        path == home.join(CONFIG_FILE) || self.roots.iter().any(|(root, _)| root != home && path.starts_with(root)) || {
-            // A root not watched directly (it is being re-watched) still counts.
-            converger.loader.roots().iter().any(|root| path.starts_with(root))
-        }
+        path == home.join(CONFIG_FILE)
+            || path == home.join(acompose_engine::mcp::FILE)
+            || self.roots.iter().any(|(root, _)| root != home && path.starts_with(root))
+            || {
+                // A root not watched directly (it is being re-watched) still counts.
+                converger.loader.roots().iter().any(|root| path.starts_with(root))
+            }
     }
 
     /// Whether a changed path is a folder on the way to a missing root, or the root.

@@ -25,11 +25,13 @@ pub mod model;
 pub mod recipe;
 pub mod report;
 pub mod resolve;
+pub mod roster_role;
 pub mod runner;
 pub mod schema;
 pub mod session;
 pub mod session_report;
 pub mod start;
+pub mod swarm;
 pub mod toolkit_lock;
 pub mod workspace;
 

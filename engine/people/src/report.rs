@@ -190,7 +190,7 @@ pub fn list_text(people: &[Person]) -> String {
 }
 
 /// The roster as JSON, with the findings of files that could not be listed.
-pub fn list_json(people: &[Person], findings: &[Diagnostic]) -> Vec<u8> {
+pub fn list_json(people: &[Person], findings: &[Diagnostic], roster_roles: Option<&[String]>) -> Vec<u8> {
     #[derive(Serialize)]
     struct Document<'a> {
         format: &'static str,
@@ -203,17 +203,42 @@ pub fn list_json(people: &[Person], findings: &[Diagnostic]) -> Vec<u8> {
         id: &'a str,
         name: &'a str,
         role: &'a str,
+        /// The roster role the Person is bound to, `null` when none (or no roster).
+        roster_role: Option<&'a str>,
         archived: bool,
     }
+    let bound = |role: &str| roster_roles.is_some_and(|roles| roles.iter().any(|slug| slug == role));
     super::document::json_bytes(&Document {
         format: "acompose.people-list.v1",
         configured_people: people.len(),
         people: people
             .iter()
-            .map(|person| Entry { id: &person.id, name: &person.name, role: &person.role, archived: person.archived })
+            .map(|person| Entry {
+                id: &person.id,
+                name: &person.name,
+                role: &person.role,
+                roster_role: bound(&person.role).then_some(person.role.as_str()),
+                archived: person.archived,
+            })
             .collect(),
         findings: findings_json(findings),
     })
+}
+
+/// The line `people show` adds: which roster role the Person works as.
+pub fn roster_role_line(bound: &super::roster_role::Bound) -> String {
+    use super::roster_role::Bound;
+    let value = match bound {
+        Bound::Role(role) => format!("`{role}`: sessions start as this role, with only its bundle in sight"),
+        Bound::Unbound { suggestion: Some(role) } => {
+            format!("none: the role is no roster role (did you mean `{role}`?); sessions see the host's context")
+        }
+        Bound::Unbound { suggestion: None } => {
+            "none: the role is no roster role; sessions see the host's context".to_owned()
+        }
+        Bound::NoRoster => "unknown: no roster was read".to_owned(),
+    };
+    format!("  {:<20} {value}\n", "roster role:")
 }
 
 /// A value from a file on one line: control characters (newlines included) replaced.

@@ -30,6 +30,33 @@ pub struct Runner {
     pub prompt: PromptIntake,
     /// The flag that selects a model, if the runner takes one.
     pub model_flag: Option<&'static str>,
+    /// How the runner's conversation can be fixed at the start and resumed; `None` when
+    /// the caller can neither fix nor read its id, so the session is not resumable.
+    pub conversation: Option<Conversation>,
+}
+
+/// A runner's own conversation id, as its command line takes it: a new conversation
+/// started under a UUID the caller chose, and that conversation resumed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conversation {
+    /// `--session-id <uuid>`: start a new conversation with this id.
+    pub start_flag: &'static str,
+    /// `--resume <uuid>`: open that conversation again.
+    pub resume_flag: &'static str,
+}
+
+/// Claude Code and Gemini CLI both take `--session-id <uuid>` for a new conversation and
+/// `--resume <uuid>` to reopen it (each CLI's `--help` and documentation).
+const SESSION_ID_AND_RESUME: Conversation = Conversation { start_flag: "--session-id", resume_flag: "--resume" };
+
+/// Why a runner is not resumable, in one sentence for the refusal.
+pub fn not_resumable_reason(runner: &Runner) -> &'static str {
+    match runner.name {
+        "codex" => "Codex resumes by id, but a new conversation's id cannot be chosen at the start or read back",
+        "opencode" => "OpenCode continues a session by id, but a new session's id cannot be chosen at the start",
+        "copilot" => "GitHub Copilot CLI's conversation id cannot be chosen at the start",
+        _ => "this runner offers no way to choose or read its conversation id",
+    }
 }
 
 /// The runner table. Prompt options follow the People contract; model flags follow
@@ -42,6 +69,7 @@ pub const RUNNERS: [Runner; 6] = [
         leading: &[],
         prompt: PromptIntake::Positional,
         model_flag: Some("--model"),
+        conversation: Some(SESSION_ID_AND_RESUME),
     },
     Runner {
         name: "codex",
@@ -49,6 +77,7 @@ pub const RUNNERS: [Runner; 6] = [
         leading: &[],
         prompt: PromptIntake::Positional,
         model_flag: Some("--model"),
+        conversation: None,
     },
     Runner {
         name: "copilot",
@@ -56,6 +85,7 @@ pub const RUNNERS: [Runner; 6] = [
         leading: &[],
         prompt: PromptIntake::Flag("-i"),
         model_flag: Some("--model"),
+        conversation: None,
     },
     Runner {
         name: "gemini",
@@ -63,6 +93,7 @@ pub const RUNNERS: [Runner; 6] = [
         leading: &[],
         prompt: PromptIntake::Flag("-i"),
         model_flag: Some("--model"),
+        conversation: Some(SESSION_ID_AND_RESUME),
     },
     Runner {
         name: "opencode",
@@ -70,8 +101,16 @@ pub const RUNNERS: [Runner; 6] = [
         leading: &["mini"],
         prompt: PromptIntake::Flag("--prompt"),
         model_flag: Some("--model"),
+        conversation: None,
     },
-    Runner { name: "cursor", binary: "cursor-agent", leading: &[], prompt: PromptIntake::CopyOnly, model_flag: None },
+    Runner {
+        name: "cursor",
+        binary: "cursor-agent",
+        leading: &[],
+        prompt: PromptIntake::CopyOnly,
+        model_flag: None,
+        conversation: None,
+    },
 ];
 
 /// The runner called `name`, if the table has one.
@@ -100,17 +139,21 @@ pub struct Invocation {
 
 /// The exact argv for `runner` with an optional model and the initial prompt.
 pub fn invocation(runner: &Runner, model: Option<&str>, prompt: &str) -> Result<Invocation, ArgvError> {
-    let mut argv = vec![runner.binary.to_owned()];
-    argv.extend(runner.leading.iter().map(|argument| (*argument).to_owned()));
-    if let Some(model) = model {
-        let Some(flag) = runner.model_flag else {
-            return Err(ArgvError::ModelNotTaken { runner: runner.name });
-        };
-        if !is_reference(model) {
-            return Err(ArgvError::InvalidModel);
-        }
-        argv.push(flag.to_owned());
-        argv.push(model.to_owned());
+    invocation_in(runner, model, prompt, None)
+}
+
+/// The argv of a new conversation: with a conversation id (a runner that takes one, see
+/// [`Runner::conversation`]) it is fixed by the start flag, after the model.
+pub fn invocation_in(
+    runner: &Runner,
+    model: Option<&str>,
+    prompt: &str,
+    conversation: Option<&str>,
+) -> Result<Invocation, ArgvError> {
+    let mut argv = model_argv(runner, model)?;
+    if let (Some(id), Some(flags)) = (conversation, runner.conversation) {
+        argv.push(flags.start_flag.to_owned());
+        argv.push(id.to_owned());
     }
     let prompt_in_argv = match runner.prompt {
         PromptIntake::Positional => {
@@ -125,6 +168,34 @@ pub fn invocation(runner: &Runner, model: Option<&str>, prompt: &str) -> Result<
         PromptIntake::CopyOnly => false,
     };
     Ok(Invocation { argv, prompt_in_argv })
+}
+
+/// The argv that reopens conversation `id`: the runner, the model, the resume flag and
+/// the id; no prompt (the conversation has its own). `None` for a runner that cannot.
+pub fn resume_invocation(runner: &Runner, model: Option<&str>, id: &str) -> Option<Result<Vec<String>, ArgvError>> {
+    let flags = runner.conversation?;
+    Some(model_argv(runner, model).map(|mut argv| {
+        argv.push(flags.resume_flag.to_owned());
+        argv.push(id.to_owned());
+        argv
+    }))
+}
+
+/// The binary, the leading arguments and the model flag.
+fn model_argv(runner: &Runner, model: Option<&str>) -> Result<Vec<String>, ArgvError> {
+    let mut argv = vec![runner.binary.to_owned()];
+    argv.extend(runner.leading.iter().map(|argument| (*argument).to_owned()));
+    if let Some(model) = model {
+        let Some(flag) = runner.model_flag else {
+            return Err(ArgvError::ModelNotTaken { runner: runner.name });
+        };
+        if !is_reference(model) {
+            return Err(ArgvError::InvalidModel);
+        }
+        argv.push(flag.to_owned());
+        argv.push(model.to_owned());
+    }
+    Ok(argv)
 }
 
 /// An argv as one line a POSIX shell reads back to the same words: each argument that

@@ -309,6 +309,24 @@ pub struct SessionRecord {
     /// The process start time as the OS reports it (on Linux field 22 of
     /// `/proc/<pid>/stat`, clock ticks since boot), so a reused pid is told apart.
     pub pid_start: Option<u64>,
+    pub links: SessionLinks,
+}
+
+/// What ties a session to the rest: the role's bundle it ran with, the runner's own
+/// conversation id, the session it resumed and the swarm run it belongs to. Records
+/// written before these existed lack the keys; they read as `null` (and `false`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionLinks {
+    /// The id of the role bundle the runner saw (a session started as a roster role).
+    pub bundle: Option<String>,
+    /// The runner's conversation id, fixed at the start, for `people resume`.
+    pub conversation: Option<String>,
+    /// The session this one resumed.
+    pub resumed_from: Option<String>,
+    /// The swarm run this session belongs to.
+    pub run: Option<String>,
+    /// True for a swarm role no Person fills: `person_id` is then the role's slug.
+    pub ephemeral: bool,
 }
 
 /// What the driver knows when it writes the first, `launching`, record.
@@ -323,6 +341,7 @@ pub struct Launch {
     pub provider: String,
     pub model: Option<String>,
     pub started_at: Timestamp,
+    pub links: SessionLinks,
 }
 
 /// How a session ended, as the driver observed it.
@@ -379,6 +398,7 @@ impl SessionRecord {
             exit_code: None,
             pid: None,
             pid_start: None,
+            links: launch.links,
         }
     }
 
@@ -430,10 +450,18 @@ struct RecordFile<'a> {
     exit_code: Option<i32>,
     pid: Option<u32>,
     pid_start: Option<u64>,
+    bundle: Option<&'a str>,
+    conversation: Option<&'a str>,
+    resumed_from: Option<&'a str>,
+    run: Option<&'a str>,
+    ephemeral: bool,
 }
 
+/// The keys a record may lack (records written before them); a missing one is `null`.
+pub(crate) const OPTIONAL_FIELDS: [&str; 5] = ["bundle", "conversation", "resumed_from", "run", "ephemeral"];
+
 /// Every key a record has, in the written order.
-pub(crate) const RECORD_FIELDS: [&str; 15] = [
+pub(crate) const RECORD_FIELDS: [&str; 20] = [
     "spec",
     "id",
     "person_id",
@@ -449,6 +477,11 @@ pub(crate) const RECORD_FIELDS: [&str; 15] = [
     "exit_code",
     "pid",
     "pid_start",
+    "bundle",
+    "conversation",
+    "resumed_from",
+    "run",
+    "ephemeral",
 ];
 
 /// The canonical bytes of a record: fixed key order, 2-space indent, trailing newline.
@@ -469,6 +502,11 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
         exit_code: record.exit_code,
         pid: record.pid,
         pid_start: record.pid_start,
+        bundle: record.links.bundle.as_deref(),
+        conversation: record.links.conversation.as_deref(),
+        resumed_from: record.links.resumed_from.as_deref(),
+        run: record.links.run.as_deref(),
+        ephemeral: record.links.ephemeral,
     })
 }
 
@@ -579,6 +617,9 @@ impl FieldReader<'_> {
         read: impl Fn(&Value) -> Option<T>,
         message: &'static str,
     ) -> Option<Option<T>> {
+        if OPTIONAL_FIELDS.contains(&field) && !self.object.contains_key(field) {
+            return Some(None);
+        }
         let value = self.value(field)?;
         if value.is_null() {
             return Some(None);
@@ -636,6 +677,7 @@ impl FieldReader<'_> {
         let pid_start =
             self.nullable("pid_start", Value::as_u64, "`pid_start` must be a non-negative whole number or null");
 
+        let links = self.links();
         let (_, id, person_id, person, role, project_id, cwd, provider, model, status, started_at) =
             (spec?, id?, person_id?, person?, role?, project_id?, cwd?, provider?, model?, status?, started_at?);
         let (ended_at, exit_code, pid, pid_start) = (ended_at?, exit_code?, pid?, pid_start?);
@@ -656,9 +698,42 @@ impl FieldReader<'_> {
             exit_code,
             pid,
             pid_start,
+            links: links?,
         };
         self.check_consistency(&record, stem);
         Some(record)
+    }
+
+    /// The link fields, each optional in older records.
+    fn links(&mut self) -> Option<SessionLinks> {
+        let bundle = self.nullable(
+            "bundle",
+            |value| value.as_str().filter(|text| is_bundle_id(text)).map(str::to_owned),
+            "`bundle` must be a bundle id (16 lowercase hex digits) or null",
+        );
+        let conversation = self.nullable(
+            "conversation",
+            |value| value.as_str().filter(|text| is_reference(text)).map(str::to_owned),
+            "`conversation` must be a conversation id or null",
+        );
+        let resumed_from = self.nullable(
+            "resumed_from",
+            |value| value.as_str().filter(|text| is_session_id(text)).map(str::to_owned),
+            "`resumed_from` must be a session id or null",
+        );
+        let run = self.nullable(
+            "run",
+            |value| value.as_str().filter(|text| is_session_id(text)).map(str::to_owned),
+            "`run` must be a run id or null",
+        );
+        let ephemeral = self.nullable("ephemeral", Value::as_bool, "`ephemeral` must be true or false");
+        Some(SessionLinks {
+            bundle: bundle?,
+            conversation: conversation?,
+            resumed_from: resumed_from?,
+            run: run?,
+            ephemeral: ephemeral?.unwrap_or(false),
+        })
     }
 
     /// The rules across fields, which a hand-edited or torn record can break.
@@ -694,6 +769,11 @@ impl FieldReader<'_> {
             self.fail("pid", "inconsistent-record", "a session that ran must record its process id");
         }
     }
+}
+
+/// Whether `text` is a bundle id: 16 lowercase hex digits.
+pub fn is_bundle_id(text: &str) -> bool {
+    text.len() == 16 && text.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 fn is_person_name(text: &str) -> bool {
@@ -849,6 +929,7 @@ mod tests {
             provider: "claude".to_owned(),
             model: Some("sonnet".to_owned()),
             started_at: time(started_at),
+            links: Default::default(),
         }
     }
 
@@ -981,6 +1062,27 @@ mod tests {
     }
 
     #[test]
+    fn records_written_before_the_links_read_as_unlinked() {
+        let record = running("20261201-090000-pam-00000002", "2026-12-01T09:00:00Z", 42, 7);
+        let text = String::from_utf8(record_bytes(&record)).unwrap_or_default();
+        let old: String = text
+            .lines()
+            .filter(|line| !OPTIONAL_FIELDS.iter().any(|field| line.starts_with(&format!("  \"{field}\""))))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("\"pid_start\": 7,", "\"pid_start\": 7");
+        let read = check_record("20261201-090000-pam-00000002.json", old.as_bytes());
+        assert_eq!(read.map(|read| read.links), Ok(SessionLinks::default()));
+        let mut linked = record.clone();
+        linked.links.bundle = Some("0123456789abcdef".to_owned());
+        linked.links.conversation = Some("7f1c2d3e-0000-4000-8000-000000000001".to_owned());
+        let back = check_record(&linked.file_name(), &record_bytes(&linked));
+        assert_eq!(back.map(|back| back.links), Ok(linked.links.clone()));
+        linked.links.bundle = Some("not-an-id".to_owned());
+        assert!(check_record(&linked.file_name(), &record_bytes(&linked)).is_err());
+    }
+
+    #[test]
     fn records_are_written_in_the_fixed_order_and_read_back() {
         let mut record = running("20261201-090000-pam-00000001", "2026-12-01T09:00:00Z", 4242, 123_456);
         assert_eq!(record.end(Ending::Exited { exit_code: 3 }, time("2026-12-01T09:30:00Z")), Ok(()));
@@ -1003,7 +1105,12 @@ mod tests {
   "ended_at": "2026-12-01T09:30:00Z",
   "exit_code": 3,
   "pid": 4242,
-  "pid_start": 123456
+  "pid_start": 123456,
+  "bundle": null,
+  "conversation": null,
+  "resumed_from": null,
+  "run": null,
+  "ephemeral": false
 }
 "#
         );

@@ -18,6 +18,40 @@ pub fn review_text(review: &StartReview) -> String {
     if let Some(warning) = review.folder_warning {
         line("warning:", warning.message().to_owned());
     }
+    match &review.sight {
+        Some(sight) => {
+            line(
+                "as role:",
+                format!("{} — {} ({})", sight.role, displayable(&sight.display_name), review_pronouns(sight)),
+            );
+            line("colour:", displayable(&sight.favourite));
+            line("personalities:", displayable(&sight.personalities.join(", ")));
+            line("bundle:", format!("{} (tier {})", sight.bundle_id, displayable(&sight.tier)));
+            line(
+                "sees:",
+                format!(
+                    "only the role's bundle: {} skills: {}",
+                    sight.skills.len(),
+                    displayable(&sight.skills.join(", "))
+                ),
+            );
+            line("home:", displayable(&sight.runtime_home));
+        }
+        None => {
+            let why = match &review.unbound_hint {
+                Some(hint) => format!("`{}` is no role of the roster ({hint})", review.role),
+                None => "no roster role".to_owned(),
+            };
+            line("as role:", format!("none: {why}; the runner sees the host's context"));
+        }
+    }
+    if let Some(conversation) = &review.links.conversation {
+        let verb = if review.links.resumed_from.is_some() { "resumes" } else { "fixed at" };
+        line("conversation:", format!("{verb} {conversation}"));
+    }
+    if let Some(run) = &review.links.run {
+        line("swarm run:", run.clone());
+    }
     line("runner:", format!("{} (`{}`)", review.runner.name, review.runner.binary));
     line("model:", review.model.clone().unwrap_or_else(|| "the runner's default".to_owned()));
     line("command:", displayable_command(review));
@@ -42,6 +76,10 @@ pub fn review_text(review: &StartReview) -> String {
         text.push_str("this runner takes no initial prompt: it opens without one; copy the prompt above into it\n");
     }
     text
+}
+
+fn review_pronouns(sight: &super::start::RoleSight) -> String {
+    format!("{}, {}", displayable(&sight.identity), displayable(&sight.pronouns))
 }
 
 /// The command line, with each line break of the prompt shown as the two characters
@@ -69,6 +107,24 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         max_seconds: Option<u64>,
         unsupported: Vec<&'static str>,
         folder_warning: Option<&'static str>,
+        as_role: Option<Sight<'a>>,
+        unbound_hint: Option<&'a str>,
+        conversation: Option<&'a str>,
+        resumed_from: Option<&'a str>,
+        run: Option<&'a str>,
+    }
+    #[derive(Serialize)]
+    struct Sight<'a> {
+        role: &'a str,
+        display_name: &'a str,
+        identity: &'a str,
+        pronouns: &'a str,
+        favourite: &'a str,
+        personalities: &'a [String],
+        bundle: &'a str,
+        tier: &'a str,
+        skills: &'a [String],
+        runtime_home: &'a str,
     }
     super::document::json_bytes(&Document {
         format: "acompose.people-start-review.v1",
@@ -86,6 +142,22 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         max_seconds: review.max_seconds,
         unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
         folder_warning: review.folder_warning.map(super::start::FolderWarning::name),
+        as_role: review.sight.as_ref().map(|sight| Sight {
+            role: &sight.role,
+            display_name: &sight.display_name,
+            identity: &sight.identity,
+            pronouns: &sight.pronouns,
+            favourite: &sight.favourite,
+            personalities: &sight.personalities,
+            bundle: &sight.bundle_id,
+            tier: &sight.tier,
+            skills: &sight.skills,
+            runtime_home: &sight.runtime_home,
+        }),
+        unbound_hint: review.unbound_hint.as_deref(),
+        conversation: review.links.conversation.as_deref(),
+        resumed_from: review.links.resumed_from.as_deref(),
+        run: review.links.run.as_deref(),
     })
 }
 
@@ -126,11 +198,18 @@ pub fn sessions_text(records: &[SessionRecord]) -> String {
         ));
     }
     let count = records.len();
+    let resumable = records.iter().filter(|record| record.links.conversation.is_some()).count();
     text.push_str(&format!(
-        "{count} {}; records are lifecycle evidence: no session can be resumed\n",
+        "{count} {}; {resumable} with a conversation `acompose people resume` can reopen\n",
         if count == 1 { "session" } else { "sessions" }
     ));
     text
+}
+
+/// Whether `people resume` can reopen `record`: it has ended and kept its runner's
+/// conversation id.
+pub fn is_resumable(record: &SessionRecord) -> bool {
+    record.status.is_terminal() && record.links.conversation.is_some()
 }
 
 /// The records as JSON, with the ids reconciliation interrupted on this run.
@@ -157,10 +236,17 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
         started_at: &'a str,
         ended_at: Option<&'a str>,
         exit_code: Option<i32>,
+        bundle: Option<&'a str>,
+        conversation: Option<&'a str>,
+        resumed_from: Option<&'a str>,
+        run: Option<&'a str>,
+        ephemeral: bool,
+        /// Whether `people resume` can reopen it: it ended and kept a conversation id.
+        resumable: bool,
     }
     super::document::json_bytes(&Document {
         format: "acompose.people-sessions.v1",
-        resumable: false,
+        resumable: records.iter().any(is_resumable),
         sessions: records
             .iter()
             .map(|record| Entry {
@@ -176,6 +262,12 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
                 started_at: record.started_at.as_str(),
                 ended_at: record.ended_at.as_ref().map(|ended_at| ended_at.as_str()),
                 exit_code: record.exit_code,
+                bundle: record.links.bundle.as_deref(),
+                conversation: record.links.conversation.as_deref(),
+                resumed_from: record.links.resumed_from.as_deref(),
+                run: record.links.run.as_deref(),
+                ephemeral: record.links.ephemeral,
+                resumable: is_resumable(record),
             })
             .collect(),
         interrupted_now: interruptions.iter().map(|interruption| interruption.record.id.as_str()).collect(),
@@ -202,6 +294,7 @@ mod tests {
             runner,
             model: None,
             task: Some("Order paper."),
+            conversation: None,
         };
         review_start(&roster, &request).ok()
     }
@@ -247,6 +340,7 @@ mod tests {
             provider: "claude".to_owned(),
             model: None,
             started_at: Timestamp::from_unix_seconds(0),
+            links: Default::default(),
         });
         assert_eq!(record.mark_running(5, 50), Ok(()));
         let observations = BTreeMap::from([("s-1".to_owned(), Observation::Gone)]);
@@ -259,7 +353,7 @@ mod tests {
         );
         let text = sessions_text(&records);
         assert!(text.contains("s-1  interrupted  pam     desk     claude    1970-01-01T00:00:00Z  -\n"), "{text}");
-        assert!(text.ends_with("1 session; records are lifecycle evidence: no session can be resumed\n"));
+        assert!(text.ends_with("1 session; 0 with a conversation `acompose people resume` can reopen\n"));
         let json: serde_json::Value =
             serde_json::from_slice(&sessions_json(&records, &interruptions, 2)).unwrap_or_default();
         assert_eq!(json["resumable"], serde_json::json!(false));

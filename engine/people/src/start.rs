@@ -7,8 +7,8 @@
 //! record without it.
 
 use super::model::{Isolation, Person};
-use super::runner::{ArgvError, Runner, argv_text, invocation, runner};
-use super::session::{Launch, Timestamp};
+use super::runner::{ArgvError, Runner, argv_text, invocation_in, runner};
+use super::session::{Launch, SessionLinks, Timestamp};
 use super::{is_slug, workspace::Roster};
 
 /// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
@@ -28,6 +28,29 @@ pub struct StartRequest<'a> {
     pub runner: &'a str,
     pub model: Option<&'a str>,
     pub task: Option<&'a str>,
+    /// A conversation id the driver chose, for a runner that takes one at the start.
+    pub conversation: Option<&'a str>,
+}
+
+/// What a runner started as a roster role sees: the role's card as its bundle's manifest
+/// states it, the bundle and its skills, and the runtime home it starts in. Taken from
+/// the launch the driver prepared; `None` in a review means the runner sees the host's
+/// context.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RoleSight {
+    pub role: String,
+    pub display_name: String,
+    pub identity: String,
+    pub pronouns: String,
+    /// The favourite colour, `#rrggbb`.
+    pub favourite: String,
+    pub personalities: Vec<String>,
+    pub bundle_id: String,
+    pub tier: String,
+    /// The skills the runner will see, by id, sorted.
+    pub skills: Vec<String>,
+    /// The runtime home (the runner's `HOME`).
+    pub runtime_home: String,
 }
 
 /// A declared limit a local PTY cannot enforce.
@@ -117,6 +140,13 @@ pub struct StartReview {
     pub max_seconds: Option<u64>,
     /// Set when the project folder is one no project should be: the review says so.
     pub folder_warning: Option<FolderWarning>,
+    /// The roster role the runner starts as; `None`: it sees the host's context.
+    pub sight: Option<RoleSight>,
+    /// When the Person's role is no roster role: the closest roster role, if any.
+    pub unbound_hint: Option<String>,
+    /// The record's links (conversation, run, resumed session); the bundle is the
+    /// sight's.
+    pub links: SessionLinks,
 }
 
 /// A project folder that gives the runner far more than a project: the whole file
@@ -170,10 +200,11 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         return Err(StartRejection::TaskTooLong);
     }
     let prompt = initial_prompt(person, request.project_id, task);
-    let invocation = invocation(runner, request.model, &prompt).map_err(|error| match error {
-        ArgvError::ModelNotTaken { runner } => StartRejection::ModelNotTaken { runner },
-        ArgvError::InvalidModel => StartRejection::InvalidModel,
-    })?;
+    let invocation =
+        invocation_in(runner, request.model, &prompt, request.conversation).map_err(|error| match error {
+            ArgvError::ModelNotTaken { runner } => StartRejection::ModelNotTaken { runner },
+            ArgvError::InvalidModel => StartRejection::InvalidModel,
+        })?;
     Ok(StartReview {
         person_id: person.id.clone(),
         person_name: person.name.clone(),
@@ -188,6 +219,12 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         unsupported: unsupported_limits(person),
         max_seconds: person.budget.max_seconds,
         folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
+        sight: None,
+        unbound_hint: None,
+        links: SessionLinks {
+            conversation: request.conversation.filter(|_| runner.conversation.is_some()).map(str::to_owned),
+            ..SessionLinks::default()
+        },
     })
 }
 
@@ -252,6 +289,10 @@ impl StartReview {
             provider: self.runner.name.to_owned(),
             model: self.model.clone(),
             started_at,
+            links: SessionLinks {
+                bundle: self.sight.as_ref().map(|sight| sight.bundle_id.clone()),
+                ..self.links.clone()
+            },
         }
     }
 
@@ -293,6 +334,7 @@ mod tests {
             runner,
             model: None,
             task: Some("Order more paper."),
+            conversation: None,
         }
     }
 

@@ -142,6 +142,32 @@ pub fn load_roster(files: &WorkspaceFiles) -> Validation {
     Validation { roster: Roster { people, bindings, has_bindings, templates }, findings, stopped_at_contract: false }
 }
 
+/// A warning for every `mcp_servers` reference of a Person that the home's MCP inventory
+/// (`known`, its server names; `None` when the home has no `mcp.kdl`) does not declare:
+/// the reference reaches no harness. Located by the reference's JSON pointer; the name
+/// itself is never echoed.
+pub fn unknown_mcp_references(people: &[Person], known: Option<&BTreeSet<String>>) -> Vec<Diagnostic> {
+    let mut findings = Vec::new();
+    for person in people {
+        let file = format!("{PEOPLE_DIRECTORY}/{}.json", person.id);
+        for (index, name) in person.mcp_servers.iter().enumerate() {
+            if known.is_some_and(|known| known.contains(name)) {
+                continue;
+            }
+            let message = match known {
+                Some(_) => "this MCP server is not in the home's MCP inventory (`mcp.kdl`)",
+                None => "this MCP server cannot be resolved: the home has no MCP inventory (`mcp.kdl`)",
+            };
+            findings.push(
+                crate::finding::warning("unknown-mcp-server", &file, message)
+                    .pointer(format!("/mcp_servers/{index}"))
+                    .hint("declare it in `<home>/mcp.kdl` (docs/mcp.md), or remove the reference"),
+            );
+        }
+    }
+    findings
+}
+
 /// The stem of `<slug>.json`, or `None` for any other name.
 pub fn slug_stem(name: &str) -> Option<&str> {
     name.strip_suffix(".json").filter(|stem| is_slug(stem))

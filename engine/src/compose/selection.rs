@@ -324,6 +324,18 @@ impl Resolver<'_> {
             );
             return;
         }
+        if let Some(reason) = self.overlay_exclusion(&skill.name) {
+            self.decide(
+                skill.subject(),
+                skill_kind_name(skill.kind),
+                &candidate.id,
+                Outcome::Excluded,
+                "overlay-excluded",
+                reason,
+                grounds.selectors,
+            );
+            return;
+        }
         let records = match self.check_findings(take, skill) {
             SkillFindings::Admissible(records) => records,
             SkillFindings::Skipped { records, reason } => {

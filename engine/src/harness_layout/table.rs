@@ -169,6 +169,7 @@ fn row(node: &Node, path: &str, problems: &mut Vec<Diagnostic>) -> Option<Layout
         carried: Box::leak(row.carried.into_boxed_slice()),
         listing: row.listing,
         repository_links: row.repository_links.unwrap_or(true),
+        mcp: row.mcp,
         sources: Box::leak(row.sources.into_boxed_slice()),
     })
 }
@@ -182,6 +183,7 @@ struct RowParts {
     carried: Vec<Carried>,
     listing: Listing,
     repository_links: Option<bool>,
+    mcp: Option<crate::mcp::harness_config::McpPlaces>,
     sources: Vec<&'static str>,
     /// Whether a `repository` and a `home` line were there (a broken one is reported
     /// where it is, not again as missing).
@@ -224,6 +226,7 @@ impl RowParts {
                 }
             }
             "carry" => self.carry(child, path, problems),
+            "mcp" => self.mcp(child, path, problems),
             "listing" => self.listing(child, path, problems),
             "links-outside-repository" => match child.arguments.first().map(|argument| &argument.value) {
                 Some(Value::Bool(allowed)) => self.repository_links = Some(*allowed),
@@ -251,6 +254,33 @@ impl RowParts {
                 child.span,
                 "`carry` needs the runtime path, and relative `home=` and `config=` paths when given".to_owned(),
             )),
+        }
+    }
+
+    /// `mcp repository="…" home="…" launch="…" key="…" shape="…"`: where the harness
+    /// reads MCP servers (`repository=""` when it reads none in a checkout; `launch=`
+    /// defaults to `home=`).
+    fn mcp(&mut self, child: &Node, path: &str, problems: &mut Vec<Diagnostic>) {
+        let repository = path_property(child, "repository", true, path, problems);
+        let home = path_property(child, "home", false, path, problems);
+        let launch = match child.property("launch") {
+            Some(_) => path_property(child, "launch", false, path, problems),
+            None => home,
+        };
+        let key = string_property(child, "key").filter(|key| crate::mcp::is_server_name(key));
+        let shape = string_property(child, "shape").and_then(crate::mcp::harness_config::Shape::parse);
+        match (repository, home.zip(launch), key, shape) {
+            (Some(repository), Some((home, launch)), Some(key), Some(shape)) => {
+                self.mcp =
+                    Some(crate::mcp::harness_config::McpPlaces { repository, home, launch, key: leak(key), shape });
+            }
+            (Some(_), Some(_), _, _) => problems.push(problem(
+                path,
+                child.span,
+                "`mcp` needs `key=\"…\"` (a top-level key) and `shape=` \"claude\", \"codex\", \"gemini\" or \"opencode\""
+                    .to_owned(),
+            )),
+            _ => {}
         }
     }
 

@@ -14,7 +14,7 @@ pub use validate::person_model;
 pub(crate) const MODEL_TIERS: [&str; 3] = ["frontier", "commodity", "oss"];
 
 /// The fixed renderer expression vocabulary.
-pub(crate) const EXPRESSIONS: [&str; 9] =
+pub const EXPRESSIONS: [&str; 9] =
     ["available", "listening", "thinking", "acting", "waiting-for-human", "blocked", "completed", "failed", "offline"];
 
 /// A colour as written (`#rrggbb`) and its OKLab coordinates.
@@ -127,6 +127,9 @@ pub struct PersonModel {
     /// The personality catalogue: the package's own, then each library's, in file order.
     pub personalities: Vec<Personality>,
     pub invariant: String,
+    /// The digests of the private overlays applied to this model, in order
+    /// (see `overlaid_model` of the overlay module); empty for the package as written.
+    pub overlays: Vec<String>,
 }
 
 impl PersonModel {

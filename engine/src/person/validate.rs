@@ -132,6 +132,7 @@ pub fn person_model(db: &dyn salsa::Database, source: PersonSource) -> Parsed<Pe
         roles: roles.roles,
         personalities: catalogue.personalities,
         invariant,
+        overlays: Vec::new(),
     };
     let mut diagnostics = context.diagnostics;
     diagnostics.dedup();

@@ -430,6 +430,7 @@ pub fn compose_in_process(root: &Path, projects_root: Option<&str>) -> Output {
         store: None,
         standalone: false,
         strict: false,
+        command: Vec::new(),
     };
     let places = Places {
         working_directory: root.to_path_buf(),

@@ -188,7 +188,7 @@ fn people_are_created_shown_updated_archived_and_restored() {
     assert_eq!(shown["name"], "Person ada");
     let mut changed: serde_json::Value = serde_json::from_str(&person("ada", "Ada Lovelace", "qa")).expect("json");
     changed["capabilities"] = serde_json::json!(["review"]);
-    let updated = server.put("/api/v1/people/ada", &changed.to_string());
+    let updated = server.put_current("/api/v1/people/ada", &changed.to_string());
     assert_eq!(updated.status, 200, "{}", updated.text());
     assert_eq!(updated.json()["role"], "qa");
     let on_disk: serde_json::Value =
@@ -203,7 +203,7 @@ fn people_are_created_shown_updated_archived_and_restored() {
     assert_eq!(again.code(), "person-exists");
     assert_eq!(server.get("/api/v1/people/bob").status, 404);
     assert_eq!(server.post("/api/v1/people/bob/archive", "").code(), "no-such-person");
-    assert_eq!(server.put("/api/v1/people/bob", &person("bob", "Bob", "lead")).code(), "no-such-person");
+    assert_eq!(server.put_at("/api/v1/people/bob", "absent", &person("bob", "Bob", "lead")).code(), "no-such-person");
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn every_refused_person_write_names_a_code_and_echoes_no_value() {
         ("id mismatch", person("bob", MARKER, "lead"), "id-file-mismatch"),
     ];
     for (label, body, expected) in cases {
-        let reply = server.put("/api/v1/people/ada", &body);
+        let reply = server.put_current("/api/v1/people/ada", &body);
         assert!(reply.status == 422 || reply.status == 400, "{label}: {} {}", reply.status, reply.text());
         let code = reply.code();
         assert!(!code.is_empty(), "{label}");
@@ -308,9 +308,10 @@ fn concurrent_writes_of_one_person_leave_one_valid_file() {
                 let reply = if n % 3 == 0 {
                     server.post("/api/v1/people/ada/archive", "")
                 } else {
-                    server.put("/api/v1/people/ada", &document.to_string())
+                    server.put_current("/api/v1/people/ada", &document.to_string())
                 };
-                assert_eq!(reply.status, 200, "{}", reply.text());
+                // An edit that another overtook between its read and its write is refused.
+                assert!(reply.status == 200 || reply.status == 409, "{}", reply.text());
             });
         }
     });
@@ -410,7 +411,10 @@ fn bindings_are_validated_like_people_validate_and_saved_canonically() {
     let empty = server.get("/api/v1/people/bindings").json();
     assert_eq!(empty["present"], false);
     let body = serde_json::json!({"spec": "agent-toolkit/people-bindings@1", "roles": {"lead": {"person_id": "ada", "preferred_people": ["bo"]}}});
-    let reply = server.put("/api/v1/people/bindings", &body.to_string());
+    assert_eq!(empty["version"], "absent");
+    let unversioned = server.put("/api/v1/people/bindings", &body.to_string());
+    assert_eq!((unversioned.status, unversioned.code().as_str()), (428, "version-required"));
+    let reply = server.put_at("/api/v1/people/bindings", "absent", &body.to_string());
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.json()["bindings"]["roles"]["lead"]["person_id"], "ada");
     let file = std::fs::read_to_string(server.path("people/bindings.yaml")).expect("bindings file");
@@ -426,7 +430,7 @@ fn bindings_are_validated_like_people_validate_and_saved_canonically() {
         ("not yaml", format!("spec: [{MARKER}")),
     ];
     for (label, body) in cases {
-        let reply = server.put("/api/v1/people/bindings", &body);
+        let reply = server.put_current("/api/v1/people/bindings", &body);
         assert_eq!(reply.status, 422, "{label}: {}", reply.text());
         assert!(!reply.code().is_empty());
         assert!(
@@ -458,8 +462,13 @@ fn resolution_previews_roles_with_the_rule_that_chose_each_person() {
         server.post("/api/v1/people/bo/archive", "");
         serde_json::json!({"recipe_file_name": "recipe.json", "recipe": RECIPE, "assignments": [{"role": "qa", "person_id": "bo"}]})
     };
-    let refused = server.post("/api/v1/people/resolve", &archived_assignment.to_string());
-    assert_eq!(refused.status, 422, "{}", refused.text());
+    // A refused assignment leaves the table: the other roles resolve, the refusal is
+    // listed beside them.
+    let refused = server.post("/api/v1/people/resolve", &archived_assignment.to_string()).json();
+    assert_eq!(refused["roles"].as_array().map(Vec::len), Some(2), "{refused}");
+    assert_ne!(refused["roles"][1]["person_id"], "bo", "{refused}");
+    assert_eq!(refused["rejections"].as_array().map(Vec::len), Some(1), "{refused}");
+    assert_eq!(refused["refused_assignments"][0]["role"], "qa", "{refused}");
 }
 
 #[test]

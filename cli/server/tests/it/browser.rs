@@ -1,12 +1,21 @@
 //! The page in a real Chromium, driven through chromedriver (WebDriver): create, edit,
-//! archive and restore a Person, import a hire file through its review, the swarm view
-//! with Remember and Clear, a start review, a live terminal that is reopened and
-//! stopped, presence, and a cross-origin write that is refused. Screenshots of each
-//! main screen land in `<target>/tmp/screenshots/`.
+//! archive and restore a Person, a stale edit refused with 409 that keeps the archive,
+//! import a hire file through its review (an id already taken flagged before Save, the
+//! review kept when Save fails), a project added by its folder, a swarm recipe made in
+//! the page with Remember, Clear and fallbacks, a start review, a live terminal that is
+//! reopened and stopped, a session killed outside the page shown as ended within 2 s,
+//! presence, the composition views, and a cross-origin write that is refused.
+//!
+//! Every view is shown at 1280×800 and at 390×844: at 390 px no view scrolls sideways,
+//! at 1280 px the import review's first two columns are at least 12 characters wide.
+//! axe-core (pinned in `.ci/browser/package.json`, installed by `.ci/run` into a cache
+//! folder) is injected into every view at both sizes and must report no serious or
+//! critical violation. The terminal shows `_` whole at device pixel ratio 1 and 2.
+//! Screenshots of each view at both sizes land in `<target>/tmp/screenshots/`.
 //!
 //! Without `chromium` and `chromedriver` on PATH the test says so and passes, unless
-//! `ACOMPOSE_BROWSER_TESTS=required` (as `.ci/run` sets), which makes their absence a
-//! failure.
+//! `ACOMPOSE_BROWSER_TESTS=required` (as `.ci/run` sets), which makes their absence, or
+//! the absence of axe-core, a failure.
 
 use crate::support;
 
@@ -65,13 +74,25 @@ fn start_driver(driver: &Path) -> Result<(Driver, u16)> {
     Ok((driver, port))
 }
 
+const WIDE: (u32, u32) = (1280, 800);
+const NARROW: (u32, u32) = (390, 844);
+
 async fn connect(port: u16, browser: &Path) -> Result<Client> {
+    connect_at(port, browser, 1).await
+}
+
+/// A browser whose device pixel ratio is `ratio`.
+async fn connect_at(port: u16, browser: &Path, ratio: u32) -> Result<Client> {
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
         "goog:chromeOptions".to_owned(),
         serde_json::json!({
             "binary": browser.to_string_lossy(),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,1000"]
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                format!("--window-size={},{}", WIDE.0, WIDE.1),
+                format!("--force-device-scale-factor={ratio}"),
+            ]
         }),
     );
     let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
@@ -174,13 +195,33 @@ fn foreign_site() -> Result<u16> {
     Ok(port)
 }
 
+/// A home with one converged role, so the composition views have something to show.
+fn converged_home(root: &Path) {
+    let projects = root.join("estate");
+    let skill = |name: &str| format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nBody of {name}.\n");
+    for (path, text) in [
+        ("acme/root/.agents/roles.kdl", "repositories {\n    repository tools path=\"acme/tools\"\n}\nroles {\n    role platform {\n        use-repository tools\n    }\n}\n".to_owned()),
+        ("acme/root/.agents/skills/estate-map/SKILL.md", skill("estate-map")),
+        ("acme/tools/.agents/skills/deploy-check/SKILL.md", skill("deploy-check")),
+    ] {
+        let path = projects.join(path);
+        fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+        fs::write(path, text).expect("estate file");
+    }
+    fs::create_dir_all(root.join("home")).expect("home");
+    fs::write(root.join("home/agent-compose.yaml"), "operating_context:\n  - acme/root\n").expect("config");
+    acompose_driver::convergence::converge_home(&root.join("home"), &projects, &acompose_driver::NoProgress)
+        .expect("the home converges");
+}
+
 fn sandbox() -> Server {
     let dir = tempfile::tempdir().expect("temporary folder");
     let root = dir.path();
-    for folder in ["ws/people", "ws/projects", "project", "bin", "uploads"] {
+    for folder in ["ws/people", "ws/projects", "project", "bin", "uploads", "second-project"] {
         fs::create_dir_all(root.join(folder)).expect("folder");
     }
     std::os::unix::fs::symlink(root.join("project"), root.join("ws/projects/desk")).expect("link the project");
+    converged_home(root);
     let script = format!("#!/bin/sh\necho '{READY}'\nwhile read line; do echo \"got $line\"; done\n");
     let runner = root.join("bin/claude");
     fs::write(&runner, script).expect("fake runner");
@@ -205,29 +246,134 @@ async fn the_page_does_every_people_task_in_a_real_browser() -> Result {
         );
         return Ok(());
     };
+    let axe = axe_source(required)?;
     let server = sandbox();
     let (_driver, driver_port) = start_driver(&driver)?;
     let client = connect(driver_port, &browser).await?;
-    let outcome = journey(&client, &server).await;
+    let page = Page { client: &client, axe: axe.as_deref() };
+    let outcome = journey(&page, &server).await;
     if outcome.is_err() {
         let _ = shoot(&client, "failure", "body").await;
     }
     let _ = client.close().await;
+    outcome?;
+    // The terminal again, in a browser whose device pixel ratio is 2.
+    let sharp = connect_at(driver_port, &browser, 2).await?;
+    let outcome = terminal_glyphs_whole(&sharp, &server, 2).await;
+    let _ = sharp.close().await;
     outcome
 }
 
-async fn journey(client: &Client, server: &Server) -> Result {
+/// The page under test and the accessibility checker to inject into it.
+struct Page<'a> {
+    client: &'a Client,
+    axe: Option<&'a str>,
+}
+
+/// axe-core's script: `ACOMPOSE_AXE_CORE`, else where `.ci/run` installs it. Without it
+/// the accessibility check is skipped, unless the suite is required.
+fn axe_source(required: bool) -> Result<Option<String>> {
+    let path = std::env::var_os("ACOMPOSE_AXE_CORE").map(PathBuf::from).or_else(|| {
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::home_dir().map(|home| home.join(".cache")))?;
+        Some(cache.join("acompose-ci/browser/node_modules/axe-core/axe.min.js"))
+    });
+    match path.map(fs::read_to_string) {
+        Some(Ok(source)) => Ok(Some(source)),
+        _ if required => {
+            Err("ACOMPOSE_BROWSER_TESTS=required but axe-core is missing: install .ci/browser/package.json \
+             into ~/.cache/acompose-ci/browser (as .ci/run does) or set ACOMPOSE_AXE_CORE"
+                .into())
+        }
+        _ => {
+            eprintln!("accessibility check skipped: axe-core is not installed (see .ci/browser/package.json)");
+            Ok(None)
+        }
+    }
+}
+
+async fn journey(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
     client.goto(&server.handle.url()).await?;
     wait_text(client, "h2", "Roster").await?;
     // The token left the address bar.
     assert!(!client.current_url().await?.as_str().contains("token"), "the token stayed in the address");
+    // The page listens for changes.
+    wait_attribute(client, "body", "data-live", "connected").await?;
 
     create_edit_archive_restore(client, server).await?;
-    import_through_review(client, server).await?;
-    roster_views(client).await?;
-    swarm(client, server).await?;
-    live_session(client, server).await?;
+    a_stale_edit_keeps_the_archive(page, server).await?;
+    import_through_review(page, server).await?;
+    roster_views(page).await?;
+    add_a_project(page, server).await?;
+    swarm(page, server).await?;
+    live_session(page, server).await?;
+    killed_outside(page, server).await?;
+    composition(page).await?;
     cross_origin_write(client, server).await?;
+    Ok(())
+}
+
+async fn wait_attribute(client: &Client, css: &str, name: &str, value: &str) -> Result {
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(element) = client.find(Locator::Css(css)).await
+            && element.attr(name).await.ok().flatten().as_deref() == Some(value)
+        {
+            return Ok(());
+        }
+        if Instant::now() > give_up {
+            return Err(format!("`{css}` never had {name}={value:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The view on screen at 1280×800 and at 390×844: a screenshot of each, no sideways
+/// scrolling at 390 px, and no serious or critical accessibility violation at either.
+async fn both_sizes(page: &Page<'_>, name: &str, css: &str) -> Result {
+    let client = page.client;
+    for (width, height) in [NARROW, WIDE] {
+        client.set_window_size(width, height).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sizes = client
+            .execute(
+                "const root = document.documentElement; return [root.scrollWidth, root.clientWidth, window.innerWidth];",
+                vec![],
+            )
+            .await?;
+        if width == NARROW.0 {
+            let scroll = sizes[0].as_u64().unwrap_or(u64::MAX);
+            let client_width = sizes[1].as_u64().unwrap_or(0);
+            assert!(scroll <= client_width, "{name} scrolls sideways at {width} px: {sizes}");
+        }
+        accessible(page, &format!("{name} at {width} px")).await?;
+        shoot(client, &format!("{name}-{width}"), css).await?;
+    }
+    Ok(())
+}
+
+/// Runs axe-core on the page; fails on any serious or critical violation.
+async fn accessible(page: &Page<'_>, label: &str) -> Result {
+    let Some(axe) = page.axe else { return Ok(()) };
+    let loaded = page.client.execute("return typeof window.axe", vec![]).await?;
+    if loaded != serde_json::json!("object") {
+        page.client.execute(axe, vec![]).await?;
+    }
+    let script = "return (async () => { \
+        const result = await window.axe.run(document, {resultTypes: ['violations']}); \
+        return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical') \
+            .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')); \
+    })();";
+    let violations = page.client.execute(script, vec![]).await?;
+    assert_eq!(violations, serde_json::json!([]), "axe-core on {label}");
+    Ok(())
+}
+
+/// Goes to a view by its address, as a link would.
+async fn visit(client: &Client, fragment: &str) -> Result {
+    client.execute("window.location.hash = arguments[0];", vec![serde_json::json!(fragment)]).await?;
     Ok(())
 }
 
@@ -255,6 +401,7 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     wait_text(client, "h2", "Edit Person").await?;
     fill(client, "#field-goal", "Lead the work, calmly.").await?;
     fill(client, "#field-skills", "planning\nreview").await?;
+    fill(client, "#field-max_seconds", "1800").await?;
     shoot(client, "edit-form", "h2").await?;
     click(client, "#save").await?;
     wait_text(client, ".fields", "Lead the work, calmly.").await?;
@@ -270,20 +417,89 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     Ok(())
 }
 
-async fn import_through_review(client: &Client, server: &Server) -> Result {
+/// An edit form opened before an archive cannot undo it: the page says at once that the
+/// Person changed, Save gets 409 and shows what changed, and the file stays archived.
+async fn a_stale_edit_keeps_the_archive(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
+    visit(client, "#/people/ada/edit").await?;
+    wait_text(client, "h2", "Edit Person").await?;
+    both_sizes(page, "edit-form", "h2").await?;
+    fill(client, "#field-goal", "An edit made before the archive.").await?;
+    // Archived elsewhere (another tab, or the cli) while the form is open.
+    assert_eq!(server.post("/api/v1/people/ada/archive", "").status, 200);
+    wait_text(client, "#form-stale", "changed since you opened the form").await?;
+    click(client, "#save").await?;
+    wait_text(client, "#form-stale", "Not saved").await?;
+    wait_text(client, "#form-stale .changes", "Archived").await?;
+    shoot(client, "stale-edit", "#form-stale").await?;
+    let stored: serde_json::Value = serde_json::from_slice(&fs::read(server.path("ws/people/ada.json"))?)?;
+    assert_eq!(stored["archived"], true, "the stale edit undid the archive");
+    assert_eq!(stored["goal"], "Lead the work, calmly.");
+    // The current version opens; with it, Restore goes through.
+    click(client, "#reload-current").await?;
+    wait_for(client, "#person-form").await?;
+    visit(client, "#/people/ada").await?;
+    click(client, "#restore").await?;
+    wait_text(client, "#presence", "offline").await?;
+    both_sizes(page, "person", "h2").await?;
+    Ok(())
+}
+
+/// The width of a table's first two columns in characters of the page's font.
+async fn column_characters(client: &Client, table: &str) -> Result<Vec<f64>> {
+    let script = "const cells = [...document.querySelectorAll(arguments[0] + ' tbody tr:first-child td')].slice(0, 2); \
+        const probe = document.createElement('span'); probe.textContent = '0'.repeat(100); \
+        cells[0].appendChild(probe); const ch = probe.getBoundingClientRect().width / 100; probe.remove(); \
+        return cells.map(cell => { const style = getComputedStyle(cell); \
+            return (cell.getBoundingClientRect().width - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)) / ch; });";
+    let widths = client.execute(script, vec![serde_json::json!(table)]).await?;
+    Ok(widths.as_array().into_iter().flatten().filter_map(serde_json::Value::as_f64).collect())
+}
+
+async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
     click(client, "a[data-nav=import]").await?;
     wait_for(client, "#hire-file").await?;
     let upload = server.path("uploads/pam.json");
     client.find(Locator::Css("#hire-file")).await?.send_keys(&upload.to_string_lossy()).await?;
     fill(client, "#field-import_role", "reception").await?;
+    fill(client, "#field-import_max_tokens", "1000").await?;
     click(client, "#review").await?;
     wait_text(client, "#mapped", "Pam Beesly").await?;
     wait_text(client, "#ignored", "author").await?;
+    // Targets are named as the form labels them, not as schema paths.
+    let mapped = wait_text(client, "#mapped", "Max tokens").await?;
+    assert!(!mapped.contains("budget.max_tokens") && !mapped.contains("--"), "{mapped}");
     assert!(
         !server.path("ws/people/pam-beesly.json").exists() && !server.path("ws/people/pam.json").exists(),
         "the review wrote a file"
     );
-    shoot(client, "import-review", "#import-review").await?;
+    client.set_window_size(WIDE.0, WIDE.1).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let widths = column_characters(client, "#mapped").await?;
+    assert!(
+        widths.len() == 2 && widths.iter().all(|width| *width >= 12.0),
+        "columns too narrow at 1280 px: {widths:?}"
+    );
+    both_sizes(page, "import-review", "#import-review").await?;
+
+    // A Save that fails keeps the review: the file appears in between, as another
+    // import would make it.
+    let id = client.find(Locator::Css("#import-review")).await?.text().await?;
+    assert!(id.contains("pam-beesly"), "{id}");
+    fs::write(server.path("ws/people/pam-beesly.json"), support::person("pam-beesly", "Other Pam", "reception"))?;
+    click(client, "#save-import").await?;
+    wait_text(client, "#save-result", "already exists").await?;
+    wait_text(client, "#mapped", "Pam Beesly").await?;
+    // Reviewed again, the taken id is flagged before Save.
+    click(client, "#review").await?;
+    wait_for(client, "#id-exists").await?;
+    let save = client.find(Locator::Css("#save-import")).await?;
+    assert!(save.attr("disabled").await?.is_some(), "Save is offered for an id that exists");
+    shoot(client, "import-id-taken", "#import-review").await?;
+    fs::remove_file(server.path("ws/people/pam-beesly.json"))?;
+    click(client, "#review").await?;
+    wait_text(client, "#mapped", "Pam Beesly").await?;
     click(client, "#save-import").await?;
     wait_text(client, "h2", "Pam Beesly").await?;
     let written: Vec<String> = fs::read_dir(server.path("ws/people"))?
@@ -294,17 +510,20 @@ async fn import_through_review(client: &Client, server: &Server) -> Result {
     Ok(())
 }
 
-async fn roster_views(client: &Client) -> Result {
+async fn roster_views(page: &Page<'_>) -> Result {
+    let client = page.client;
     click(client, "a[data-nav=people]").await?;
     wait_text(client, "#configured", "Pam Beesly").await?;
-    shoot(client, "roster", "body").await?;
-    client.set_window_size(360, 800).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    shoot(client, "roster-360", "body").await?;
+    both_sizes(page, "roster", "body").await?;
+    client.set_window_size(NARROW.0, NARROW.1).await?;
     click(client, "#compact").await?;
-    shoot(client, "roster-compact-360", "body").await?;
+    shoot(client, "roster-compact-390", "body").await?;
     click(client, "#compact").await?;
-    client.set_window_size(1440, 1000).await?;
+    client.set_window_size(WIDE.0, WIDE.1).await?;
+    click(client, "a[data-nav=new]").await?;
+    wait_for(client, "#person-form").await?;
+    both_sizes(page, "new-person", "h2").await?;
+    click(client, "a[data-nav=people]").await?;
     // Keyboard use: focus moves to the first link and the skip link works.
     let focused = client
         .execute("document.querySelector('.skip').focus(); return document.activeElement.className", vec![])
@@ -313,9 +532,44 @@ async fn roster_views(client: &Client) -> Result {
     Ok(())
 }
 
-async fn swarm(client: &Client, server: &Server) -> Result {
+/// A project added by its folder: the page makes the link inside the workspace.
+async fn add_a_project(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
+    click(client, "a[data-nav=projects]").await?;
+    wait_text(client, "#projects", "desk").await?;
+    fill(client, "#field-project_folder", &server.path("second-project").to_string_lossy()).await?;
+    // The id is suggested from the folder's name.
+    let suggested = client.find(Locator::Css("#field-project_id")).await?.prop("value").await?;
+    assert_eq!(suggested.as_deref(), Some("second-project"));
+    click(client, "#add-project").await?;
+    wait_text(client, "#projects", "second-project").await?;
+    let link = server.path("ws/projects/second-project");
+    assert!(fs::symlink_metadata(&link)?.file_type().is_symlink());
+    fill(client, "#field-project_folder", "/nowhere/at/all").await?;
+    fill(client, "#field-project_id", "nowhere").await?;
+    click(client, "#add-project").await?;
+    wait_text(client, "#project-result", "no folder at this path").await?;
+    both_sizes(page, "projects", "h2").await?;
+    Ok(())
+}
+
+async fn swarm(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
     click(client, "a[data-nav=swarm]").await?;
     wait_for(client, "#recipe-file").await?;
+    // A recipe made in the page, in the format the cli reads.
+    wait_for(client, "#recipe-form input[value=lead]").await?;
+    fill(client, "#field-recipe_name", "front-office").await?;
+    click(client, "#recipe-form input[value=lead]").await?;
+    click(client, "#recipe-form input[value=reception]").await?;
+    click(client, "#save-recipe").await?;
+    wait_text(client, "#swarm", "reception").await?;
+    let recipe: serde_json::Value = serde_json::from_slice(&fs::read(server.path("ws/recipes/front-office.json"))?)?;
+    assert_eq!(
+        recipe,
+        serde_json::json!({"spec": "acompose/people-recipe@1", "roles": [{"role": "lead"}, {"role": "reception"}]})
+    );
+    wait_text(client, "#recipe-list", "front-office").await?;
     let recipe = server.path("uploads/recipe.json");
     client.find(Locator::Css("#recipe-file")).await?.send_keys(&recipe.to_string_lossy()).await?;
     click(client, "#preview").await?;
@@ -328,31 +582,63 @@ async fn swarm(client: &Client, server: &Server) -> Result {
     wait_text(client, "tr[data-role=lead]", "pinned: ada").await?;
     let bindings = fs::read_to_string(server.path("ws/people/bindings.yaml"))?;
     assert!(bindings.contains("person_id: \"ada\""), "{bindings}");
-    shoot(client, "swarm", "h2").await?;
+    // Fallbacks, in order, seen and edited in the page.
+    fill(client, "#fallbacks-reception", "pam-beesly").await?;
+    click(client, "tr[data-role=reception] .save-fallbacks").await?;
+    wait_text(client, "#status", "fallbacks of reception").await?;
+    let bindings = fs::read_to_string(server.path("ws/people/bindings.yaml"))?;
+    assert!(bindings.contains("preferred_people") && bindings.contains("pam-beesly"), "{bindings}");
+    both_sizes(page, "swarm", "h2").await?;
     click(client, "tr[data-role=lead] .clear").await?;
     wait_text(client, "#status", "Cleared").await?;
     let cleared = fs::read_to_string(server.path("ws/people/bindings.yaml"))?;
     assert!(!cleared.contains("ada"), "{cleared}");
+    // A fallback who cannot fill the role is listed as passed over, with the reason.
+    let archived = server.post("/api/v1/people/pam-beesly/archive", "");
+    assert_eq!(archived.status, 200);
+    click(client, "#recipe-list .use-recipe").await?;
+    wait_text(client, "tr[data-role=reception] .skipped", "pam-beesly: is archived").await?;
+    shoot(client, "swarm-skipped", "#swarm").await?;
+    assert_eq!(server.post("/api/v1/people/pam-beesly/restore", "").status, 200);
     Ok(())
 }
 
-async fn live_session(client: &Client, server: &Server) -> Result {
+async fn live_session(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
     client.goto(&format!("{}/?reloaded#/people/ada", server.handle.origin())).await?;
     // A reload without the token shows how to get in, and nothing else.
     wait_text(client, "h2", "Token needed").await?;
-    client.goto(&format!("{}#/start/ada", server.handle.url())).await?;
+    // A limit the runner cannot enforce: Start waits for the acknowledgement.
+    client.goto(&format!("{}#/start/pam-beesly", server.handle.url())).await?;
     wait_for(client, "#start-form").await?;
+    click(client, "#review-start").await?;
+    wait_for(client, "#acknowledge").await?;
+    let start = client.find(Locator::Css("#start-now")).await?;
+    assert!(start.attr("disabled").await?.is_some(), "Start is enabled before the acknowledgement");
+    click(client, "#acknowledge").await?;
+    let start = client.find(Locator::Css("#start-now")).await?;
+    assert!(start.attr("disabled").await?.is_none(), "Start stays disabled after the acknowledgement");
+    both_sizes(page, "start-review-acknowledge", "#start-review").await?;
+
+    visit(client, "#/start/ada").await?;
+    wait_text(client, "#start-form", "Lead the work, calmly.").await?;
+    // The goal is not preloaded as the task: it is in the prompt once.
+    let task = client.find(Locator::Css("#field-start_task")).await?.prop("value").await?;
+    assert_eq!(task.as_deref(), Some(""));
     fill(client, "#field-start_task", "Sort the mail.").await?;
     click(client, "#review-start").await?;
     let prompt = wait_text(client, "#prompt-preview", "Sort the mail.").await?;
-    assert!(prompt.contains("Lead the work, calmly."), "{prompt}");
+    assert_eq!(prompt.matches("Lead the work, calmly.").count(), 1, "{prompt}");
+    // The enforced time limit is in the review.
+    wait_text(client, "#start-facts", "30 minutes (enforced").await?;
     assert!(
         server.snapshot().iter().all(|(path, _)| !path.to_string_lossy().contains("sessions/")),
         "the review wrote a record"
     );
-    shoot(client, "start-review", "#start-review").await?;
+    both_sizes(page, "start-review", "#start-review").await?;
     click(client, "#start-now").await?;
     wait_text(client, "#terminal", READY).await?;
+    terminal_glyphs_at(client, 1).await?;
     let address = client.current_url().await?;
     let session = address.fragment().unwrap_or_default().trim_start_matches("/sessions/").to_owned();
 
@@ -368,11 +654,113 @@ async fn live_session(client: &Client, server: &Server) -> Result {
     click(client, "#terminal .xterm-screen").await?;
     client.active_element().await?.send_keys(&format!("ping{}", char::from(Key::Enter))).await?;
     wait_text(client, "#terminal", "got ping").await?;
-    shoot(client, "live-session", "body").await?;
+    both_sizes(page, "live-session", "body").await?;
     click(client, "#stop").await?;
     wait_text(client, "#session-status", "stopped").await?;
+    wait_text(client, "#session-ending", "ended").await?;
     click(client, "a[data-nav=people]").await?;
     wait_text(client, "li[data-person=ada] .presence", "offline").await?;
+    Ok(())
+}
+
+/// Whether `_` fits inside its terminal row: its lowest pixel, measured in the
+/// terminal's own font, lies above the row's bottom edge.
+async fn terminal_glyphs_at(client: &Client, ratio: u32) -> Result {
+    let script = "const row = document.querySelector('#terminal .xterm-rows > div'); \
+        if (!row) return null; \
+        const style = getComputedStyle(row); const context = document.createElement('canvas').getContext('2d'); \
+        context.font = style.fontSize + ' ' + style.fontFamily; \
+        const under = context.measureText('_'); const box = context.measureText('Mg'); \
+        const height = row.getBoundingClientRect().height; \
+        const content = box.fontBoundingBoxAscent + box.fontBoundingBoxDescent; \
+        const baseline = (height - content) / 2 + box.fontBoundingBoxAscent; \
+        return [window.devicePixelRatio, height, baseline + under.actualBoundingBoxDescent];";
+    let measured = client.execute(script, vec![]).await?;
+    let values: Vec<f64> = measured.as_array().into_iter().flatten().filter_map(serde_json::Value::as_f64).collect();
+    assert_eq!(values.len(), 3, "no terminal row to measure: {measured}");
+    assert_eq!(values[0], f64::from(ratio), "{measured}");
+    assert!(values[2] <= values[1], "`_` reaches below its row at ratio {ratio}: {measured}");
+    Ok(())
+}
+
+/// The terminal at another device pixel ratio: a session started for the purpose,
+/// opened in `client`, measured and stopped.
+async fn terminal_glyphs_whole(client: &Client, server: &Server, ratio: u32) -> Result {
+    let body = serde_json::json!({"person_id": "ada", "project_id": "desk", "runner": "claude"});
+    let started = server.post("/api/v1/sessions", &body.to_string());
+    assert_eq!(started.status, 201, "{}", started.text());
+    let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
+    client.goto(&format!("{}#/sessions/{id}", server.handle.url())).await?;
+    wait_text(client, "#terminal", READY).await?;
+    let outcome = terminal_glyphs_at(client, ratio).await;
+    shoot(client, &format!("terminal-ratio-{ratio}"), "body").await?;
+    server.post(&format!("/api/v1/sessions/{id}/stop"), "");
+    outcome
+}
+
+/// A session killed from outside the page (as `kill -9` in a shell would) shows as
+/// ended within 2 s, with its signal, and its Person as offline, without a reload.
+async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
+    let body = serde_json::json!({"person_id": "ada", "project_id": "desk", "runner": "claude"});
+    let started = server.post("/api/v1/sessions", &body.to_string());
+    assert_eq!(started.status, 201, "{}", started.text());
+    let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
+    visit(client, "#/sessions").await?;
+    let row = format!("tr[data-session='{id}']");
+    wait_text(client, &format!("{row} .session-status"), "running").await?;
+    both_sizes(page, "sessions", "h2").await?;
+    let record: serde_json::Value =
+        serde_json::from_slice(&fs::read(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json")))?)?;
+    let pid = record["pid"].as_u64().ok_or("no pid in the record")?.to_string();
+    let killed_at = Instant::now();
+    assert!(Command::new("kill").args(["-KILL", &pid]).status()?.success());
+    loop {
+        let status =
+            client.find(Locator::Css(&format!("{row} .session-status"))).await?.text().await.unwrap_or_default();
+        if !status.contains("running") {
+            break;
+        }
+        assert!(killed_at.elapsed() < Duration::from_secs(2), "still shown as running 2 s after the kill");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let shown_after = killed_at.elapsed();
+    assert!(shown_after < Duration::from_secs(2), "shown as ended after {shown_after:?}");
+    wait_text(client, &format!("{row} .session-ending"), "signal 9 (SIGKILL)").await?;
+    shoot(client, "sessions-killed", "h2").await?;
+    click(client, &format!("{row} a")).await?;
+    wait_text(client, "#session-ending", "SIGKILL").await?;
+    let stop = client.find(Locator::Css("#stop")).await?;
+    assert!(stop.attr("disabled").await?.is_some(), "Stop is offered for an ended session");
+    both_sizes(page, "session-ended", "h2").await?;
+    visit(client, "#/people").await?;
+    wait_text(client, "li[data-person=ada] .presence", "offline").await?;
+    Ok(())
+}
+
+/// The composition views: role cards with colours, the bundles, a bundle's providers and
+/// budget, and `--why` followed from a skill to its source.
+async fn composition(page: &Page<'_>) -> Result {
+    let client = page.client;
+    click(client, "a[data-nav=composition]").await?;
+    wait_text(client, "#roles", "platform").await?;
+    wait_text(client, "#bundles", "platform").await?;
+    wait_text(client, "#store", "entries").await?;
+    let swatches = client.execute("return document.querySelectorAll('#roles .swatch').length", vec![]).await?;
+    assert!(swatches.as_u64().unwrap_or(0) >= 2, "no colour swatches: {swatches}");
+    both_sizes(page, "composition", "h2").await?;
+    click(client, "#roles li[data-role=platform] a").await?;
+    wait_text(client, "#providers", "tools").await?;
+    wait_for(client, "#budget .bar span").await?;
+    fill(client, "#why-item", "skill:deploy-check").await?;
+    click(client, "#ask-why").await?;
+    wait_text(client, "#why-answer", "deploy-check").await?;
+    click(client, "#why-answer .follow").await?;
+    wait_text(client, "#why-answer", "source:").await?;
+    fill(client, "#why-item", "skill:nothing-like-it").await?;
+    click(client, "#ask-why").await?;
+    wait_for(client, "#why-result .error").await?;
+    both_sizes(page, "bundle", "h2").await?;
     Ok(())
 }
 
@@ -398,5 +786,112 @@ async fn cross_origin_write(client: &Client, server: &Server) -> Result {
     );
     let ada = server.get("/api/v1/people/ada").json();
     assert_eq!(ada["archived"], false, "a cross-origin write went through");
+    Ok(())
+}
+
+const SWARM_RECIPE: &str = r#"{"spec": "acompose/people-recipe@1", "roles": [{"role": "platform"}, {"role": "qa"}]}"#;
+
+/// A workspace whose People bind roles against `roster:core`, a fake `claude` that
+/// prints its arguments, and a two-role recipe: `platform` (a roster role, Ann's) and
+/// `qa` (no Person: ephemeral).
+fn swarm_sandbox() -> Server {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let root = dir.path();
+    for folder in ["ws/people", "ws/projects", "project", "bin", "uploads", "projects-root"] {
+        fs::create_dir_all(root.join(folder)).expect("folder");
+    }
+    std::os::unix::fs::symlink(root.join("project"), root.join("ws/projects/desk")).expect("link the project");
+    let script = format!(
+        "#!/bin/sh\necho '{READY}' \"role=$AGENT_GIT_ATTRIBUTION_ROLE\" \"args=$*\"\nwhile read line; do echo \"got $line\"; done\n"
+    );
+    let runner = root.join("bin/claude");
+    fs::write(&runner, script).expect("fake runner");
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    let ann = acompose_driver::people::Person::new("ann", "Ann", "platform", "Keep the platform up.");
+    fs::write(root.join("ws/people/ann.json"), acompose_driver::people::document::person_bytes(&ann))
+        .expect("a Person");
+    fs::write(root.join("uploads/swarm.json"), SWARM_RECIPE).expect("recipe");
+    let path_variable = root.join("bin").into_os_string();
+    Server::start_with_roster(dir, "ws", path_variable)
+}
+
+#[tokio::test]
+async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browser() -> Result {
+    let required = std::env::var("ACOMPOSE_BROWSER_TESTS").is_ok_and(|value| value == "required");
+    let (Some(browser), Some(driver)) =
+        (on_path(&["chromium", "chromium-browser", "google-chrome"]), on_path(&["chromedriver"]))
+    else {
+        assert!(!required, "ACOMPOSE_BROWSER_TESTS=required but chromium or chromedriver is not on PATH");
+        eprintln!("skipped: the browser test needs `chromium` and `chromedriver` on PATH");
+        return Ok(());
+    };
+    let server = swarm_sandbox();
+    let (_driver, driver_port) = start_driver(&driver)?;
+    let client = connect(driver_port, &browser).await?;
+    let outcome = swarm_journey(&client, &server).await;
+    if outcome.is_err() {
+        let _ = shoot(&client, "swarm-failure", "body").await;
+    }
+    let _ = client.close().await;
+    outcome
+}
+
+async fn swarm_journey(client: &Client, server: &Server) -> Result {
+    let people_before = fs::read(server.path("ws/people/ann.json"))?;
+    client.goto(&format!("{}#/swarm", server.handle.url())).await?;
+    wait_for(client, "#recipe-file").await?;
+    let recipe = server.path("uploads/swarm.json");
+    client.find(Locator::Css("#recipe-file")).await?.send_keys(&recipe.to_string_lossy()).await?;
+    click(client, "#preview").await?;
+    wait_text(client, "#swarm", "qa").await?;
+    wait_for(client, "#run-form").await?;
+    click(client, "#review-run").await?;
+    // The review: Ann works as platform with its bundle; qa is ephemeral.
+    wait_text(client, "#run-roles tr[data-role=platform]", "bundle").await?;
+    wait_text(client, "#run-roles tr[data-role=platform]", "ann").await?;
+    wait_text(client, "#run-roles tr[data-role=qa]", "ephemeral").await?;
+    assert!(!server.path("ws/.agent-toolkit/runs").exists(), "the review recorded a run");
+    shoot(client, "swarm-review", "#run-review").await?;
+    click(client, "#start-run").await?;
+    wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "running").await?;
+    wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "running").await?;
+    let runs: Vec<_> = fs::read_dir(server.path("ws/.agent-toolkit/runs"))?.flatten().collect();
+    assert_eq!(runs.len(), 1, "one run is recorded");
+    let run_address = client.current_url().await?;
+
+    // Open the platform role's terminal, go back, and reopen it: the output is there.
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_text(client, "#terminal", "role=platform").await?;
+    client.goto(run_address.as_str()).await?;
+    wait_for(client, "#run-sessions").await?;
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_text(client, "#terminal", READY).await?;
+    click(client, "#terminal .xterm-screen").await?;
+    client.active_element().await?.send_keys(&format!("hello{}", char::from(Key::Enter))).await?;
+    wait_text(client, "#terminal", "got hello").await?;
+    shoot(client, "swarm-terminal", "body").await?;
+
+    // Stop the whole run.
+    client.goto(run_address.as_str()).await?;
+    click(client, "#stop-run").await?;
+    wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "stopped").await?;
+    wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "stopped").await?;
+    assert_eq!(fs::read(server.path("ws/people/ann.json"))?, people_before, "the run changed a Person");
+
+    // Resume the platform session: a new session on the same conversation.
+    click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
+    wait_for(client, "#resume").await?;
+    let old = client.current_url().await?.fragment().unwrap_or_default().to_owned();
+    click(client, "#resume").await?;
+    wait_text(client, "#terminal", "args=--resume ").await?;
+    let new = client.current_url().await?.fragment().unwrap_or_default().to_owned();
+    assert_ne!(old, new, "the resume is a new session");
+    let id = new.trim_start_matches("/sessions/");
+    let entry = server.get(&format!("/api/v1/sessions/{id}")).json();
+    assert_eq!(entry["resumed_from"], old.trim_start_matches("/sessions/"));
+    shoot(client, "resumed", "body").await?;
+    click(client, "#stop").await?;
+    wait_text(client, "#session-status", "stopped").await?;
     Ok(())
 }

@@ -5,6 +5,8 @@
 mod support;
 
 mod api;
+mod authoring;
 mod bounded;
 mod browser;
 mod sessions_api;
+mod versions;

@@ -144,7 +144,7 @@ fn unsupported_limits_need_an_explicit_acknowledgement() {
     let server = sandbox();
     let mut capped: serde_json::Value = serde_json::from_str(&person("pam", "Pam", "reception")).expect("json");
     capped["budget"] = serde_json::json!({"max_tokens": 1000});
-    assert_eq!(server.put("/api/v1/people/pam", &capped.to_string()).status, 200);
+    assert_eq!(server.put_current("/api/v1/people/pam", &capped.to_string()).status, 200);
     let review = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
     assert_eq!(review["unsupported_details"][0]["field"], "budget.max_tokens");
     let refused = server.post("/api/v1/sessions", &start_body(serde_json::json!({})));
@@ -229,6 +229,7 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
         runner: "claude".to_owned(),
         model: None,
         task: None,
+        roster: None,
     };
     let path_variable = server.path("bin").into_os_string();
     let reviewed = review_session(&workspace, &options, Some(&path_variable)).expect("review");
@@ -253,4 +254,75 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
     stop_session(&workspace, &other_id, &SystemClock, Duration::from_secs(5)).expect("stop the other session");
     let finished = waiter.join().expect("the waiter").expect("the other session ends");
     assert_eq!(finished.record.status.as_str(), "stopped");
+}
+
+/// Opens `/api/v1/events` with the token.
+fn events(server: &Server) -> WebSocket<TcpStream> {
+    let mut request = format!("ws://{}/api/v1/events", server.host()).into_client_request().expect("request");
+    request.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        HeaderValue::from_str(&format!("acompose.token.{}", server.handle.token)).expect("header"),
+    );
+    let stream = TcpStream::connect(server.host()).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    tungstenite::client(request, stream).map(|(socket, _)| socket).expect("the events socket opens")
+}
+
+/// The next versions message.
+fn next_versions(socket: &mut WebSocket<TcpStream>) -> serde_json::Value {
+    loop {
+        match socket.read() {
+            Ok(Message::Text(text)) => {
+                let message: serde_json::Value = serde_json::from_str(text.as_str()).expect("json");
+                assert_eq!(message["type"], "versions");
+                return message;
+            }
+            Ok(_) => {}
+            Err(error) => panic!("the events socket ended: {error}"),
+        }
+    }
+}
+
+#[test]
+fn a_session_killed_outside_is_pushed_as_ended_within_two_seconds() {
+    let server = sandbox();
+    let without = format!("ws://{}/api/v1/events", server.host()).into_client_request().expect("request");
+    assert!(tungstenite::client(without, TcpStream::connect(server.host()).expect("connect")).is_err());
+    let mut socket = events(&server);
+    let first = next_versions(&mut socket);
+
+    // A change of People is pushed.
+    let created = server.post("/api/v1/people", &person("ada", "Ada", "lead"));
+    assert_eq!(created.status, 201);
+    let after_create = next_versions(&mut socket);
+    assert_ne!(after_create["people"], first["people"]);
+
+    let started = server.post("/api/v1/sessions", &start_body(serde_json::json!({})));
+    assert_eq!(started.status, 201, "{}", started.text());
+    let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
+    let record: serde_json::Value = serde_json::from_slice(
+        &fs::read(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"),
+    )
+    .expect("json");
+    let pid = record["pid"].as_u64().expect("a pid").to_string();
+    // Everything the start pushed is read, until the socket is quiet for a second.
+    socket.get_ref().set_read_timeout(Some(Duration::from_secs(1))).expect("timeout");
+    let mut running = after_create;
+    while let Ok(message) = socket.read() {
+        if let Message::Text(text) = message {
+            running = serde_json::from_str(text.as_str()).expect("json");
+        }
+    }
+    socket.get_ref().set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+    // Killed from outside the page, as `kill -9` in a shell would.
+    let killed_at = Instant::now();
+    assert!(std::process::Command::new("kill").args(["-KILL", &pid]).status().expect("kill").success());
+    let pushed = next_versions(&mut socket);
+    assert!(killed_at.elapsed() < Duration::from_secs(2), "the end was pushed after {:?}", killed_at.elapsed());
+    assert_ne!(pushed["sessions"], running["sessions"]);
+    let ended = server.get(&format!("/api/v1/sessions/{id}")).json();
+    assert_ne!(ended["status"], "running", "{ended}");
+    assert_eq!(ended["live"], false);
+    assert_eq!(ended["exit_code"], 137, "{ended}");
+    assert!(ended["ended_at"].as_str().is_some(), "{ended}");
 }

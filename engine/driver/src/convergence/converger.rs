@@ -72,6 +72,8 @@ pub struct Converger {
     store: Option<crate::store::Store>,
     /// Warnings the last reading of the person source met.
     person_warnings: usize,
+    /// The home's MCP inventory as last read (`<home>/mcp.kdl`), when there is one.
+    mcp_inventory: Option<acompose_engine::SourceFile>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -275,9 +277,11 @@ impl Converger {
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
-        let (source, model) = self.read_person_source(home, config, reload, progress)?;
+        let (source, _) = self.read_person_source(home, config, reload, progress)?;
+        let (overlays, model) = self.read_overlays(home, config, source)?;
+        self.read_mcp_inventory(home)?;
         let estate = self.read_estate(projects, config, reload, progress);
-        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy);
+        let roles = self.resolve_roles(source, &model, &estate, config.skill_policy, &overlays);
         progress.phase("resolve and build bundles");
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
         let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
@@ -365,6 +369,28 @@ impl Converger {
         Ok((source, model))
     }
 
+    /// Reads `<home>/mcp.kdl` for every role's composition; its mistakes are each
+    /// composition's (so they fail it), a file that cannot be read is refused here.
+    fn read_mcp_inventory(&mut self, home: &Path) -> Result<(), HostError> {
+        let path = home.join(acompose_engine::mcp::FILE);
+        let read = self.loader.home_file(
+            &mut self.db,
+            &path,
+            acompose_engine::mcp::ORIGIN,
+            acompose_engine::mcp::FILE,
+            acompose_engine::limits::MCP_INVENTORY,
+        );
+        self.mcp_inventory = match read {
+            Ok(file) => file,
+            Err(Ok(too_large)) => {
+                let findings = Findings::collect(vec![too_large], |_| None);
+                return Err(HostError::Diagnostics { subject: "the MCP inventory is refused".to_owned(), findings });
+            }
+            Err(Err(message)) => return Err(HostError::environment(&path, message)),
+        };
+        Ok(())
+    }
+
     /// Read: the operating-context repositories and the repositories their trusted roots
     /// declare, with their revisions (fingerprinted so a commit is noticed).
     fn read_estate(&mut self, projects: &Path, config: &HostConfig, reload: bool, progress: &dyn Progress) -> Estate {
@@ -416,6 +442,7 @@ impl Converger {
         model: &PersonModel,
         estate: &Estate,
         skill_policy: acompose_engine::skill_rules::SkillPolicy,
+        overlays: &[acompose_engine::SourceFile],
     ) -> Vec<(String, String, Composition)> {
         let mut roles: Vec<(String, String, Composition)> = Vec::new();
         if estate.sources.is_empty() {
@@ -429,6 +456,7 @@ impl Converger {
             };
             let composition =
                 self.composition(source, &role.slug, &tier, &estate.sources, &estate.repositories, skill_policy);
+            self.set_overlays(composition, overlays);
             roles.push((role.slug.clone(), tier, composition));
         }
         self.compositions.retain(|slug, _| model.role(slug).is_some());
@@ -478,9 +506,12 @@ impl Converger {
             let subject = format!("cannot launch `{}` at tier `{}`", sanitize(role), sanitize(tier));
             return Err(HostError::Diagnostics { subject, findings: Findings::collect(mistakes, |_| None) });
         }
+        self.read_mcp_inventory(home)?;
+        let (overlays, model) = self.read_overlays(home, config, source)?;
         let estate = self.read_estate(projects, config, true, progress);
         let composition =
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
+        self.set_overlays(composition, &overlays);
         let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
         let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
@@ -490,6 +521,34 @@ impl Converger {
         };
         materialize_with(bundles, bundle, Verification::Full)?;
         Ok((bundles.join(&bundle.id), model))
+    }
+
+    /// Read: home's private overlays, and the roster with their seat names and digests
+    /// (what `person.json` shows). A missing or invalid overlay stops the convergence.
+    fn read_overlays(
+        &mut self,
+        home: &Path,
+        config: &HostConfig,
+        source: PersonSource,
+    ) -> Result<(Vec<acompose_engine::SourceFile>, PersonModel), HostError> {
+        let subject = "a private overlay is invalid".to_owned();
+        let overlays =
+            crate::overlays::read_overlays(&mut self.loader, &mut self.db, home, config).map_err(|diagnostics| {
+                HostError::Diagnostics { subject: subject.clone(), findings: Findings::collect(diagnostics, |_| None) }
+            })?;
+        let parsed = acompose_engine::overlay::overlaid_model(&self.db, source, &overlays);
+        if parsed.has_errors() {
+            let findings = Findings::collect(parsed.diagnostics, |path| self.loader.text_of(&self.db, path));
+            return Err(HostError::Diagnostics { subject, findings });
+        }
+        Ok((overlays, parsed.value))
+    }
+
+    /// Sets a composition's overlays when they changed.
+    fn set_overlays(&mut self, composition: Composition, overlays: &[acompose_engine::SourceFile]) {
+        if composition.overlays(&self.db) != overlays {
+            composition.set_overlays(&mut self.db).to(overlays.to_vec());
+        }
     }
 
     fn composition(
@@ -519,6 +578,9 @@ impl Converger {
                 if composition.skill_policy(db) != skill_policy {
                     composition.set_skill_policy(db).to(skill_policy);
                 }
+                if composition.mcp_inventory(db) != self.mcp_inventory {
+                    composition.set_mcp_inventory(db).to(self.mcp_inventory);
+                }
                 composition
             }
             None => {
@@ -535,6 +597,7 @@ impl Converger {
                     None,
                     skill_policy,
                 );
+                composition.set_mcp_inventory(db).to(self.mcp_inventory);
                 self.compositions.insert(role.to_owned(), composition);
                 composition
             }

@@ -216,7 +216,7 @@ fn launching_record(folder: &std::path::Path, reviewed: &Reviewed, clock: &dyn C
 }
 
 /// A random number from the standard library's per-process hash keys.
-fn nonce(attempt: u32) -> u32 {
+pub(crate) fn nonce(attempt: u32) -> u32 {
     use std::hash::{BuildHasher as _, Hasher as _};
     let mut hasher = std::hash::RandomState::new().build_hasher();
     hasher.write_u32(attempt);
@@ -238,6 +238,9 @@ fn spawn(reviewed: &Reviewed, session_id: &str, size: TerminalSize) -> Result<Sp
     argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
     let mut command = CommandBuilder::from_argv(argv);
     command.cwd(&reviewed.project_folder);
+    for (name, value) in &reviewed.environment {
+        command.env(name, value);
+    }
     for (name, value) in reviewed.review.environment(session_id) {
         command.env(name, value);
     }

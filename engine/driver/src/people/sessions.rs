@@ -21,10 +21,14 @@ use acompose_people::session::{
 use acompose_people::start::{StartRejection, StartRequest, StartReview, review_start};
 use acompose_people::{Diagnostic, Roster, SourceFile, finding, is_slug, printable};
 
+use super::as_role::{RosterPlace, bound_role, prepare_role};
 use super::storage::{Stop, Workspace};
 use super::{checked_id, existing_person, process};
 use crate::atomic::{At as _, FileError};
 use crate::transaction;
+use acompose_people::roster_role::Bound;
+use acompose_people::session::SessionLinks;
+use std::ffi::OsString;
 
 /// How long a command waits for another writer of the sessions folder.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -286,6 +290,9 @@ pub struct StartOptions {
     pub model: Option<String>,
     /// The one-time task: it reaches the prompt and argv and is written nowhere.
     pub task: Option<String>,
+    /// Where the roster is: a Person whose role is a roster role starts as it. `None`
+    /// binds no role (the runner sees the host's context).
+    pub roster: Option<RosterPlace>,
 }
 
 /// A start review with what the driver resolved for it.
@@ -296,34 +303,53 @@ pub struct Reviewed {
     pub program: PathBuf,
     /// The project folder (`review.cwd`), canonical.
     pub project_folder: PathBuf,
+    /// What the runner's environment gains besides the People hints: a role's launch
+    /// environment (`HOME` as the runtime home, `AGENT_COMPOSE_*`, …).
+    pub environment: Vec<(String, OsString)>,
 }
 
-/// Builds the review of a start without writing anything: the Person must exist and be
-/// active, `projects/<project>` must be a link to an existing folder, the runner must be
-/// in the table and on `path_variable`, the model one the runner takes.
+/// Builds the review of a start: the Person must exist and be active,
+/// `projects/<project>` must be a link to an existing folder, the runner must be in the
+/// table and on `path_variable`, the model one the runner takes. A Person bound to a
+/// roster role is prepared as that role's assigned launch (which converges the home and
+/// writes the role's runtime home, never a session); anything else writes nothing.
 pub fn review_session(
     workspace: &Workspace,
     options: &StartOptions,
     path_variable: Option<&OsStr>,
 ) -> Result<Reviewed, Stop> {
     let person = existing_person(workspace, checked_id(&options.person_id)?)?;
-    let roster = Roster { people: vec![person], ..Roster::default() };
+    review_person(workspace, person, options, SessionLinks::default(), path_variable)
+}
+
+/// The review of a start of `person` (a saved one, or a swarm's ephemeral or re-roled
+/// one), with the record's `links` (a run, a resumed session).
+pub(crate) fn review_person(
+    workspace: &Workspace,
+    person: acompose_people::Person,
+    options: &StartOptions,
+    links: SessionLinks,
+    path_variable: Option<&OsStr>,
+) -> Result<Reviewed, Stop> {
+    let roster = Roster { people: vec![person.clone()], ..Roster::default() };
+    let conversation = new_conversation_id();
     // The engine checks everything but the folder and PATH; a dry review with a
     // placeholder folder reports those rejections first, before the disk is asked.
     let mut request = StartRequest {
-        person_id: &options.person_id,
+        person_id: &person.id,
         project_id: &options.project_id,
         project_folder: "/",
         runner: &options.runner,
         model: options.model.as_deref(),
         task: options.task.as_deref(),
+        conversation: Some(links.conversation.as_deref().unwrap_or(&conversation)),
     };
     review_start(&roster, &request).map_err(rejected)?;
     let project_folder = project_folder(workspace, &options.project_id)?;
     let Some(runner) = runner(&options.runner) else {
         return Err(rejected(StartRejection::UnknownRunner));
     };
-    let Some(program) = find_binary(runner.binary, path_variable) else {
+    let Some(mut program) = find_binary(runner.binary, path_variable) else {
         return Err(Stop::Invalid(format!(
             "the runner `{}` is not installed: no executable `{}` was found on PATH",
             runner.name, runner.binary
@@ -334,12 +360,50 @@ pub fn review_session(
         .ok_or_else(|| Stop::Invalid(format!("the folder of project `{}` is not a UTF-8 path", options.project_id)))?;
     request.project_folder = folder_text;
     let mut review = review_start(&roster, &request).map_err(rejected)?;
+    review.links.run = links.run;
+    review.links.ephemeral = links.ephemeral;
+    review.links.resumed_from = links.resumed_from;
     // The engine knows `/`; which folder is the user's home only the environment says.
     let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|home| fs::canonicalize(home).ok());
     if review.folder_warning.is_none() && home.as_deref() == Some(project_folder.as_path()) {
         review.folder_warning = Some(acompose_people::start::FolderWarning::Home);
     }
-    Ok(Reviewed { review, program, project_folder })
+    let mut environment = Vec::new();
+    match bound_role(&person.role, options.roster.as_ref()) {
+        Bound::Role(role) => {
+            let place = options.roster.as_ref().ok_or_else(|| Stop::Invalid("no roster".to_owned()))?;
+            let as_role = prepare_role(place, &role, runner.name, &project_folder, path_variable)?;
+            review.sight = Some(as_role.sight);
+            program = as_role.program;
+            environment = as_role.environment;
+        }
+        unbound => review.unbound_hint = unbound.hint(),
+    }
+    Ok(Reviewed { review, program, project_folder, environment })
+}
+
+/// A random UUID (version 4) for a runner's new conversation, from the standard
+/// library's per-process hash keys.
+fn new_conversation_id() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut words = [0u64; 2];
+    for (index, word) in words.iter_mut().enumerate() {
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_usize(index);
+        hasher.write_u32(std::process::id());
+        *word = hasher.finish();
+    }
+    let [high, low] = words;
+    let high = (high & 0xffff_ffff_ffff_0fff) | 0x4000;
+    let low = (low & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xffff,
+        high & 0xffff,
+        low >> 48,
+        low & 0xffff_ffff_ffff
+    )
 }
 
 /// A start rejection as the stop the cli and the server report.
@@ -419,4 +483,78 @@ pub fn stop_session(workspace: &Workspace, id: &str, clock: &dyn Clock, grace: D
     let group_empty = process::end_group(group, grace)
         .map_err(|error| Stop::Io(FileError::caused(&folder, format!("cannot signal process group {group}"), error)))?;
     Ok(Stopped { record, signalled: true, group_empty })
+}
+
+// ---------------------------------------------------------------------------------------
+// Resuming a session's conversation
+
+/// Reviews `people resume SESSION`: the session must have ended and kept its runner's
+/// conversation id, and its runner must reopen a conversation by id. The new session has
+/// the same Person (or ephemeral role), project, runner and model, the same conversation
+/// and `resumed_from` naming the old one; its argv opens the conversation instead of
+/// giving a prompt.
+pub fn review_resume(
+    workspace: &Workspace,
+    session_id: &str,
+    roster: Option<RosterPlace>,
+    path_variable: Option<&OsStr>,
+) -> Result<Reviewed, Stop> {
+    if !session::is_session_id(session_id) {
+        return Err(Stop::Invalid(format!("`{}` is not a session id", printable(session_id))));
+    }
+    let listing = list_sessions(workspace, &SystemClock)?;
+    let Some(old) = listing.records.into_iter().find(|record| record.id == session_id) else {
+        return Err(Stop::Invalid(format!("there is no session `{session_id}` in `{SESSIONS_DIRECTORY}/`")));
+    };
+    let Some(table_row) = runner(&old.provider) else {
+        return Err(rejected(StartRejection::UnknownRunner));
+    };
+    if table_row.conversation.is_none() {
+        return Err(Stop::Invalid(format!(
+            "session {session_id} cannot be resumed: the runner `{}` is not resumable ({})",
+            table_row.name,
+            acompose_people::runner::not_resumable_reason(table_row)
+        )));
+    }
+    let Some(conversation) = old.links.conversation.clone() else {
+        return Err(Stop::Invalid(format!(
+            "session {session_id} cannot be resumed: its record keeps no conversation id (it was started before acompose recorded one)"
+        )));
+    };
+    if !old.status.is_terminal() {
+        return Err(Stop::Invalid(format!(
+            "session {session_id} is still {}; stop it before resuming its conversation",
+            old.status.as_str()
+        )));
+    }
+    let person = if old.links.ephemeral {
+        acompose_people::swarm::ephemeral_person(&old.role)
+    } else {
+        let mut person = existing_person(workspace, checked_id(&old.person_id)?)?;
+        person.role.clone_from(&old.role);
+        person
+    };
+    let options = StartOptions {
+        person_id: person.id.clone(),
+        project_id: old.project_id.clone(),
+        runner: old.provider.clone(),
+        model: old.model.clone(),
+        task: None,
+        roster,
+    };
+    let links = SessionLinks {
+        conversation: Some(conversation.clone()),
+        resumed_from: Some(old.id.clone()),
+        run: old.links.run.clone(),
+        ephemeral: old.links.ephemeral,
+        bundle: None,
+    };
+    let mut reviewed = review_person(workspace, person, &options, links, path_variable)?;
+    let argv = acompose_people::runner::resume_invocation(table_row, old.model.as_deref(), &conversation)
+        .unwrap_or_else(|| Ok(Vec::new()))
+        .map_err(|_| rejected(StartRejection::InvalidModel))?;
+    reviewed.review.argv = argv;
+    reviewed.review.prompt = String::new();
+    reviewed.review.prompt_in_argv = true;
+    Ok(reviewed)
 }

@@ -265,6 +265,35 @@ impl Workspace {
         Ok(path)
     }
 
+    /// The files of a workspace folder whose names end in one of `extensions`, each read
+    /// with the per-file limit, sorted by name; symlinked files are refused (and come
+    /// back as findings), a missing folder has none.
+    pub fn folder_files(
+        &self,
+        relative: &str,
+        extensions: &[&str],
+    ) -> Result<(Vec<SourceFile>, Vec<Diagnostic>), Stop> {
+        let mut refused = Vec::new();
+        if !self.folder(relative, &mut refused)? {
+            return if refused.is_empty() { Ok((Vec::new(), Vec::new())) } else { Err(Stop::Findings(refused)) };
+        }
+        let path = self.path(relative);
+        let entries = fs::read_dir(&path).at(&path, || format!("cannot list `{}`", path.display()))?;
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+            .filter(|name| extensions.iter().any(|extension| name.ends_with(extension)))
+            .collect();
+        names.sort();
+        let mut files = Vec::new();
+        for name in names {
+            if let Some(bytes) = self.file(&format!("{relative}/{name}"), &mut refused)? {
+                files.push(SourceFile::new(name, bytes));
+            }
+        }
+        Ok((files, refused))
+    }
+
     /// Refuses (with findings) every path in `relatives` that is a symlink.
     pub fn refuse_symlinks(&self, relatives: &[&str]) -> Result<(), Stop> {
         let mut refused = Vec::new();

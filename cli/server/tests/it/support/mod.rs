@@ -33,6 +33,11 @@ impl Reply {
         self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
     }
 
+    /// The version the answer carries in `ETag`, without quotes.
+    pub fn version(&self) -> String {
+        self.header("etag").unwrap_or_default().trim_matches('"').to_owned()
+    }
+
     pub fn code(&self) -> String {
         self.json()["code"].as_str().unwrap_or_default().to_owned()
     }
@@ -52,7 +57,28 @@ impl Server {
     /// up on `path_variable`.
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
-        let options = Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default() };
+        let home = Some(dir.path().join("home"));
+        let options =
+            Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default(), home, roster: None };
+        let handle = acompose_server::start(&options).expect("server starts");
+        Self { handle, dir }
+    }
+
+    /// A server as [`Server::start_with`] whose People bind roles against the roster of
+    /// the acompose home `dir/acompose-home` (`roster:core`).
+    pub fn start_with_roster(dir: tempfile::TempDir, workspace: &str, path_variable: std::ffi::OsString) -> Self {
+        let roster = acompose_driver::people::as_role::RosterPlace {
+            home: dir.path().join("acompose-home"),
+            projects: dir.path().join("projects-root"),
+        };
+        let options = Options {
+            workspace: dir.path().join(workspace),
+            port: 0,
+            path_variable: Some(path_variable),
+            limits: ConnectionLimits::default(),
+            home: Some(dir.path().join("acompose-home")),
+            roster: Some(roster),
+        };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
@@ -60,7 +86,9 @@ impl Server {
     /// A server over an empty workspace whose connections have `limits`.
     pub fn start_limited(limits: ConnectionLimits) -> Self {
         let dir = tempfile::tempdir().expect("temporary workspace");
-        let options = Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits };
+        let home = Some(dir.path().join("home"));
+        let options =
+            Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, home, roster: None };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
@@ -106,6 +134,18 @@ impl Server {
 
     pub fn put(&self, path: &str, body: &str) -> Reply {
         self.send("PUT", path, &[("Content-Type", "application/json")], body.as_bytes())
+    }
+
+    /// A PUT that names the version it edits in `If-Match`.
+    pub fn put_at(&self, path: &str, version: &str, body: &str) -> Reply {
+        let tag = format!("\"{version}\"");
+        self.send("PUT", path, &[("Content-Type", "application/json"), ("If-Match", &tag)], body.as_bytes())
+    }
+
+    /// A PUT of the version read just before: an edit nobody raced.
+    pub fn put_current(&self, path: &str, body: &str) -> Reply {
+        let version = self.get(path).version();
+        self.put_at(path, &version, body)
     }
 
     /// Every file under the workspace with its bytes, for "nothing was written".

@@ -1,0 +1,245 @@
+//! Private overlays end to end: each kind of entry changes exactly what it should in the
+//! bundles and the trace, `person.json` records the overlays by digest, every forbidden
+//! redefinition fails with the overlay's file and line, and nothing is written then.
+
+use std::path::Path;
+
+use crate::common::{Output, acompose};
+
+fn skill(name: &str) -> String {
+    format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nUse {name}.\n")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+const ROLES: &str = "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository benchmarks path=\"example/benchmarks\"\n}\nroles {\n    role platform { use-repository hardware; }\n    role eval { use-repository benchmarks; }\n}\n";
+
+/// The worked example of docs/overlays.md: a team instruction for two roles, a provider
+/// narrowed for one, a slice widened for another, and a seat renamed.
+pub const TEAM_OVERLAY: &str = r#"// A private overlay: mine, outside every repository.
+instruction "team-review" {
+    role "platform" "eval"
+    text "Reviews are written in plain English and name the file and line they are about."
+}
+exclude role="platform" skill="machine-gpu"
+admit role="eval" repository="hardware" {
+    skill "machine-cpu"
+}
+seat role="platform" seat="claude" name="Ada" pronouns="she/her"
+"#;
+
+/// A home converging over an estate: a trusted root, two repositories.
+fn estate(root: &Path) {
+    let projects = root.join("projects");
+    write(&projects.join("acme/root/.agents/roles.kdl"), ROLES);
+    write(&projects.join("acme/root/.agents/skills/estate-map/SKILL.md"), &skill("estate-map"));
+    for name in ["machine-cpu", "machine-gpu"] {
+        write(&projects.join(format!("example/hardware/.agents/skills/{name}/SKILL.md")), &skill(name));
+    }
+    write(&projects.join("example/benchmarks/.agents/skills/bench-report/SKILL.md"), &skill("bench-report"));
+    write(&root.join("home/agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+}
+
+fn converge(root: &Path) -> Output {
+    acompose(root, &["--home", "home", "--projects-root", "projects"])
+}
+
+fn index(root: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(root.join("home/bundles/index.json")).expect("index");
+    serde_json::from_str(&text).expect("json")
+}
+
+/// A role's current bundle id, from the index.
+fn bundle_of(root: &Path, role: &str) -> String {
+    let index = index(root);
+    index["bundles"][role].as_str().unwrap_or_else(|| panic!("no bundle for {role} in {index}")).to_owned()
+}
+
+fn why(root: &Path, role: &str, item: &str) -> String {
+    let output = acompose(root, &["describe", role, "--home", "home", "--why", item]);
+    assert_eq!(output.code, 0, "{item}: {}", output.stderr);
+    output.stdout
+}
+
+#[test]
+fn each_kind_of_overlay_entry_changes_exactly_what_it_should() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    assert_eq!(converge(root).code, 0);
+    let before: Vec<String> = ["platform", "eval", "sysadmin"].iter().map(|role| bundle_of(root, role)).collect();
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    let output = converge(root);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let after: Vec<String> = ["platform", "eval", "sysadmin"].iter().map(|role| bundle_of(root, role)).collect();
+    assert_ne!(before[0], after[0], "platform changed");
+    assert_ne!(before[1], after[1], "eval changed");
+    assert_eq!(before[2], after[2], "sysadmin is named by no entry");
+
+    let bundles = root.join("home/bundles");
+    let platform = bundles.join(&after[0]);
+    let instruction = std::fs::read_to_string(platform.join("content/overlays/team-review.md")).expect("instruction");
+    insta::assert_snapshot!(instruction, @"Reviews are written in plain English and name the file and line they are about.");
+    assert!(!platform.join("content/skills/hardware/machine-gpu").exists(), "machine-gpu excluded");
+    assert!(platform.join("content/skills/hardware/machine-cpu/SKILL.md").exists());
+    let eval = bundles.join(&after[1]);
+    assert!(eval.join("content/skills/hardware/machine-cpu/SKILL.md").exists(), "the admitted slice");
+    assert!(!eval.join("content/skills/hardware/machine-gpu").exists(), "only the slice");
+    assert!(!bundles.join(&after[2]).join("content/overlays").exists());
+
+    insta::assert_snapshot!("platform_why_overlay", why(root, "platform", "overlay:team.kdl"));
+    insta::assert_snapshot!("platform_why_skill", why(root, "platform", "skill:machine-gpu"));
+    insta::assert_snapshot!("eval_why_source", why(root, "eval", "source:hardware"));
+    insta::assert_snapshot!("eval_why_instruction", why(root, "eval", "instruction:team-review"));
+
+    let person = std::fs::read_to_string(root.join("home/sources/personality/person.json")).expect("person.json");
+    let person: serde_json::Value = serde_json::from_str(&person).expect("json");
+    let seat =
+        person["roles"]["platform"]["seats"].as_array().expect("seats").iter().find(|seat| seat["key"] == "claude");
+    insta::assert_json_snapshot!("platform_claude_seat", seat);
+    let digest = format!("blake3:{}", blake3::hash(TEAM_OVERLAY.as_bytes()).to_hex());
+    assert_eq!(person["overlays"], serde_json::json!([{ "digest": digest }]));
+    assert!(!person.to_string().contains("overlays/team.kdl") && !person.to_string().contains("plain English"));
+
+    // Unchanged: nothing moves. Removed: every bundle is as before.
+    assert_eq!(converge(root).code, 0);
+    assert_eq!(bundle_of(root, "platform"), after[0]);
+    std::fs::remove_file(root.join("home/overlays/team.kdl")).expect("remove");
+    assert_eq!(converge(root).code, 0);
+    assert_eq!(bundle_of(root, "platform"), before[0]);
+    assert_eq!(bundle_of(root, "eval"), before[1]);
+}
+
+#[test]
+fn every_forbidden_redefinition_fails_with_file_and_line_and_writes_nothing() {
+    let cases = [
+        ("role", "role \"platform\" {\n    purpose \"Something else.\"\n}\n"),
+        ("personality", "personality \"calm\" color=\"#000000\"\n"),
+        ("definition", "definition \"personality-calm\"\n"),
+        ("personality-set", "meld role=\"platform\" \"calm\" \"bold\"\n"),
+        ("seat-routing", "seat role=\"platform\" seat=\"claude\" name=\"Ada\" pronouns=\"she/her\" tier=\"oss\"\n"),
+        ("identity", "identity role=\"platform\" name=\"Ada\"\n"),
+        ("unknown-role", "instruction \"x\" {\n    role \"platfrom\"\n    text \"Hello.\"\n}\n"),
+        ("unknown-seat", "seat role=\"platform\" seat=\"emacs\" name=\"Ada\" pronouns=\"she/her\"\n"),
+        ("unknown-repository", "admit role=\"eval\" repository=\"nowhere\"\n"),
+        ("harness-scope", "instruction \"x\" {\n    harness \"claude\"\n    text \"Hello.\"\n}\n"),
+    ];
+    let mut report = String::new();
+    for (name, text) in cases {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        estate(root);
+        assert_eq!(converge(root).code, 0);
+        let index_before = std::fs::read(root.join("home/bundles/index.json")).expect("index");
+        // A comment line first, so the line the diagnostic names is the second.
+        write(&root.join("home/overlays/mine.kdl"), &format!("// mine\n{text}"));
+        let output = converge(root);
+        assert_ne!(output.code, 0, "{name}: {}", output.stdout);
+        assert_eq!(std::fs::read(root.join("home/bundles/index.json")).expect("index"), index_before, "{name}");
+        let stderr = output.stderr.replace(&root.display().to_string(), "ROOT");
+        report.push_str(&format!("== {name}\n{stderr}\n"));
+    }
+    insta::assert_snapshot!(report);
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join(name);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("schema json");
+    jsonschema::validator_for(&schema).expect("valid schema")
+}
+
+fn assert_valid(validator: &jsonschema::Validator, document: &serde_json::Value) {
+    let errors: Vec<String> = validator.iter_errors(document).map(|error| error.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{document:#}");
+}
+
+#[test]
+fn overlay_shows_a_seat_card_with_the_overlays_name_and_its_json_validates() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    let card = |extra: &[&str]| {
+        let mut arguments = vec!["overlay", "--home", "home", "--role", "platform", "--seat", "claude"];
+        arguments.extend(extra);
+        acompose(root, &arguments)
+    };
+    let wide = card(&["--expression", "thinking", "--width", "120"]);
+    assert_eq!(wide.code, 0, "{}", wide.stderr);
+    let narrow = card(&["--width", "24"]);
+    insta::assert_snapshot!(format!("{}--\n{}", wide.stdout, narrow.stdout), @r"
+    🪢 🧱  Ada [she/her]  //  platform / thinking  //  tenacious + grounded  //  #dd971a
+    --
+    🪢 🧱 Ada [she/her]
+    platform / available
+    tenacious + grounded
+    #dd971a
+    ");
+    let json = card(&["--json", "--expression", "blocked"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_valid(&validator("overlay.schema.json"), &document);
+    assert_eq!(document["annotation"], "Ada [she/her] (Developer Platform Engineer)");
+    assert_eq!(document["expression"], "blocked");
+
+    let mut refusals = String::new();
+    for (role, seat, extra) in [
+        ("platform", "claude", &["--expression", "sleeping"][..]),
+        ("platform", "claude", &["--width", "19"]),
+        ("platform", "emacs", &[]),
+        ("nobody", "claude", &[]),
+    ] {
+        let mut arguments = vec!["overlay", "--home", "home", "--role", role, "--seat", seat];
+        arguments.extend(extra);
+        let output = acompose(root, &arguments);
+        assert_eq!(output.code, 1, "{arguments:?}: {}", output.stderr);
+        refusals.push_str(&output.stderr);
+    }
+    insta::assert_snapshot!(refusals, @r"
+    error: `sleeping` is not an expression; expressions: available, listening, thinking, acting, waiting-for-human, blocked, completed, failed, offline
+    error: `--width` must be at least 20
+    error: role `platform` has no seat `emacs`; seats: claude, codex, gemini
+    error: role `nobody` is not in the roster; roles: platform, sysadmin, eval, frontend, gamedev, tpm, devrel
+    ");
+}
+
+#[test]
+fn catalog_expressions_lists_the_vocabulary_and_its_json_validates() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let text = acompose(temporary.path(), &["catalog", "expressions"]);
+    assert_eq!(text.code, 0);
+    insta::assert_snapshot!(text.stdout, @r"
+    available
+    listening
+    thinking
+    acting
+    waiting-for-human
+    blocked
+    completed
+    failed
+    offline
+    ");
+    let json = acompose(temporary.path(), &["catalog", "expressions", "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_valid(&validator("expressions.schema.json"), &document);
+    let person = acompose(temporary.path(), &["roster", "--out", "out"]);
+    assert_eq!(person.code, 0, "{}", person.stderr);
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(temporary.path().join("out/person.json")).expect("person.json"))
+            .expect("json");
+    assert_eq!(snapshot["expressions"], document["expressions"], "one vocabulary");
+}
+
+#[test]
+fn person_json_with_overlays_validates_against_the_published_schema() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    assert_eq!(converge(root).code, 0);
+    let text = std::fs::read_to_string(root.join("home/sources/personality/person.json")).expect("person.json");
+    assert_valid(&validator("person.schema.json"), &serde_json::from_str(&text).expect("json"));
+}
