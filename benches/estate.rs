@@ -20,6 +20,9 @@ use divan::Bencher;
 use rayon::prelude::*;
 use reference_estate::{REPOSITORIES, ROLES, skill_text};
 
+#[path = "common/syscalls.rs"]
+mod syscalls;
+
 struct Estate {
     _directory: tempfile::TempDir,
     root: PathBuf,
@@ -215,6 +218,57 @@ fn compose_warm_200_sources(bencher: Bencher) {
 fn cold_convergence(bencher: Bencher) {
     let estate = estate();
     bencher.with_inputs(numbered_homes(estate, "cold")).bench_local_values(|home| converge_process(estate, &home));
+}
+
+/// The entries a home holds that a run wrote (the configuration the benchmark wrote left
+/// out).
+fn written(home: &Path) -> syscalls::Entries {
+    let configuration = home.join("agent-compose.yaml");
+    syscalls::Entries::of(home, &|path| path != home && path != configuration)
+}
+
+/// The system calls of a cold convergence, counted by `strace -c -f` beside the floor of
+/// its inputs and outputs (printed; the time measured is strace's, not a figure).
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn syscalls_cold_convergence(bencher: Bencher) {
+    let estate = estate();
+    bencher.with_inputs(numbered_homes(estate, "strace-cold")).bench_local_values(|home| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
+        command.args(["--quiet", "--home"]).arg(&home).arg("--projects-root").arg(&estate.projects);
+        let Some(calls) = syscalls::count(&command, &estate.root) else {
+            eprintln!("syscalls_cold_convergence: strace is not installed; nothing counted");
+            return;
+        };
+        let inputs = syscalls::Entries::of(&estate.projects, &|path| path != estate.projects);
+        syscalls::report("cold convergence", &calls, inputs, written(&home));
+    });
+}
+
+/// The system calls of the cold 200-source compose, beside its floor (see
+/// [`syscalls_cold_convergence`]).
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn syscalls_cold_compose(bencher: Bencher) {
+    let estate = estate();
+    bencher.with_inputs(numbered_homes(estate, "strace-compose")).bench_local_values(|home| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
+        command
+            .args(["--quiet", "--home"])
+            .arg(&home)
+            .arg("compose")
+            .arg(request(estate))
+            .arg("--projects-root")
+            .arg(&estate.projects)
+            .current_dir(&estate.root);
+        let Some(calls) = syscalls::count(&command, &estate.root) else {
+            eprintln!("syscalls_cold_compose: strace is not installed; nothing counted");
+            return;
+        };
+        let repositories = estate.projects.join("estate");
+        let root = repositories.join("root");
+        let mut inputs = syscalls::Entries::of(&repositories, &|path| path != repositories && !path.starts_with(&root));
+        inputs.files += 1; // request.kdl
+        syscalls::report("cold 200-source compose", &calls, inputs, written(&home));
+    });
 }
 
 /// A new process on a converged home with nothing changed: stats every input.

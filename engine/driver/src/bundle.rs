@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::HostError;
 use crate::load::error_kind;
-use crate::store::{Store, Written, relative_path, slice_of_link};
+use crate::store::{Store, Written, relative_path, slice_of_link_resolving};
 use acompose_engine::bundle::{BundleJsonError, read_bundle_json};
 use acompose_engine::diagnostic::{listed, sanitize};
 use acompose_engine::limits;
@@ -52,6 +52,10 @@ pub enum Verification {
 /// Where a bundle's skills are expected: the store and the layout in it.
 type Linked<'a> = Option<(&'a Store, &'a StoreLayout<'a>)>;
 
+/// The store trees one materialization wrote itself (by key), after verifying their bytes
+/// against their names.
+type FreshTrees<'a> = std::collections::HashSet<&'a str>;
+
 /// Checks `directory` against the bundle we expect to find there: with `linked`, its
 /// skill folders must be links to the expected slices of that store; with `deep` (a
 /// bundle found in place), the trees they reach are checked at a glance as well.
@@ -61,9 +65,10 @@ fn check_against(
     linked: Linked<'_>,
     verification: Verification,
     deep: bool,
+    fresh: &FreshTrees<'_>,
 ) -> Result<(), String> {
     match verification {
-        Verification::Full => check_contents(directory, bundle, linked),
+        Verification::Full => check_contents(directory, bundle, linked, fresh),
         Verification::Light => {
             let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes[..]);
             match std::fs::read(directory.join("manifest.json")) {
@@ -100,12 +105,16 @@ fn check_against(
 /// have, and no other file is there. Everything else `verify` checks follows: the
 /// manifest is the expected one byte for byte, and the id is its digest. Each file is
 /// hashed as it is read; none is kept.
-fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>) -> Result<(), String> {
+///
+/// The trees in `fresh` were verified against their names before this process staged
+/// them and wrote them itself: they are not read again, and the bundle's files inside
+/// them are taken as they were verified.
+fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>, fresh: &FreshTrees<'_>) -> Result<(), String> {
     if let Some((store, layout)) = linked {
         check_links(directory, store, layout, false)?;
     }
-    let (found, problems) =
-        read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes)).map_err(|problems| listed(&problems, "; "))?;
+    let (found, problems, skipped) = read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes), fresh)
+        .map_err(|problems| listed(&problems, "; "))?;
     if !problems.is_empty() {
         return Err(listed(&problems, "; "));
     }
@@ -122,6 +131,9 @@ fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>) -> Resu
         }))
         .chain([(TraceFile::PATH, FileFacts { bytes: bundle.trace.length, digest: bundle.trace.digest.clone() })])
         .collect();
+    if !skipped.is_empty() {
+        expected.retain(|path, _| !skipped.iter().any(|prefix| path.starts_with(prefix.as_str())));
+    }
     for (path, facts) in &found {
         match expected.remove(path.as_str()) {
             None => return Err(format!("{path}: is not part of the bundle")),
@@ -218,28 +230,35 @@ pub fn materialize_into(
         .map_err(|message| HostError::environment(out.join(&bundle.id), message))
 }
 
-/// Writes the store entries of a layout; returns how many were new.
-/// Slices this store value already wrote or checked whole are not looked into again;
-/// the trees of the others are written or checked at a glance.
-fn write_store_entries(store: &Store, layout: &StoreLayout<'_>) -> Result<usize, String> {
+/// Writes the store entries of a layout; returns how many were new, and the trees it
+/// wrote. Slices this store value already wrote or checked whole are not looked into
+/// again; the trees of the others are written or checked at a glance.
+fn write_store_entries<'a>(store: &Store, layout: &'a StoreLayout<'_>) -> Result<(usize, FreshTrees<'a>), String> {
     store.create()?;
     let unknown: Vec<_> = layout.slices.iter().filter(|slice| !store.knows_slice(&slice.entry_name())).collect();
     let needed: std::collections::BTreeSet<&str> =
         unknown.iter().flat_map(|slice| slice.skills.iter().map(|(_, key)| key.as_str())).collect();
-    let trees: Vec<Written> = layout
+    if unknown.is_empty() {
+        return Ok((0, FreshTrees::new()));
+    }
+    // The store is listed once; only the entries the listing shows are looked into.
+    let listed = store.names();
+    let trees: Vec<(&str, Written)> = layout
         .trees
         .par_iter()
         .filter(|tree| needed.contains(tree.key.as_str()))
-        .map(|tree| store.put_tree(tree))
+        .map(|tree| store.put_tree_listed(tree, listed.contains(&tree.key)).map(|written| (tree.key.as_str(), written)))
         .collect::<Result<_, _>>()?;
-    let mut written = trees.iter().filter(|written| **written == Written::New).count();
+    let fresh: FreshTrees<'a> =
+        trees.iter().filter(|(_, written)| *written == Written::New).map(|(key, _)| *key).collect();
+    let mut written = fresh.len();
     for slice in unknown {
-        if store.put_slice(slice)? == Written::New {
+        if store.put_slice_listed(slice, listed.contains(&slice.entry_name()))? == Written::New {
             written += 1;
         }
         store.know_slice(&slice.entry_name());
     }
-    Ok(written)
+    Ok((written, fresh))
 }
 
 /// The bundle's links to its slices: (link path inside the bundle, relative target).
@@ -339,7 +358,7 @@ fn stage_verify_rename(
             ));
         }
         let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
-        return check_against(&target, bundle, store.zip(layout.as_ref()), verification, true)
+        return check_against(&target, bundle, store.zip(layout.as_ref()), verification, true, &FreshTrees::new())
             .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
             .map_err(|problem| {
                 format!(
@@ -350,45 +369,46 @@ fn stage_verify_rename(
     }
     std::fs::create_dir_all(out)
         .map_err(|error| format!("cannot create `{}`: {}", out.display(), error_kind(&error)))?;
-    let staging = out.join(format!(".staging-{}-{}", bundle.id, std::process::id()));
+    let staging = out.join(format!(".staging-{}-{}", bundle.id, crate::store::process_id()));
     let _ = std::fs::remove_dir_all(&staging);
     // `trace.json` is the largest file and is serialized as it is written: it is written
     // beside the store entries, and those beside the bundle's links and other files (a
     // link may be made before its entry: nothing is checked until both are done).
+    let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
     let (traced, stored) = match std::fs::create_dir(&staging) {
         Ok(()) => rayon::join(
             || write_trace(&staging, bundle),
-            || match store {
-                Some(store) => {
-                    let layout = layout(&bundle.files, &bundle.sourced);
+            || match store.zip(layout.as_ref()) {
+                Some((store, layout)) => {
                     // The links are resolved against the store folder, so it exists first.
                     store.create()?;
                     let (entries, staged) = rayon::join(
-                        || write_store_entries(store, &layout),
+                        || write_store_entries(store, layout),
                         || {
-                            let links = bundle_links(out, &bundle.id, store, &layout)?;
+                            let links = bundle_links(out, &bundle.id, store, layout)?;
                             write_staging(&staging, &layout.own, &[], &links)?;
                             Ok::<_, String>(layout.own.len() + links.len())
                         },
                     );
-                    Ok((entries? + staged? + 1, Some(layout)))
+                    let (entries, fresh) = entries?;
+                    Ok((entries + staged? + 1, fresh))
                 }
                 None => {
                     let files: Vec<&acompose_engine::OutputFile> = bundle.files.iter().collect();
                     write_staging(&staging, &files, &bundle.sourced, &[])?;
-                    Ok((files.len() + bundle.sourced.len() + 1, None))
+                    Ok((files.len() + bundle.sourced.len() + 1, FreshTrees::new()))
                 }
             },
         ),
         Err(error) => (Ok(()), Err(format!("cannot create `{}`: {}", staging.display(), error_kind(&error)))),
     };
-    let staged = traced.and(stored).and_then(|(written, layout)| {
-        check_against(&staging, bundle, store.zip(layout.as_ref()), verification, false)
+    let staged = traced.and(stored).and_then(|(written, fresh)| {
+        check_against(&staging, bundle, store.zip(layout.as_ref()), verification, false, &fresh)
             .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
         before_rename()?;
-        Ok((written, layout))
+        Ok(written)
     });
-    let (written, layout) = match staged {
+    let written = match staged {
         Ok(staged) => staged,
         Err(error) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -400,7 +420,7 @@ fn stage_verify_rename(
         Err(_) if target.is_dir() => {
             // Another composition of the same inputs won the race: same id, same bytes.
             let _ = std::fs::remove_dir_all(&staging);
-            check_against(&target, bundle, store.zip(layout.as_ref()), verification, true)
+            check_against(&target, bundle, store.zip(layout.as_ref()), verification, true, &FreshTrees::new())
                 .map(|()| Materialization { outcome: Materialized::Reused, written: 0 })
         }
         Err(error) => {
@@ -420,21 +440,29 @@ fn provider_folder(relative: &str) -> Option<&str> {
 /// (each store entry checked against its name); other symlinks and special files are
 /// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
-    let (files, problems) = read_all(directory, &|_, bytes| bytes)?;
+    let (files, problems, _) = read_all(directory, &|_, bytes| bytes, &FreshTrees::new())?;
     if problems.is_empty() { Ok(files) } else { Err(problems) }
 }
 
 /// A bundle's files by path, each as its reader keeps it.
 type BundleFiles<T> = BTreeMap<String, T>;
 
+/// What [`read_all`] read: the files, the problems met, and the bundle paths of the
+/// trees it left unread.
+type BundleRead<T> = (BundleFiles<T>, Vec<String>, Vec<String>);
+
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
 /// verification can name the files a damaged store entry changed; `keep` turns each
 /// file's path and bytes into what is kept of it as soon as it is read. `Err` when the
 /// folder is no bundle at all.
+///
+/// The store trees named in `fresh` are not read (see [`check_contents`]); the third
+/// value lists the bundle paths (`content/skills/<source>/<skill>/`) left unread so.
 fn read_all<T>(
     directory: &Path,
     keep: &dyn Fn(&str, Vec<u8>) -> T,
-) -> Result<(BundleFiles<T>, Vec<String>), Vec<String>> {
+    fresh: &FreshTrees<'_>,
+) -> Result<BundleRead<T>, Vec<String>> {
     match std::fs::symlink_metadata(directory) {
         Ok(metadata) if metadata.file_type().is_symlink() => {
             return Err(vec![format!("`{}` is a symbolic link", directory.display())]);
@@ -451,6 +479,8 @@ fn read_all<T>(
     }
     let mut files = BTreeMap::new();
     let mut problems = Vec::new();
+    let mut unread = Vec::new();
+    let mut resolved = std::collections::HashMap::new();
     for entry in walkdir::WalkDir::new(directory).follow_links(false).sort_by_file_name() {
         let entry = match entry {
             Ok(entry) => entry,
@@ -471,9 +501,13 @@ fn read_all<T>(
             .collect::<Vec<_>>()
             .join("/");
         if entry.path_is_symlink() {
-            match provider_folder(&relative).map(|_| slice_of_link(entry.path())) {
+            match provider_folder(&relative).map(|_| slice_of_link_resolving(entry.path(), &mut resolved)) {
                 Some(Ok(Some((store, name)))) => {
-                    let (slice_files, store_problems) = store.read_slice(&name);
+                    let (slice_files, store_problems, skipped) = store.read_slice_except(&name, fresh);
+                    unread.extend(skipped.into_iter().map(|skill| match skill.is_empty() {
+                        true => format!("{relative}/"),
+                        false => format!("{relative}/{skill}/"),
+                    }));
                     files.extend(slice_files.into_iter().map(|(path, bytes)| {
                         let path = format!("{relative}/{path}");
                         let kept = keep(&path, bytes);
@@ -509,7 +543,7 @@ fn read_all<T>(
         }
     }
     // Each problem is one line that names a file of the folder: escaped once, here.
-    Ok((files, problems.iter().map(|problem| sanitize(problem)).collect()))
+    Ok((files, problems.iter().map(|problem| sanitize(problem)).collect(), unread))
 }
 
 fn directory_name(directory: &Path) -> String {
@@ -537,7 +571,7 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
         let whole = WholeFiles::wanted(path).then_some(bytes);
         (facts, whole)
     };
-    let (mut read, mut problems) = read_all(directory, &keep)?;
+    let (mut read, mut problems, _) = read_all(directory, &keep, &FreshTrees::new())?;
     let mut take = |path: &str| read.get_mut(path).and_then(|(_, whole)| whole.take());
     let (manifest, trace, index) =
         (take("manifest.json"), take(TraceFile::PATH), take(acompose_engine::trace_index::PATH));

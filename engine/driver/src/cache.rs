@@ -739,7 +739,21 @@ fn is_output(metadata: &std::fs::Metadata) -> bool {
 /// edited in place inside one (which takes changing its permissions first) is for
 /// `verify` to find; stat'ing every file of every tree would make the check a third
 /// longer.
+///
+/// A folder with a link count of 2 has no folder inside it (its own entry and its `.`,
+/// on every file system that counts a folder's `..` entries, as ext4, XFS and tmpfs do):
+/// such a tree is recorded by one `stat`, without listing it. Any other count (a folder
+/// with folders inside, or a file system that reports 1) lists the tree.
 pub fn entry_stat(entry: &Path, into: &mut Vec<(PathBuf, Stat)>) {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(entry) {
+        Ok(metadata) if metadata.is_dir() && metadata.nlink() == 2 => {
+            into.push((entry.to_path_buf(), Stat::of(&metadata)));
+            return;
+        }
+        Ok(metadata) if metadata.is_dir() => {}
+        _ => return,
+    }
     for folder in walkdir::WalkDir::new(entry).follow_links(false).into_iter().flatten() {
         if folder.file_type().is_dir()
             && let Ok(metadata) = folder.metadata()

@@ -92,7 +92,7 @@ fn store_records(bundle: &Path) -> Vec<StoreRecord> {
                 _ => continue,
             },
         };
-        for name in store.reachable(&std::iter::once(slice).collect()) {
+        for name in store.reachable_known(&std::iter::once(slice).collect()) {
             if !is_slice_name(&name) && trees.insert(store.root().join(&name)) {
                 cache::entry_stat(&store.root().join(&name), &mut records[index].trees);
             }

@@ -10,6 +10,10 @@ pub use crate::observe::{Observed, Stat, observe};
 use std::sync::Arc;
 
 use acompose_engine::catalogue::{Catalogue, Summarized};
+pub(crate) use walk::read_whole;
+use walk::walk;
+
+mod walk;
 use acompose_engine::{Bytes, Database, Diagnostic, Package, PackageKind, PersonSource, SourceFile};
 use salsa::Durability;
 use salsa::Setter;
@@ -183,167 +187,14 @@ fn relative_path(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
-/// Walks `start` (under `root`) without following links, reading every regular file.
-/// Names starting with `.` are skipped below `start`, unread (a hidden folder is not
-/// entered); inside a catalogue's skill folder each one is left out of its skill with an
-/// `unportable-name` warning, as any other name that cannot be delivered. `what` names
-/// the container in diagnostics ("package", "catalogue").
-fn walk(root: &Path, start: &Path, label: &str, what: &str, read: &mut Read) {
-    let mut walker = walkdir::WalkDir::new(start).follow_links(false).sort_by_file_name().into_iter();
-    while let Some(entry) = walker.next() {
-        if let Ok(entry) = &entry
-            && entry.depth() > 0
-            && entry.file_name().to_string_lossy().starts_with('.')
-        {
-            if entry.file_type().is_dir() {
-                walker.skip_current_dir();
-            }
-            if what == "catalogue" && entry.depth() >= 2 {
-                read.diagnostics.push(hidden_member(label, &relative_path(root, entry.path())));
-            }
-            continue;
-        }
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(error) => {
-                let path = error.path().map_or_else(
-                    || label.to_owned(),
-                    |path| {
-                        let relative = relative_path(root, path);
-                        if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") }
-                    },
-                );
-                read.diagnostics.push(
-                    Diagnostic::error("unreadable-file", format!("cannot read this entry of the {what}"))
-                        .in_file(path)
-                        .hint("check its permissions"),
-                );
-                continue;
-            }
-        };
-        let relative = relative_path(root, entry.path());
-        if entry.path_is_symlink() && read.owned_by_projection.contains(&relative) {
-            read.projected.push(relative);
-            continue;
-        }
-        if entry.path_is_symlink() {
-            read.diagnostics.push(
-                Diagnostic::error("symlink-refused", format!("symbolic links are not allowed in a {what}"))
-                    .in_file(if relative.is_empty() { label.to_owned() } else { format!("{label}/{relative}") })
-                    .hint("replace the link with the file or folder it points to"),
-            );
-            continue;
-        }
-        if entry.file_type().is_dir() {
-            if let Ok(metadata) = entry.metadata() {
-                read.observed.push((entry.path().to_path_buf(), Observed::Directory(Stat::of(&metadata))));
-            }
-            continue;
-        }
-        if !entry.file_type().is_file() {
-            read.diagnostics.push(
-                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint(format!("a {what} holds only folders and regular files")),
-            );
-            continue;
-        }
-        // A file over its kind's size limit is refused by its size, never read.
-        let limit = acompose_engine::limits::for_file(&relative, what == "package");
-        if let (Some(limit), Ok(metadata)) = (limit, entry.metadata())
-            && let Some(too_large) =
-                limit.check(usize::try_from(metadata.len()).unwrap_or(usize::MAX), &format!("{label}/{relative}"))
-        {
-            // Fingerprinted by its metadata alone: a change of size or time is seen.
-            read.observed.push((entry.path().to_path_buf(), Observed::File(Stat::of(&metadata), [0; 32])));
-            read.diagnostics.push(too_large);
-            continue;
-        }
-        if let Some(&Observed::File(stat, digest)) = read.known.get(entry.path())
-            && entry.metadata().is_ok_and(|metadata| metadata.is_file() && Stat::of(&metadata) == stat)
-        {
-            read.observed.push((entry.path().to_path_buf(), Observed::File(stat, digest)));
-            read.files.push((relative, Body::Kept));
-            continue;
-        }
-        // The metadata of the opened file is taken before its bytes, so a write racing
-        // the read makes the cache see a change next time rather than miss one.
-        match read_with_stat(entry.path()) {
-            Ok(None) => read.diagnostics.push(
-                Diagnostic::error("unreadable-file", "this entry is not a regular file (a device, pipe or socket)")
-                    .in_file(format!("{label}/{relative}"))
-                    .hint(format!("a {what} holds only folders and regular files")),
-            ),
-            Ok(Some((stat, bytes))) => {
-                let body = if read.summarize && Summarized::applies_to(&relative) {
-                    let display = if label.is_empty() { relative.clone() } else { format!("{label}/{relative}") };
-                    let summarized = Summarized::of(entry.path().to_path_buf(), &display, &relative, &bytes);
-                    read.observed.push((entry.path().to_path_buf(), Observed::File(stat, summarized.raw_digest)));
-                    Body::Summarized(Arc::new(summarized))
-                } else {
-                    read.observed
-                        .push((entry.path().to_path_buf(), Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
-                    Body::Bytes(bytes)
-                };
-                read.files.push((relative, body));
-            }
-            Err(error) => read.diagnostics.push(
-                Diagnostic::error("unreadable-file", format!("cannot read this file: {}", error_kind(&error)))
-                    .in_file(format!("{label}/{relative}"))
-                    .hint("check its permissions"),
-            ),
-        }
-    }
-}
-
-/// Opens a file, stats the opened file and reads it whole: one path lookup, and the
-/// metadata belongs to the very bytes read. `None` when what was opened is not a
-/// regular file (it was swapped after the folder was listed).
-///
-/// The bytes are read straight into the shared allocation the database keeps
-/// ([`Bytes`]), sized by the metadata, so no second copy of each file is made; a file that
-/// changed size since is read as it is now.
-fn read_with_stat(path: &Path) -> std::io::Result<Option<(Stat, Bytes)>> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Ok(None);
-    }
-    let expected = usize::try_from(metadata.len()).unwrap_or(0);
-    let mut bytes: Bytes = std::iter::repeat_n(0u8, expected).collect();
-    let mut filled = 0;
-    if let Some(buffer) = std::sync::Arc::get_mut(&mut bytes) {
-        while filled < buffer.len() {
-            match file.read(&mut buffer[filled..]) {
-                Ok(0) => break,
-                Ok(read) => filled += read,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-        }
-    }
-    let mut rest = Vec::new();
-    file.read_to_end(&mut rest)?;
-    if filled < expected || !rest.is_empty() {
-        // It shrank or grew while being read.
-        let mut whole = bytes[..filled].to_vec();
-        whole.extend_from_slice(&rest);
-        bytes = whole.into();
-    }
-    Ok(Some((Stat::of(&metadata), bytes)))
-}
-
 /// Reads a whole package directory.
 fn read_package(root: &Path, label: &str) -> Read {
     let mut read = Read::default();
-    let problem = match std::fs::symlink_metadata(root) {
+    let metadata = std::fs::symlink_metadata(root);
+    let problem = match &metadata {
         Err(error) => Some(
-            Diagnostic::error(
-                "package-missing",
-                format!("cannot open person source `{label}`: {}", error_kind(&error)),
-            )
-            .hint("pass an existing package directory, or `roster:core` for the embedded default"),
+            Diagnostic::error("package-missing", format!("cannot open person source `{label}`: {}", error_kind(error)))
+                .hint("pass an existing package directory, or `roster:core` for the embedded default"),
         ),
         Ok(metadata) if metadata.file_type().is_symlink() => Some(
             Diagnostic::error("symlink-refused", format!("`{label}` is a symbolic link"))
@@ -360,7 +211,7 @@ fn read_package(root: &Path, label: &str) -> Read {
         read.diagnostics.push(problem.in_file(label));
         return read;
     }
-    walk(root, root, label, "package", &mut read);
+    walk(root, root, metadata.ok().as_ref(), label, "package", &mut read);
     read
 }
 
@@ -419,11 +270,10 @@ fn read_catalogue_knowing(
     read.owned_by_projection = crate::projection_record::owned_paths(root);
     for part in CATALOGUE_PARTS {
         let path = root.join(part);
-        if let Err(error) = std::fs::symlink_metadata(&path) {
-            read.observed.push((path, Observed::absent(&error)));
-            continue;
+        match std::fs::symlink_metadata(&path) {
+            Ok(metadata) => walk(root, &path, Some(&metadata), label, "catalogue", &mut read),
+            Err(error) => read.observed.push((path, Observed::absent(&error))),
         }
-        walk(root, &path, label, "catalogue", &mut read);
     }
     read.files.sort_by(|a, b| a.0.cmp(&b.0));
     Some(read)
@@ -432,7 +282,7 @@ fn read_catalogue_knowing(
 /// Reads every file of a folder (no symlinks followed).
 pub fn read_folder(root: &Path, label: &str) -> Read {
     let mut read = Read::default();
-    walk(root, root, label, "folder", &mut read);
+    walk(root, root, None, label, "folder", &mut read);
     read
 }
 

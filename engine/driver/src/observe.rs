@@ -21,6 +21,15 @@ impl Stat {
             inode: metadata.ino(),
         }
     }
+
+    /// The same numbers from a `stat` made on an open descriptor or relative to one.
+    pub fn of_raw(stat: &rustix::fs::Stat) -> Self {
+        Stat {
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            modified_nanos: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+            inode: stat.st_ino,
+        }
+    }
 }
 
 /// What a path was when it was read, for the fingerprint cache.

@@ -24,6 +24,37 @@ const STAGING_PREFIX: &str = ".staging-";
 /// Distinguishes staging folders of one process.
 static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
+/// The tree keys of the slices this process wrote or found whole, by slice name. A
+/// slice's name is the digest of its links, so what it links is true of any intact entry
+/// of that name in any store; the fingerprints of a finished run read it here instead of
+/// reading every link back (see [`Store::reachable_known`]). Keys are kept as their 32
+/// bytes.
+static SLICE_TREES: std::sync::Mutex<Option<std::collections::HashMap<String, Vec<[u8; 32]>>>> =
+    std::sync::Mutex::new(None);
+
+fn remember_slice(name: &str, skills: &[(String, String)]) {
+    let keys: Option<Vec<[u8; 32]>> = skills.iter().map(|(_, key)| key_bytes(key)).collect();
+    if let (Some(keys), Ok(mut known)) = (keys, SLICE_TREES.lock()) {
+        known.get_or_insert_with(Default::default).insert(name.to_owned(), keys);
+    }
+}
+
+fn remembered_slice(name: &str) -> Option<Vec<String>> {
+    let known = SLICE_TREES.lock().ok()?;
+    let keys = known.as_ref()?.get(name)?;
+    Some(keys.iter().map(|key| blake3::Hash::from_bytes(*key).to_hex().to_string()).collect())
+}
+
+fn key_bytes(key: &str) -> Option<[u8; 32]> {
+    blake3::Hash::from_hex(key).ok().map(|hash| *hash.as_bytes())
+}
+
+/// This process's id, asked of the system once (each store entry's staging name holds it).
+pub(crate) fn process_id() -> u32 {
+    static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ID.get_or_init(std::process::id)
+}
+
 /// A store folder, and the slices this value wrote or checked whole (with their trees):
 /// a live converger (watch mode) does not check them again while they exist.
 #[derive(Debug, Clone)]
@@ -39,6 +70,10 @@ impl PartialEq for Store {
 }
 
 impl Eq for Store {}
+
+/// What reading a slice gave: (path inside the provider folder, bytes) of each file
+/// read, the problems met, and the skills whose trees were left unread.
+pub type SliceRead = (Vec<(String, Vec<u8>)>, Vec<String>, Vec<String>);
 
 /// What one write of an entry did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,24 +100,6 @@ fn make_writable(path: &Path) {
 fn remove_entry(path: &Path) -> std::io::Result<()> {
     make_writable(path);
     std::fs::remove_dir_all(path)
-}
-
-/// Makes a staged tree read-only: files 0444, folders 0555, deepest first.
-fn seal(path: &Path) -> Result<(), String> {
-    let entries: Vec<walkdir::DirEntry> =
-        walkdir::WalkDir::new(path).follow_links(false).contents_first(true).into_iter().flatten().collect();
-    for entry in entries {
-        let mode = if entry.file_type().is_dir() {
-            0o555
-        } else if entry.file_type().is_file() {
-            0o444
-        } else {
-            continue;
-        };
-        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode))
-            .map_err(|error| cannot("make read-only", entry.path(), &error))?;
-    }
-    Ok(())
 }
 
 /// Creates a file read-only (0444) from the start and writes it; the open descriptor
@@ -115,19 +132,23 @@ fn seal_folders(staging: &Path, tree: &StoreTree<'_>) -> Result<(), String> {
 
 /// The bytes of a file to write: held, or read again from where its source was read (a
 /// source that changed since is refused: what is written must be what was composed).
+/// A source is read in one call when it is still the size it was composed at.
 pub fn body_bytes(body: TreeBody<'_>) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     match body {
         TreeBody::Bytes(bytes) => Ok(std::borrow::Cow::Borrowed(bytes)),
         TreeBody::Source(summarized) => {
-            let bytes =
-                std::fs::read(&summarized.location).map_err(|error| cannot("read", &summarized.location, &error))?;
+            let location = &summarized.location;
+            let flags = rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC
+                | rustix::fs::OFlags::NONBLOCK;
+            let bytes = rustix::fs::openat(rustix::fs::CWD, location, flags, rustix::fs::Mode::empty())
+                .and_then(|fd| crate::load::read_whole(std::os::fd::AsFd::as_fd(&fd), summarized.summary.raw_length))
+                .map_err(|error| cannot("read", location, &error.into()))?;
             if blake3::hash(&bytes).as_bytes() != &summarized.raw_digest {
-                return Err(format!(
-                    "`{}` changed while it was being composed; run again",
-                    summarized.location.display()
-                ));
+                return Err(format!("`{}` changed while it was being composed; run again", location.display()));
             }
-            Ok(std::borrow::Cow::Owned(bytes))
+            Ok(std::borrow::Cow::Owned(bytes.to_vec()))
         }
     }
 }
@@ -234,7 +255,7 @@ impl Store {
 
     fn staging(&self, name: &str) -> PathBuf {
         let counter = STAGING_COUNTER.fetch_add(1, Ordering::Relaxed);
-        self.root.join(format!("{STAGING_PREFIX}{name}-{}-{counter}", std::process::id()))
+        self.root.join(format!("{STAGING_PREFIX}{name}-{}-{counter}", process_id()))
     }
 
     /// Moves a staged, sealed entry to its final name. Another writer that got there first
@@ -281,7 +302,15 @@ impl Store {
     /// Writes one skill tree unless it is there already. An entry found with a file
     /// missing or of another size is damaged: it is set aside and written again.
     pub fn put_tree(&self, tree: &StoreTree<'_>) -> Result<Written, String> {
-        if self.contains(&tree.key) {
+        self.put_tree_listed(tree, self.contains(&tree.key))
+    }
+
+    /// [`Store::put_tree`] for a caller that listed the store and knows whether the
+    /// entry's name is there (`listed`): an entry the listing did not show is written
+    /// without being looked for (another writer that gets there first wrote the same
+    /// bytes, and the rename finds it).
+    pub fn put_tree_listed(&self, tree: &StoreTree<'_>, listed: bool) -> Result<Written, String> {
+        if listed {
             if self.tree_looks_intact(tree) {
                 return Ok(Written::Present);
             }
@@ -316,14 +345,36 @@ impl Store {
         self.publish(&staging, &tree.key)
     }
 
+    /// The names in the store folder (entries, and anything else there), listed once.
+    pub fn names(&self) -> std::collections::HashSet<String> {
+        std::fs::read_dir(&self.root)
+            .map(|read| read.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    }
+
     /// Writes one slice (a folder of links to trees) unless it is there already.
     pub fn put_slice(&self, slice: &StoreSlice) -> Result<Written, String> {
+        self.put_slice_listed(slice, self.contains(&slice.entry_name()))
+    }
+
+    /// [`Store::put_slice`] for a caller that listed the store (see
+    /// [`Store::put_tree_listed`]). The links are verified before anything is staged: they
+    /// must hash to the entry's name, and each names a tree.
+    pub fn put_slice_listed(&self, slice: &StoreSlice, listed: bool) -> Result<Written, String> {
         let name = slice.entry_name();
-        if self.contains(&name) {
+        if listed {
             if self.read_slice_links(&self.root.join(&name)).is_ok_and(|links| links == slice.skills) {
+                remember_slice(&name, &slice.skills);
                 return Ok(Written::Present);
             }
             self.set_aside(&name)?;
+        }
+        let well_formed = slice.skills.windows(2).all(|pair| pair[0] < pair[1])
+            && slice.skills.iter().all(|(skill, key)| {
+                is_tree_key(key) && !skill.is_empty() && !skill.contains('/') && skill != "." && skill != ".."
+            });
+        if !well_formed || slice_key(&slice.skills) != slice.key {
+            return Err(format!("the store entry `{name}` failed verification before it was staged"));
         }
         let staging = self.staging(&name);
         let staged = (|| -> Result<(), String> {
@@ -333,17 +384,17 @@ impl Store {
                 std::os::unix::fs::symlink(Path::new("..").join(key), &link)
                     .map_err(|error| cannot("link", &link, &error))?;
             }
-            let read = self.read_slice_links(&staging)?;
-            if slice_key(&read) != slice.key {
-                return Err(format!("the staged store entry `{name}` failed verification"));
-            }
-            seal(&staging)
+            // A slice holds links only: its folder is all there is to make read-only.
+            std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o555))
+                .map_err(|error| cannot("make read-only", &staging, &error))
         })();
         if let Err(error) = staged {
             let _ = remove_entry(&staging);
             return Err(error);
         }
-        self.publish(&staging, &name)
+        let written = self.publish(&staging, &name)?;
+        remember_slice(&name, &slice.skills);
+        Ok(written)
     }
 
     /// The (skill, tree key) links of a slice folder; anything else in it is a problem.
@@ -398,17 +449,39 @@ impl Store {
     /// (path inside the provider folder, bytes) for every file it could read, and the
     /// problems, each naming the damaged store entry.
     pub fn read_slice(&self, name: &str) -> (Vec<(String, Vec<u8>)>, Vec<String>) {
+        let (files, problems, _) = self.read_slice_except(name, &std::collections::HashSet::new());
+        (files, problems)
+    }
+
+    /// [`Store::read_slice`], leaving unread the trees named in `written` (entries this
+    /// process verified before staging them and wrote itself); returns the skills whose
+    /// trees it left unread too (one empty name when it left the whole slice unread).
+    pub fn read_slice_except(&self, name: &str, written: &std::collections::HashSet<&str>) -> SliceRead {
+        // A slice this process verified and wrote (or found whole), all of whose trees it
+        // wrote too, is not read back: the empty skill stands for all of them.
+        if !written.is_empty()
+            && remembered_slice(name)
+                .is_some_and(|keys| keys.iter().all(|key| written.contains(key.as_str())) && !keys.is_empty())
+            && self.contains(name)
+        {
+            return (Vec::new(), Vec::new(), vec![String::new()]);
+        }
         let folder = self.root.join(name);
         let links = match self.read_slice_links(&folder) {
             Ok(links) => links,
-            Err(problem) => return (Vec::new(), vec![problem]),
+            Err(problem) => return (Vec::new(), vec![problem], Vec::new()),
         };
         let mut problems = Vec::new();
         if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
             problems.push(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
         }
         let mut files = Vec::new();
+        let mut skipped = Vec::new();
         for (skill, key) in links {
+            if written.contains(key.as_str()) {
+                skipped.push(skill);
+                continue;
+            }
             let tree = self.root.join(&key);
             match read_tree(&tree) {
                 Ok(read) => {
@@ -425,7 +498,7 @@ impl Store {
                 Err(problem) => problems.push(problem),
             }
         }
-        (files, problems)
+        (files, problems, skipped)
     }
 
     /// Removes one entry (a tree or a slice) by name.
@@ -476,12 +549,31 @@ impl Store {
         reached
     }
 
+    /// [`Store::reachable`] for the fingerprints of a run that just wrote or checked the
+    /// slices: the trees of a slice this process wrote or found whole are taken from
+    /// memory, the others read from their links. Not for `gc`, which reads every link.
+    pub fn reachable_known(&self, slices: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut reached = BTreeSet::new();
+        for slice in slices {
+            reached.insert(slice.clone());
+            match remembered_slice(slice) {
+                Some(keys) => reached.extend(keys),
+                None => {
+                    if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
+                        reached.extend(links.into_iter().map(|(_, key)| key));
+                    }
+                }
+            }
+        }
+        reached
+    }
+
     /// Removes every entry not in `keep` (and staging folders no live writer of this
     /// process owns), or only lists them when `dry_run`. The caller holds the home lock.
     pub fn collect_garbage(&self, keep: &BTreeSet<String>, dry_run: bool) -> Result<Vec<String>, String> {
         let (entries, staging) = self.listing();
         let mut removed = Vec::new();
-        let own = format!("-{}-", std::process::id());
+        let own = format!("-{}-", process_id());
         for name in entries
             .iter()
             .filter(|name| !keep.contains(*name))
@@ -500,6 +592,15 @@ impl Store {
 /// (the store, the slice's entry name). A link that is absolute or lands anywhere but on a
 /// slice-shaped name is refused.
 pub fn slice_of_link(link: &Path) -> Result<Option<(Store, String)>, String> {
+    slice_of_link_resolving(link, &mut std::collections::HashMap::new())
+}
+
+/// [`slice_of_link`], resolving each store folder once for many links (`resolved` maps
+/// the folder as the links name it to its resolved path).
+pub(crate) fn slice_of_link_resolving(
+    link: &Path,
+    resolved: &mut std::collections::HashMap<PathBuf, PathBuf>,
+) -> Result<Option<(Store, String)>, String> {
     let metadata = std::fs::symlink_metadata(link).map_err(|error| cannot("read", link, &error))?;
     if !metadata.file_type().is_symlink() {
         return Ok(None);
@@ -513,9 +614,9 @@ pub fn slice_of_link(link: &Path) -> Result<Option<(Store, String)>, String> {
         return Err(format!("`{}` links to `{}`, which is not a store entry", link.display(), target.display()));
     }
     let parent = link.parent().unwrap_or(Path::new("."));
-    let resolved = parent.join(&target);
-    let store = resolved.parent().map(Path::to_path_buf).unwrap_or_default();
-    let store = store.canonicalize().unwrap_or(store);
+    let joined = parent.join(&target);
+    let store = joined.parent().map(Path::to_path_buf).unwrap_or_default();
+    let store = resolved.entry(store.clone()).or_insert_with(|| store.canonicalize().unwrap_or(store)).clone();
     Ok(Some((Store::at(store), name)))
 }
 
@@ -523,7 +624,8 @@ pub fn slice_of_link(link: &Path) -> Result<Option<(Store, String)>, String> {
 pub fn linked_slices(bundle: &Path) -> Vec<(Store, String)> {
     let skills = bundle.join(SKILLS_PREFIX.trim_end_matches('/'));
     let Ok(entries) = std::fs::read_dir(&skills) else { return Vec::new() };
-    entries.flatten().filter_map(|entry| slice_of_link(&entry.path()).ok().flatten()).collect()
+    let mut resolved = std::collections::HashMap::new();
+    entries.flatten().filter_map(|entry| slice_of_link_resolving(&entry.path(), &mut resolved).ok().flatten()).collect()
 }
 
 /// The size of a store, as `acompose serve` shows it.

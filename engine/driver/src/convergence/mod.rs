@@ -140,7 +140,7 @@ fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::S
     let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
     let slices: std::collections::BTreeSet<String> =
         ids.iter().flat_map(|id| crate::store::linked_slices(&bundles.join(id))).map(|(_, name)| name).collect();
-    let trees: Vec<String> = store.reachable(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
+    let trees: Vec<String> = store.reachable_known(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
     let per_tree: Vec<Vec<(PathBuf, Stat)>> = trees
         .par_iter()
         .map(|key| {
