@@ -789,18 +789,15 @@ async fn cross_origin_write(client: &Client, server: &Server) -> Result {
     Ok(())
 }
 
-const SWARM_RECIPE: &str = r#"{"spec": "acompose/people-recipe@1", "roles": [{"role": "platform"}, {"role": "qa"}]}"#;
-
 /// A workspace whose People bind roles against `roster:core`, a fake `claude` that
-/// prints its arguments, and a two-role recipe: `platform` (a roster role, Ann's) and
-/// `qa` (no Person: ephemeral).
+/// prints its arguments, one Person (Ann, `platform`, a roster role) and a folder to work
+/// in. No recipe and no project link: the journey makes both in the page.
 fn swarm_sandbox() -> Server {
     let dir = tempfile::tempdir().expect("temporary folder");
     let root = dir.path();
-    for folder in ["ws/people", "ws/projects", "project", "bin", "uploads", "projects-root"] {
+    for folder in ["ws/people", "ws/projects", "project", "bin", "projects-root"] {
         fs::create_dir_all(root.join(folder)).expect("folder");
     }
-    std::os::unix::fs::symlink(root.join("project"), root.join("ws/projects/desk")).expect("link the project");
     let script = format!(
         "#!/bin/sh\necho '{READY}' \"role=$AGENT_GIT_ATTRIBUTION_ROLE\" \"args=$*\"\nwhile read line; do echo \"got $line\"; done\n"
     );
@@ -811,7 +808,6 @@ fn swarm_sandbox() -> Server {
     let ann = acompose_driver::people::Person::new("ann", "Ann", "platform", "Keep the platform up.");
     fs::write(root.join("ws/people/ann.json"), acompose_driver::people::document::person_bytes(&ann))
         .expect("a Person");
-    fs::write(root.join("uploads/swarm.json"), SWARM_RECIPE).expect("recipe");
     let path_variable = root.join("bin").into_os_string();
     Server::start_with_roster(dir, "ws", path_variable)
 }
@@ -839,12 +835,30 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
 
 async fn swarm_journey(client: &Client, server: &Server) -> Result {
     let people_before = fs::read(server.path("ws/people/ann.json"))?;
-    client.goto(&format!("{}#/swarm", server.handle.url())).await?;
-    wait_for(client, "#recipe-file").await?;
-    let recipe = server.path("uploads/swarm.json");
-    client.find(Locator::Css("#recipe-file")).await?.send_keys(&recipe.to_string_lossy()).await?;
-    click(client, "#preview").await?;
+    // No file by hand: the project is chosen by its folder, the recipe made in the page,
+    // the platform role pinned to Ann, and the run started.
+    client.goto(&format!("{}#/projects", server.handle.url())).await?;
+    wait_for(client, "#field-project_folder").await?;
+    fill(client, "#field-project_folder", &server.path("project").to_string_lossy()).await?;
+    fill(client, "#field-project_id", "desk").await?;
+    click(client, "#add-project").await?;
+    wait_text(client, "#projects", "desk").await?;
+    assert!(fs::symlink_metadata(server.path("ws/projects/desk"))?.file_type().is_symlink());
+    visit(client, "#/swarm").await?;
+    wait_for(client, "#recipe-form input[value=platform]").await?;
+    fill(client, "#field-recipe_name", "desk-crew").await?;
+    click(client, "#recipe-form input[value=platform]").await?;
+    fill(client, "#field-recipe_more", "qa").await?;
+    click(client, "#save-recipe").await?;
+    wait_text(client, "#recipe-list", "desk-crew").await?;
+    let recipe: serde_json::Value = serde_json::from_slice(&fs::read(server.path("ws/recipes/desk-crew.json"))?)?;
+    assert_eq!(
+        recipe,
+        serde_json::json!({"spec": "acompose/people-recipe@1", "roles": [{"role": "platform"}, {"role": "qa"}]})
+    );
     wait_text(client, "#swarm", "qa").await?;
+    click(client, "tr[data-role=platform] .remember").await?;
+    wait_text(client, "tr[data-role=platform]", "pinned: ann").await?;
     wait_for(client, "#run-form").await?;
     click(client, "#review-run").await?;
     // The review: Ann works as platform with its bundle; qa is ephemeral.
