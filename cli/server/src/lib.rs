@@ -20,8 +20,8 @@ mod live;
 mod people_api;
 mod sessions_api;
 mod state;
-mod versions;
 mod swarm_api;
+mod versions;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};

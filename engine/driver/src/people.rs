@@ -2,8 +2,8 @@
 //! checked and written atomically. The engine validates; this module only refuses
 //! symlinks, bad ids and files in the way, and writes.
 
-pub mod authoring;
 pub mod as_role;
+pub mod authoring;
 pub mod process;
 pub mod session_runner;
 pub mod sessions;
@@ -21,8 +21,8 @@ pub use storage::{Stop, Workspace};
 // server reach People through the driver alone.
 pub use acompose_people::{Avatar, Isolation, Person};
 pub use acompose_people::{
-    BINDINGS_SPEC, RECIPE_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve, roster_role,
-    runner, session, session_report, start, workspace,
+    BINDINGS_SPEC, RECIPE_SPEC, document, finding, hire, is_slug, json, printable, recipe, report, resolve,
+    roster_role, runner, session, session_report, start, workspace,
 };
 
 /// The version of a file as it is on disk: the SHA-256 of its bytes, lowercase hex, or

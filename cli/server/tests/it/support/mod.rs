@@ -58,8 +58,14 @@ impl Server {
     pub fn start_with(dir: tempfile::TempDir, workspace: &str, path_variable: Option<std::ffi::OsString>) -> Self {
         let root = if workspace.is_empty() { dir.path().to_path_buf() } else { dir.path().join(workspace) };
         let home = Some(dir.path().join("home"));
-        let options =
-            Options { workspace: root, port: 0, path_variable, limits: ConnectionLimits::default(), home, roster: None };
+        let options = Options {
+            workspace: root,
+            port: 0,
+            path_variable,
+            limits: ConnectionLimits::default(),
+            home,
+            roster: None,
+        };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir }
     }
