@@ -1,5 +1,6 @@
 //! Private overlays: a user's own KDL files, kept outside every repository, that add
-//! scoped instructions, narrow or widen a role's selection and rename a seat — and may
+//! scoped instructions, narrow or widen a role's selection, select MCP servers for a role
+//! and rename a seat — and may
 //! redefine nothing else (the person contract). Owns the overlay grammar, its refusals
 //! and each role's share of an overlay; reads no file (the driver sets each overlay as a
 //! [`SourceFile`] whose origin is its folder and whose relative path is its file name).
@@ -30,7 +31,7 @@ const FORBIDDEN: [(&str, &str); 10] = [
 ];
 
 /// The nodes an overlay may write.
-const ALLOWED: [&str; 4] = ["instruction", "exclude", "admit", "seat"];
+const ALLOWED: [&str; 5] = ["instruction", "exclude", "admit", "mcp-server", "seat"];
 
 /// One entry of an overlay, with the 1-based line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,6 +53,9 @@ pub enum Effect {
     /// A repository a trusted root declares is admitted for the role: whole, or the
     /// slice its `skill` selectors match.
     Admit { role: String, repository: String, skills: Vec<Pattern> },
+    /// Servers of the home's MCP inventory the role receives, each with where it is
+    /// written (an unknown one fails the composition, as in `roles.kdl`).
+    McpServers { role: String, names: Vec<(String, Span)> },
     /// A seat of the role answers with another name and pronouns.
     Seat { role: String, seat: String, name: String, pronouns: String },
 }
@@ -64,6 +68,7 @@ impl Effect {
             Effect::ExcludeSkill { role: named, .. }
             | Effect::ExcludeRepository { role: named, .. }
             | Effect::Admit { role: named, .. }
+            | Effect::McpServers { role: named, .. }
             | Effect::Seat { role: named, .. } => named == role,
         }
     }
@@ -75,6 +80,7 @@ impl Effect {
             Effect::ExcludeSkill { role, .. }
             | Effect::ExcludeRepository { role, .. }
             | Effect::Admit { role, .. }
+            | Effect::McpServers { role, .. }
             | Effect::Seat { role, .. } => vec![role.as_str()],
         }
     }
@@ -96,6 +102,10 @@ impl Effect {
             Effect::Admit { repository, skills, .. } => {
                 let patterns: Vec<String> = skills.iter().map(|pattern| pattern.text.clone()).collect();
                 format!("admits the slice {} of `{repository}`", quoted(&patterns))
+            }
+            Effect::McpServers { names, .. } => {
+                let names: Vec<String> = names.iter().map(|(name, _)| name.clone()).collect();
+                format!("selects the MCP servers {}", quoted(&names))
             }
             Effect::Seat { seat, name, pronouns, .. } => format!("names the seat `{seat}` {name} ({pronouns})"),
         }
@@ -261,7 +271,7 @@ impl Reading<'_> {
                 "overlay-redefines",
                 node.name_span,
                 format!("an overlay may not redefine {target}: `{}` belongs to the person package", node.name),
-                "an overlay may add `instruction`s, `exclude` or `admit` selection rules, and rename a `seat`; change the person package itself to change anything else",
+                "an overlay may add `instruction`s, `exclude` or `admit` selection rules and `mcp-server` selections, and rename a `seat`; change the person package itself to change anything else",
             );
             return None;
         }
@@ -269,6 +279,7 @@ impl Reading<'_> {
             "instruction" => self.instruction(node),
             "exclude" => self.exclude(node),
             "admit" => self.admit(node),
+            "mcp-server" => self.mcp_servers(node),
             "seat" => self.seat(node),
             other => {
                 let mut hint = format!("an overlay's nodes are {}", ALLOWED.join(", "));
@@ -458,6 +469,45 @@ impl Reading<'_> {
             }
         }
         Some(Effect::Admit { role, repository, skills })
+    }
+
+    /// `mcp-server role="R" "NAME"…`: servers of the home's MCP inventory for the role.
+    fn mcp_servers(&mut self, node: &Node) -> Option<Effect> {
+        let properties_known = self.only_properties(node, &["role"]);
+        if !node.children.is_empty() {
+            self.error(
+                "overlay-unknown-node",
+                node.name_span,
+                "`mcp-server` takes no children".to_owned(),
+                "write `mcp-server role=\"R\" \"NAME\" …`",
+            );
+            return None;
+        }
+        if !properties_known {
+            return None;
+        }
+        let role = self.property(node, "role", true)?;
+        let mut names = Vec::new();
+        for argument in &node.arguments {
+            match &argument.value {
+                Value::String(text) if !text.trim().is_empty() => names.push((text.clone(), argument.span)),
+                _ => self.error(
+                    "overlay-argument",
+                    argument.span,
+                    "`mcp-server` takes server names as non-empty strings".to_owned(),
+                    "quote the name",
+                ),
+            }
+        }
+        if node.arguments.is_empty() {
+            self.error(
+                "overlay-argument",
+                node.name_span,
+                "`mcp-server` names at least one server".to_owned(),
+                "write `mcp-server role=\"R\" \"NAME\" …` with the names of `<home>/mcp.kdl`",
+            );
+        }
+        (names.len() == node.arguments.len() && !names.is_empty()).then_some(Effect::McpServers { role, names })
     }
 
     /// `seat role="R" seat="KEY" name="NAME" pronouns="P"`: nothing else about a seat.

@@ -1,8 +1,9 @@
 //! MCP servers scoped to roles: the home's inventory (`mcp.kdl`), selection per role by
 //! tag and by `roles.kdl`, fail-closed on an unknown server, refusal of secret-looking
-//! values without echoing them, the manifest and trace, `describe --why mcp:NAME`, and
-//! each harness's own file written by `project` (merged into a file of the user's and
-//! taken out again by `unproject`).
+//! values without echoing them, the manifest and trace, `describe --why mcp:NAME`,
+//! selection by a private overlay for the roles it names, and each harness's own file
+//! written by `project` (merged into a file of the user's and taken out again by
+//! `unproject`).
 
 use crate::common;
 
@@ -178,6 +179,61 @@ fn an_unknown_server_fails_the_composition() {
     assert!(output.stderr.contains("MCP server `dcos` is not in `home/mcp.kdl`"), "{}", output.stderr);
     assert!(output.stderr.contains("did you mean `docs`"), "{}", output.stderr);
     assert!(!root.join("home/bundles/index.json").exists());
+}
+
+#[test]
+fn an_overlay_selects_servers_for_the_roles_it_names_only() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    assert_eq!(acompose(root, &["--home", "home"]).code, 0);
+    let before: Vec<String> = ["platform", "sysadmin", "tpm"].iter().map(|role| bundle_id(root, role)).collect();
+    common::write_file(&root.join("home/overlays/team.kdl"), "// team\nmcp-server role=\"tpm\" \"docs\" \"files\"\n");
+    let output = acompose(root, &["--home", "home"]);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(manifest_servers(root, "tpm"), ["files", "docs"]);
+    assert_ne!(bundle_id(root, "tpm"), before[2]);
+    assert_eq!(bundle_id(root, "platform"), before[0], "platform is named by no entry");
+    assert_eq!(bundle_id(root, "sysadmin"), before[1], "sysadmin is named by no entry");
+
+    let trace = std::fs::read_to_string(root.join(format!("home/bundles/{}/trace.json", bundle_id(root, "tpm"))))
+        .expect("trace");
+    assert!(trace.contains("\"overlay-mcp-selected\""), "{trace}");
+    let why = acompose(root, &["--home", "home", "describe", "tpm", "--why", "mcp:docs"]);
+    assert_eq!(why.code, 0, "{}", why.stderr);
+    assert!(why.stdout.contains("selected (overlay-mcp-selected)"), "{}", why.stdout);
+    assert!(why.stdout.contains("by overlay `team.kdl` line 2"), "{}", why.stdout);
+    let why = acompose(root, &["--home", "home", "describe", "tpm", "--why", "mcp:search"]);
+    assert!(why.stdout.contains("mcp-not-for-role"), "{}", why.stdout);
+    let why = acompose(root, &["--home", "home", "describe", "tpm", "--why", "overlay:team.kdl"]);
+    assert!(why.stdout.contains("selects the MCP servers `docs`, `files`"), "{}", why.stdout);
+
+    // Removed: every bundle is what it was.
+    std::fs::remove_file(root.join("home/overlays/team.kdl")).expect("remove");
+    assert_eq!(acompose(root, &["--home", "home"]).code, 0);
+    assert_eq!(bundle_id(root, "tpm"), before[2]);
+}
+
+#[test]
+fn an_unknown_server_in_an_overlay_fails_with_the_overlays_file_and_line() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    assert_eq!(acompose(root, &["--home", "home"]).code, 0);
+    let index = std::fs::read(root.join("home/bundles/index.json")).expect("index");
+    common::write_file(&root.join("home/overlays/mine.kdl"), "// mine\nmcp-server role=\"tpm\" \"docs\" \"dcos\"\n");
+    let output = acompose(root, &["--home", "home"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("unknown-mcp-server"), "{}", output.stderr);
+    assert!(output.stderr.contains("line 2: MCP server `dcos` is not in `home/mcp.kdl`"), "{}", output.stderr);
+    assert!(output.stderr.contains("mine.kdl:2:"), "{}", output.stderr);
+    assert!(output.stderr.contains("did you mean `docs`"), "{}", output.stderr);
+    assert_eq!(std::fs::read(root.join("home/bundles/index.json")).expect("index"), index);
+    // Without an inventory every name an overlay selects is unknown.
+    std::fs::remove_file(root.join("home/mcp.kdl")).expect("remove");
+    common::write_file(&root.join("home/overlays/mine.kdl"), "mcp-server role=\"tpm\" \"docs\"\n");
+    let output = acompose(root, &["--home", "home"]);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("home has no `mcp.kdl`"), "{}", output.stderr);
+    assert_eq!(std::fs::read(root.join("home/bundles/index.json")).expect("index"), index);
 }
 
 #[test]

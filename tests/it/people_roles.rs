@@ -1,7 +1,8 @@
 //! People who work as their role, with fake runners that print what they can open: a
 //! Person bound to a roster role starts through that role's assigned launch (only its
 //! bundle in sight), an unknown role gets the did-you-mean warning and starts as before,
-//! a three-role swarm starts, is recorded and stopped, and a runner that takes
+//! the start review offers the Person's MCP servers the role admits and names those it
+//! does not, a three-role swarm starts, is recorded and stopped, and a runner that takes
 //! `--session-id` is resumed on the recorded conversation while one without is refused.
 
 #![cfg(target_os = "linux")]
@@ -161,6 +162,44 @@ fn a_person_bound_to_platform_sees_only_platforms_skills_and_identity() {
     let bundle = records[0]["bundle"].as_str().expect("the bundle id is recorded");
     assert_eq!(bundle.len(), 16);
     assert!(run.stdout.contains(&format!("  bundle:        {bundle}")), "{}", run.stdout);
+}
+
+#[test]
+fn starting_as_a_role_offers_the_persons_mcp_servers_the_role_admits() {
+    let desk = Desk::new();
+    let inventory = "server \"files\" {\n    command \"run-files\"\n    roles \"platform\"\n}\nserver \"docs\" {\n    url \"https://docs.example.com/mcp\"\n    roles \"sysadmin\"\n}\n";
+    fs::create_dir_all(desk.path("acompose-home")).expect("create the home");
+    fs::write(desk.path("acompose-home/mcp.kdl"), inventory).expect("write the inventory");
+    let mut ann = Person::new("ann", "Ann", "platform", "Keep the platform up.");
+    ann.mcp_servers = vec!["docs".to_owned(), "files".to_owned()];
+    desk.person(&ann);
+    let copy = format!("cp \"$CLAUDE_CONFIG_DIR/.claude.json\" \"{}\"", desk.path("out/claude.json").display());
+    desk.runner("claude", &copy);
+
+    let review = desk.people(&["start", "ann", "--project", "desk", "--runner", "claude", "--dry-run"]);
+    assert_eq!(review.code, 0, "{}{}", review.stdout, review.stderr);
+    assert!(review.stdout.contains("  mcp servers:   files\n"), "{}", review.stdout);
+    assert!(review.stdout.contains("  person's mcp:  files (the role admits them: delivered)\n"), "{}", review.stdout);
+    assert!(
+        review.stdout.contains("  not admitted:  docs (the Person's, not the role's: not delivered)\n"),
+        "{}",
+        review.stdout
+    );
+    let json = desk.people(&["start", "ann", "--project", "desk", "--runner", "claude", "--dry-run", "--json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(json["as_role"]["mcp_servers"], serde_json::json!(["files"]));
+    assert_eq!(json["as_role"]["person_mcp_offered"], serde_json::json!(["files"]));
+    assert_eq!(json["as_role"]["person_mcp_not_admitted"], serde_json::json!(["docs"]));
+
+    // The start delivers the role's servers, and so the offered ones, and no other.
+    let run = desk.people(&["start", "ann", "--project", "desk", "--runner", "claude"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let seen: serde_json::Value =
+        serde_json::from_slice(&fs::read(desk.path("out/claude.json")).expect("the runner's configuration"))
+            .expect("JSON");
+    let servers: Vec<&String> = seen["mcpServers"].as_object().expect("servers").keys().collect();
+    assert_eq!(servers, ["files"]);
 }
 
 #[test]

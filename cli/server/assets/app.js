@@ -928,6 +928,10 @@
         field("Model", review.model),
         field("Time limit", review.max_seconds !== null && review.max_seconds !== undefined ? duration(review.max_seconds) + (unsupported.some((limit) => limit.field === "budget.max_seconds") ? " (not enforced with this runner)" : " (enforced: the session is ended when it runs out)") : "none (Max seconds is not set)"),
         field("Command", review.command_line),
+        // As a roster role: the role's MCP servers, and which of the Person's it admits.
+        review.as_role ? field("MCP servers", review.as_role.mcp_servers.length ? review.as_role.mcp_servers : "none") : null,
+        review.as_role ? field("Person's MCP servers (delivered)", review.as_role.person_mcp_offered) : null,
+        review.as_role ? field("Not admitted by the role (not delivered)", review.as_role.person_mcp_not_admitted) : null,
       ),
       el("h4", {}, "Prompt"),
       el("pre", { id: "prompt-preview", tabindex: "0" }, review.prompt),

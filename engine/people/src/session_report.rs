@@ -36,6 +36,7 @@ pub fn review_text(review: &StartReview) -> String {
                 ),
             );
             line("home:", displayable(&sight.runtime_home));
+            mcp_lines(sight, &mut line);
         }
         None => {
             let why = match &review.unbound_hint {
@@ -76,6 +77,22 @@ pub fn review_text(review: &StartReview) -> String {
         text.push_str("this runner takes no initial prompt: it opens without one; copy the prompt above into it\n");
     }
     text
+}
+
+/// The role's MCP servers, and which of the Person's `mcp_servers` the role admits.
+fn mcp_lines(sight: &super::start::RoleSight, line: &mut impl FnMut(&str, String)) {
+    let listed = |names: &[String]| displayable(&names.join(", "));
+    let servers = if sight.mcp_servers.is_empty() { "none".to_owned() } else { listed(&sight.mcp_servers) };
+    line("mcp servers:", servers);
+    if !sight.person_mcp_offered.is_empty() {
+        line("person's mcp:", format!("{} (the role admits them: delivered)", listed(&sight.person_mcp_offered)));
+    }
+    if !sight.person_mcp_not_admitted.is_empty() {
+        line(
+            "not admitted:",
+            format!("{} (the Person's, not the role's: not delivered)", listed(&sight.person_mcp_not_admitted)),
+        );
+    }
 }
 
 fn review_pronouns(sight: &super::start::RoleSight) -> String {
@@ -125,6 +142,9 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         tier: &'a str,
         skills: &'a [String],
         runtime_home: &'a str,
+        mcp_servers: &'a [String],
+        person_mcp_offered: &'a [String],
+        person_mcp_not_admitted: &'a [String],
     }
     super::document::json_bytes(&Document {
         format: "acompose.people-start-review.v1",
@@ -153,6 +173,9 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
             tier: &sight.tier,
             skills: &sight.skills,
             runtime_home: &sight.runtime_home,
+            mcp_servers: &sight.mcp_servers,
+            person_mcp_offered: &sight.person_mcp_offered,
+            person_mcp_not_admitted: &sight.person_mcp_not_admitted,
         }),
         unbound_hint: review.unbound_hint.as_deref(),
         conversation: review.links.conversation.as_deref(),

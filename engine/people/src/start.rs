@@ -51,6 +51,29 @@ pub struct RoleSight {
     pub skills: Vec<String>,
     /// The runtime home (the runner's `HOME`).
     pub runtime_home: String,
+    /// The MCP servers the launch delivers: the role's selection, in inventory order.
+    pub mcp_servers: Vec<String>,
+    /// The Person's `mcp_servers` references the role admits (delivered with it).
+    pub person_mcp_offered: Vec<String>,
+    /// The Person's `mcp_servers` references the role does not admit (not delivered).
+    pub person_mcp_not_admitted: Vec<String>,
+}
+
+impl RoleSight {
+    /// Splits a Person's `mcp_servers` references by whether the role's selection holds
+    /// them: the launch delivers the role's servers and no others.
+    pub fn offer_person_mcp_servers(&mut self, references: &[String]) {
+        for reference in references {
+            let list = if self.mcp_servers.contains(reference) {
+                &mut self.person_mcp_offered
+            } else {
+                &mut self.person_mcp_not_admitted
+            };
+            if !list.contains(reference) {
+                list.push(reference.clone());
+            }
+        }
+    }
 }
 
 /// A declared limit a local PTY cannot enforce.

@@ -83,6 +83,7 @@ fn sight(prepared: &Prepared) -> RoleSight {
         bundle_id,
         tier: prepared.tier.clone(),
         runtime_home: prepared.runtime.to_string_lossy().into_owned(),
+        mcp_servers: prepared.mcp_servers.clone(),
         ..RoleSight::default()
     };
     if let Some(manifest) = manifest {

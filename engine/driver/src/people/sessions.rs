@@ -373,7 +373,9 @@ pub(crate) fn review_person(
         Bound::Role(role) => {
             let place = options.roster.as_ref().ok_or_else(|| Stop::Invalid("no roster".to_owned()))?;
             let as_role = prepare_role(place, &role, runner.name, &project_folder, path_variable)?;
-            review.sight = Some(as_role.sight);
+            let mut sight = as_role.sight;
+            sight.offer_person_mcp_servers(&person.mcp_servers);
+            review.sight = Some(sight);
             program = as_role.program;
             environment = as_role.environment;
         }
