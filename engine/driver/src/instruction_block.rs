@@ -100,9 +100,10 @@ fn refusal(full: &Path, problem: BlockProblem) -> HostError {
     HostError::invalid(full, format!("`{}` is left alone: {reason}; fix it by hand", full.display()))
 }
 
-/// A regular file's bytes, `None` when nothing is there; anything else (a folder, a link,
-/// a file over the limit) is for the transaction to refuse, so it reads as `None` too.
-fn read_user_file(full: &Path) -> Result<Option<Vec<u8>>, HostError> {
+/// A user's file a projection edits (an instructions file, a harness's MCP file): its
+/// bytes, `None` when nothing is there; anything else (a folder, a link) is for the
+/// transaction to refuse, so it reads as `None` too. A file over 4 MiB is refused.
+pub(crate) fn read_user_file(full: &Path) -> Result<Option<Vec<u8>>, HostError> {
     match std::fs::symlink_metadata(full) {
         Ok(metadata) if metadata.is_file() && metadata.len() <= FILE_LIMIT => {
             std::fs::read(full).map(Some).map_err(|error| {

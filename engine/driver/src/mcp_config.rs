@@ -11,10 +11,7 @@ use acompose_engine::mcp::harness_config::{self, McpPlaces};
 use acompose_engine::projection::McpRecord;
 
 use crate::error::HostError;
-use crate::load::error_kind;
-
-/// The largest harness configuration file of the user's that a projection edits.
-const FILE_LIMIT: u64 = 4 * 1024 * 1024;
+use crate::instruction_block::read_user_file;
 
 /// The user's file at `path` in `target` with `servers` merged in, and its record; `None`
 /// when the projection owns the path (`owned`) or nothing is there, so its own file goes
@@ -70,25 +67,4 @@ pub fn file_of(layout: &Layout, scope: Scope) -> Option<&'static str> {
 fn refusal(full: &Path, places: &McpPlaces, problem: &harness_config::MergeProblem) -> HostError {
     let shown = full.display().to_string();
     HostError::invalid(full, format!("{}; acompose leaves it alone", problem.message(&shown, places.key)))
-}
-
-/// A regular file's bytes, `None` when nothing is there; anything else (a folder, a link)
-/// is for the transaction to refuse, so it reads as `None` too.
-fn read_user_file(full: &Path) -> Result<Option<Vec<u8>>, HostError> {
-    match std::fs::symlink_metadata(full) {
-        Ok(metadata) if metadata.is_file() && metadata.len() <= FILE_LIMIT => {
-            std::fs::read(full).map(Some).map_err(|error| {
-                HostError::environment(full, format!("cannot read `{}`: {}", full.display(), error_kind(&error)))
-            })
-        }
-        Ok(metadata) if metadata.is_file() => Err(HostError::invalid(
-            full,
-            format!("`{}` is larger than 4 MiB; acompose does not edit it", full.display()),
-        )),
-        Ok(_) => Ok(None),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => {
-            Err(HostError::environment(full, format!("cannot inspect `{}`: {}", full.display(), error_kind(&error))))
-        }
-    }
 }
