@@ -402,10 +402,9 @@ fn refused(rejections: &[resolution::Rejection]) -> ApiError {
     .at("/assignments")
 }
 
-/// Previews which Person fills each recipe role; writes and starts nothing.
-pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
-    let request: ResolveRequest = envelope(body, "a resolve request is {recipe_file_name, recipe, assignments}")?;
-    let label = upload_label(Some(&request.recipe_file_name), "recipe.json");
+/// Parses a recipe the page sent (`recipe_file_name` tells its syntax): its label and it.
+pub fn uploaded_recipe(file_name: &str, text: &str) -> Result<(String, recipe::Recipe), ApiError> {
+    let label = upload_label(Some(file_name), "recipe.json");
     let Some(syntax) = Syntax::from_file_name(&label) else {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -414,7 +413,14 @@ pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<R
         )
         .at("/recipe_file_name"));
     };
-    let recipe = recipe::parse(&label, syntax, request.recipe.as_bytes()).map_err(ApiError::findings)?;
+    let recipe = recipe::parse(&label, syntax, text.as_bytes()).map_err(ApiError::findings)?;
+    Ok((label, recipe))
+}
+
+/// Previews which Person fills each recipe role; writes and starts nothing.
+pub async fn resolve(State(state): State<Arc<AppState>>, body: Body) -> Result<Response, ApiError> {
+    let request: ResolveRequest = envelope(body, "a resolve request is {recipe_file_name, recipe, assignments}")?;
+    let (label, recipe) = uploaded_recipe(&request.recipe_file_name, &request.recipe)?;
     let assignments: Vec<Assignment> = request
         .assignments
         .into_iter()

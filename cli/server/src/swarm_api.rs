@@ -12,7 +12,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use acompose_driver::people::document;
-use acompose_driver::people::recipe::{self, Syntax};
 use acompose_driver::people::resolve::Assignment;
 use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
 use acompose_driver::people::sessions::{DEFAULT_GRACE, SystemClock, review_resume, stop_session};
@@ -22,7 +21,7 @@ use acompose_driver::people::swarm::{
 
 use crate::error::ApiError;
 use crate::live::Live;
-use crate::people_api::{Body, blocking, envelope, json_response, upload_label};
+use crate::people_api::{Body, blocking, envelope, json_response, uploaded_recipe};
 use crate::sessions_api::{checked_session_id, no_session, session_entry};
 use crate::state::AppState;
 
@@ -54,16 +53,7 @@ struct AssignmentRequest {
 const SWARM_MESSAGE: &str = "a swarm request is {recipe_file_name, recipe, assignments, project_id, runner, model, task, acknowledge_unsupported}";
 
 fn review(state: &AppState, request: &SwarmRequest) -> Result<SwarmReview, ApiError> {
-    let label = upload_label(Some(&request.recipe_file_name), "recipe.json");
-    let Some(syntax) = Syntax::from_file_name(&label) else {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "recipe-file-name",
-            "a recipe is a `.json`, `.yaml` or `.yml` file",
-        )
-        .at("/recipe_file_name"));
-    };
-    let recipe = recipe::parse(&label, syntax, request.recipe.as_bytes()).map_err(ApiError::findings)?;
+    let (label, recipe) = uploaded_recipe(&request.recipe_file_name, &request.recipe)?;
     let options = SwarmOptions {
         project_id: request.project_id.clone(),
         assignments: request

@@ -39,16 +39,22 @@ fn parse_assignment(text: &str) -> Result<Assignment, String> {
     }
 }
 
-pub fn run(args: &ResolveArgs, terminal: &crate::terminal::Terminal) -> Result<(), Stop> {
-    let label = input_label(&args.recipe);
+/// Reads and parses the recipe file at `path` (`.json`, `.yaml` or `.yml`): its label and it.
+pub fn read_recipe(path: &std::path::Path) -> Result<(String, recipe::Recipe), Stop> {
+    let label = input_label(path);
     let Some(syntax) = Syntax::from_file_name(&label) else {
         return Err(Stop::Invalid(format!(
             "`{}` is not a recipe: use a `.json`, `.yaml` or `.yml` file",
             printable(&label)
         )));
     };
-    let bytes = read_input_file(&args.recipe)?;
+    let bytes = read_input_file(path)?;
     let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
+    Ok((label, recipe))
+}
+
+pub fn run(args: &ResolveArgs, terminal: &crate::terminal::Terminal) -> Result<(), Stop> {
+    let (label, recipe) = read_recipe(&args.recipe)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let validation = acompose_driver::people::roster_for_resolution(&workspace)?;
     if !validation.findings.is_empty() && !args.json && !terminal.quiet {

@@ -7,13 +7,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use acompose_driver::people::recipe::{self, Syntax};
 use acompose_driver::people::resolve::Assignment;
 use acompose_driver::people::session::SessionRecord;
 use acompose_driver::people::session_report::review_text;
 use acompose_driver::people::session_runner::{LaunchOptions, SessionHandle};
 use acompose_driver::people::sessions::{DEFAULT_GRACE, SystemClock};
-use acompose_driver::people::storage::{input_label, read_input_file};
 use acompose_driver::people::swarm::{
     Choices, RunRecord, SwarmOptions, SwarmReview, list_runs, review_swarm, show_run, start_swarm, stop_run,
 };
@@ -126,15 +124,7 @@ pub fn run(args: SwarmArgs, home: Option<&std::path::Path>, terminal: &Terminal)
 }
 
 fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
-    let label = input_label(&args.recipe);
-    let Some(syntax) = Syntax::from_file_name(&label) else {
-        return Err(Stop::Invalid(format!(
-            "`{}` is not a recipe: use a `.json`, `.yaml` or `.yml` file",
-            printable(&label)
-        )));
-    };
-    let bytes = read_input_file(&args.recipe)?;
-    let recipe = recipe::parse(&label, syntax, &bytes).map_err(Stop::Findings)?;
+    let (label, recipe) = super::resolve::read_recipe(&args.recipe)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let (runner, role_runners) = split_choices(&args.runners);
     let (model, role_models) = split_choices(&args.models);
