@@ -101,6 +101,12 @@ pub struct Manifest {
     /// bundle without servers keeps the id it had before servers existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<crate::mcp::McpServer>,
+    /// The instructions part of each harness an overlay instruction is scoped to: harness
+    /// name → `content/harness/<harness>/instructions.md`. A projection for that harness
+    /// appends its part to the instructions document; no other harness sees it. Absent
+    /// when no instruction is scoped to a harness, so such a bundle keeps its id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub harness_instructions: BTreeMap<String, String>,
     /// Every file of the bundle except `manifest.json`, sorted by path.
     pub content: Vec<ManifestContent>,
 }
@@ -334,13 +340,37 @@ fn instructions_document(resolution: &Resolution) -> String {
             let _ = writeln!(text, "- `{id}` from `{source}` — `instructions/{source}/{id}.md`");
         }
     }
-    if !resolution.overlay_instructions.is_empty() {
+    let common: Vec<&crate::compose::OverlayInstruction> =
+        resolution.overlay_instructions.iter().filter(|instruction| instruction.harnesses.is_empty()).collect();
+    if !common.is_empty() {
         let _ = writeln!(text, "\n## Instructions from private overlays\n");
-        for instruction in &resolution.overlay_instructions {
+        for instruction in common {
             let _ = writeln!(text, "- `{}` — `overlays/{}.md`", instruction.id, instruction.id);
         }
     }
     text
+}
+
+/// Where a harness's instructions part is in a bundle.
+pub fn harness_part_path(harness: &str) -> String {
+    format!("content/harness/{harness}/instructions.md")
+}
+
+/// The instructions parts of the harnesses the overlays scope instructions to: harness →
+/// the part's text, each instruction's text under its id, in the overlays' order.
+fn harness_parts(resolution: &Resolution) -> BTreeMap<String, String> {
+    let mut parts: BTreeMap<String, String> = BTreeMap::new();
+    for instruction in &resolution.overlay_instructions {
+        for harness in &instruction.harnesses {
+            let part = parts.entry(harness.clone()).or_insert_with(|| {
+                let name =
+                    crate::harness_layout::layout(harness).map_or(harness.as_str(), |layout| layout.display_name);
+                format!("\n## Instructions from private overlays for {name}\n")
+            });
+            let _ = write!(part, "\n### `{}`\n\n{}\n", instruction.id, instruction.text.trim());
+        }
+    }
+    parts
 }
 
 /// Builds every file of the bundle from a resolution.
@@ -369,7 +399,10 @@ fn bundle_content(db: &dyn salsa::Database, resolution: &Resolution) -> (Vec<Out
         content
             .push(OutputFile { path: format!("content/instructions/{source}/{id}.md"), bytes: file.bytes(db).clone() });
     }
-    for instruction in &resolution.overlay_instructions {
+    for (harness, part) in harness_parts(resolution) {
+        content.push(OutputFile { path: harness_part_path(&harness), bytes: part.into_bytes().into() });
+    }
+    for instruction in resolution.overlay_instructions.iter().filter(|instruction| instruction.harnesses.is_empty()) {
         let mut text = instruction.text.trim().to_owned();
         text.push('\n');
         content.push(OutputFile {
@@ -471,6 +504,13 @@ fn manifest_of(resolution: &Resolution) -> Manifest {
             })
             .collect(),
         mcp_servers: resolution.mcp_servers.clone(),
+        harness_instructions: harness_parts(resolution)
+            .into_keys()
+            .map(|harness| {
+                let path = harness_part_path(&harness);
+                (harness, path)
+            })
+            .collect(),
         content: Vec::new(),
     }
 }
@@ -660,6 +700,7 @@ pub fn verify_facts(
     let trace = read_verified_trace(trace_bytes, &mut problems);
     let (Some(manifest), Some(trace)) = (manifest, trace) else { return Err(problems) };
     check_manifest_listing(&manifest, files, &mut problems);
+    check_harness_parts(&manifest, files, &mut problems);
     // The id is the digest of the manifest, which was checked against every file above.
     let id = manifest_bytes.map(bundle_id).unwrap_or_default();
     if directory_name != id {
@@ -767,6 +808,31 @@ fn check_manifest_listing(manifest: &Manifest, files: &BTreeMap<String, FileFact
     for path in listed.keys() {
         if !files.contains_key(*path) {
             problems.push(problem(path, "is listed in the manifest but missing".to_owned()));
+        }
+    }
+}
+
+/// Each harness's instructions part the manifest names is at its place and there, and
+/// every part among the files is named.
+fn check_harness_parts(manifest: &Manifest, files: &BTreeMap<String, FileFacts>, problems: &mut Vec<Problem>) {
+    for (harness, path) in &manifest.harness_instructions {
+        let portable = !harness.is_empty() && harness.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
+        if !portable || *path != harness_part_path(harness) {
+            problems.push(problem(
+                "manifest.json",
+                format!(
+                    "the instructions part of `{}` is not at `{}`",
+                    crate::diagnostic::sanitize(harness),
+                    harness_part_path(&crate::diagnostic::sanitize(harness))
+                ),
+            ));
+        } else if !files.contains_key(path) {
+            problems.push(problem(path, "is named in the manifest's `harness_instructions` but missing".to_owned()));
+        }
+    }
+    for path in files.keys().filter(|path| path.starts_with("content/harness/")) {
+        if !manifest.harness_instructions.values().any(|named| named == path) {
+            problems.push(problem(path, "is no harness's instructions part in the manifest".to_owned()));
         }
     }
 }

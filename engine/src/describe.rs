@@ -565,6 +565,14 @@ fn write_delivery(text: &mut String, manifest: &Manifest, palette: Palette) {
     let _ = writeln!(text, "\n{}", bold(palette, "delivery"));
     let _ = writeln!(text, "  mode          {}", manifest.delivery);
     let _ = writeln!(text, "  instructions  content/instructions.md");
+    for (harness, path) in &manifest.harness_instructions {
+        let _ = writeln!(
+            text,
+            "  for {:<9} {} (appended for that harness only)",
+            crate::diagnostic::sanitize(harness),
+            crate::diagnostic::sanitize(path)
+        );
+    }
     let _ = writeln!(text, "  skills        content/skills/<source>/<skill>/SKILL.md");
     if manifest.delivery == "compiled" {
         let _ = writeln!(text, "  compiled      delivery/compiled.md");

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 
 use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
+use crate::harness_layout;
 use crate::selector::Pattern;
 use crate::syntax::{Node, Value, kdl_document};
 
@@ -44,8 +45,9 @@ pub struct OverlayEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Text added to the instructions of the named roles (every role when empty), only
-    /// when one of the named repositories is admitted (any when empty).
-    Instruction { id: String, roles: Vec<String>, repositories: Vec<String>, text: String },
+    /// when one of the named repositories is admitted (any when empty), and only for the
+    /// named harnesses (every harness when empty): all scopes must hold.
+    Instruction { id: String, roles: Vec<String>, repositories: Vec<String>, harnesses: Vec<String>, text: String },
     /// Skills of any provider whose names a pattern matches never enter the role's bundle.
     ExcludeSkill { role: String, pattern: Pattern },
     /// A provider (a request source or a trusted root's repository, by id) is excluded.
@@ -88,11 +90,15 @@ impl Effect {
     /// One line saying what the entry does, for the trace.
     pub fn describe(&self) -> String {
         match self {
-            Effect::Instruction { id, repositories, .. } if repositories.is_empty() => {
-                format!("adds the instruction `{id}`")
-            }
-            Effect::Instruction { id, repositories, .. } => {
-                format!("adds the instruction `{id}` where {} is admitted", quoted(repositories))
+            Effect::Instruction { id, repositories, harnesses, .. } => {
+                let mut line = format!("adds the instruction `{id}`");
+                if !repositories.is_empty() {
+                    let _ = write!(line, " where {} is admitted", quoted(repositories));
+                }
+                if !harnesses.is_empty() {
+                    let _ = write!(line, " for {} only", harness_list(harnesses));
+                }
+                line
             }
             Effect::ExcludeSkill { pattern, .. } => format!("excludes skills matching `{}`", pattern.text),
             Effect::ExcludeRepository { repository, .. } => format!("excludes the repository `{repository}`"),
@@ -110,6 +116,12 @@ impl Effect {
             Effect::Seat { seat, name, pronouns, .. } => format!("names the seat `{seat}` {name} ({pronouns})"),
         }
     }
+}
+
+/// `the harness \`claude\`` or `the harnesses \`codex\`, \`gemini\``.
+pub fn harness_list(harnesses: &[String]) -> String {
+    let noun = if harnesses.len() == 1 { "harness" } else { "harnesses" };
+    format!("the {noun} {}", quoted(harnesses))
 }
 
 fn quoted(items: &[String]) -> String {
@@ -363,24 +375,18 @@ impl Reading<'_> {
     fn instruction(&mut self, node: &Node) -> Option<Effect> {
         self.only_properties(node, &[]);
         let id = self.identifier(node)?;
-        let (mut roles, mut repositories, mut text) = (Vec::new(), Vec::new(), None::<String>);
+        let (mut roles, mut repositories, mut harnesses, mut text) = (Vec::new(), Vec::new(), Vec::new(), None);
         for child in &node.children {
             match child.name.as_str() {
                 "role" => roles.extend(self.strings(child)),
                 "repository" => repositories.extend(self.strings(child)),
+                "harness" => self.harnesses(child, &mut harnesses),
                 "text" => text = self.strings(child).into_iter().next(),
-                "harness" => self.error(
-                    "overlay-harness-scope",
-                    child.name_span,
-                    "an instruction cannot be scoped to a harness: a bundle is one role's, for every harness"
-                        .to_owned(),
-                    "scope the instruction by `role` or `repository`, or keep a separate home for that harness",
-                ),
                 other => self.error(
                     "overlay-unknown-node",
                     child.name_span,
                     format!("unknown node `{}` in an `instruction`", sanitize(other)),
-                    "an `instruction` holds `role`, `repository` and one `text`",
+                    "an `instruction` holds `role`, `repository`, `harness` and one `text`",
                 ),
             }
         }
@@ -393,7 +399,48 @@ impl Reading<'_> {
             );
             return None;
         };
-        Some(Effect::Instruction { id, roles, repositories, text })
+        Some(Effect::Instruction { id, roles, repositories, harnesses, text })
+    }
+
+    /// `harness "NAME"…` of an instruction: each a harness of the layout table, kept once
+    /// and in the table's order (so the order written changes nothing).
+    fn harnesses(&mut self, child: &Node, harnesses: &mut Vec<String>) {
+        if child.arguments.is_empty() {
+            self.error(
+                "overlay-argument",
+                child.name_span,
+                "`harness` names at least one harness".to_owned(),
+                format!("harnesses: {}", harness_layout::harness_names().join(", ")),
+            );
+        }
+        for argument in &child.arguments {
+            let Value::String(name) = &argument.value else {
+                self.error(
+                    "overlay-argument",
+                    argument.span,
+                    "`harness` takes harness names".to_owned(),
+                    "quote the name",
+                );
+                continue;
+            };
+            if harness_layout::layout(name).is_none() {
+                let names = harness_layout::harness_names();
+                let mut hint = format!("harnesses: {}", names.join(", "));
+                if let Some(suggestion) = crate::suggest::did_you_mean(name, names.iter().copied()) {
+                    hint = format!("{suggestion}; {hint}");
+                }
+                self.error(
+                    "overlay-unknown-harness",
+                    argument.span,
+                    format!("`{}` is not a harness", sanitize(name)),
+                    hint,
+                );
+            } else if !harnesses.contains(name) {
+                harnesses.push(name.clone());
+            }
+        }
+        let order = harness_layout::harness_names();
+        harnesses.sort_by_key(|name| order.iter().position(|known| known == name));
     }
 
     /// The one argument of an `instruction`: a kebab-case id.

@@ -155,6 +155,9 @@ pub enum Refusal {
     NoInstructionsFile { harness: String, scope: String },
     /// The harness drops repository-scope skill links that leave the checkout.
     LinksDropped { harness: String },
+    /// Two layouts projected together read one instructions file, and the bundle holds
+    /// an overlay instruction for one of them only: one file cannot show it to one alone.
+    SharedInstructions { path: String, harnesses: [String; 2] },
 }
 
 impl Refusal {
@@ -172,6 +175,12 @@ impl Refusal {
             ),
             Refusal::LinksDropped { harness } => format!(
                 "{harness} drops repository skills that link outside the checkout, so a linked projection would show it nothing; project with `--copy`"
+            ),
+            Refusal::SharedInstructions { path, harnesses } => format!(
+                "{} and {} both read `{}`, and a private overlay scopes an instruction to only one of them; project them into separate targets",
+                harnesses[0],
+                harnesses[1],
+                sanitize(path)
             ),
         }
     }
@@ -214,6 +223,7 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
     if scope == Scope::Repository && mode == Mode::Link && !layout.repository_links {
         return Err(Refusal::LinksDropped { harness: layout.display_name.to_owned() });
     }
+    let instructions = with_harness_part(bundle, layout, instructions)?;
     let mut entries = Vec::new();
     if !places.instructions.is_empty() {
         entries
@@ -268,6 +278,20 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
     Ok(Plan { entries, details })
 }
 
+/// The instructions document for `layout`: the bundle's document, followed by the
+/// harness's own part when an overlay scoped instructions to it.
+fn with_harness_part(bundle: &BundleInput<'_>, layout: &Layout, document: &[u8]) -> Result<Vec<u8>, Refusal> {
+    let mut bytes = document.to_vec();
+    if let Some(path) = bundle.manifest.harness_instructions.get(layout.harness) {
+        let part = bundle.files.get(path).ok_or_else(|| Refusal::MissingDocument(path.clone()))?;
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(part);
+    }
+    Ok(bytes)
+}
+
 /// The harness's MCP file at `scope` holding exactly the role's servers, as a file of the
 /// projection's own; the driver merges it into the user's file when one is there. None
 /// when the role has no server or the harness reads none at this scope.
@@ -301,7 +325,10 @@ pub const LAYOUT_SEPARATOR: char = '+';
 /// Skills go only into the folders [`harness_layout::skill_folders`] chooses for the
 /// layouts together, so a harness that reads another's folder (Gemini CLI and
 /// `.agents/skills`) does not see each skill twice.
-pub fn merged(plans: Vec<Plan>, scope: Scope) -> Option<Plan> {
+///
+/// Refused when two layouts would write one path with different bytes: an instructions
+/// file both read, holding a part an overlay scoped to one of them.
+pub fn merged(plans: Vec<Plan>, scope: Scope) -> Result<Option<Plan>, Refusal> {
     let layouts: Vec<&Layout> = plans.iter().filter_map(|plan| harness_layout::layout(&plan.details.layout)).collect();
     let chosen = harness_layout::skill_folders(&layouts, scope);
     let dropped: Vec<String> = layouts
@@ -310,10 +337,36 @@ pub fn merged(plans: Vec<Plan>, scope: Scope) -> Option<Plan> {
         .filter(|folder| !chosen.contains(folder))
         .map(|folder| format!("{folder}/"))
         .collect();
+    let instructions_of = |plan: &Plan| {
+        harness_layout::layout(&plan.details.layout).map_or("", |layout| layout.places(scope).instructions)
+    };
+    let display = |harness: &str| {
+        harness_layout::layout(harness).map_or(harness.to_owned(), |layout| layout.display_name.to_owned())
+    };
     let mut plans = plans.into_iter();
-    let mut merged = plans.next()?;
+    let Some(mut merged) = plans.next() else { return Ok(None) };
+    // The instructions file each layout so far writes, with its bytes and the layout.
+    let mut written: Vec<(String, Planned, String)> = Vec::new();
+    let note = |plan: &Plan, written: &mut Vec<(String, Planned, String)>| -> Result<(), Refusal> {
+        let path = instructions_of(plan);
+        let Some(entry) = plan.entries.iter().find(|entry| !path.is_empty() && entry.path == path) else {
+            return Ok(());
+        };
+        if let Some((_, content, layout)) = written.iter().find(|(earlier, _, _)| earlier == path)
+            && *content != entry.content
+        {
+            return Err(Refusal::SharedInstructions {
+                path: path.to_owned(),
+                harnesses: [display(layout), display(&plan.details.layout)],
+            });
+        }
+        written.push((path.to_owned(), entry.content.clone(), plan.details.layout.clone()));
+        Ok(())
+    };
+    note(&merged, &mut written)?;
     let mut paths: BTreeSet<String> = merged.entries.iter().map(|entry| entry.path.clone()).collect();
     for plan in plans {
+        note(&plan, &mut written)?;
         merged.details.layout.push(LAYOUT_SEPARATOR);
         merged.details.layout.push_str(&plan.details.layout);
         for entry in plan.entries {
@@ -324,7 +377,7 @@ pub fn merged(plans: Vec<Plan>, scope: Scope) -> Option<Plan> {
     }
     merged.entries.retain(|entry| !dropped.iter().any(|folder| entry.path.starts_with(folder.as_str())));
     merged.entries.sort_by(|left, right| left.path.cmp(&right.path));
-    Some(merged)
+    Ok(Some(merged))
 }
 
 /// Whether the projection still looks like what its record says.
@@ -529,6 +582,7 @@ mod tests {
             seats: Vec::new(),
             sources: Vec::new(),
             mcp_servers: Vec::new(),
+            harness_instructions: BTreeMap::new(),
             content: Vec::new(),
         }
     }

@@ -567,3 +567,52 @@ fn an_overlay_changes_only_the_bundles_it_concerns_and_an_unconcerning_edit_repl
     role_overlay(tpm)
     ");
 }
+
+const HARNESS_OVERLAY: &str = "instruction \"claude-hooks\" {
+    role \"platform\"
+    harness \"claude\"
+    text \"Run the hooks.\"
+}
+instruction \"team-review\" {
+    role \"eval\"
+    text \"Reviews are written in English.\"
+}
+";
+
+#[test]
+fn an_edit_to_a_harness_scoped_instruction_changes_only_the_bundles_it_concerns() {
+    let mut estate = Estate::composed(Held::Bytes);
+    let before = estate.bundle_ids();
+    let overlay = SourceFile::new(
+        &estate.db,
+        "home/overlays".to_owned(),
+        "team.kdl".to_owned(),
+        HARNESS_OVERLAY.as_bytes().into(),
+    );
+    estate.with_overlays(&[overlay]);
+    let (changed, _) = estate.recompose(&before);
+    assert_eq!(changed, ["eval", "platform"], "the two roles the overlay names");
+    let with_overlay = estate.bundle_ids();
+
+    // The harness-scoped text edited: platform's bundle alone composes again.
+    let edited = HARNESS_OVERLAY.replace("Run the hooks.", "Run the hooks first.");
+    overlay.set_bytes(&mut estate.db).to(edited.clone().into_bytes().into());
+    let (changed, executed) = estate.recompose(&with_overlay);
+    assert_eq!(changed, ["platform"]);
+    assert!(
+        executed.contains("composition_bundle(platform)") && !executed.contains("composition_bundle(eval)"),
+        "{executed}"
+    );
+    let edited_ids = estate.bundle_ids();
+
+    // Another harness named: platform again, and nothing else.
+    let widened = edited.replace("harness \"claude\"", "harness \"claude\" \"codex\"");
+    overlay.set_bytes(&mut estate.db).to(widened.into_bytes().into());
+    let (changed, _) = estate.recompose(&edited_ids);
+    assert_eq!(changed, ["platform"]);
+
+    // Back to the first text: the first ids again.
+    overlay.set_bytes(&mut estate.db).to(HARNESS_OVERLAY.as_bytes().into());
+    let (changed, _) = estate.recompose(&with_overlay);
+    assert!(changed.is_empty(), "{changed:?}");
+}

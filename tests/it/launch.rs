@@ -445,3 +445,31 @@ fn a_bundle_from_elsewhere_is_launched_when_named_and_must_be_of_the_role() {
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     assert!(refused.stderr.contains("is a bundle of `platform`, not of `eval`"), "{}", refused.stderr);
 }
+
+#[test]
+fn a_harness_scoped_overlay_instruction_reaches_only_that_harness_under_launch() {
+    let machine = estate_machine();
+    let overlay = "instruction \"claude-hooks\" {\n    role \"platform\"\n    harness \"claude\"\n    text \"Run the hooks before each commit.\"\n}\ninstruction \"gemini-trust\" {\n    role \"platform\"\n    harness \"gemini\"\n    repository \"hardware\"\n    text \"Ask before trusting a folder.\"\n}\n";
+    let overlays = machine.acompose_home.join("overlays");
+    std::fs::create_dir_all(&overlays).expect("mkdir");
+    std::fs::write(overlays.join("team.kdl"), overlay).expect("write");
+    let mut seen = Vec::new();
+    for (harness, instructions) in
+        [("claude", ".claude/CLAUDE.md"), ("gemini", ".gemini/GEMINI.md"), ("opencode", ".config/opencode/AGENTS.md")]
+    {
+        let output = machine.launch(&["launch", "platform", harness]);
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        let runtime = machine.acompose_home.join(format!("runtime/{harness}-platform"));
+        let text = std::fs::read_to_string(runtime.join(instructions)).expect("the runtime home's instructions");
+        assert!(text.contains("Role: platform") || text.contains("platform"), "{harness}: {text}");
+        seen.push(format!(
+            "{harness}: hooks {}, trust {}",
+            text.contains("Run the hooks before each commit."),
+            text.contains("Ask before trusting a folder.")
+        ));
+    }
+    assert_eq!(
+        seen,
+        ["claude: hooks true, trust false", "gemini: hooks false, trust true", "opencode: hooks false, trust false"]
+    );
+}

@@ -125,7 +125,7 @@ fn every_forbidden_redefinition_fails_with_file_and_line_and_writes_nothing() {
         ("unknown-role", "instruction \"x\" {\n    role \"platfrom\"\n    text \"Hello.\"\n}\n"),
         ("unknown-seat", "seat role=\"platform\" seat=\"emacs\" name=\"Ada\" pronouns=\"she/her\"\n"),
         ("unknown-repository", "admit role=\"eval\" repository=\"nowhere\"\n"),
-        ("harness-scope", "instruction \"x\" {\n    harness \"claude\"\n    text \"Hello.\"\n}\n"),
+        ("unknown-harness", "instruction \"x\" {\n    harness \"claude\" \"gemeni\"\n    text \"Hello.\"\n}\n"),
     ];
     let mut report = String::new();
     for (name, text) in cases {
@@ -242,4 +242,107 @@ fn person_json_with_overlays_validates_against_the_published_schema() {
     assert_eq!(converge(root).code, 0);
     let text = std::fs::read_to_string(root.join("home/sources/personality/person.json")).expect("person.json");
     assert_valid(&validator("person.schema.json"), &serde_json::from_str(&text).expect("json"));
+}
+
+/// Instructions scoped to harnesses: one for Claude Code, one for Codex and Gemini CLI
+/// where `hardware` is admitted (platform admits it), one for eval where it is not.
+pub const HARNESS_OVERLAY: &str = r#"// Instructions for one harness or two.
+instruction "claude-hooks" {
+    role "platform"
+    harness "claude"
+    text "Run the repository's hooks before each commit."
+}
+instruction "sandbox-notes" {
+    role "platform"
+    harness "gemini" "codex"
+    repository "hardware"
+    text "Commands run in a sandbox; ask before widening it."
+}
+instruction "eval-hooks" {
+    role "eval"
+    harness "claude"
+    repository "hardware"
+    text "Never seen: eval does not admit hardware."
+}
+"#;
+
+/// Projects `role` for one harness into a fresh target and returns the target.
+fn project(root: &Path, role: &str, harness: &str, target: &str) -> (std::path::PathBuf, Output) {
+    let target = root.join(target);
+    std::fs::create_dir_all(&target).expect("target");
+    let arguments =
+        ["--home", "home", "project", role, "--layout", harness, "--target", target.to_str().expect("utf-8")];
+    let output = acompose(root, &arguments);
+    (target, output)
+}
+
+#[test]
+fn a_harness_scoped_instruction_reaches_only_the_harnesses_it_names() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    assert_eq!(converge(root).code, 0);
+    let sysadmin = bundle_of(root, "sysadmin");
+    write(&root.join("home/overlays/harness.kdl"), HARNESS_OVERLAY);
+    let output = converge(root);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(bundle_of(root, "sysadmin"), sysadmin, "named by no entry");
+
+    let mut seen = Vec::new();
+    for (harness, file) in [("claude", "CLAUDE.md"), ("codex", "AGENTS.md"), ("gemini", "GEMINI.md")] {
+        let (target, output) = project(root, "platform", harness, harness);
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        let text = std::fs::read_to_string(target.join(file)).expect("instructions");
+        let hooks = text.contains("Run the repository's hooks");
+        let sandbox = text.contains("Commands run in a sandbox");
+        assert!(!text.contains("Never seen"), "{harness}: {text}");
+        seen.push(format!("{harness}: hooks {hooks}, sandbox {sandbox}"));
+        if harness == "claude" {
+            let part = &text[text.find("## Instructions from private overlays for").expect("the part")..];
+            insta::assert_snapshot!(part, @r"
+            ## Instructions from private overlays for Claude Code
+
+            ### `claude-hooks`
+
+            Run the repository's hooks before each commit.
+            ");
+        }
+    }
+    assert_eq!(
+        seen,
+        ["claude: hooks true, sandbox false", "codex: hooks false, sandbox true", "gemini: hooks false, sandbox true"]
+    );
+
+    // The bundle is one for every harness: its parts are listed in the manifest, and
+    // verification checks them.
+    let bundle = root.join("home/bundles").join(bundle_of(root, "platform"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("manifest.json")).expect("manifest")).expect("json");
+    insta::assert_json_snapshot!(manifest["harness_instructions"], @r#"
+    {
+      "claude": "content/harness/claude/instructions.md",
+      "codex": "content/harness/codex/instructions.md",
+      "gemini": "content/harness/gemini/instructions.md"
+    }
+    "#);
+    let common = std::fs::read_to_string(bundle.join("content/instructions.md")).expect("instructions.md");
+    assert!(!common.contains("claude-hooks") && !common.contains("sandbox-notes"), "{common}");
+    let verified = acompose(root, &["--home", "home", "verify", "platform"]);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    let described = acompose(root, &["describe", "platform", "--home", "home"]);
+    assert!(described.stdout.contains("for claude    content/harness/claude/instructions.md"), "{}", described.stdout);
+
+    insta::assert_snapshot!("harness_why_overlay", why(root, "platform", "overlay:harness.kdl"));
+    insta::assert_snapshot!("harness_why_instruction", why(root, "platform", "instruction:sandbox-notes"));
+    insta::assert_snapshot!("harness_eval_why_instruction", why(root, "eval", "instruction:eval-hooks"));
+
+    // Codex and OpenCode read one `AGENTS.md`: a part for Codex alone cannot be shown to
+    // Codex alone there, so projecting both into one target is refused.
+    let (_, codex) = project(root, "platform", "codex", "shared");
+    assert_eq!(codex.code, 0, "{}", codex.stderr);
+    let (shared, opencode) = project(root, "platform", "opencode", "shared");
+    assert_ne!(opencode.code, 0);
+    assert!(opencode.stderr.contains("Codex and OpenCode both read `AGENTS.md`"), "{}", opencode.stderr);
+    let text = std::fs::read_to_string(shared.join("AGENTS.md")).expect("AGENTS.md");
+    assert!(text.contains("Commands run in a sandbox"), "the Codex projection stays: {text}");
 }

@@ -198,6 +198,7 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .collect::<Result<Vec<_>, _>>()
         .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
     let mut plan = projection::merged(plans, request.scope)
+        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?
         .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
     if let Some((path, bytes)) = request.mcp_file {
         let planned: Vec<&str> =

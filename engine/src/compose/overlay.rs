@@ -24,6 +24,8 @@ pub struct OverlayInstruction {
     /// The overlay's file name.
     pub overlay: String,
     pub id: String,
+    /// The harnesses it is for, in the layout table's order; every harness when empty.
+    pub harnesses: Vec<String>,
     pub text: String,
 }
 
@@ -196,7 +198,7 @@ impl Resolver<'_> {
         let mut delivered = Vec::new();
         for overlay in overlays {
             for (entry, effect) in overlay.effects() {
-                let Effect::Instruction { id, repositories, text, .. } = effect else { continue };
+                let Effect::Instruction { id, repositories, harnesses, text, .. } = effect else { continue };
                 let in_scope = repositories.is_empty()
                     || repositories
                         .iter()
@@ -213,18 +215,23 @@ impl Resolver<'_> {
                         .hint("give each overlay instruction its own id"),
                     );
                 } else if in_scope {
+                    let mut reason = format!("added for role `{}` by {at}", self.slug);
+                    if !harnesses.is_empty() {
+                        reason.push_str(&format!(", for {} only", crate::overlay::harness_list(harnesses)));
+                    }
                     self.decide(
                         format!("instruction:{id}"),
                         "instruction",
                         &subject,
                         Outcome::Delivered,
                         "overlay-instruction",
-                        format!("added for role `{}` by {at}", self.slug),
+                        reason,
                         Vec::new(),
                     );
                     delivered.push(OverlayInstruction {
                         overlay: overlay.share.name.clone(),
                         id: id.clone(),
+                        harnesses: harnesses.clone(),
                         text: text.clone(),
                     });
                 } else {
