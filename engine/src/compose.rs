@@ -645,6 +645,7 @@ impl Resolver<'_> {
             patterns: candidate.selectors.iter().map(|pattern| pattern.text.clone()).collect(),
             admitted: 0,
             catalogue: catalogue_size,
+            overlay_excluded: 0,
         });
         self.providers.push(ProviderReport {
             source: candidate.id.clone(),

@@ -205,7 +205,16 @@ pub fn budget(trace: &Trace) -> Budget {
             resource_bytes: provider.resource_bytes,
             binary_bytes: provider.binary_bytes,
             selector: provider.selector.as_ref().map(|selector| {
-                format!("{} admitted {} of {}", selector.patterns.join(", "), selector.admitted, selector.catalogue)
+                let mut text = format!(
+                    "{} admitted {} of {}",
+                    selector.patterns.join(", "),
+                    selector.admitted,
+                    selector.catalogue
+                );
+                if selector.overlay_excluded > 0 {
+                    text.push_str(&format!(" (an overlay excluded {})", selector.overlay_excluded));
+                }
+                text
             }),
         })
         .collect();
@@ -712,9 +721,13 @@ pub fn why_text(why: &Why, palette: Palette) -> String {
                 provider.cause
             );
             if let Some(selector) = &provider.selector {
+                let excluded = match selector.overlay_excluded {
+                    0 => String::new(),
+                    count => format!(" (an overlay excluded {count})"),
+                };
                 let _ = writeln!(
                     text,
-                    "  selector  {} — admitted {} of {} catalogue skills",
+                    "  selector  {} — admitted {} of {} catalogue skills{excluded}",
                     selector.patterns.join(", "),
                     selector.admitted,
                     selector.catalogue
@@ -911,7 +924,12 @@ mod tests {
             instruction_bytes: 8,
             resource_bytes: 1,
             binary_bytes: 0,
-            selector: Some(SelectorReport { patterns: vec!["a*".to_owned()], admitted: 1, catalogue: 2 }),
+            selector: Some(SelectorReport {
+                patterns: vec!["a*".to_owned()],
+                admitted: 1,
+                catalogue: 2,
+                overlay_excluded: 0,
+            }),
         };
         // Enough excluded skills to fill several blocks, a subject decided twice, a
         // provider reported twice (the first report is its own) and names to escape.

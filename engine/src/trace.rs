@@ -82,10 +82,18 @@ impl Decision {
 #[serde(deny_unknown_fields)]
 pub struct SelectorReport {
     pub patterns: Vec<String>,
-    /// Catalogue skills the patterns admitted.
+    /// Catalogue skills the patterns admitted and no private overlay excluded.
     pub admitted: usize,
     /// Skills in the provider's catalogue.
     pub catalogue: usize,
+    /// Catalogue skills the patterns matched that a private overlay then excluded (not
+    /// among `admitted`). Absent when none, so a trace without such keeps its bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overlay_excluded: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -570,7 +578,12 @@ mod tests {
             instruction_bytes: 8,
             resource_bytes: 1,
             binary_bytes: 0,
-            selector: Some(SelectorReport { patterns: vec!["a*".to_owned()], admitted: 1, catalogue: 2 }),
+            selector: Some(SelectorReport {
+                patterns: vec!["a*".to_owned()],
+                admitted: 1,
+                catalogue: 2,
+                overlay_excluded: 0,
+            }),
         };
         let excluded = |names: &[&str]| TraceEntry::ExcludedSkills {
             source: "repo-\"q\"".to_owned(),

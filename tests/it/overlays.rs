@@ -93,6 +93,8 @@ fn each_kind_of_overlay_entry_changes_exactly_what_it_should() {
     insta::assert_snapshot!("platform_why_overlay", why(root, "platform", "overlay:team.kdl"));
     insta::assert_snapshot!("platform_why_skill", why(root, "platform", "skill:machine-gpu"));
     insta::assert_snapshot!("eval_why_source", why(root, "eval", "source:hardware"));
+    // The selector report counts what the role receives, and says what the overlay took.
+    insta::assert_snapshot!("platform_why_source", why(root, "platform", "source:hardware"));
     insta::assert_snapshot!("eval_why_instruction", why(root, "eval", "instruction:team-review"));
 
     let person = std::fs::read_to_string(root.join("home/sources/personality/person.json")).expect("person.json");

@@ -147,7 +147,7 @@ impl Resolver<'_> {
         listing: &CatalogueListing,
     ) -> SelectorReport {
         self.check_selectors_match(take.candidate, patterns, roles_file, listing);
-        let mut admitted = 0;
+        let (mut admitted, mut overlay_excluded) = (0, 0);
         let matcher = Matcher::new(patterns);
         for skill in &listing.ordinary {
             let matched = matcher.matches(&skill.name);
@@ -169,7 +169,11 @@ impl Resolver<'_> {
             if matched.is_empty() {
                 self.record_unselected(take.candidate, patterns, skill);
             } else {
-                admitted += 1;
+                if !self.reserved.contains_key(&skill.name) && self.overlay_exclusion(&skill.name).is_some() {
+                    overlay_excluded += 1;
+                } else {
+                    admitted += 1;
+                }
                 let reason = format!("matched by selector `{}`", texts[0]);
                 self.take_skill(take, skill, Grounds { cause: "selector-admitted", reason, selectors: texts });
             }
@@ -178,6 +182,7 @@ impl Resolver<'_> {
             patterns: patterns.iter().map(|pattern| pattern.text.clone()).collect(),
             admitted,
             catalogue: listing.ordinary.len(),
+            overlay_excluded,
         }
     }
 
