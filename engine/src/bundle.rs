@@ -957,6 +957,57 @@ mod tests {
     use crate::trace::{Decision, TraceEntry};
 
     #[test]
+    fn verification_checks_the_harness_parts_the_manifest_names() {
+        let facts = |paths: &[&str]| -> BTreeMap<String, FileFacts> {
+            paths.iter().map(|path| ((*path).to_owned(), FileFacts::of(b"part"))).collect()
+        };
+        let named = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(harness, path)| ((*harness).to_owned(), (*path).to_owned())).collect()
+        };
+        let problems_of = |harness_instructions: BTreeMap<String, String>, files: &BTreeMap<String, FileFacts>| {
+            let manifest = Manifest { harness_instructions, ..empty_manifest() };
+            let mut problems = Vec::new();
+            check_harness_parts(&manifest, files, &mut problems);
+            problems.into_iter().map(|problem| format!("{}: {}", problem.file, problem.message)).collect::<Vec<_>>()
+        };
+        let part = "content/harness/claude/instructions.md";
+        assert!(problems_of(named(&[("claude", part)]), &facts(&[part])).is_empty());
+        assert_eq!(
+            problems_of(named(&[("claude", part)]), &facts(&[])),
+            [format!("{part}: is named in the manifest's `harness_instructions` but missing")]
+        );
+        assert_eq!(
+            problems_of(named(&[]), &facts(&[part])),
+            [format!("{part}: is no harness's instructions part in the manifest")]
+        );
+        assert_eq!(
+            problems_of(named(&[("codex", part)]), &facts(&[part])),
+            ["manifest.json: the instructions part of `codex` is not at `content/harness/codex/instructions.md`"]
+        );
+    }
+
+    fn empty_manifest() -> Manifest {
+        let skill = ManifestSkill { id: String::new(), source: String::new(), digest: String::new() };
+        Manifest {
+            format: MANIFEST_FORMAT.to_owned(),
+            format_version: MANIFEST_FORMAT_VERSION,
+            person_source: String::new(),
+            role: ManifestRole { slug: String::new(), display_name: String::new(), purpose: String::new() },
+            role_skill: skill,
+            model_tier: String::new(),
+            delivery: String::new(),
+            personalities: Vec::new(),
+            favorite_color: String::new(),
+            identity: ManifestIdentity { name: String::new(), pronouns: String::new() },
+            seats: Vec::new(),
+            sources: Vec::new(),
+            mcp_servers: Vec::new(),
+            harness_instructions: BTreeMap::new(),
+            content: Vec::new(),
+        }
+    }
+
+    #[test]
     fn a_trace_file_writes_the_bytes_its_manifest_entry_measured() {
         let decision = Decision {
             subject: "source:repo-a".to_owned(),

@@ -632,6 +632,43 @@ mod tests {
     }
 
     #[test]
+    fn a_harness_part_follows_the_instructions_of_its_harness_alone() {
+        let mut manifest = manifest("native-skills");
+        manifest.harness_instructions.insert("codex".to_owned(), "content/harness/codex/instructions.md".to_owned());
+        let mut files = files(&["content/instructions.md"]);
+        files.insert("content/harness/codex/instructions.md".to_owned(), b"\n## for Codex\n".to_vec());
+        let bundle = BundleInput { id: "0123", path: "/b/0123", manifest: &manifest, files: &files };
+        let for_harness = |harness: &str| {
+            let layout = crate::harness_layout::layout(harness).expect("layout");
+            plan(&bundle, layout, Scope::Repository, Mode::Copy).expect("plan")
+        };
+        let document = |plan: &Plan| match &plan.entries[0].content {
+            Planned::Bytes(bytes) => String::from_utf8(bytes.clone()).expect("utf-8"),
+            Planned::BundleFolder(_) => panic!("a folder"),
+        };
+        let (codex, opencode, claude) = (for_harness("codex"), for_harness("opencode"), for_harness("claude"));
+        assert_eq!(document(&codex), "12345\n\n## for Codex\n");
+        assert_eq!(document(&opencode), "12345");
+        assert_eq!(document(&claude), "12345");
+        assert!(merged(vec![claude, codex.clone()], Scope::Repository).expect("merged").is_some());
+        let refusal = merged(vec![codex, opencode], Scope::Repository).expect_err("one AGENTS.md");
+        assert_eq!(
+            refusal,
+            Refusal::SharedInstructions {
+                path: "AGENTS.md".to_owned(),
+                harnesses: ["Codex".to_owned(), "OpenCode".to_owned()]
+            }
+        );
+        files.remove("content/harness/codex/instructions.md");
+        let bundle = BundleInput { id: "0123", path: "/b/0123", manifest: &manifest, files: &files };
+        let layout = crate::harness_layout::layout("codex").expect("codex");
+        assert_eq!(
+            plan(&bundle, layout, Scope::Repository, Mode::Copy),
+            Err(Refusal::MissingDocument("content/harness/codex/instructions.md".to_owned()))
+        );
+    }
+
+    #[test]
     fn token_counts_read_as_people_write_them() {
         assert_eq!(approximate(950), "950");
         assert_eq!(approximate(1_249), "1.2k");
