@@ -25,6 +25,10 @@ use discovery::{HARNESSES, Harness, Seen};
 const ROLE: &str = "platform";
 /// A line of the role's instructions that every delivery of them holds.
 const ROLE_LINE: &str = "Assigned role: Developer Platform Engineer (`platform`)";
+/// A private overlay's instruction for the role, scoped to Claude Code alone.
+const CLAUDE_OVERLAY: &str = "instruction \"claude-only\" {\n    role \"platform\"\n    harness \"claude\"\n    text \"Only Claude Code is given this line of the platform role.\"\n}\n";
+/// The text of [`CLAUDE_OVERLAY`].
+const CLAUDE_LINE: &str = "Only Claude Code is given this line of the platform role.";
 
 fn harness_bin() -> Option<PathBuf> {
     let folder = std::env::var_os("ACOMPOSE_HARNESS_BIN")
@@ -90,6 +94,7 @@ fn estate() -> Estate {
     git(&projects.join("acme/root"), &["init", "--quiet"]);
     let home = root.join("acompose-home");
     write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
+    write(&home.join("overlays/claude.kdl"), CLAUDE_OVERLAY);
     std::fs::create_dir_all(root.join("user")).expect("user home");
     let converged = run_acompose(&root, &root.join("user"), &["--projects-root", "projects"], &[]);
     assert_eq!(converged.code, 0, "{}", converged.stderr);
@@ -155,6 +160,12 @@ fn check(harness: &Harness, case: &str, seen: &Seen, own: &BTreeSet<String>, rol
             "{} ({case}): the role's instructions are not in what it sends",
             harness.binary
         );
+        // The overlay's Claude Code instruction reaches Claude Code alone (in one checkout
+        // with every layout, a harness may read another's file).
+        if case != "every layout in one checkout" {
+            let claude = harness.layout == "claude";
+            assert_eq!(text.contains(CLAUDE_LINE), claude, "{} ({case}): the Claude Code instruction", harness.binary);
+        }
     }
     assert!(seen.warnings.is_empty(), "{} ({case}): warned: {:?}", harness.binary, seen.warnings);
     eprintln!("{} ({case}): {} role skills, {} of its own", harness.binary, delivered.len(), own.len());
