@@ -333,6 +333,10 @@ fn a_harness_scoped_instruction_reaches_only_the_harnesses_it_names() {
     assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
     let described = acompose(root, &["describe", "platform", "--home", "home"]);
     assert!(described.stdout.contains("for claude    content/harness/claude/instructions.md"), "{}", described.stdout);
+    let json = acompose(root, &["describe", "platform", "--home", "home", "--json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).expect("describe json");
+    assert_valid(&validator("describe.schema.json"), &document);
+    assert_eq!(document["profile"]["harness_instructions"], manifest["harness_instructions"]);
 
     insta::assert_snapshot!("harness_why_overlay", why(root, "platform", "overlay:harness.kdl"));
     insta::assert_snapshot!("harness_why_instruction", why(root, "platform", "instruction:sandbox-notes"));
