@@ -246,6 +246,9 @@ impl Walk<'_> {
             let display = if self.label.is_empty() { relative.clone() } else { display };
             let summarized = Summarized::of(path.clone(), &display, &relative, &bytes);
             read.observed.push((path, Observed::File(stat, summarized.raw_digest)));
+            if super::holds(&read.hold, &relative) {
+                read.held.push((summarized.raw_digest, bytes));
+            }
             Body::Summarized(Arc::new(summarized))
         } else {
             read.observed.push((path, Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
