@@ -65,6 +65,59 @@ pub struct Read {
     owned_by_projection: std::collections::BTreeSet<String>,
     /// The owned links met and left out, relative to the root.
     pub projected: Vec<String>,
+    /// Which skill folders' summarized files also keep their bytes (see [`Hold`]).
+    hold: Hold,
+    /// The bytes kept, by the blake3 of each file.
+    held: Vec<([u8; 32], Bytes)>,
+}
+
+/// Which skill folders of a catalogue keep the bytes of their summarized files from the
+/// read until their store trees are written: those a selection may take. `None` keeps
+/// none; an empty list keeps all (a repository used whole); otherwise the folders whose
+/// name a `skill` selector matches. A file a selection takes that was not kept is read
+/// again when its tree is written.
+pub type Hold = Option<Arc<Vec<acompose_engine::selector::Pattern>>>;
+
+/// The bytes of the skill files kept (see [`Hold`]), by blake3, copied into one buffer:
+/// thousands of small blocks left alive in the reading threads' heaps would keep those
+/// heaps growing a page at a time for the rest of the run.
+#[derive(Debug, Default)]
+pub struct HeldSources {
+    buffer: Vec<u8>,
+    at: HashMap<[u8; 32], std::ops::Range<usize>>,
+}
+
+impl HeldSources {
+    fn insert(&mut self, digest: [u8; 32], bytes: &[u8]) {
+        if let std::collections::hash_map::Entry::Vacant(entry) = self.at.entry(digest) {
+            let start = self.buffer.len();
+            self.buffer.extend_from_slice(bytes);
+            entry.insert(start..self.buffer.len());
+        }
+    }
+
+    /// The bytes that hashed to `digest` when they were read.
+    pub fn get(&self, digest: &[u8; 32]) -> Option<&[u8]> {
+        self.at.get(digest).and_then(|range| self.buffer.get(range.clone()))
+    }
+
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+}
+
+fn holds(hold: &Hold, relative: &str) -> bool {
+    let Some(patterns) = hold else { return false };
+    let Some(name) =
+        relative.strip_prefix(".agents/skills/").and_then(|rest| rest.split_once('/')).map(|(name, _)| name)
+    else {
+        return false;
+    };
+    patterns.is_empty() || !acompose_engine::selector::matches(patterns, name).is_empty()
 }
 
 /// What is kept of a file read: its bytes, or, for a file of a catalogue's skill folder
@@ -124,6 +177,12 @@ enum Root {
 pub struct Loader {
     /// Whether catalogues are read summarizing their skill files.
     summarize: bool,
+    /// Whether the bytes of skill files a selection may take are kept (see [`Hold`]).
+    holding: bool,
+    /// Which skill folders keep their bytes, by catalogue root (see [`Hold`]).
+    hold: HashMap<PathBuf, Arc<Vec<acompose_engine::selector::Pattern>>>,
+    /// The bytes kept since the last [`Loader::take_held`].
+    held: HeldSources,
     files: HashMap<(String, String), SourceFile>,
     packages: BTreeMap<(String, PackageKind), Package>,
     catalogues: BTreeMap<String, Catalogue>,
@@ -151,9 +210,36 @@ pub fn label_of(path: &Path) -> String {
     if trimmed.is_empty() { ".".to_owned() } else { trimmed.to_owned() }
 }
 
-/// The resolved identity of a folder, for collapsing providers with the same folder.
-pub fn path_key(path: &Path) -> String {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).to_string_lossy().into_owned()
+/// The resolved identity of folders, for collapsing providers with the same folder. Many
+/// paths share parent folders (the repositories under a projects root): each parent
+/// folder is resolved once, and a path's last component is looked at by one `lstat` (a
+/// link, or a path that does not end in a name, is resolved whole).
+#[derive(Default)]
+pub struct PathKeys {
+    parents: std::sync::Mutex<HashMap<PathBuf, Option<PathBuf>>>,
+}
+
+impl PathKeys {
+    pub fn path_key(&self, path: &Path) -> String {
+        self.resolve(path).unwrap_or_else(|| path.to_path_buf()).to_string_lossy().into_owned()
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        let (Some(parent), Some(name)) =
+            (path.parent().filter(|parent| !parent.as_os_str().is_empty()), path.file_name())
+        else {
+            return path.canonicalize().ok();
+        };
+        let metadata = std::fs::symlink_metadata(path).ok()?;
+        if metadata.file_type().is_symlink() {
+            return path.canonicalize().ok();
+        }
+        let resolved = {
+            let mut parents = self.parents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            parents.entry(parent.to_path_buf()).or_insert_with(|| parent.canonicalize().ok()).clone()
+        };
+        Some(resolved?.join(name))
+    }
 }
 
 /// A short, stable description of an I/O error (no OS-specific wording).
@@ -222,7 +308,7 @@ const CATALOGUE_PARTS: [&str; 3] = [".agents/skills", ".agents/composed", ".agen
 ///
 /// With `summarize`, the files of skill folders are kept as summaries, not bytes.
 pub fn read_catalogue(root: &Path, label: &str, summarize: bool) -> Option<Read> {
-    read_catalogue_knowing(root, label, summarize, HashMap::new())
+    read_catalogue_knowing(root, label, summarize, HashMap::new(), None)
 }
 
 /// [`read_catalogue`], keeping the `known` files whose metadata did not change.
@@ -231,8 +317,9 @@ fn read_catalogue_knowing(
     label: &str,
     summarize: bool,
     known: HashMap<PathBuf, Observed>,
+    hold: Hold,
 ) -> Option<Read> {
-    let mut read = Read { summarize, known, ..Read::default() };
+    let mut read = Read { summarize, known, hold, ..Read::default() };
     match std::fs::symlink_metadata(root) {
         Err(_) => return None,
         Ok(metadata) if metadata.file_type().is_symlink() => {
@@ -266,8 +353,12 @@ fn read_catalogue_knowing(
     // A projection into the repository (its record is fingerprinted like any input, so a
     // new or removed projection is seen) owns links the walk leaves out.
     let record = root.join(acompose_engine::projection::RECORD);
-    read.observed.push((record.clone(), crate::observe::observe(&record)));
-    read.owned_by_projection = crate::projection_record::owned_paths(root);
+    let observed = crate::observe::observe(&record);
+    // Only a record that is there is read for what it owns.
+    if matches!(observed, Observed::File(..)) {
+        read.owned_by_projection = crate::projection_record::owned_paths(root);
+    }
+    read.observed.push((record, observed));
     for part in CATALOGUE_PARTS {
         let path = root.join(part);
         match std::fs::symlink_metadata(&path) {
@@ -295,6 +386,9 @@ impl Loader {
         // is written, which may be much later (a long convergence, or watch mode).
         for (path, observed) in read.observed.drain(..) {
             self.observed.insert(path, crate::observe::smudge_if_racy(observed));
+        }
+        for (digest, bytes) in read.held.drain(..) {
+            self.held.insert(digest, &bytes);
         }
     }
 
@@ -606,7 +700,7 @@ impl Loader {
                 self.observed.get(&path).map(|observed| (path, *observed))
             })
             .collect();
-        let read = read_catalogue_knowing(root, label, self.summarize, known);
+        let read = read_catalogue_knowing(root, label, self.summarize, known, self.hold.get(root).cloned());
         self.apply_catalogue(db, root, label, read)
     }
 
@@ -647,8 +741,12 @@ impl Loader {
         let pending: Vec<&(PathBuf, String)> =
             roots.iter().filter(|(root, label)| fresh || !self.has_catalogue(root, label)).collect();
         let summarize = self.summarize;
-        let reads: Vec<Option<Read>> =
-            pending.par_iter().map(|(root, label)| read_catalogue(root, label, summarize)).collect();
+        let reads: Vec<Option<Read>> = pending
+            .par_iter()
+            .map(|(root, label)| {
+                read_catalogue_knowing(root, label, summarize, HashMap::new(), self.hold.get(root).cloned())
+            })
+            .collect();
         // Grow the maps once: tables of megabytes regrown by doubling leave freed blocks
         // that raise the allocator's threshold for returning memory to the system, and the
         // rest of the run then keeps its transient buffers resident.
@@ -658,6 +756,8 @@ impl Loader {
             .fold((0, 0), |(files, observed), read| (files + read.files.len(), observed + read.observed.len()));
         self.files.reserve(files);
         self.observed.reserve(observed);
+        let held: usize = reads.iter().flatten().flat_map(|read| &read.held).map(|(_, bytes)| bytes.len()).sum();
+        self.held.buffer.reserve(held);
         for ((root, label), read) in pending.into_iter().zip(reads) {
             self.apply_catalogue(db, root, label, read);
         }
@@ -788,6 +888,36 @@ impl Loader {
         }
     }
 
+    /// Whether the bytes of the skill files a selection may take are kept from the read
+    /// until [`Loader::take_held`] (what estate convergence does: it writes their store
+    /// trees from them).
+    pub fn hold_selected_skills(&mut self, holding: bool) {
+        self.holding = holding;
+        if !holding {
+            self.hold.clear();
+            self.held = HeldSources::default();
+        }
+    }
+
+    /// Keeps the bytes of the summarized skill files a selection may take from `root`'s
+    /// catalogue when it is read from now on (see [`Hold`]); `None` keeps none. Does
+    /// nothing unless [`Loader::hold_selected_skills`] is on.
+    pub fn hold_skills(&mut self, root: &Path, selectors: Option<Vec<acompose_engine::selector::Pattern>>) {
+        if !self.holding {
+            return;
+        }
+        match selectors {
+            Some(selectors) => self.hold.insert(root.to_path_buf(), Arc::new(selectors)),
+            None => self.hold.remove(root),
+        };
+    }
+
+    /// The bytes kept since the last call, by blake3 (see [`Hold`]); the loader keeps
+    /// none of them after.
+    pub fn take_held(&mut self) -> HeldSources {
+        std::mem::take(&mut self.held)
+    }
+
     /// Keep the files of skill folders that catalogues are read from now on as summaries
     /// (see [`Body`]): what estate convergence and compose do, unless a compiled bundle
     /// needs their text.
@@ -888,5 +1018,61 @@ mod working_directory_tests {
         let refreshed = loader.load_cached(&mut db, &selection).package(&db);
         assert_eq!((refreshed, refreshed.label(&db).as_str()), (package, "pkg"));
         assert_eq!(&refreshed.files(&db)[0].bytes(&db)[..], b"person \"second\"\n");
+    }
+}
+
+#[cfg(test)]
+mod hold_tests {
+    use super::*;
+
+    #[test]
+    fn only_the_skills_a_selector_may_take_keep_their_bytes_and_a_read_holds_each_once() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        for (skill, text) in [("deploy-a", "same\n"), ("deploy-b", "same\n"), ("review", "other\n")] {
+            std::fs::create_dir_all(root.join(format!(".agents/skills/{skill}"))).expect("mkdir");
+            std::fs::write(root.join(format!(".agents/skills/{skill}/SKILL.md")), text).expect("write");
+        }
+        let pattern = |text: &str| acompose_engine::selector::Pattern {
+            text: text.to_owned(),
+            span: acompose_engine::diagnostic::Span { offset: 0, length: 0 },
+        };
+        let digest = |text: &str| *blake3::hash(text.as_bytes()).as_bytes();
+        let mut loader = Loader::default();
+        loader.summarize_skills(true);
+        // Off: nothing is kept.
+        loader.hold_skills(root, Some(vec![pattern("deploy-*")]));
+        let mut db = Database::default();
+        loader.catalogue(&mut db, root, "repo");
+        assert!(loader.take_held().is_empty());
+        // On, with a selector: the two matching folders, whose bytes are the same, once.
+        loader.hold_selected_skills(true);
+        loader.hold_skills(root, Some(vec![pattern("deploy-*")]));
+        let read = read_catalogue_knowing(root, "repo", true, HashMap::new(), loader.hold.get(root).cloned());
+        loader.apply_catalogue(&mut db, root, "repo", read);
+        let held = loader.take_held();
+        assert_eq!(held.len(), 1);
+        assert_eq!(held.get(&digest("same\n")), Some(&b"same\n"[..]));
+        assert_eq!(held.get(&digest("other\n")), None);
+        // A repository declared whole keeps every skill.
+        loader.hold_skills(root, Some(Vec::new()));
+        let read = read_catalogue_knowing(root, "repo", true, HashMap::new(), loader.hold.get(root).cloned());
+        loader.apply_catalogue(&mut db, root, "repo", read);
+        assert_eq!(loader.take_held().len(), 2);
+    }
+
+    #[test]
+    fn a_repositorys_identity_is_its_resolved_path_links_included() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path().canonicalize().expect("resolve");
+        std::fs::create_dir_all(root.join("projects/acme/real")).expect("mkdir");
+        std::os::unix::fs::symlink(root.join("projects/acme/real"), root.join("projects/acme/link")).expect("link");
+        let keys = PathKeys::default();
+        let real = root.join("projects/acme/real").to_string_lossy().into_owned();
+        assert_eq!(keys.path_key(&root.join("projects/acme/real")), real);
+        assert_eq!(keys.path_key(&root.join("projects/acme/link")), real);
+        assert_eq!(keys.path_key(&root.join("projects/acme/../acme/real")), real);
+        let missing = root.join("projects/acme/missing");
+        assert_eq!(keys.path_key(&missing), missing.to_string_lossy());
     }
 }

@@ -12,7 +12,7 @@ use acompose_engine::{Database, Diagnostic, limits};
 
 use crate::error::{Findings, HostError};
 use crate::load::{
-    Body, EMBEDDED, Loader, Location, Selection, error_kind, label_of, path_key, printable, read_folder, read_limited,
+    Body, EMBEDDED, Loader, Location, Selection, error_kind, label_of, printable, read_folder, read_limited,
 };
 
 /// Texts of files the request names, for rendering diagnostics outside packages.
@@ -211,19 +211,20 @@ fn request_sources(
         })
         .collect();
     loader.catalogues(db, &roots, true);
+    let keys = crate::load::PathKeys::default();
     for request_source in &request.sources {
         let (kind, catalogue, key) = match &request_source.location {
             SourceLocation::Root(root) => {
                 let path = folder.join(root);
                 let on_disk = loader.on_disk(&path);
                 let catalogue = loader.cached_catalogue(db, &on_disk, &label_of(&path));
-                (SourceKind::Root, catalogue, path_key(&on_disk))
+                (SourceKind::Root, catalogue, keys.path_key(&on_disk))
             }
             SourceLocation::Declaration(file) => {
                 let path = folder.join(file);
                 let (catalogue, problems) = read_declaration(db, loader, &request_source.id, &path, texts);
                 diagnostics.extend(problems);
-                (SourceKind::Declaration, catalogue, path_key(&loader.on_disk(&path)))
+                (SourceKind::Declaration, catalogue, keys.path_key(&loader.on_disk(&path)))
             }
         };
         let location = match &request_source.location {

@@ -61,6 +61,18 @@ pub(crate) fn process_id() -> u32 {
 pub struct Store {
     root: PathBuf,
     known: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    held: Held,
+}
+
+/// The bytes of source files a run read and kept for the trees it writes, by blake3:
+/// a tree written from them needs no second read of its sources.
+#[derive(Clone, Default)]
+struct Held(std::sync::Arc<crate::load::HeldSources>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "Held({} files)", self.0.len())
+    }
 }
 
 impl PartialEq for Store {
@@ -199,7 +211,30 @@ fn read_tree(path: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
 
 impl Store {
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Store { root: root.into(), known: std::sync::Arc::default() }
+        Store { root: root.into(), known: std::sync::Arc::default(), held: Held::default() }
+    }
+
+    /// This store writing its trees from `held` (source bytes by blake3) where it can,
+    /// instead of reading their sources again; [`Store::released`] drops them.
+    pub fn holding(self, held: crate::load::HeldSources) -> Self {
+        Store { held: Held(std::sync::Arc::new(held)), ..self }
+    }
+
+    /// This store without the bytes [`Store::holding`] gave it.
+    pub fn released(self) -> Self {
+        Store { held: Held::default(), ..self }
+    }
+
+    /// The bytes of one file of a tree: held, or as [`body_bytes`] gives them.
+    fn tree_body<'a>(&'a self, body: TreeBody<'a>) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+        match body {
+            // Held bytes hashed to this digest when they were read.
+            TreeBody::Source(summarized) => match self.held.0.get(&summarized.raw_digest) {
+                Some(bytes) => Ok(std::borrow::Cow::Borrowed(bytes)),
+                None => body_bytes(body),
+            },
+            TreeBody::Bytes(_) => body_bytes(body),
+        }
     }
 
     /// Whether a slice was written or checked whole by this value and is still there (a
@@ -319,7 +354,7 @@ impl Store {
         // Verified before anything is staged: the bytes to write (held, or read again and
         // compared with the hash they were composed with) must make the entry's name.
         let bodies: Vec<std::borrow::Cow<'_, [u8]>> =
-            tree.files.iter().map(|file| body_bytes(file.body)).collect::<Result<_, _>>()?;
+            tree.files.iter().map(|file| self.tree_body(file.body)).collect::<Result<_, _>>()?;
         let pairs: Vec<(&str, &[u8])> =
             tree.files.iter().zip(&bodies).map(|(file, bytes)| (file.path, &**bytes)).collect();
         if tree_key(&pairs) != tree.key {

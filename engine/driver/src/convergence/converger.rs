@@ -16,6 +16,7 @@ use acompose_engine::host_config::HostConfig;
 use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
+use acompose_engine::selector::Pattern;
 use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
@@ -23,7 +24,7 @@ use salsa::Setter;
 use crate::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
 use crate::error::{Findings, HostError};
 use crate::home::{refuse_symlinked_parents, selection_for};
-use crate::load::{Loader, label_of, path_key};
+use crate::load::{Loader, label_of};
 use crate::progress::Progress;
 use crate::transaction::{self, Hooks, Outcome};
 
@@ -118,7 +119,8 @@ fn roots_under(loader: &Loader, projects: &Path, repositories: &[String]) -> Vec
 /// The revision and resolved identity of each root (looked up again where `fresh`, or
 /// where the loader re-read the root since).
 fn facts(loader: &mut Loader, roots: &[(PathBuf, String)], fresh: bool) -> Vec<(Option<String>, String)> {
-    loader.root_facts(roots, fresh, |path| (git_revision(path), path_key(path)))
+    let keys = crate::load::PathKeys::default();
+    loader.root_facts(roots, fresh, |path| (git_revision(path), keys.path_key(path)))
 }
 
 /// The repositories trusted roots declare, as read under the projects root.
@@ -141,18 +143,29 @@ pub fn trusted_repositories(
 ) -> TrustedRepositories {
     // First-seen order, deduplicated through a set: a roles.kdl may name 100,000 paths.
     let mut paths: Vec<String> = Vec::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // The `skill` selectors of each path's declarations (empty: one uses it whole).
+    let mut selectors: std::collections::HashMap<String, Option<Vec<Pattern>>> = std::collections::HashMap::new();
     for source in sources.iter().filter(|source| source.kind == SourceKind::Root) {
         let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles else {
             continue;
         };
         for repository in &trusted_root(db, roles_file).value.repositories {
-            if seen.insert(repository.path.clone()) {
+            let held = selectors.entry(repository.path.clone()).or_insert_with(|| {
                 paths.push(repository.path.clone());
+                Some(Vec::new())
+            });
+            match held {
+                Some(patterns) if !repository.selectors.is_empty() => patterns.extend(repository.selectors.clone()),
+                _ => *held = None,
             }
         }
     }
     let roots = roots_under(loader, projects, &paths);
+    for ((root, _), path) in roots.iter().zip(&paths) {
+        // A path some declaration uses whole keeps every skill (an empty list).
+        let held = selectors.remove(path).map(Option::unwrap_or_default);
+        loader.hold_skills(root, held);
+    }
     let catalogues = loader.catalogues(db, &roots, fresh);
     let mut revisions = BTreeMap::new();
     let mut inputs = Vec::new();
@@ -274,6 +287,9 @@ impl Converger {
         // Estate bundles link their skills from the store: the skill files are kept as
         // summaries and read again when a store entry is written.
         self.loader.summarize_skills(true);
+        // The bytes of the skill files a selection may take are kept until their store
+        // trees are written, so no source is read twice.
+        self.loader.hold_selected_skills(true);
         let config_key = format!("{config:?}|{}", projects.display());
         let reload = fresh || self.config_key.as_deref() != Some(config_key.as_str());
         self.config_key = Some(config_key);
@@ -281,6 +297,7 @@ impl Converger {
         let (overlays, model) = self.read_overlays(home, config, source)?;
         self.read_mcp_inventory(home)?;
         let estate = self.read_estate(projects, config, reload, progress);
+        let held = self.loader.take_held();
         let roles = self.resolve_roles(source, &model, &estate, config.skill_policy, &overlays);
         progress.phase("resolve and build bundles");
         let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
@@ -308,7 +325,7 @@ impl Converger {
         let after_failed_run = crate::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
         let (written, created) = record_new_bundles(&bundles_dir, &current, hooks)?;
         let outputs = Outputs { model: &model, estate: &estate, bundles: &bundles, current: &current, written };
-        let targets = Targets { home, store: &mut self.store, verified: &self.verified };
+        let targets = Targets { home, store: &mut self.store, verified: &self.verified, held };
         let (newly_verified, stale) = match write(targets, outputs, progress, hooks, &mut report) {
             Ok(written) => written,
             Err(error) => {
@@ -492,6 +509,7 @@ impl Converger {
     ) -> Result<(PathBuf, PersonModel), HostError> {
         let RoleRequest { role, tier, bundles } = *request;
         self.loader.summarize_skills(true);
+        self.loader.hold_selected_skills(false);
         let (source, model) = self.read_person_source(home, config, true, progress)?;
         // What is wrong with the request is said before anything about the estate.
         let written = RoleAndTier { slug: role, role_span: None, tier, tier_span: None, file: "" };
@@ -795,6 +813,8 @@ struct Targets<'a> {
     home: &'a Path,
     store: &'a mut Option<crate::store::Store>,
     verified: &'a BTreeSet<String>,
+    /// The source bytes the read kept for the store trees (see `Loader::take_held`).
+    held: crate::load::HeldSources,
 }
 
 /// Materialize and record: writes every bundle, swaps in the artifact, index and plan
@@ -812,7 +832,8 @@ fn write(
     let store = match targets.store.take() {
         Some(store) if store == crate::store::Store::of_home(home) => store,
         _ => crate::store::Store::of_home(home),
-    };
+    }
+    .holding(targets.held);
     // The index and plan are serialized and staged (written and flushed, nothing swapped
     // in) while the bundles are written: on a large estate the plan is hundreds of
     // kilobytes of JSON, and a watch edit writes one bundle mostly waiting on the disk.
@@ -826,7 +847,8 @@ fn write(
             prepare_outputs(home, &artifact, outputs.model, files, &mut *hooks)
         },
     );
-    *targets.store = Some(store);
+    // The held bytes go as soon as the bundles are written.
+    *targets.store = Some(store.released());
     let newly_verified = materialized.map(|(ids, new, reused, written)| {
         report.bundles_new += new;
         report.bundles_reused += reused;

@@ -246,6 +246,9 @@ impl Walk<'_> {
             let display = if self.label.is_empty() { relative.clone() } else { display };
             let summarized = Summarized::of(path.clone(), &display, &relative, &bytes);
             read.observed.push((path, Observed::File(stat, summarized.raw_digest)));
+            if super::holds(&read.hold, &relative) {
+                read.held.push((summarized.raw_digest, bytes));
+            }
             Body::Summarized(Arc::new(summarized))
         } else {
             read.observed.push((path, Observed::File(stat, *blake3::hash(&bytes).as_bytes())));
@@ -341,7 +344,7 @@ mod tests {
         let first = super::super::read_catalogue(root, "repo", false).expect("a catalogue");
         let known: HashMap<PathBuf, Observed> = first.observed.into_iter().collect();
         write(&skills.join("b/SKILL.md"), "b, longer");
-        let again = super::super::read_catalogue_knowing(root, "repo", false, known).expect("a catalogue");
+        let again = super::super::read_catalogue_knowing(root, "repo", false, known, None).expect("a catalogue");
         let bodies: Vec<(&str, bool)> =
             again.files.iter().map(|(path, body)| (path.as_str(), matches!(body, Body::Kept))).collect();
         assert_eq!(bodies, [(".agents/skills/a/SKILL.md", true), (".agents/skills/b/SKILL.md", false)]);
