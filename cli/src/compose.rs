@@ -128,7 +128,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     // Made only now: a warm composition needs no database.
     let mut sources = Sources::in_directory(&places.working_directory);
     let strict = args.strict.then_some(acompose_driver::engine::SkillPolicy::Strict);
-    let (prepared, loader) = match sources.prepare(&args.request, &places.projects, strict, &places.defaults) {
+    let (prepared, _) = match sources.prepare(&args.request, &places.projects, strict, &places.defaults) {
         Ok(prepared) => prepared,
         Err(error) => return ended_by_error_as(output, &error, terminal, args.json),
     };
@@ -139,31 +139,34 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
         Err(error) => return ended_by_error(output, &error, terminal),
     };
     let materialized = materialization.outcome;
-    let bundle = prepared.bundle;
-    let stats = {
-        let (executed, reused) = prepared.queries;
-        Stats {
-            stated: loader.observed().len(),
-            read: loader.counters.files_read,
-            hashed: loader.counters.files_read,
-            written: if materialized == Materialized::New { materialization.written } else { 0 },
-            queries_executed: executed,
-            queries_reused: reused,
-        }
-    };
+    let id = prepared.bundle.id.clone();
+    let (executed, reused) = prepared.queries;
     // A composition that warned is not answered from the cache: its warnings are shown
     // every time.
-    if let Some(home) = home.as_deref().filter(|_| prepared.warnings.is_empty()) {
-        let reused = render(args, &prepared, &places.out, Materialized::Reused, terminal);
-        let composed = compose_cache::Composed { id: &bundle.id, bundle: &out.join(&bundle.id), report: &reused };
-        compose_cache::record(home, &projects, &key, loader, &composed);
-    }
+    let cached = home.as_deref().filter(|_| prepared.warnings.is_empty());
+    let repeat = cached.map(|_| render(args, &prepared, &places.out, Materialized::Reused, terminal));
     let mut text = render(args, &prepared, &places.out, materialized, terminal);
+    drop(prepared);
+    // The database is dropped before the cache is written: what is left is what the
+    // loader observed.
+    let observations = sources.into_observations();
+    let stats = Stats {
+        stated: observations.observed.len(),
+        read: observations.counters.files_read,
+        hashed: observations.counters.files_read,
+        written: if materialized == Materialized::New { materialization.written } else { 0 },
+        queries_executed: executed,
+        queries_reused: reused,
+    };
+    if let (Some(home), Some(repeat)) = (cached, repeat) {
+        let composed = compose_cache::Composed { id: &id, bundle: &out.join(&id), report: &repeat };
+        compose_cache::record(home, &projects, &key, observations, &composed);
+    }
     if args.stats && !args.json {
         text.push_str(&stats_line(&stats));
     }
     output.stdout(text);
-    output.composed(out.join(&bundle.id));
+    output.composed(out.join(&id));
     output.exit(exit::SUCCESS)
 }
 

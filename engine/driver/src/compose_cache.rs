@@ -9,7 +9,7 @@ use std::path::Path;
 use acompose_engine::store::is_slice_name;
 
 use crate::cache::{self, Cache, CheckCounters, StoreRecord};
-use crate::load::Loader;
+use crate::load::Observations;
 use crate::observe::Stat;
 use crate::store::linked_slices;
 
@@ -113,7 +113,7 @@ pub struct Composed<'a> {
 
 /// Records a finished composition: every input the loader looked at, the bundle's own
 /// files, the store trees it links, and the report.
-pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, composed: &Composed<'_>) {
+pub fn record(home: &Path, projects: &Path, key: &str, observations: Observations, composed: &Composed<'_>) {
     let Composed { id, bundle, report } = *composed;
     if !home.is_dir() {
         return;
@@ -128,7 +128,8 @@ pub fn record(home: &Path, projects: &Path, key: &str, loader: &Loader, composed
         Ok(metadata) if metadata.is_file() => outputs.push((report_path, Stat::of(&metadata))),
         _ => return,
     }
-    let mut inputs: Vec<_> = loader.observed().iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+    // The paths are moved, not copied: the observations are not needed after this.
+    let mut inputs: Vec<_> = observations.observed.into_iter().collect();
     inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
     let fingerprints = Cache {
         identity: cache::identity(projects),

@@ -142,6 +142,14 @@ impl Body {
     }
 }
 
+/// What a loader observed, kept after its database is dropped: every path it looked at
+/// (for the fingerprint cache) and how much it read.
+#[derive(Debug, Default)]
+pub struct Observations {
+    pub observed: HashMap<PathBuf, Observed>,
+    pub counters: ReadCounters,
+}
+
 /// How much the loader read, for `--stats`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReadCounters {
@@ -395,6 +403,12 @@ impl Loader {
     /// Every path read or looked at so far, for the fingerprint cache.
     pub fn observed(&self) -> &HashMap<PathBuf, Observed> {
         &self.observed
+    }
+
+    /// What is left of the loader once its database is gone: the paths it observed and
+    /// its counters (its inputs are dropped with it).
+    pub fn into_observations(self) -> Observations {
+        Observations { observed: self.observed, counters: self.counters }
     }
 
     /// `look_up`'s facts about each root, looked up again (in parallel) when `fresh`, when

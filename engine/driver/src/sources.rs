@@ -10,7 +10,7 @@ use acompose_engine::skill_rules::SkillPolicy;
 
 use crate::artifact::{self, ValidModel, Validation};
 use crate::error::HostError;
-use crate::load::{Loader, Selection};
+use crate::load::{Loader, Observations, Selection};
 use crate::request::{self, Prepared};
 
 /// The database and loader of one command.
@@ -78,5 +78,15 @@ impl Sources {
         let Self { database, loader } = self;
         let prepared = request::prepare(database, loader, request_path, projects, skill_policy, defaults)?;
         Ok((prepared, loader))
+    }
+
+    /// Ends the command's use of the database: drops it, with every input and memo, and
+    /// returns what the loader observed (the fingerprint cache's inputs) and its counters.
+    /// What is written after a composition (the cache) then does not hold the estate's
+    /// summaries, listings and bundle in memory beside it.
+    pub fn into_observations(self) -> Observations {
+        let Self { database, loader } = self;
+        drop(database);
+        loader.into_observations()
     }
 }
