@@ -716,9 +716,13 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     let killed_at = Instant::now();
     assert!(Command::new("kill").args(["-KILL", &pid]).status()?.success());
     loop {
-        let status =
-            client.find(Locator::Css(&format!("{row} .session-status"))).await?.text().await.unwrap_or_default();
-        if !status.contains("running") {
+        // The live table is re-rendered as events arrive: a row missing for a moment
+        // is read again, not taken as an answer.
+        let status = match client.find(Locator::Css(&format!("{row} .session-status"))).await {
+            Ok(element) => element.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if !status.is_empty() && !status.contains("running") {
             break;
         }
         assert!(killed_at.elapsed() < Duration::from_secs(2), "still shown as running 2 s after the kill");
