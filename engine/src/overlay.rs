@@ -148,9 +148,11 @@ impl RoleOverlay {
         format!("overlay:{}", self.name)
     }
 
-    /// Where an entry is, for reasons: `overlay \`team.kdl\` line 4`.
-    pub fn at(&self, entry: &OverlayEntry) -> String {
-        format!("overlay `{}` line {}", self.name, entry.line)
+    /// Who made a decision, for reasons: `overlay \`team.kdl\``. No line: a reason enters
+    /// the bundle's bytes, and a comment added above an entry must not change its id
+    /// (diagnostics, which enter no bundle, name the line).
+    pub fn at(&self) -> String {
+        format!("overlay `{}`", self.name)
     }
 }
 

@@ -546,8 +546,15 @@ fn an_overlay_changes_only_the_bundles_it_concerns_and_an_unconcerning_edit_repl
     overlay_rules(team.kdl)
     ");
 
+    // A comment added above every entry: each entry moves down a line, so the roles it
+    // concerns compose again, but no reason names a line and no bundle id moves.
+    overlay.set_bytes(&mut estate.db).to(format!("// the team's overlay\n{ESTATE_OVERLAY}").into_bytes().into());
+    let (changed, executed) = estate.recompose(&with_overlay);
+    assert!(changed.is_empty(), "{changed:?}");
+    assert!(executed.contains("composition_bundle(platform)"), "{executed}");
+
     // The instruction's text edited: only the two roles it names compose again.
-    let edited = ESTATE_OVERLAY.replace("in English", "in plain English");
+    let edited = format!("// the team's overlay\n{ESTATE_OVERLAY}").replace("in English", "in plain English");
     overlay.set_bytes(&mut estate.db).to(edited.into_bytes().into());
     let (changed, executed) = estate.recompose(&with_overlay);
     assert_eq!(changed, ["eval", "platform"]);

@@ -121,7 +121,7 @@ impl Resolver<'_> {
                 for (name, span) in names {
                     selected.entry(name.clone()).or_insert_with(|| OverlaySelection {
                         file: overlay.file.display_path(self.db),
-                        at: overlay.share.at(entry),
+                        at: overlay.share.at(),
                         line: entry.line,
                         span: *span,
                     });

@@ -49,8 +49,7 @@ impl Resolver<'_> {
                 continue;
             }
             let share = share.value.clone();
-            let did: Vec<String> =
-                share.entries.iter().map(|entry| format!("line {}: {}", entry.line, entry.effect.describe())).collect();
+            let did: Vec<String> = share.entries.iter().map(|entry| entry.effect.describe()).collect();
             let subject = share.subject();
             self.decide(
                 subject.clone(),
@@ -71,7 +70,7 @@ impl Resolver<'_> {
     pub(super) fn rename_seats(&mut self, model: &PersonModel, overlays: &[AppliedOverlay]) -> PersonModel {
         let mut model = model.clone();
         for overlay in overlays {
-            for (entry, effect) in overlay.effects() {
+            for (_, effect) in overlay.effects() {
                 let Effect::Seat { role, seat, name, pronouns } = effect else { continue };
                 let Some(target) = model.roles.iter_mut().find(|candidate| &candidate.slug == role) else { continue };
                 let Some(target) = target.seats.iter_mut().find(|candidate| &candidate.key == seat) else { continue };
@@ -84,7 +83,7 @@ impl Resolver<'_> {
                     &subject,
                     Outcome::Delivered,
                     "overlay-seat",
-                    format!("{} names the seat `{seat}` {name} ({pronouns})", overlay.share.at(entry)),
+                    format!("{} names the seat `{seat}` {name} ({pronouns})", overlay.share.at()),
                     Vec::new(),
                 );
             }
@@ -98,7 +97,7 @@ impl Resolver<'_> {
             for (entry, effect) in overlay.effects() {
                 match effect {
                     Effect::ExcludeRepository { repository, .. } => {
-                        let at = overlay.share.at(entry);
+                        let at = overlay.share.at();
                         let found = candidates.iter_mut().find(|candidate| &candidate.id == repository);
                         match found {
                             Some(candidate) => {
@@ -129,7 +128,7 @@ impl Resolver<'_> {
         repository: &str,
         skills: &[crate::selector::Pattern],
     ) {
-        let at = overlay.share.at(entry);
+        let at = overlay.share.at();
         let slug = self.slug.clone();
         let Some(candidate) =
             candidates.iter_mut().find(|candidate| candidate.id == repository && !candidate.is_request_source)
@@ -172,16 +171,11 @@ impl Resolver<'_> {
     /// The overlay entry that keeps a catalogue skill out of the role, as a reason.
     pub(super) fn overlay_exclusion(&self, name: &str) -> Option<String> {
         self.overlays.iter().find_map(|overlay| {
-            overlay.effects().find_map(|(entry, effect)| match effect {
+            overlay.effects().find_map(|(_, effect)| match effect {
                 Effect::ExcludeSkill { pattern, .. }
                     if !Matcher::new(std::slice::from_ref(pattern)).matches(name).is_empty() =>
                 {
-                    Some(format!(
-                        "excluded for role `{}` by {} (`{}`)",
-                        self.slug,
-                        overlay.share.at(entry),
-                        pattern.text
-                    ))
+                    Some(format!("excluded for role `{}` by {} (`{}`)", self.slug, overlay.share.at(), pattern.text))
                 }
                 _ => None,
             })
@@ -204,7 +198,7 @@ impl Resolver<'_> {
                         .iter()
                         .any(|wanted| sources.iter().any(|source| &source.id == wanted || &source.location == wanted));
                 let subject = overlay.share.subject();
-                let at = overlay.share.at(entry);
+                let at = overlay.share.at();
                 if in_scope && delivered.iter().any(|earlier: &OverlayInstruction| &earlier.id == id) {
                     self.diagnostics.push(
                         crate::Diagnostic::error(
