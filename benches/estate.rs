@@ -456,9 +456,9 @@ fn floor_write_store_entries(bencher: Bencher) {
     });
 }
 
-/// What the slices alone cost: each slice a folder of links (`../<tree key>`, 67 bytes,
-/// too long for ext4 to keep inside the link's inode, so each link also takes a block),
-/// written plainly, in parallel. A bundle that grows with its providers, not its
+/// What the slices alone cost: each slice a folder of links (`../<tree key>`, 43 bytes
+/// for an LF-only tree, short enough for ext4 to keep inside the link's inode), written
+/// plainly, in parallel. A bundle that grows with its providers, not its
 /// skills, needs these links on top of the trees.
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn floor_write_slice_links(bencher: Bencher) {

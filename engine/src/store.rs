@@ -4,11 +4,18 @@
 //! links and removes what nothing references.
 //!
 //! A skill tree is keyed by its CRLF-folded blake3 tree digest (the formula of
-//! `catalogue::tree_digest`, over the paths the tree has inside a bundle). Two trees whose
-//! bytes differ only in line endings fold to the same digest, so a tree holding a CRLF
-//! also carries a suffix of its raw digest: one key never names two different byte
-//! sequences. A slice is one provider's skill folder of one bundle: a folder of links,
-//! one per skill, keyed by a digest over its (name, tree key) pairs.
+//! `catalogue::tree_digest`, over the paths the tree has inside a bundle), cut to its
+//! first [`KEY_DIGITS`] hex digits. Two trees whose bytes differ only in line endings fold
+//! to the same digest, so a tree holding a CRLF also carries a suffix of its raw digest:
+//! one key never names two different byte sequences. A slice is one provider's skill
+//! folder of one bundle: a folder of links, one per skill, keyed by a digest over its
+//! (name, tree key) pairs, cut the same way.
+//!
+//! Keys are short so that a slice's link `../<tree key>` (at most 56 bytes) fits inside
+//! the link's inode on ext4 (under 60 bytes), with no data block of its own. Stores
+//! written before keys were cut hold full-length names (64 digits, and 16 for the raw
+//! suffix): every name is still recognised and verified as the prefix of the digest it
+//! has the length of ([`names_tree`], [`names_slice`]); new entries get short keys.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +26,13 @@ use crate::{OutputFile, SourcedFile};
 pub const SKILLS_PREFIX: &str = "content/skills/";
 /// The name prefix of a slice entry in the store.
 pub const SLICE_PREFIX: &str = "slice-";
+/// The hex digits of a key as this version writes it (160 bits of the digest).
+pub const KEY_DIGITS: usize = 40;
+/// The hex digits of the raw-digest suffix of a tree key holding a CRLF.
+pub const RAW_SUFFIX_DIGITS: usize = 12;
+/// The lengths of keys that stores written before keys were cut hold.
+const FULL_KEY_DIGITS: usize = 64;
+const FULL_RAW_SUFFIX_DIGITS: usize = 16;
 
 /// One skill tree as the store holds it: its key and its files, sorted by path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +131,16 @@ pub fn tree_key(files: &[(&str, &[u8])]) -> String {
 
 /// The key of a skill tree from its files' keys, in any order.
 pub(crate) fn tree_key_of(files: &[(&str, FileKey)]) -> String {
+    let (folded, raw) = tree_digests(files);
+    match raw {
+        Some(raw) => format!("{}-{}", &folded[..KEY_DIGITS], &raw[..RAW_SUFFIX_DIGITS]),
+        None => folded[..KEY_DIGITS].to_owned(),
+    }
+}
+
+/// The full CRLF-folded digest of a tree (hex), and its full raw digest when the tree
+/// holds a CRLF.
+fn tree_digests(files: &[(&str, FileKey)]) -> (String, Option<String>) {
     let mut sorted: Vec<&(&str, FileKey)> = files.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut folded = blake3::Hasher::new();
@@ -134,12 +158,47 @@ pub(crate) fn tree_key_of(files: &[(&str, FileKey)]) -> String {
         raw.update(&key.raw_length.to_le_bytes());
         raw.update(&key.raw_digest);
     }
-    let folded = folded.finalize().to_hex().to_string();
-    if has_crlf { format!("{folded}-{}", &raw.finalize().to_hex()[..16]) } else { folded }
+    let raw = has_crlf.then(|| raw.finalize().to_hex().to_string());
+    (folded.finalize().to_hex().to_string(), raw)
+}
+
+/// Whether `name` is a key of the tree of these files (path inside the tree, bytes), in
+/// any order: the short key, or the full-length name of an older store.
+pub fn names_tree(name: &str, files: &[(&str, &[u8])]) -> bool {
+    let keys: Vec<(&str, FileKey)> = files.iter().map(|(path, bytes)| (*path, FileKey::of_bytes(bytes))).collect();
+    let (folded, raw) = tree_digests(&keys);
+    let (name_folded, name_raw) = match name.split_once('-') {
+        Some((folded, raw)) => (folded, Some(raw)),
+        None => (name, None),
+    };
+    let prefix_of = |part: &str, digest: &str, lengths: [usize; 2]| {
+        lengths.contains(&part.len()) && digest.as_bytes().starts_with(part.as_bytes())
+    };
+    let suffix = match (name_raw, raw) {
+        (None, None) => true,
+        (Some(part), Some(raw)) => {
+            let length = if name_folded.len() == KEY_DIGITS { RAW_SUFFIX_DIGITS } else { FULL_RAW_SUFFIX_DIGITS };
+            part.len() == length && prefix_of(part, &raw, [length, length])
+        }
+        _ => false,
+    };
+    suffix && prefix_of(name_folded, &folded, [KEY_DIGITS, FULL_KEY_DIGITS])
 }
 
 /// The key of a slice from its (skill name, tree key) pairs, in any order.
 pub fn slice_key(skills: &[(String, String)]) -> String {
+    slice_digest(skills)[..KEY_DIGITS].to_owned()
+}
+
+/// Whether `name` is the entry name of a slice of these (skill name, tree key) pairs:
+/// `slice-` and the short key, or the full-length key of an older store.
+pub fn names_slice(name: &str, skills: &[(String, String)]) -> bool {
+    name.strip_prefix(SLICE_PREFIX)
+        .is_some_and(|key| [KEY_DIGITS, FULL_KEY_DIGITS].contains(&key.len()) && slice_digest(skills).starts_with(key))
+}
+
+/// The full digest (hex) over a slice's (skill name, tree key) pairs, in any order.
+fn slice_digest(skills: &[(String, String)]) -> String {
     let mut sorted: Vec<&(String, String)> = skills.iter().collect();
     sorted.sort();
     let mut hasher = blake3::Hasher::new();
@@ -156,18 +215,21 @@ fn is_hex(text: &str, length: usize) -> bool {
     text.len() == length && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// Whether a name is shaped like a tree key: 64 lowercase hex digits, optionally `-` and
-/// 16 more (a tree with CRLF line endings).
+/// Whether a name is shaped like a tree key: 40 lowercase hex digits, optionally `-` and
+/// 12 more (a tree with CRLF line endings); or, as an older store wrote them, 64 digits,
+/// optionally `-` and 16 more.
 pub fn is_tree_key(name: &str) -> bool {
-    match name.split_once('-') {
-        None => is_hex(name, 64),
-        Some((folded, raw)) => is_hex(folded, 64) && is_hex(raw, 16),
-    }
+    let shaped = |digits: usize, suffix: usize| match name.split_once('-') {
+        None => is_hex(name, digits),
+        Some((folded, raw)) => is_hex(folded, digits) && is_hex(raw, suffix),
+    };
+    shaped(KEY_DIGITS, RAW_SUFFIX_DIGITS) || shaped(FULL_KEY_DIGITS, FULL_RAW_SUFFIX_DIGITS)
 }
 
-/// Whether a name is shaped like a slice entry: `slice-` and 64 lowercase hex digits.
+/// Whether a name is shaped like a slice entry: `slice-` and 40 lowercase hex digits (or
+/// 64, as an older store wrote them).
 pub fn is_slice_name(name: &str) -> bool {
-    name.strip_prefix(SLICE_PREFIX).is_some_and(|key| is_hex(key, 64))
+    name.strip_prefix(SLICE_PREFIX).is_some_and(|key| is_hex(key, KEY_DIGITS) || is_hex(key, FULL_KEY_DIGITS))
 }
 
 /// Splits a bundle's files into skill trees, per-provider slices and its own files:
@@ -257,7 +319,7 @@ mod tests {
     fn the_tree_key_is_the_catalogue_tree_digest_without_crlf() {
         let summary = crate::catalogue::FileSummary::of_bytes(b"abc");
         let expected = crate::catalogue::tree_digest(&[("SKILL.md".to_owned(), &summary)]);
-        assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected);
+        assert_eq!(tree_key(&[("SKILL.md", b"abc")]), expected[..KEY_DIGITS]);
     }
 
     #[test]
@@ -279,8 +341,53 @@ mod tests {
 
     #[test]
     fn entry_names_are_recognised() {
-        assert!(is_slice_name(&format!("slice-{}", "a".repeat(64))));
+        for digits in [KEY_DIGITS, FULL_KEY_DIGITS] {
+            assert!(is_slice_name(&format!("slice-{}", "a".repeat(digits))));
+            assert!(is_tree_key(&"a".repeat(digits)));
+        }
+        assert!(!is_slice_name(&format!("slice-{}", "a".repeat(KEY_DIGITS + 1))));
+        assert!(!is_tree_key(&"a".repeat(FULL_KEY_DIGITS - 1)));
+        assert!(is_tree_key(&format!("{}-{}", "a".repeat(KEY_DIGITS), "b".repeat(RAW_SUFFIX_DIGITS))));
+        assert!(is_tree_key(&format!("{}-{}", "a".repeat(FULL_KEY_DIGITS), "b".repeat(FULL_RAW_SUFFIX_DIGITS))));
+        assert!(!is_tree_key(&format!("{}-{}", "a".repeat(KEY_DIGITS), "b".repeat(FULL_RAW_SUFFIX_DIGITS))));
         assert!(!is_slice_name("slice-xyz"));
         assert!(!is_tree_key("../etc"));
+    }
+
+    #[test]
+    fn a_link_to_a_tree_fits_inside_an_ext4_inode() {
+        let crlf = tree_key(&[("SKILL.md", b"a\r\n")]);
+        assert_eq!(crlf.len(), KEY_DIGITS + 1 + RAW_SUFFIX_DIGITS);
+        assert!(format!("../{crlf}").len() < 60);
+        let skills = vec![("review".to_owned(), crlf)];
+        assert_eq!(slice_key(&skills).len(), KEY_DIGITS);
+    }
+
+    #[test]
+    fn short_and_full_length_names_both_name_their_tree_and_nothing_else() {
+        for bytes in [&b"plain\n"[..], b"with\r\ncrlf\r\n"] {
+            let files = [("SKILL.md", bytes), ("notes/a.md", &b"a"[..])];
+            let keys: Vec<(&str, FileKey)> =
+                files.iter().map(|(path, bytes)| (*path, FileKey::of_bytes(bytes))).collect();
+            let (folded, raw) = tree_digests(&keys);
+            let full = match &raw {
+                Some(raw) => format!("{folded}-{}", &raw[..FULL_RAW_SUFFIX_DIGITS]),
+                None => folded.clone(),
+            };
+            let short = tree_key(&files);
+            assert!(is_tree_key(&full) && is_tree_key(&short));
+            assert!(names_tree(&short, &files) && names_tree(&full, &files));
+            assert!(!names_tree(&short, &[("SKILL.md", b"other")]));
+            assert!(!names_tree(&full, &[("SKILL.md", b"other")]));
+            // A cut that is neither length names nothing.
+            assert!(!names_tree(&folded[..50], &files));
+        }
+        let skills = vec![("review".to_owned(), tree_key(&[("SKILL.md", b"x")]))];
+        let full = format!("{SLICE_PREFIX}{}", slice_digest(&skills));
+        let short = format!("{SLICE_PREFIX}{}", slice_key(&skills));
+        assert!(names_slice(&full, &skills) && names_slice(&short, &skills));
+        let other = vec![("other".to_owned(), skills[0].1.clone())];
+        assert!(!names_slice(&full, &other) && !names_slice(&short, &other));
+        assert!(!names_slice(&short[..short.len() - 1], &skills));
     }
 }

@@ -655,3 +655,137 @@ fn import_refuses_archives_that_are_no_bundle_and_writes_nothing() {
         .unwrap_or_default();
     assert!(placed.is_empty(), "nothing placed: {placed:?}");
 }
+
+/// Every symbolic link under `folder`, with its target.
+fn links_under(folder: &Path) -> Vec<(PathBuf, PathBuf)> {
+    walkdir::WalkDir::new(folder)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.path_is_symlink())
+        .map(|entry| (entry.path().to_path_buf(), std::fs::read_link(entry.path()).expect("link")))
+        .collect()
+}
+
+#[test]
+fn a_cold_convergence_writes_only_store_links_that_fit_inside_an_inode() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    // A tree holding a CRLF has the longest key: its raw suffix too.
+    let crlf = skill("machine-crlf", "Line endings.").replace('\n', "\r\n");
+    write(&projects.join("example/hardware/.agents/skills/machine-crlf/SKILL.md"), &crlf);
+    converge(&mut Converger::default(), &home, &projects);
+    let links = links_under(&home.join("store"));
+    assert!(links.len() >= 6, "every skill of each slice is a link: {links:?}");
+    assert!(links.iter().any(|(_, target)| target.to_string_lossy().contains('-')), "a CRLF tree is linked");
+    for (link, target) in &links {
+        // ext4 keeps a link's target inside its inode when it is shorter than 60 bytes.
+        let length = target.as_os_str().len();
+        assert!(length < 60, "`{}` -> `{}` is {length} bytes", link.display(), target.display());
+    }
+    assert_indexed_bundles_verify(&home, "with short keys");
+}
+
+/// The name an older store gave a tree of LF-only files: the full 64 hex digits of its
+/// CRLF-folded tree digest.
+fn full_tree_name(files: &[(String, Vec<u8>)]) -> String {
+    let mut sorted: Vec<&(String, Vec<u8>)> = files.iter().collect();
+    sorted.sort();
+    let mut hasher = blake3::Hasher::new();
+    for (path, bytes) in sorted {
+        assert!(!bytes.windows(2).any(|pair| pair == b"\r\n"), "LF-only files");
+        hasher.update(path.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(blake3::hash(bytes).as_bytes());
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// The name an older store gave a slice: `slice-` and the full 64 hex digits.
+fn full_slice_name(skills: &[(String, String)]) -> String {
+    let mut sorted: Vec<&(String, String)> = skills.iter().collect();
+    sorted.sort();
+    let mut hasher = blake3::Hasher::new();
+    for (name, key) in sorted {
+        hasher.update(name.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(key.as_bytes());
+        hasher.update(b"\n");
+    }
+    format!("slice-{}", hasher.finalize().to_hex())
+}
+
+/// Writes a full-length copy of the slice a bundle's provider folder links, with
+/// full-length copies of its trees, and links the provider folder to it. Returns the
+/// names of the entries written.
+fn relink_to_full_length_entries(store: &Path, provider: &Path) -> Vec<String> {
+    let slice = std::fs::read_link(provider).expect("provider link");
+    let slice_folder = store.join(slice.file_name().expect("slice name"));
+    let mut skills = Vec::new();
+    let mut written = Vec::new();
+    for entry in std::fs::read_dir(&slice_folder).expect("slice").flatten() {
+        let tree = store.join(std::fs::read_link(entry.path()).expect("tree link").file_name().expect("key"));
+        let short = tree.file_name().expect("key").to_string_lossy().into_owned();
+        let files: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(&tree)
+            .into_iter()
+            .flatten()
+            .filter(|item| item.file_type().is_file())
+            .map(|item| {
+                let path = item.path().strip_prefix(&tree).expect("inside").to_string_lossy().into_owned();
+                (path, std::fs::read(item.path()).expect("read"))
+            })
+            .collect();
+        let full = full_tree_name(&files);
+        assert_eq!(short, full[..40], "a short key is the first 40 digits of the full one");
+        for (path, bytes) in &files {
+            write(&store.join(&full).join(path), std::str::from_utf8(bytes).expect("utf-8"));
+        }
+        skills.push((entry.file_name().to_string_lossy().into_owned(), full.clone()));
+        written.push(full);
+    }
+    let name = full_slice_name(&skills);
+    std::fs::create_dir(store.join(&name)).expect("full-length slice");
+    for (skill, full) in &skills {
+        std::os::unix::fs::symlink(Path::new("..").join(full), store.join(&name).join(skill)).expect("link");
+    }
+    let folder = provider.parent().expect("skills folder");
+    writable(folder);
+    std::fs::remove_file(provider).expect("unlink");
+    std::os::unix::fs::symlink(slice.with_file_name(&name), provider).expect("relink");
+    written.push(name);
+    written
+}
+
+#[test]
+fn full_length_entries_of_an_older_store_are_verified_and_kept_by_gc_while_a_bundle_links_them() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Converger::default(), &home, &projects);
+    let store = home.join("store");
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    let full = relink_to_full_length_entries(&store, &platform.join("content/skills/hardware"));
+    assert!(full.iter().all(|name| name.len() >= 64), "{full:?}");
+    verify_directory(&platform).expect("a bundle linking full-length entries verifies");
+
+    let home_flag = home.to_str().expect("utf-8");
+    let run = acompose(temporary.path(), &["--home", home_flag, "gc", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let left: Vec<String> = store_listing(&store).into_keys().collect();
+    for name in &full {
+        assert!(left.contains(name), "gc kept `{name}`: {left:?}");
+    }
+    verify_directory(&platform).expect("still verifies after gc");
+
+    // A flipped byte in a full-length tree is found by its full-length name.
+    let skill = platform.join("content/skills/hardware/machine-gpu/SKILL.md").canonicalize().expect("resolve");
+    let tree = skill.parent().expect("tree").file_name().expect("name").to_string_lossy().into_owned();
+    assert_eq!(tree.len(), 64, "the bundle reads through the full-length entry");
+    let mut bytes = std::fs::read(&skill).expect("skill");
+    bytes[5] ^= 0x01;
+    writable(skill.parent().expect("tree folder"));
+    std::fs::remove_file(&skill).expect("unlink");
+    std::fs::write(&skill, bytes).expect("flip");
+    let problems = verify_directory(&platform).expect_err("a damaged full-length entry fails");
+    assert!(format!("{problems:?}").contains(&tree), "{problems:?}");
+}

@@ -9,7 +9,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acompose_engine::store::{
-    SKILLS_PREFIX, StoreSlice, StoreTree, TreeBody, is_slice_name, is_tree_key, slice_key, tree_key,
+    KEY_DIGITS, SKILLS_PREFIX, StoreSlice, StoreTree, TreeBody, is_slice_name, is_tree_key, names_slice, names_tree,
+    slice_key, tree_key,
 };
 
 use crate::load::error_kind;
@@ -27,13 +28,16 @@ static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// The tree keys of the slices this process wrote or found whole, by slice name. A
 /// slice's name is the digest of its links, so what it links is true of any intact entry
 /// of that name in any store; the fingerprints of a finished run read it here instead of
-/// reading every link back (see [`Store::reachable_known`]). Keys are kept as their 32
-/// bytes.
-static SLICE_TREES: std::sync::Mutex<Option<std::collections::HashMap<String, Vec<[u8; 32]>>>> =
+/// reading every link back (see [`Store::reachable_known`]). Keys are kept as their 20
+/// bytes; a slice linking a tree with a CRLF suffix is not kept.
+static SLICE_TREES: std::sync::Mutex<Option<std::collections::HashMap<String, Vec<KeyBytes>>>> =
     std::sync::Mutex::new(None);
 
+/// A short tree key (its [`KEY_DIGITS`] hex digits) as bytes.
+type KeyBytes = [u8; KEY_DIGITS / 2];
+
 fn remember_slice(name: &str, skills: &[(String, String)]) {
-    let keys: Option<Vec<[u8; 32]>> = skills.iter().map(|(_, key)| key_bytes(key)).collect();
+    let keys: Option<Vec<KeyBytes>> = skills.iter().map(|(_, key)| key_bytes(key)).collect();
     if let (Some(keys), Ok(mut known)) = (keys, SLICE_TREES.lock()) {
         known.get_or_insert_with(Default::default).insert(name.to_owned(), keys);
     }
@@ -42,11 +46,24 @@ fn remember_slice(name: &str, skills: &[(String, String)]) {
 fn remembered_slice(name: &str) -> Option<Vec<String>> {
     let known = SLICE_TREES.lock().ok()?;
     let keys = known.as_ref()?.get(name)?;
-    Some(keys.iter().map(|key| blake3::Hash::from_bytes(*key).to_hex().to_string()).collect())
+    Some(keys.iter().map(|key| key.iter().map(|byte| format!("{byte:02x}")).collect()).collect())
 }
 
-fn key_bytes(key: &str) -> Option<[u8; 32]> {
-    blake3::Hash::from_hex(key).ok().map(|hash| *hash.as_bytes())
+fn key_bytes(key: &str) -> Option<KeyBytes> {
+    let digits = key.as_bytes();
+    if digits.len() != KEY_DIGITS {
+        return None;
+    }
+    let nibble = |digit: u8| match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        _ => None,
+    };
+    let mut bytes = [0; KEY_DIGITS / 2];
+    for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
+    Some(bytes)
 }
 
 /// This process's id, asked of the system once (each store entry's staging name holds it).
@@ -463,7 +480,7 @@ impl Store {
     pub fn slice_links(&self, name: &str) -> Result<Vec<(String, String)>, String> {
         let folder = self.root.join(name);
         let links = self.read_slice_links(&folder)?;
-        if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
+        if !names_slice(name, &links) {
             return Err(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
         }
         Ok(links)
@@ -474,7 +491,7 @@ impl Store {
         let folder = self.root.join(key);
         let files = read_tree(&folder)?;
         let pairs: Vec<(&str, &[u8])> = files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
-        if tree_key(&pairs) != key {
+        if !names_tree(key, &pairs) {
             return Err(format!("store entry `{}` is damaged: its contents do not hash to its name", folder.display()));
         }
         Ok(files)
@@ -507,7 +524,7 @@ impl Store {
             Err(problem) => return (Vec::new(), vec![problem], Vec::new()),
         };
         let mut problems = Vec::new();
-        if name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&links).as_str()) {
+        if !names_slice(name, &links) {
             problems.push(format!("store entry `{}` is damaged: its links do not hash to its name", folder.display()));
         }
         let mut files = Vec::new();
@@ -522,7 +539,7 @@ impl Store {
                 Ok(read) => {
                     let pairs: Vec<(&str, &[u8])> =
                         read.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
-                    if tree_key(&pairs) != key {
+                    if !names_tree(&key, &pairs) {
                         problems.push(format!(
                             "store entry `{}` is damaged: its contents do not hash to its name",
                             tree.display()

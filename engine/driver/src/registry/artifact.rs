@@ -11,7 +11,7 @@ use std::io::Read as _;
 use acompose_engine::OutputFile;
 use acompose_engine::bundle::{MANIFEST_FORMAT, Manifest, is_portable_path};
 use acompose_engine::store::{
-    SKILLS_PREFIX, StoreTree, TreeBody, is_slice_name, is_tree_key, layout, slice_key, tree_key,
+    SKILLS_PREFIX, StoreTree, TreeBody, is_slice_name, is_tree_key, layout, names_slice, names_tree,
 };
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
@@ -394,7 +394,7 @@ pub fn read_slice(bytes: &[u8], name: &str) -> Result<Vec<(String, String)>, Str
     let skills: Vec<(String, String)> = document.skills.into_iter().map(|skill| (skill.name, skill.tree)).collect();
     let shaped =
         skills.iter().all(|(skill, tree)| is_portable_path(skill) && !skill.contains('/') && is_tree_key(tree));
-    if !shaped || name.strip_prefix(acompose_engine::store::SLICE_PREFIX) != Some(slice_key(&skills).as_str()) {
+    if !shaped || !names_slice(name, &skills) {
         return Err(format!("the slice `{name}` does not hash to its name"));
     }
     Ok(skills)
@@ -423,7 +423,7 @@ pub fn read_tree(bytes: &[u8], key: &str) -> Result<Vec<(String, Vec<u8>)>, Stri
         }
     }
     let pairs: Vec<(&str, &[u8])> = files.iter().map(|(path, bytes)| (path.as_str(), bytes.as_slice())).collect();
-    if files.is_empty() || tree_key(&pairs) != key {
+    if files.is_empty() || !names_tree(key, &pairs) {
         return Err(damaged("does not hash to its name"));
     }
     Ok(files.into_iter().collect())
@@ -457,6 +457,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use acompose_engine::store::{slice_key, tree_key};
 
     #[test]
     fn a_tree_blob_reads_back_to_its_files_and_refuses_other_bytes() {
