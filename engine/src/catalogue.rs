@@ -78,11 +78,11 @@ pub struct CatalogueSkill {
     pub digest: String,
     /// Raw bytes of all members.
     pub bytes: u64,
-    pub description: String,
     /// How the bytes load into a harness (SPEC 6.6): the three parts sum to `bytes`.
     pub budget: SkillBudget,
-    /// The Agent Skills check of an ordinary skill; composed skills have none.
-    pub check: Option<SkillCheck>,
+    /// The Agent Skills check of an ordinary skill, shared with its file's summary;
+    /// composed skills have none.
+    pub check: Option<std::sync::Arc<SkillCheck>>,
 }
 
 /// A skill's bytes split the way harnesses load them.
@@ -322,12 +322,11 @@ impl<'db> ListingBuilder<'db> {
         let bytes = summaries.iter().map(|(_, summary)| summary.raw_length).sum();
         let description = check
             .as_ref()
-            .and_then(|check| check.frontmatter.description.clone())
-            .or_else(|| document.value.description.clone())
+            .and_then(|check| check.frontmatter.description.as_deref())
+            .or(document.value.description.as_deref())
             .unwrap_or_default();
-        let listed_name =
-            check.as_ref().and_then(|check| check.frontmatter.name.clone()).unwrap_or_else(|| name.clone());
-        let budget = skill_budget(kind, &summaries, bytes, &listed_name, &description);
+        let listed_name = check.as_ref().and_then(|check| check.frontmatter.name.as_deref()).unwrap_or(&name);
+        let budget = skill_budget(kind, &summaries, bytes, listed_name, description);
         let members = members
             .iter()
             .zip(&summaries)
@@ -337,7 +336,7 @@ impl<'db> ListingBuilder<'db> {
                 raw_length: summary.raw_length,
             })
             .collect();
-        CatalogueSkill { name, kind, members, digest, bytes, description, budget, check }
+        CatalogueSkill { name, kind, members, digest, bytes, budget, check }
     }
 
     /// A composed skill's document: the line reader's diagnostics, and a warning when its

@@ -2,6 +2,8 @@
 //! check. A file the driver summarized brings them (its bytes are not in the database);
 //! for any other file they are computed from its bytes and memoized.
 
+use std::sync::Arc;
+
 use crate::db::SourceFile;
 use crate::diagnostic::Parsed;
 use crate::skill::{SkillDocument, document_of};
@@ -36,8 +38,9 @@ fn parsed_document(db: &dyn salsa::Database, file: SourceFile) -> Parsed<SkillDo
     document_of(file.bytes(db), &file.display_path(db))
 }
 
-/// A summarized file was checked when the driver read it.
-pub fn skill_check(db: &dyn salsa::Database, file: SourceFile) -> &SkillCheck {
+/// A summarized file was checked when the driver read it. Shared: a catalogue listing
+/// holds the same check, not a copy of it.
+pub fn skill_check(db: &dyn salsa::Database, file: SourceFile) -> &Arc<SkillCheck> {
     match file.summary(db) {
         Some(summarized) if let Some(check) = &summarized.check => check,
         _ => checked(db, file),
@@ -45,6 +48,6 @@ pub fn skill_check(db: &dyn salsa::Database, file: SourceFile) -> &SkillCheck {
 }
 
 #[salsa::tracked(returns(ref))]
-fn checked(db: &dyn salsa::Database, file: SourceFile) -> SkillCheck {
-    check_skill(file.bytes(db), skill_folder_of(file.relative_path(db)))
+fn checked(db: &dyn salsa::Database, file: SourceFile) -> Arc<SkillCheck> {
+    Arc::new(check_skill(file.bytes(db), skill_folder_of(file.relative_path(db))))
 }

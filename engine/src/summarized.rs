@@ -60,8 +60,9 @@ pub struct Summarized {
     pub summary: FileSummary,
     /// For a `SKILL.md` or `COMPOSED.md`: its parsed document.
     pub document: Option<Parsed<crate::skill::SkillDocument>>,
-    /// For a `SKILL.md`: its Agent Skills check.
-    pub check: Option<SkillCheck>,
+    /// For a `SKILL.md`: its Agent Skills check, shared with the catalogue listing that
+    /// lists its skill.
+    pub check: Option<std::sync::Arc<SkillCheck>>,
 }
 
 impl Summarized {
@@ -77,7 +78,8 @@ impl Summarized {
             summary: FileSummary::of_bytes_hashed(bytes, Some(raw_digest)),
             document: entry.then(|| crate::skill::document_of(bytes, display_path)),
             check: (name == "SKILL.md")
-                .then(|| crate::skill_rules::check_skill(bytes, crate::skill_rules::skill_folder_of(relative))),
+                .then(|| crate::skill_rules::check_skill(bytes, crate::skill_rules::skill_folder_of(relative)))
+                .map(std::sync::Arc::new),
         }
     }
 

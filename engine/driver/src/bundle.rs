@@ -113,16 +113,22 @@ fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>, fresh: 
     if let Some((store, layout)) = linked {
         check_links(directory, store, layout, false)?;
     }
-    let (found, problems, skipped) = read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes), fresh)
-        .map_err(|problems| listed(&problems, "; "))?;
+    let (found, problems, skipped) =
+        read_all(directory, &|_, bytes: Vec<u8>| FileFacts::of(&bytes), &facts_of_own, fresh)
+            .map_err(|problems| listed(&problems, "; "))?;
     if !problems.is_empty() {
         return Err(listed(&problems, "; "));
     }
+    // Every skipped prefix ends with `/`: a path is left out when one of its own prefixes
+    // up to a `/` is among them. Files left out get no expected facts at all.
+    let skipped: std::collections::HashSet<&str> = skipped.iter().map(String::as_str).collect();
+    let checked = |path: &str| !path.match_indices('/').any(|(at, _)| skipped.contains(&path[..=at]));
     let mut expected: BTreeMap<&str, FileFacts> = bundle
         .files
         .iter()
+        .filter(|file| checked(&file.path))
         .map(|file| (file.path.as_str(), FileFacts::of(&file.bytes)))
-        .chain(bundle.sourced.iter().map(|file| {
+        .chain(bundle.sourced.iter().filter(|file| checked(&file.path)).map(|file| {
             let facts = FileFacts {
                 bytes: file.source.summary.raw_length,
                 digest: format!("blake3:{}", blake3::Hash::from_bytes(file.source.raw_digest).to_hex()),
@@ -131,9 +137,6 @@ fn check_contents(directory: &Path, bundle: &Bundle, linked: Linked<'_>, fresh: 
         }))
         .chain([(TraceFile::PATH, FileFacts { bytes: bundle.trace.length, digest: bundle.trace.digest.clone() })])
         .collect();
-    if !skipped.is_empty() {
-        expected.retain(|path, _| !skipped.iter().any(|prefix| path.starts_with(prefix.as_str())));
-    }
     for (path, facts) in &found {
         match expected.remove(path.as_str()) {
             None => return Err(format!("{path}: is not part of the bundle")),
@@ -440,7 +443,7 @@ fn provider_folder(relative: &str) -> Option<&str> {
 /// (each store entry checked against its name); other symlinks and special files are
 /// problems.
 pub fn read_bundle(directory: &Path) -> Result<BTreeMap<String, Vec<u8>>, Vec<String>> {
-    let (files, problems, _) = read_all(directory, &|_, bytes| bytes, &FreshTrees::new())?;
+    let (files, problems, _) = read_all(directory, &|_, bytes| bytes, &read_own, &FreshTrees::new())?;
     if problems.is_empty() { Ok(files) } else { Err(problems) }
 }
 
@@ -451,16 +454,64 @@ type BundleFiles<T> = BTreeMap<String, T>;
 /// trees it left unread.
 type BundleRead<T> = (BundleFiles<T>, Vec<String>, Vec<String>);
 
+/// The size limit of a bundle's own file, checked before it is read.
+fn own_limit(relative: &str) -> Option<limits::Limit> {
+    match relative {
+        "manifest.json" => Some(limits::BUNDLE_MANIFEST),
+        "trace.json" => Some(limits::BUNDLE_TRACE),
+        acompose_engine::trace_index::PATH => Some(limits::BUNDLE_TRACE_INDEX),
+        _ => None,
+    }
+}
+
+/// Reads a bundle's own file (not in the store) whole, within its size limit.
+fn read_own(path: &Path, relative: &str) -> std::io::Result<Result<Vec<u8>, acompose_engine::Diagnostic>> {
+    match own_limit(relative) {
+        Some(limit) => crate::load::read_limited(path, relative, limit),
+        None => std::fs::read(path).map(Ok),
+    }
+}
+
+/// The size and digest of a bundle's own file, hashed as it is read (the staged
+/// `trace.json` is the largest file a composition writes: it is never held whole), within
+/// its size limit as [`read_own`] checks it.
+fn facts_of_own(path: &Path, relative: &str) -> std::io::Result<Result<FileFacts, acompose_engine::Diagnostic>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let limit = own_limit(relative);
+    if let Some(limit) = limit {
+        let length = file.metadata()?.len();
+        if let Some(too_large) = limit.check(usize::try_from(length).unwrap_or(usize::MAX), relative) {
+            return Ok(Err(too_large));
+        }
+    }
+    let mut hasher = blake3::Hasher::new();
+    let most = limit.map_or(u64::MAX, |limit| limit.bytes as u64 + 1);
+    let length = std::io::copy(&mut file.take(most), &mut hasher)?;
+    if let Some(too_large) =
+        limit.and_then(|limit| limit.check(usize::try_from(length).unwrap_or(usize::MAX), relative))
+    {
+        return Ok(Err(too_large));
+    }
+    Ok(Ok(FileFacts { bytes: length, digest: format!("blake3:{}", hasher.finalize().to_hex()) }))
+}
+
+/// What [`read_all`] does with a bundle's own file: its path on disk and in the bundle to
+/// what is kept of it, or the size limit it is over.
+type KeepOwn<'a, T> = dyn Fn(&Path, &str) -> std::io::Result<Result<T, acompose_engine::Diagnostic>> + 'a;
+
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
 /// verification can name the files a damaged store entry changed; `keep` turns each
-/// file's path and bytes into what is kept of it as soon as it is read. `Err` when the
-/// folder is no bundle at all.
+/// store file's path and bytes into what is kept of it as soon as it is read, `own` reads
+/// each of the bundle's own files into what is kept of it. `Err` when the folder is no
+/// bundle at all.
 ///
 /// The store trees named in `fresh` are not read (see [`check_contents`]); the third
 /// value lists the bundle paths (`content/skills/<source>/<skill>/`) left unread so.
 fn read_all<T>(
     directory: &Path,
     keep: &dyn Fn(&str, Vec<u8>) -> T,
+    own: &KeepOwn<'_, T>,
     fresh: &FreshTrees<'_>,
 ) -> Result<BundleRead<T>, Vec<String>> {
     match std::fs::symlink_metadata(directory) {
@@ -520,19 +571,8 @@ fn read_all<T>(
             }
         } else if entry.file_type().is_file() {
             // The manifest and the trace have size limits: checked before they are read.
-            let limit = match relative.as_str() {
-                "manifest.json" => Some(limits::BUNDLE_MANIFEST),
-                "trace.json" => Some(limits::BUNDLE_TRACE),
-                acompose_engine::trace_index::PATH => Some(limits::BUNDLE_TRACE_INDEX),
-                _ => None,
-            };
-            let read = match limit {
-                Some(limit) => crate::load::read_limited(entry.path(), &relative, limit),
-                None => std::fs::read(entry.path()).map(Ok),
-            };
-            match read {
-                Ok(Ok(bytes)) => {
-                    let kept = keep(&relative, bytes);
+            match own(entry.path(), &relative) {
+                Ok(Ok(kept)) => {
                     files.insert(relative, kept);
                 }
                 Ok(Err(too_large)) => problems.push(format!("{relative}: {}", too_large.message)),
@@ -571,7 +611,9 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
         let whole = WholeFiles::wanted(path).then_some(bytes);
         (facts, whole)
     };
-    let (mut read, mut problems, _) = read_all(directory, &keep, &FreshTrees::new())?;
+    let own =
+        |path: &Path, relative: &str| read_own(path, relative).map(|read| read.map(|bytes| keep(relative, bytes)));
+    let (mut read, mut problems, _) = read_all(directory, &keep, &own, &FreshTrees::new())?;
     let mut take = |path: &str| read.get_mut(path).and_then(|(_, whole)| whole.take());
     let (manifest, trace, index) =
         (take("manifest.json"), take(TraceFile::PATH), take(acompose_engine::trace_index::PATH));
