@@ -153,6 +153,27 @@ fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
     );
 }
 
+#[test]
+fn an_edit_sets_aside_a_damaged_tree_its_new_slice_links_and_writes_it_again() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    converge(&mut Converger::default(), &home, &projects);
+    let platform = home.join("bundles").join(&index(&home)["platform"]);
+    let tree = platform.join("content/skills/hardware/machine-cpu").canonicalize().expect("resolve");
+    let file = tree.join("SKILL.md");
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("writable");
+    std::fs::write(&file, "Damaged.\n").expect("damage the store");
+    // The edit of a sibling skill makes a new hardware slice, which links the damaged
+    // tree: an edit looks its few entries up by name, and the damaged one is written
+    // again as when the store is listed.
+    std::thread::sleep(Duration::from_millis(20));
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
+    converge(&mut Converger::default(), &home, &projects);
+    let text = std::fs::read_to_string(&file).expect("the entry is there");
+    assert_eq!(text, skill("machine-cpu", "Hardware."), "the damaged entry is written again");
+    assert_indexed_bundles_verify(&home, "after the edit");
+}
+
 /// Copies a compose case next to the base person package.
 fn stage(case: &str) -> (tempfile::TempDir, PathBuf) {
     let temporary = tempfile::tempdir().expect("tempdir");

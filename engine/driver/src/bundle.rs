@@ -233,6 +233,10 @@ pub fn materialize_into(
         .map_err(|message| HostError::environment(out.join(&bundle.id), message))
 }
 
+/// Up to how many store entries [`write_store_entries`] looks for one by one instead of
+/// listing the store.
+const FEW_ENTRIES: usize = 64;
+
 /// Writes the store entries of a layout; returns how many were new, and the trees it
 /// wrote. Slices this store value already wrote or checked whole are not looked into
 /// again; the trees of the others are written or checked at a glance.
@@ -244,19 +248,26 @@ fn write_store_entries<'a>(store: &Store, layout: &'a StoreLayout<'_>) -> Result
     if unknown.is_empty() {
         return Ok((0, FreshTrees::new()));
     }
-    // The store is listed once; only the entries the listing shows are looked into.
-    let listed = store.names();
+    // A few entries (a watch edit's one slice and its trees) are each looked for by
+    // name; more are found by listing the store once, which on a large store reads
+    // thousands of names.
+    let names = unknown.len() + needed.len();
+    let listed = (names > FEW_ENTRIES).then(|| store.names());
+    let there = |name: &str| match &listed {
+        Some(listed) => listed.contains(name),
+        None => std::fs::symlink_metadata(store.root().join(name)).is_ok(),
+    };
     let trees: Vec<(&str, Written)> = layout
         .trees
         .par_iter()
         .filter(|tree| needed.contains(tree.key.as_str()))
-        .map(|tree| store.put_tree_listed(tree, listed.contains(&tree.key)).map(|written| (tree.key.as_str(), written)))
+        .map(|tree| store.put_tree_listed(tree, there(&tree.key)).map(|written| (tree.key.as_str(), written)))
         .collect::<Result<_, _>>()?;
     let fresh: FreshTrees<'a> =
         trees.iter().filter(|(_, written)| *written == Written::New).map(|(key, _)| *key).collect();
     let mut written = fresh.len();
     for slice in unknown {
-        if store.put_slice_listed(slice, listed.contains(&slice.entry_name()))? == Written::New {
+        if store.put_slice_listed(slice, there(&slice.entry_name()))? == Written::New {
             written += 1;
         }
         store.know_slice(&slice.entry_name());
