@@ -734,8 +734,11 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     shoot(client, "sessions-killed", "h2").await?;
     click(client, &format!("{row} a")).await?;
     wait_text(client, "#session-ending", "SIGKILL").await?;
-    let stop = client.find(Locator::Css("#stop")).await?;
-    assert!(stop.attr("disabled").await?.is_some(), "Stop is offered for an ended session");
+    // Read in the page in one step: the view may be re-rendered between a find and a read.
+    let disabled = client
+        .execute("const stop = document.querySelector('#stop'); return stop ? stop.disabled : null", vec![])
+        .await?;
+    assert_eq!(disabled, serde_json::Value::Bool(true), "Stop is offered for an ended session");
     both_sizes(page, "session-ended", "h2").await?;
     visit(client, "#/people").await?;
     wait_text(client, "li[data-person=ada] .presence", "offline").await?;
