@@ -138,6 +138,22 @@ async fn click(client: &Client, css: &str) -> Result {
     }
 }
 
+/// Gives a file input the path of `file`, trying again while the page re-renders it.
+async fn send_file(client: &Client, css: &str, file: &Path) -> Result {
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let attempt = match client.find(Locator::Css(css)).await {
+            Ok(element) => element.send_keys(&file.to_string_lossy()).await.map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(error) if Instant::now() > give_up => return Err(format!("cannot give `{css}` a file: {error}").into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
 async fn wait_for(client: &Client, css: &str) -> Result {
     let give_up = Instant::now() + Duration::from_secs(20);
     while client.find(Locator::Css(css)).await.is_err() {
@@ -149,12 +165,47 @@ async fn wait_for(client: &Client, css: &str) -> Result {
     Ok(())
 }
 
+/// Clears the field and types `text`, trying again while the page re-renders it.
 async fn fill(client: &Client, css: &str, text: &str) -> Result {
-    wait_for(client, css).await?;
-    let element = client.find(Locator::Css(css)).await?;
-    element.clear().await?;
-    element.send_keys(text).await?;
-    Ok(())
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let attempt = match client.find(Locator::Css(css)).await {
+            Ok(element) => match element.clear().await {
+                Ok(()) => element.send_keys(text).await.map_err(|error| error.to_string()),
+                Err(error) => Err(error.to_string()),
+            },
+            Err(error) => Err(error.to_string()),
+        };
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(error) if Instant::now() > give_up => return Err(format!("cannot fill `{css}`: {error}").into()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Reads `expression` of the element `css` (named `node` in it) in the page, in one
+/// step, so a re-render between finding the element and reading it cannot make the
+/// read fail; waits while there is no such element.
+async fn read(client: &Client, css: &str, expression: &str) -> Result<serde_json::Value> {
+    let script =
+        format!("const node = document.querySelector(arguments[0]); return node === null ? null : ({expression});");
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let value = client.execute(&script, vec![serde_json::json!(css)]).await?;
+        if !value.is_null() {
+            return Ok(value);
+        }
+        if Instant::now() > give_up {
+            return Err(format!("`{css}` never appeared").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The element's rendered text, read in one step.
+async fn text_of(client: &Client, css: &str) -> Result<String> {
+    Ok(read(client, css, "node.innerText").await?.as_str().unwrap_or_default().to_owned())
 }
 
 fn screenshots() -> PathBuf {
@@ -391,7 +442,7 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     click(client, "#save").await?;
     wait_text(client, "h2", "Ada").await?;
     // The name is shown as text: the markup in it did not become elements.
-    let heading = client.find(Locator::Css("h2")).await?.text().await?;
+    let heading = text_of(client, "h2").await?;
     assert_eq!(heading, HOSTILE_NAME);
     let injected = client.execute("return document.querySelectorAll('#view script, #view img').length", vec![]).await?;
     assert_eq!(injected, serde_json::json!(0));
@@ -461,7 +512,7 @@ async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
     click(client, "a[data-nav=import]").await?;
     wait_for(client, "#hire-file").await?;
     let upload = server.path("uploads/pam.json");
-    client.find(Locator::Css("#hire-file")).await?.send_keys(&upload.to_string_lossy()).await?;
+    send_file(client, "#hire-file", &upload).await?;
     fill(client, "#field-import_role", "reception").await?;
     fill(client, "#field-import_max_tokens", "1000").await?;
     click(client, "#review").await?;
@@ -485,7 +536,7 @@ async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
 
     // A Save that fails keeps the review: the file appears in between, as another
     // import would make it.
-    let id = client.find(Locator::Css("#import-review")).await?.text().await?;
+    let id = text_of(client, "#import-review").await?;
     assert!(id.contains("pam-beesly"), "{id}");
     fs::write(server.path("ws/people/pam-beesly.json"), support::person("pam-beesly", "Other Pam", "reception"))?;
     click(client, "#save-import").await?;
@@ -494,8 +545,8 @@ async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
     // Reviewed again, the taken id is flagged before Save.
     click(client, "#review").await?;
     wait_for(client, "#id-exists").await?;
-    let save = client.find(Locator::Css("#save-import")).await?;
-    assert!(save.attr("disabled").await?.is_some(), "Save is offered for an id that exists");
+    let disabled = read(client, "#save-import", "node.hasAttribute('disabled')").await?;
+    assert_eq!(disabled, serde_json::Value::Bool(true), "Save is offered for an id that exists");
     shoot(client, "import-id-taken", "#import-review").await?;
     fs::remove_file(server.path("ws/people/pam-beesly.json"))?;
     click(client, "#review").await?;
@@ -539,8 +590,8 @@ async fn add_a_project(page: &Page<'_>, server: &Server) -> Result {
     wait_text(client, "#projects", "desk").await?;
     fill(client, "#field-project_folder", &server.path("second-project").to_string_lossy()).await?;
     // The id is suggested from the folder's name.
-    let suggested = client.find(Locator::Css("#field-project_id")).await?.prop("value").await?;
-    assert_eq!(suggested.as_deref(), Some("second-project"));
+    let suggested = read(client, "#field-project_id", "node.value").await?;
+    assert_eq!(suggested, serde_json::json!("second-project"));
     click(client, "#add-project").await?;
     wait_text(client, "#projects", "second-project").await?;
     let link = server.path("ws/projects/second-project");
@@ -571,7 +622,7 @@ async fn swarm(page: &Page<'_>, server: &Server) -> Result {
     );
     wait_text(client, "#recipe-list", "front-office").await?;
     let recipe = server.path("uploads/recipe.json");
-    client.find(Locator::Css("#recipe-file")).await?.send_keys(&recipe.to_string_lossy()).await?;
+    send_file(client, "#recipe-file", &recipe).await?;
     click(client, "#preview").await?;
     wait_text(client, "#swarm", "reception").await?;
     wait_for(client, "#assign-lead").await?;
@@ -613,18 +664,18 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     wait_for(client, "#start-form").await?;
     click(client, "#review-start").await?;
     wait_for(client, "#acknowledge").await?;
-    let start = client.find(Locator::Css("#start-now")).await?;
-    assert!(start.attr("disabled").await?.is_some(), "Start is enabled before the acknowledgement");
+    let disabled = read(client, "#start-now", "node.hasAttribute('disabled')").await?;
+    assert_eq!(disabled, serde_json::Value::Bool(true), "Start is enabled before the acknowledgement");
     click(client, "#acknowledge").await?;
-    let start = client.find(Locator::Css("#start-now")).await?;
-    assert!(start.attr("disabled").await?.is_none(), "Start stays disabled after the acknowledgement");
+    let disabled = read(client, "#start-now", "node.hasAttribute('disabled')").await?;
+    assert_eq!(disabled, serde_json::Value::Bool(false), "Start stays disabled after the acknowledgement");
     both_sizes(page, "start-review-acknowledge", "#start-review").await?;
 
     visit(client, "#/start/ada").await?;
     wait_text(client, "#start-form", "Lead the work, calmly.").await?;
     // The goal is not preloaded as the task: it is in the prompt once.
-    let task = client.find(Locator::Css("#field-start_task")).await?.prop("value").await?;
-    assert_eq!(task.as_deref(), Some(""));
+    let task = read(client, "#field-start_task", "node.value").await?;
+    assert_eq!(task, serde_json::json!(""));
     fill(client, "#field-start_task", "Sort the mail.").await?;
     click(client, "#review-start").await?;
     let prompt = wait_text(client, "#prompt-preview", "Sort the mail.").await?;
@@ -718,10 +769,15 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     loop {
         // The live table is re-rendered as events arrive: a row missing for a moment
         // is read again, not taken as an answer.
-        let status = match client.find(Locator::Css(&format!("{row} .session-status"))).await {
-            Ok(element) => element.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        };
+        let status = client
+            .execute(
+                "const node = document.querySelector(arguments[0]); return node === null ? '' : node.innerText;",
+                vec![serde_json::json!(format!("{row} .session-status"))],
+            )
+            .await?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         if !status.is_empty() && !status.contains("running") {
             break;
         }
@@ -734,10 +790,7 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     shoot(client, "sessions-killed", "h2").await?;
     click(client, &format!("{row} a")).await?;
     wait_text(client, "#session-ending", "SIGKILL").await?;
-    // Read in the page in one step: the view may be re-rendered between a find and a read.
-    let disabled = client
-        .execute("const stop = document.querySelector('#stop'); return stop ? stop.disabled : null", vec![])
-        .await?;
+    let disabled = read(client, "#stop", "node.disabled").await?;
     assert_eq!(disabled, serde_json::Value::Bool(true), "Stop is offered for an ended session");
     both_sizes(page, "session-ended", "h2").await?;
     visit(client, "#/people").await?;
