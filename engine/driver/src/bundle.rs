@@ -262,17 +262,22 @@ fn write_store_entries<'a>(store: &Store, layout: &'a StoreLayout<'_>) -> Result
         .par_iter()
         .filter(|tree| needed.contains(tree.key.as_str()))
         .map(|tree| store.put_tree_listed(tree, there(&tree.key)).map(|written| (tree.key.as_str(), written)))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .inspect_err(|_| store.end_staging())?;
     let fresh: FreshTrees<'a> =
         trees.iter().filter(|(_, written)| *written == Written::New).map(|(key, _)| *key).collect();
-    let mut written = fresh.len();
-    for slice in unknown {
-        if store.put_slice_listed(slice, there(&slice.entry_name()))? == Written::New {
-            written += 1;
-        }
-        store.know_slice(&slice.entry_name());
-    }
-    Ok((written, fresh))
+    // The slices after every tree they link is in place, in parallel among themselves
+    // (each is staged in a folder of its own).
+    let new_slices = unknown
+        .par_iter()
+        .map(|slice| {
+            let written = store.put_slice_listed(slice, there(&slice.entry_name()))?;
+            store.know_slice(&slice.entry_name());
+            Ok::<_, String>(usize::from(written == Written::New))
+        })
+        .try_reduce(|| 0, |a, b| Ok(a + b));
+    store.end_staging();
+    Ok((fresh.len() + new_slices?, fresh))
 }
 
 /// The bundle's links to its slices: (link path inside the bundle, relative target).

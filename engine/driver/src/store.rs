@@ -310,6 +310,47 @@ impl Store {
         self.root.join(format!("{STAGING_PREFIX}{name}-{}-{counter}", process_id()))
     }
 
+    /// The folder the calling thread stages entries in, `.staging-<pid>-<thread>`: one per
+    /// writing thread, because making a folder locks the folder it is made in, and two
+    /// threads making every staged entry in the store folder itself queue for its lock.
+    /// Only the rename into place takes the store folder's.
+    fn thread_staging(&self) -> PathBuf {
+        let thread = rayon::current_thread_index().map_or_else(|| "main".to_owned(), |index| index.to_string());
+        self.root.join(format!("{STAGING_PREFIX}{}-{thread}", process_id()))
+    }
+
+    /// Makes a new staging folder for `name` in the calling thread's staging folder (made
+    /// when it is missing); returns its path.
+    fn make_staging(&self, name: &str) -> Result<PathBuf, String> {
+        let counter = STAGING_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let parent = self.thread_staging();
+        let staging = parent.join(format!("{name}-{counter}"));
+        // Another materialization of this process may remove the thread's folder between
+        // two entries (`end_staging`): it is made again.
+        for _ in 0..3 {
+            match std::fs::create_dir(&staging) {
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&parent) {
+                    Err(error) if error.kind() != std::io::ErrorKind::AlreadyExists => {
+                        return Err(cannot("create", &parent, &error));
+                    }
+                    _ => {}
+                },
+                Err(error) => return Err(cannot("create", &staging, &error)),
+                Ok(()) => return Ok(staging),
+            }
+        }
+        Err(format!("cannot create `{}`: its folder kept disappearing", staging.display()))
+    }
+
+    /// Removes the threads' staging folders this process made, when they are empty (one
+    /// still in use by another materialization is not).
+    pub fn end_staging(&self) {
+        let own = format!("{STAGING_PREFIX}{}-", process_id());
+        for thread in (0..rayon::current_num_threads()).map(|index| index.to_string()).chain(["main".to_owned()]) {
+            let _ = std::fs::remove_dir(self.root.join(format!("{own}{thread}")));
+        }
+    }
+
     /// Moves a staged, sealed entry to its final name. Another writer that got there first
     /// wrote the same bytes (the name is their digest), so the staged copy is dropped.
     fn publish(&self, staging: &Path, name: &str) -> Result<Written, String> {
@@ -377,9 +418,8 @@ impl Store {
         if tree_key(&pairs) != tree.key {
             return Err(format!("the store entry `{}` failed verification before it was staged", tree.key));
         }
-        let staging = self.staging(&tree.key);
+        let staging = self.make_staging(&tree.key)?;
         let staged = (|| -> Result<(), String> {
-            std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
             for (path, bytes) in &pairs {
                 let target = staging.join(path);
                 // A file at the tree's top goes into the staging folder just made.
@@ -428,9 +468,8 @@ impl Store {
         if !well_formed || slice_key(&slice.skills) != slice.key {
             return Err(format!("the store entry `{name}` failed verification before it was staged"));
         }
-        let staging = self.staging(&name);
+        let staging = self.make_staging(&name)?;
         let staged = (|| -> Result<(), String> {
-            std::fs::create_dir(&staging).map_err(|error| cannot("create", &staging, &error))?;
             for (skill, key) in &slice.skills {
                 let link = staging.join(skill);
                 std::os::unix::fs::symlink(Path::new("..").join(key), &link)
@@ -698,5 +737,24 @@ mod tests {
             PathBuf::from("../../../../store/slice-x")
         );
         assert_eq!(relative_path(Path::new("/a"), Path::new("/a/b")), PathBuf::from("b"));
+    }
+
+    #[test]
+    fn a_threads_staging_folder_is_made_again_when_gone_and_ended_only_when_empty() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        let first = store.make_staging("a").expect("first");
+        assert_eq!(first.parent(), Some(store.thread_staging().as_path()));
+        std::fs::remove_dir(&first).expect("remove");
+        store.end_staging();
+        assert!(!store.thread_staging().exists(), "an empty staging folder is ended");
+        let second = store.make_staging("b").expect("made again");
+        assert!(second.is_dir());
+        store.end_staging();
+        assert!(second.is_dir(), "a staging folder in use is kept");
+        std::fs::remove_dir(&second).expect("remove");
+        store.end_staging();
+        assert_eq!(std::fs::read_dir(store.root()).expect("store").count(), 0, "nothing is left in the store");
     }
 }
