@@ -416,7 +416,14 @@ fn gc_removes_exactly_the_unreferenced_entries() {
     let orphan_tree = acompose_engine::store::tree_key(&[("SKILL.md", b"orphan")]);
     std::fs::create_dir_all(store.join(&orphan_tree)).expect("orphan");
     std::fs::write(store.join(&orphan_tree).join("SKILL.md"), "orphan").expect("orphan file");
-    std::fs::create_dir_all(store.join(".staging-left-1-0")).expect("staging");
+    // A writing thread's staging folder, with a sealed entry in it (read-only file and
+    // folder), as a run cut off before the rename leaves it.
+    let sealed = store.join(".staging-1-0").join(format!("{orphan_tree}-7"));
+    std::fs::create_dir_all(&sealed).expect("staging");
+    std::fs::write(sealed.join("SKILL.md"), "orphan").expect("staged file");
+    for (path, mode) in [(sealed.join("SKILL.md"), 0o444), (sealed.clone(), 0o555)] {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).expect("seal");
+    }
     let orphan_slice = format!("slice-{}", "0".repeat(64));
     std::fs::create_dir_all(store.join(&orphan_slice)).expect("orphan slice");
 
@@ -424,7 +431,7 @@ fn gc_removes_exactly_the_unreferenced_entries() {
     let dry = acompose(temporary.path(), &["--home", home_flag, "gc", "--dry-run", "--json"]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     let report: serde_json::Value = serde_json::from_str(&dry.stdout).expect("json");
-    let mut expected = vec![orphan_tree.clone(), orphan_slice.clone(), ".staging-left-1-0".to_owned()];
+    let mut expected = vec![orphan_tree.clone(), orphan_slice.clone(), ".staging-1-0".to_owned()];
     expected.sort();
     let mut listed: Vec<String> = report["removed"]
         .as_array()
