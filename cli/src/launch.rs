@@ -104,9 +104,18 @@ pub fn shorthand(arguments: Vec<OsString>, commands: &[String]) -> Vec<OsString>
 
 /// The launch review's MCP lines: the role's servers, and the user's own servers the
 /// runtime home hides.
-fn mcp_lines(prepared: &Prepared) -> String {
+fn mcp_lines(prepared: &Prepared, layout: &harness_layout::Layout) -> String {
     let names = |names: &[String]| names.iter().map(|name| sanitize(name)).collect::<Vec<_>>().join(", ");
     let mut lines = String::new();
+    if layout.mcp.is_none() && !prepared.mcp_servers.is_empty() {
+        // The row has no file acompose writes servers into: say so rather than claim them.
+        lines.push_str(&format!(
+            "mcp servers: none delivered to {} (acompose writes no MCP file for it; the role selects {}); your own configuration is read as it is\n",
+            layout.display_name,
+            names(&prepared.mcp_servers)
+        ));
+        return lines;
+    }
     if !prepared.mcp_servers.is_empty() {
         lines.push_str(&format!("mcp servers: {}\n", names(&prepared.mcp_servers)));
     }
@@ -195,7 +204,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         prepared.skills,
         prepared.runtime.display()
     );
-    headline.push_str(&mcp_lines(&prepared));
+    headline.push_str(&mcp_lines(&prepared, layout));
     if interactive && !args.yes {
         let model = match &prepared.model {
             Some(model) => Ok(model.clone()),

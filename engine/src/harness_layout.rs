@@ -71,6 +71,16 @@ pub struct Layout {
     /// carries into its runtime home: each one that exists in the real home is linked,
     /// never copied or read.
     pub carried: &'static [Carried],
+    /// Whether an assigned launch leaves `HOME` alone: the configuration variable alone
+    /// moves everything the harness reads of a user's context (skills, instructions),
+    /// so the launched harness and every tool it runs see the user's own home. Otherwise
+    /// `HOME` is the runtime home, which shows every entry of the real home by link but
+    /// the paths the row reserves (docs/delivery.md, "What a launch carries").
+    pub keeps_home: bool,
+    /// Paths of the user's harness folder a launch hides besides its skills and
+    /// instructions (relative to the home, like the `home` places): what would add
+    /// context the role did not select (Claude Code's plugins bring skills and servers).
+    pub hidden: &'static [&'static str],
     /// What the harness lists of a skill, and how much.
     pub listing: Listing,
     /// Whether repository-scope skill links into the store reach the harness (Kilo drops

@@ -15,12 +15,14 @@ const OTHER_ROLE_SERVER: &str = "other-role-server";
 const USER_SERVER: &str = "user-own-server";
 
 /// The harnesses whose MCP listing the suite reads, with their listing arguments.
-const LISTINGS: [(&str, &[&str]); 5] = [
+const LISTINGS: [(&str, &[&str]); 7] = [
     ("claude", &["mcp", "list"]),
     ("codex", &["mcp", "list", "--json"]),
     ("gemini", &["mcp", "list"]),
     ("opencode", &["mcp", "list"]),
     ("copilot", &["mcp", "list"]),
+    ("qwen", &["mcp", "list"]),
+    ("kilo", &["mcp", "list"]),
 ];
 
 /// An estate whose home inventory tags one server for `platform` and one for `eval`.
@@ -77,6 +79,8 @@ fn user_with_servers(root: &Path, name: &str, server: &Path, folder: &Path) -> P
         &home.join(".config/opencode/opencode.json"),
         &serde_json::json!({ "$schema": "https://opencode.ai/config.json", "mcp": { USER_SERVER: local } }).to_string(),
     );
+    write(&home.join(".config/kilo/kilo.json"), &serde_json::json!({ "mcp": { USER_SERVER: local } }).to_string());
+    write(&home.join(".qwen/settings.json"), &serde_json::json!({ "mcpServers": { USER_SERVER: entry } }).to_string());
     home
 }
 
@@ -206,9 +210,67 @@ fn the_harnesses_list_exactly_the_roles_mcp_servers_after_projection_and_launch(
             "codex" => ".codex/config.toml",
             "gemini" => ".gemini/settings.json",
             "copilot" => ".copilot/mcp-config.json",
+            "qwen" => ".qwen/settings.json",
+            "kilo" => ".config/kilo/kilo.json",
             _ => ".config/opencode/opencode.json",
         });
         assert!(std::fs::read_to_string(own).expect("read").contains(USER_SERVER));
         eprintln!("{layout}: the launch's listing shows exactly {ROLE_SERVER}, {USER_SERVER} hidden");
     }
+}
+
+/// The keys Claude Code writes into its state file at its first start, which it keeps
+/// from then on (HARNESS-FACTS.md: `machineID`, `userID`, `firstStartTime`,
+/// `migrationVersion`).
+const CLAUDE_STATE: [&str; 3] = ["machineID", "userID", "firstStartTime"];
+
+#[test]
+fn claude_codes_own_state_written_under_launch_is_there_at_the_next_launch_and_in_the_users_file() {
+    let Some((bin, harnesses)) = installed() else { return };
+    if !harnesses.iter().any(|harness| harness.layout == "claude") {
+        return;
+    }
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path().canonicalize().expect("canonical");
+    let server = root.join("quiet-server");
+    write(&server, "#!/bin/sh\nexit 0\n");
+    let mut permissions = std::fs::metadata(&server).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&server, permissions).expect("chmod");
+    let home = estate(&root, &server);
+    let cwd = root.join("claude-state-cwd");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let user = user_with_servers(&root, "claude-state-user", &server, &cwd);
+    let recorder = super::recorder::Recorder::start();
+    let launch = || {
+        let mut launch = quiet_command(Path::new(env!("CARGO_BIN_EXE_acompose")), &bin, &user, &cwd);
+        launch
+            .env("ANTHROPIC_BASE_URL", &recorder.url)
+            .env("ANTHROPIC_API_KEY", "sk-test-recorded-not-a-key")
+            .arg("--home")
+            .arg(&home)
+            .args(["launch", "platform", "claude", "--yes", "--projects-root"])
+            .arg(root.join("projects"))
+            .args(["--", "-p", "hello"]);
+        launch.output().expect("launch")
+    };
+    let copy = home.join("runtime/claude-platform/.claude/.claude.json");
+    let state = |path: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).expect("state file")).expect("json")
+    };
+    launch();
+    let first = state(&copy);
+    for key in CLAUDE_STATE {
+        assert!(first.get(key).is_some(), "Claude Code wrote no `{key}`: {first}");
+    }
+    launch();
+    let second = state(&copy);
+    let mine = state(&user.join(".claude.json"));
+    for key in CLAUDE_STATE {
+        assert_eq!(second[key], first[key], "`{key}` is kept from one launch to the next");
+        assert_eq!(mine[key], first[key], "`{key}` reached the user's own `.claude.json`");
+    }
+    assert!(mine["mcpServers"].get(ROLE_SERVER).is_none(), "the role's server stays out of the user's file");
+    assert!(mine["mcpServers"].get(USER_SERVER).is_some());
+    eprintln!("claude: its own state survived two launches and reached the user's file");
 }

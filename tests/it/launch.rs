@@ -23,8 +23,8 @@ struct Machine {
 const CLAUDE_SECRET: &str = "claude-credential-7f3a9c";
 const CODEX_SECRET: &str = "codex-credential-51be02";
 
-/// The script of a fake harness: writes what it sees to `$RECORDS/<name>.txt`, then
-/// tries a nested launch.
+/// The script of a fake harness: writes what it sees to `$RECORDS/<name>.txt` (`skills`:
+/// the skill folders the real harness reads, as shell words), then tries a nested launch.
 fn fake_harness(name: &str, config_variable: &str, skills: &str) -> String {
     format!(
         r#"#!/bin/sh
@@ -33,9 +33,10 @@ out="$RECORDS/{name}.txt"
   echo "argv: $*"
   echo "config: ${config_variable}"
   echo "home: $HOME"
+  echo "runtime: $AGENT_COMPOSE_RUNTIME_HOME"
   echo "launch: $AGENT_COMPOSE_LAUNCH"
   echo "role: $AGENT_GIT_ATTRIBUTION_ROLE"
-  for folder in "{skills}"/* "$HOME/.agents/skills"/* "$HOME/.claude/skills"/*; do
+  for folder in {skills}; do
     [ -f "$folder/SKILL.md" ] && echo "skill: $(basename "$folder")"
   done
 }} > "$out"
@@ -62,9 +63,12 @@ fn machine() -> Machine {
     std::fs::write(user_home.join(".codex/auth.json"), CODEX_SECRET).expect("write");
     let bin = root.join("bin");
     std::fs::create_dir_all(&bin).expect("mkdir");
-    for (name, variable, skills) in
-        [("claude", "CLAUDE_CONFIG_DIR", "$CLAUDE_CONFIG_DIR/skills"), ("codex", "CODEX_HOME", "$HOME/.agents/skills")]
-    {
+    for (name, variable, skills) in [
+        // With its configuration folder moved, Claude Code reads no skills of the home.
+        ("claude", "CLAUDE_CONFIG_DIR", "\"$CLAUDE_CONFIG_DIR/skills\"/*"),
+        // Codex reads `~/.agents/skills` whatever CODEX_HOME says.
+        ("codex", "CODEX_HOME", "\"$HOME/.agents/skills\"/* \"$CODEX_HOME/skills\"/*"),
+    ] {
         let path = bin.join(name);
         std::fs::write(&path, fake_harness(name, variable, skills)).expect("write");
         let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
@@ -119,7 +123,9 @@ fn claude_sees_only_the_assigned_role_and_a_nested_launch_is_refused() {
     assert_eq!(lines_with(&record, "argv: "), ["--resume abc"]);
     assert_eq!(lines_with(&record, "launch: "), ["1"]);
     assert_eq!(lines_with(&record, "role: "), ["platform"]);
-    let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
+    // Claude Code keeps the user's home: its configuration folder alone moves.
+    assert_eq!(lines_with(&record, "home: "), [machine.user_home.to_str().expect("utf-8")]);
+    let runtime = PathBuf::from(lines_with(&record, "runtime: ")[0]);
     assert!(runtime.starts_with(machine.acompose_home.join("runtime")), "{}", runtime.display());
     assert_eq!(lines_with(&record, "config: "), [runtime.join(".claude").to_str().expect("utf-8")]);
     let skills = lines_with(&record, "skill: ");
@@ -147,6 +153,7 @@ fn the_shorthand_launches_codex_with_its_home_moved_and_the_user_skills_hidden()
     let record = machine.record("codex");
     assert_eq!(lines_with(&record, "argv: "), ["exec --full-auto"]);
     let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
+    assert_eq!(lines_with(&record, "runtime: "), [runtime.to_str().expect("utf-8")], "Codex's home moves");
     assert_eq!(lines_with(&record, "config: "), [runtime.join(".codex").to_str().expect("utf-8")]);
     let skills = lines_with(&record, "skill: ");
     assert!(skills.contains(&"role-sysadmin"), "{skills:?}");
@@ -189,11 +196,14 @@ fn statusline_inside_a_launch_reads_the_runtime_home() {
     let machine = machine();
     let output = machine.run(&["launch", "platform", "claude", "--yes"], &[]);
     assert_eq!(output.code, 0, "{}", output.stderr);
-    let runtime = lines_with(&machine.record("claude"), "home: ")[0].to_owned();
+    let runtime = lines_with(&machine.record("claude"), "runtime: ")[0].to_owned();
     let elsewhere = machine.root.join("checkout");
     std::fs::create_dir_all(&elsewhere).expect("mkdir");
     let target = elsewhere.to_str().expect("utf-8");
-    let inside = machine.run(&["statusline", "--target", target], &[("AGENT_COMPOSE_LAUNCH", "1"), ("HOME", &runtime)]);
+    let inside = machine.run(
+        &["statusline", "--target", target],
+        &[("AGENT_COMPOSE_LAUNCH", "1"), ("AGENT_COMPOSE_RUNTIME_HOME", &runtime)],
+    );
     assert!(inside.stdout.contains("platform@claude"), "{}", inside.stdout);
     let outside = machine.run(&["statusline", "--target", target], &[]);
     assert_eq!(outside.stdout, "");
@@ -209,8 +219,9 @@ fn observing_harness(configuration: &str, skills: &str) -> String {
 out="$RECORDS/$(basename "$0").txt"
 {{
   echo "home: $HOME"
+  echo "runtime: $AGENT_COMPOSE_RUNTIME_HOME"
   if [ -f "{configuration}" ]; then echo "configuration: $(cat "{configuration}")"; else echo "configuration: none"; fi
-  for folder in {skills} "$HOME/.agents/skills"/* "$HOME/.claude/skills"/*; do
+  for folder in {skills}; do
     [ -f "$folder/SKILL.md" ] && echo "skill: $(basename "$folder")"
   done
   echo "projects root: $PROJECTS_ROOT"
@@ -250,8 +261,16 @@ fn estate_machine() -> Machine {
     write(&user.join(".gemini/trustedFolders.json"), "gemini trust\n");
     for (name, configuration, skills) in [
         ("claude", "$CLAUDE_CONFIG_DIR/.claude.json", "\"$CLAUDE_CONFIG_DIR/skills\"/*"),
-        ("opencode", "$XDG_CONFIG_HOME/opencode/opencode.json", "\"$XDG_CONFIG_HOME/opencode/skills\"/*"),
-        ("gemini", "$GEMINI_CLI_HOME/.gemini/trustedFolders.json", "\"$GEMINI_CLI_HOME/.gemini/skills\"/*"),
+        (
+            "opencode",
+            "$XDG_CONFIG_HOME/opencode/opencode.json",
+            "\"$XDG_CONFIG_HOME/opencode/skills\"/* \"$HOME/.agents/skills\"/* \"$HOME/.claude/skills\"/*",
+        ),
+        (
+            "gemini",
+            "$GEMINI_CLI_HOME/.gemini/trustedFolders.json",
+            "\"$GEMINI_CLI_HOME/.gemini/skills\"/* \"$GEMINI_CLI_HOME/.agents/skills\"/*",
+        ),
     ] {
         let path = machine.bin.join(name);
         std::fs::write(&path, observing_harness(configuration, skills)).expect("write");
@@ -295,7 +314,7 @@ fn the_runtime_home_outlives_an_edit_and_gc_removes_a_deleted_roles() {
     let machine = estate_machine();
     assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
     let first = machine.record("claude");
-    let runtime = PathBuf::from(lines_with(&first, "home: ")[0]);
+    let runtime = PathBuf::from(lines_with(&first, "runtime: ")[0]);
     assert_eq!(runtime, machine.acompose_home.join("runtime/claude-platform"));
     let skill = machine.root.join("projects/example/hardware/.agents/skills/machine-cpu/SKILL.md");
     std::fs::write(&skill, "---\nname: machine-cpu\ndescription: Revised.\n---\n\nRevised.\n").expect("edit");
@@ -304,7 +323,7 @@ fn the_runtime_home_outlives_an_edit_and_gc_removes_a_deleted_roles() {
     assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
     assert_ne!(index(), before, "the edit made a new bundle");
     let second = machine.record("claude");
-    assert_eq!(lines_with(&second, "home: "), [runtime.to_str().expect("utf-8")], "the same runtime home");
+    assert_eq!(lines_with(&second, "runtime: "), [runtime.to_str().expect("utf-8")], "the same runtime home");
     assert_eq!(lines_with(&second, "history: "), ["2"], "what the harness wrote there is still there");
     let text = std::fs::read_to_string(runtime.join(".claude/skills/machine-cpu/SKILL.md")).expect("skill");
     assert!(text.contains("Revised."), "the new bundle is in place: {text}");
@@ -324,7 +343,8 @@ fn the_runtime_home_outlives_an_edit_and_gc_removes_a_deleted_roles() {
     assert!(gc.stdout.contains("runtime   2 runtime homes"), "{}", gc.stdout);
     assert!(!machine.acompose_home.join("runtime/claude-astronaut").exists());
     assert!(!machine.acompose_home.join("runtime/codex-platform-0123456789abcdef").exists());
-    assert!(runtime.join("history.txt").is_file(), "a live role's runtime home stays");
+    assert!(runtime.join(".claude/skills/machine-cpu").exists(), "a live role's runtime home stays");
+    assert!(machine.user_home.join("history.txt").is_file(), "the harness wrote to the user's own home");
 }
 
 #[test]
@@ -332,8 +352,8 @@ fn the_projects_root_under_launch_holds_exactly_the_roles_repositories_in_order(
     let machine = estate_machine();
     assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
     let record = machine.record("claude");
-    let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
-    let root = runtime.join("projects");
+    let runtime = PathBuf::from(lines_with(&record, "runtime: ")[0]);
+    let root = runtime.join(".agent-compose/projects");
     assert_eq!(lines_with(&record, "projects root: "), [root.to_str().expect("utf-8")]);
     assert_eq!(lines_with(&record, "project: "), ["./acme/root", "./example/hardware"]);
     let ordered = [root.join("acme/root"), root.join("example/hardware")];
@@ -438,7 +458,7 @@ fn a_bundle_from_elsewhere_is_launched_when_named_and_must_be_of_the_role() {
     let launched = machine.launch(&["launch", "platform", "claude", "--bundle", given.to_str().expect("utf-8")]);
     assert_eq!(launched.code, 0, "{}", launched.stderr);
     let record = machine.record("claude");
-    let runtime = PathBuf::from(lines_with(&record, "home: ")[0]);
+    let runtime = PathBuf::from(lines_with(&record, "runtime: ")[0]);
     let link = std::fs::read_link(runtime.join(".claude/skills/role-platform")).expect("a skill link");
     assert!(link.starts_with(&given), "{}", link.display());
     let refused = machine.launch(&["launch", "eval", "claude", "--bundle", given.to_str().expect("utf-8")]);
@@ -472,4 +492,77 @@ fn a_harness_scoped_overlay_instruction_reaches_only_that_harness_under_launch()
         seen,
         ["claude: hooks true, trust false", "gemini: hooks false, trust true", "opencode: hooks false, trust false"]
     );
+}
+
+/// A fake harness that reports, through the user's own tools' paths, what a launched
+/// agent's shell reaches: SSH, cluster, GitHub CLI and git identity.
+const WORLD_HARNESS: &str = r#"#!/bin/sh
+out="$RECORDS/$(basename "$0")-world.txt"
+{
+  echo "ssh: $(cat ~/.ssh/config)"
+  echo "kube: $(cat ~/.kube/config)"
+  echo "gh: $(cat ~/.config/gh/hosts.yml)"
+  echo "npmrc: $(cat ~/.npmrc)"
+  echo "email: $(git config --global user.email)"
+  echo "commands: $(ls "${CLAUDE_CONFIG_DIR:-$HOME/.claude}/commands" 2>/dev/null)"
+  echo "plugins: $(ls "${CLAUDE_CONFIG_DIR:-$HOME/.claude}/plugins" 2>/dev/null)"
+  # Where each real harness reads user skills (docs/delivery.md's table).
+  case "$(basename "$0")" in
+    claude) set -- "$CLAUDE_CONFIG_DIR/skills"/* ;;
+    codex) set -- "$HOME/.agents/skills"/* "$CODEX_HOME/skills"/* ;;
+    *) set -- "$XDG_CONFIG_HOME/opencode/skills"/* "$HOME/.agents/skills"/* "$HOME/.claude/skills"/* ;;
+  esac
+  for folder in "$@"; do
+    [ -f "$folder/SKILL.md" ] && echo "skill: $(basename "$folder")"
+  done
+} > "$out"
+echo "written by the harness" > ~/.config/gh/written-in-launch.txt
+"#;
+
+#[test]
+fn a_launched_harness_reaches_everything_the_users_own_shell_reaches() {
+    let machine = estate_machine();
+    let user = &machine.user_home;
+    let write = |path: &str, text: &str| {
+        let path = user.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(".ssh/config", "Host build\n");
+    write(".kube/config", "clusters: []\n");
+    write(".config/gh/hosts.yml", "github.com: {}\n");
+    write(".npmrc", "registry=https://registry.example\n");
+    write(".gitconfig", "[user]\n\temail = ada@example.com\n");
+    write(".claude/commands/ship.md", "Ship it.\n");
+    write(".claude/plugins/marketplace/plugin.json", "{}\n");
+    for harness in ["claude", "codex", "opencode"] {
+        let path = machine.bin.join(harness);
+        std::fs::write(&path, WORLD_HARNESS).expect("write");
+        let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).expect("chmod");
+        let output = machine.launch(&["launch", "platform", harness]);
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        let seen = std::fs::read_to_string(machine.records.join(format!("{harness}-world.txt"))).expect("ran");
+        for expected in [
+            "ssh: Host build",
+            "kube: clusters: []",
+            "gh: github.com: {}",
+            "npmrc: registry=https://registry.example",
+            "email: ada@example.com",
+        ] {
+            assert!(seen.lines().any(|line| line == expected), "{harness}: no `{expected}` in\n{seen}");
+        }
+        let skills = lines_with(&seen, "skill: ");
+        assert!(!skills.contains(&"global-mounted") && !skills.contains(&"agents-mounted"), "{harness}: {skills:?}");
+        // What the harness writes into a folder of the user's lands there.
+        let written = user.join(".config/gh/written-in-launch.txt");
+        assert_eq!(std::fs::read_to_string(&written).expect("written through"), "written by the harness\n");
+        std::fs::remove_file(written).expect("remove");
+        if harness == "claude" {
+            assert_eq!(lines_with(&seen, "commands: "), ["ship.md"], "{seen}");
+            assert_eq!(lines_with(&seen, "plugins: "), [""], "plugins bring context the role did not select");
+            assert!(skills.contains(&"role-platform"), "{skills:?}");
+        }
+    }
 }

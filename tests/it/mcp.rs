@@ -331,3 +331,121 @@ fn a_launch_shows_the_harness_exactly_the_roles_servers_and_keeps_the_users_file
     let again = common::acompose_with(root, &["--home", "home", "launch", "platform", "claude", "--yes"], &environment);
     assert_eq!(again.stdout, output.stdout);
 }
+
+/// A stand-in Claude Code that reads its state file as the real one does
+/// (`$CLAUDE_CONFIG_DIR/.claude.json`), records the servers, trust and machine id it
+/// finds, then writes its state back the way the real one saves: a whole new file
+/// renamed over the old, with a trusted folder, a machine id it keeps and a start
+/// counted.
+const STATEFUL_CLAUDE: &str = r#"#!/bin/sh
+python3 - "$CLAUDE_CONFIG_DIR/.claude.json" "$RECORDS" <<'PY'
+import json, os, sys
+path, records = sys.argv[1], sys.argv[2]
+state = json.load(open(path)) if os.path.exists(path) else {}
+seen = {
+    "servers": sorted(state.get("mcpServers", {})),
+    "trusted": state.get("projects", {}).get("/work/service", {}).get("hasTrustDialogAccepted", False),
+    "machineID": state.get("machineID"),
+    "numStartups": state.get("numStartups", 0),
+}
+count = len(os.listdir(records))
+json.dump(seen, open(os.path.join(records, "seen-%d.json" % count), "w"))
+state.setdefault("projects", {})["/work/service"] = {"hasTrustDialogAccepted": True, "allowedTools": ["Bash(make:*)"]}
+state.setdefault("machineID", "machine-%d" % count)
+state["numStartups"] = state.get("numStartups", 0) + 1
+with open(path + ".tmp", "w") as out:
+    json.dump(state, out, indent=2)
+os.replace(path + ".tmp", path)
+PY
+"#;
+
+#[test]
+fn what_a_launched_harness_writes_to_its_state_stays_and_reaches_the_users_own_file() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    let user = root.join("user");
+    let own = "{\n  \"hasCompletedOnboarding\": true,\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"personal-notes\": {\n      \"command\": \"notes\"\n    }\n  }\n}\n";
+    common::write_file(&user.join(".claude.json"), own);
+    let bin = root.join("bin");
+    common::write_file(&bin.join("claude"), STATEFUL_CLAUDE);
+    let mut permissions = std::fs::metadata(bin.join("claude")).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(bin.join("claude"), permissions).expect("chmod");
+    let records = root.join("records");
+    std::fs::create_dir_all(&records).expect("mkdir");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let environment = [
+        ("HOME", user.to_str().expect("utf-8")),
+        ("PATH", path.as_str()),
+        ("RECORDS", records.to_str().expect("utf-8")),
+    ];
+    let launch = || {
+        let output =
+            common::acompose_with(root, &["--home", "home", "launch", "platform", "claude", "--yes"], &environment);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        let count = std::fs::read_dir(&records).expect("records").count();
+        let seen = std::fs::read(records.join(format!("seen-{}.json", count - 1))).expect("the harness ran");
+        serde_json::from_slice::<serde_json::Value>(&seen).expect("json")
+    };
+    let first = launch();
+    assert_eq!(first["servers"], serde_json::json!(["docs", "search"]), "exactly the role's servers");
+    assert_eq!(first["trusted"], false);
+    let second = launch();
+    assert_eq!(second["servers"], serde_json::json!(["docs", "search"]));
+    assert_eq!(second["trusted"], true, "the trust the harness accepted is there at the next launch");
+    assert_eq!(second["machineID"], first_machine_id(&user), "the same machine id");
+    assert_eq!(second["numStartups"], 1);
+
+    // An edit and a convergence: the harness's writes are in the user's own file, with
+    // the user's own server and keys, and no server of the role's.
+    common::write_file(
+        &root.join("projects/acme/root/.agents/roles.kdl"),
+        "roles {\n    role platform { mcp-server \"docs\"; }\n    role eval {}\n}\n",
+    );
+    let converged = common::acompose_with(root, &["--home", "home"], &environment);
+    assert_eq!(converged.code, 0, "{}", converged.stderr);
+    let mine: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(user.join(".claude.json")).expect("read")).expect("json");
+    assert_eq!(mine["projects"]["/work/service"]["hasTrustDialogAccepted"], true, "{mine}");
+    assert_eq!(mine["projects"]["/work/service"]["allowedTools"], serde_json::json!(["Bash(make:*)"]));
+    assert_eq!(mine["numStartups"], 2);
+    assert_eq!(mine["theme"], "dark");
+    assert_eq!(mine["mcpServers"], serde_json::json!({"personal-notes": {"command": "notes"}}));
+    let third = launch();
+    assert_eq!(third["trusted"], true);
+    assert_eq!(third["numStartups"], 2);
+    assert_eq!(third["machineID"], mine["machineID"]);
+}
+
+/// The machine id the stand-in wrote at its first start, as the user's file now has it
+/// (the second launch carried the first one's writes back first).
+fn first_machine_id(user: &Path) -> serde_json::Value {
+    let mine: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(user.join(".claude.json")).expect("read")).expect("json");
+    mine["machineID"].clone()
+}
+
+#[test]
+fn a_launch_of_a_harness_without_an_mcp_file_says_it_gets_none_of_the_roles_servers() {
+    let temporary = home_with(INVENTORY, ROLES);
+    let root = temporary.path();
+    let bin = root.join("bin");
+    common::write_file(&bin.join("goose"), "#!/bin/sh\nexit 0\n");
+    let mut permissions = std::fs::metadata(bin.join("goose")).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(bin.join("goose"), permissions).expect("chmod");
+    let user = root.join("user");
+    std::fs::create_dir_all(&user).expect("mkdir");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let environment = [("HOME", user.to_str().expect("utf-8")), ("PATH", path.as_str())];
+    let output = common::acompose_with(root, &["--home", "home", "launch", "platform", "goose", "--yes"], &environment);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stderr.contains(
+            "mcp servers: none delivered to Goose (acompose writes no MCP file for it; the role selects docs, search)"
+        ),
+        "{}",
+        output.stderr
+    );
+    assert!(!output.stderr.contains("mcp servers: docs"), "{}", output.stderr);
+}

@@ -54,8 +54,9 @@ out="{out}/{binary}-$$.txt"
   echo "role: $AGENT_GIT_ATTRIBUTION_ROLE"
   echo "launch: $AGENT_COMPOSE_LAUNCH"
   echo "home: $HOME"
+  echo "runtime: $AGENT_COMPOSE_RUNTIME_HOME"
   echo "person: $AGENT_TOOLKIT_PERSON_ID"
-  for folder in "$CLAUDE_CONFIG_DIR/skills"/* "$HOME/.claude/skills"/* "$HOME/.agents/skills"/*; do
+  for folder in "$CLAUDE_CONFIG_DIR/skills"/*; do
     [ -f "$folder/SKILL.md" ] && echo "skill: $(basename "$folder")"
   done
   echo "end"
@@ -156,7 +157,7 @@ fn a_person_bound_to_platform_sees_only_platforms_skills_and_identity() {
     assert_eq!(lines(&seen[0], "role: "), ["platform"]);
     assert_eq!(lines(&seen[0], "launch: "), ["1"]);
     assert_eq!(lines(&seen[0], "person: "), ["ann"]);
-    assert!(lines(&seen[0], "home: ")[0].starts_with(desk.path("acompose-home/runtime").to_str().expect("utf-8")));
+    assert!(lines(&seen[0], "runtime: ")[0].starts_with(desk.path("acompose-home/runtime").to_str().expect("utf-8")));
     let records = desk.records();
     assert_eq!(records[0]["role"], "platform");
     let bundle = records[0]["bundle"].as_str().expect("the bundle id is recorded");
@@ -354,4 +355,36 @@ fn a_runner_with_session_id_is_resumed_and_one_without_is_refused() {
     assert_ne!(refused.code, 0);
     assert!(refused.stderr.contains("the runner `codex` is not resumable"), "{}", refused.stderr);
     assert_eq!(desk.seen("codex").len(), 1, "nothing was started");
+}
+
+#[test]
+fn a_session_as_a_role_reaches_the_users_own_ssh_git_and_tool_configuration() {
+    let desk = Desk::new();
+    desk.person(&Person::new("ann", "Ann", "platform", "Keep the platform up."));
+    for (path, text) in [
+        (".ssh/config", "Host build\n"),
+        (".kube/config", "clusters: []\n"),
+        (".config/gh/hosts.yml", "github.com: {}\n"),
+        (".gitconfig", "[user]\n\temail = ann@example.com\n"),
+    ] {
+        let file = desk.path("no-home").join(path);
+        fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        fs::write(file, text).expect("write");
+    }
+    let world = desk.path("out/world.txt");
+    // Codex moves its home: the runtime home must show the user's entries.
+    desk.runner(
+        "codex",
+        &format!(
+            "{{ cat ~/.ssh/config ~/.kube/config ~/.config/gh/hosts.yml; git config --global user.email; }} > {}",
+            world.display()
+        ),
+    );
+    let run = desk.people(&["start", "ann", "--project", "desk", "--runner", "codex"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("  as role:       platform — "), "{}", run.stdout);
+    assert_eq!(
+        fs::read_to_string(&world).expect("the runner ran"),
+        "Host build\nclusters: []\ngithub.com: {}\nann@example.com\n"
+    );
 }

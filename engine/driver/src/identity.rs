@@ -20,8 +20,11 @@ use crate::projection_record::RECORD_LIMIT;
 pub fn nearest(start: &Path) -> Option<Found> {
     at_or_above(start).or_else(|| {
         let launched = std::env::var_os(LAUNCH_VARIABLE).is_some_and(|value| !value.is_empty());
-        let home = std::env::var_os("HOME").filter(|_| launched)?;
-        at_or_above(Path::new(&home))
+        let runtime = std::env::var_os(crate::launch::RUNTIME_VARIABLE)
+            .filter(|runtime| !runtime.is_empty())
+            .or_else(|| std::env::var_os("HOME"))
+            .filter(|_| launched)?;
+        at_or_above(Path::new(&runtime))
     })
 }
 

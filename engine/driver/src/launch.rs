@@ -120,18 +120,49 @@ fn is_executable(_metadata: &std::fs::Metadata) -> bool {
     true
 }
 
-/// The harness's own files in the real home, as links for the runtime home.
-fn carried(layout: &Layout) -> Vec<(String, PathBuf)> {
-    let Some(real_home) = std::env::home_dir().filter(|home| !home.as_os_str().is_empty()) else {
-        return Vec::new();
-    };
-    let config_folder = layout
-        .config_variable
-        .and_then(|variable| std::env::var_os(variable.name))
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from);
-    runtime_home::carried_links(layout, &real_home, config_folder.as_deref())
+/// The user's home and the folders their environment moves.
+struct UserEnvironment {
+    home: PathBuf,
+    config_folder: Option<PathBuf>,
+    xdg_config: Option<PathBuf>,
 }
+
+impl UserEnvironment {
+    fn read(layout: &Layout) -> Option<UserEnvironment> {
+        let home = std::env::home_dir().filter(|home| !home.as_os_str().is_empty())?;
+        let variable = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+        Some(UserEnvironment {
+            home,
+            config_folder: layout.config_variable.and_then(|config| variable(config.name)),
+            xdg_config: variable("XDG_CONFIG_HOME"),
+        })
+    }
+
+    fn places(&self) -> runtime_home::UserPlaces<'_> {
+        runtime_home::UserPlaces {
+            home: &self.home,
+            config_folder: self.config_folder.as_deref(),
+            xdg_config: self.xdg_config.as_deref(),
+        }
+    }
+}
+
+/// The user's entries the runtime home links (see [`runtime_home::carried_links`]),
+/// leaving out any path the runtime home itself holds and its record does not own: what
+/// the harness made there (before a version that mirrored the home, or in a folder the
+/// user does not have) stays the runtime home's own.
+fn carried(layout: &Layout, runtime: &Path, user: &UserEnvironment) -> Vec<(String, PathBuf)> {
+    let owned: std::collections::BTreeSet<String> = crate::projection_record::read_record(runtime)
+        .map(|record| record.files.into_iter().collect())
+        .unwrap_or_default();
+    let mut links = runtime_home::carried_links(layout, &user.places());
+    links.retain(|(path, _)| owned.contains(path) || std::fs::symlink_metadata(runtime.join(path)).is_err());
+    links
+}
+
+/// Set in a launched harness: its runtime home (where `statusline` finds the role when
+/// `HOME` is the user's own).
+pub const RUNTIME_VARIABLE: &str = "AGENT_COMPOSE_RUNTIME_HOME";
 
 fn environment(
     layout: &Layout,
@@ -141,19 +172,24 @@ fn environment(
     repositories: &[PathBuf],
 ) -> Vec<(String, OsString)> {
     let mut environment = vec![
-        // `~/.agent-compose` would now name the runtime home's own bookkeeping folder.
+        // `~/.agent-compose` may name the runtime home's own bookkeeping folder.
         ("ACOMPOSE_HOME".to_owned(), home.as_os_str().to_owned()),
-        // The real home holds the host's global skill mount and every harness's user
-        // skills (`~/.agents/skills`, `~/.claude/skills`, …): the runtime home replaces it.
-        ("HOME".to_owned(), runtime.as_os_str().to_owned()),
         (LAUNCH_VARIABLE.to_owned(), OsString::from("1")),
         (ROLE_VARIABLE.to_owned(), OsString::from(role)),
+        (RUNTIME_VARIABLE.to_owned(), runtime.as_os_str().to_owned()),
         ("PROJECTS_ROOT".to_owned(), runtime.join(runtime_home::PROJECTS_DIR).into_os_string()),
-        // A harness that follows the XDG variables would otherwise read the real home's
-        // configuration and data folders (and the skills in them) wherever they point.
-        ("XDG_CONFIG_HOME".to_owned(), runtime.join(".config").into_os_string()),
-        ("XDG_DATA_HOME".to_owned(), runtime.join(".local/share").into_os_string()),
     ];
+    if !layout.keeps_home {
+        // The harness reads user skills from the home whatever its variable says: the
+        // runtime home stands in for it, showing every entry of the real one by link
+        // but the reserved paths.
+        environment.push(("HOME".to_owned(), runtime.as_os_str().to_owned()));
+        if runtime_home::reserved(layout).iter().any(|path| path.starts_with(".config/")) {
+            // A harness that follows XDG would otherwise read the real configuration
+            // folder (and the skills in it) wherever the variable points.
+            environment.push(("XDG_CONFIG_HOME".to_owned(), runtime.join(".config").into_os_string()));
+        }
+    }
     if let Ok(ordered) = std::env::join_paths(repositories) {
         environment.push((REPOSITORIES_VARIABLE.to_owned(), ordered));
     }
@@ -274,12 +310,21 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
         }
     };
     let runtime = request.home.join(RUNTIME_DIR).join(runtime_home::name(layout, request.role));
-    let mut links = carried(layout);
-    let mcp = runtime_home::mcp_file(layout, &manifest.mcp_servers, &mut links)?;
+    // What the harness wrote to its launch copy goes back to the user's file before the
+    // copy is made again from it.
+    runtime_home::carry_back(&runtime)?;
+    runtime_home::retire_old_projects_root(&runtime)?;
+    let user = UserEnvironment::read(layout);
+    let mut links = user.as_ref().map(|user| carried(layout, &runtime, user)).unwrap_or_default();
+    let mcp = match &user {
+        Some(user) => runtime_home::mcp_file(layout, &manifest.mcp_servers, &user.places(), &mut links)?,
+        None => None,
+    };
     let projection = project_runtime(layout, &bundle, &runtime, &links, mcp.as_ref())?;
     if let Some(file) = &mcp {
         keep_private(&runtime.join(file.path))?;
     }
+    runtime_home::remember_copy(&runtime, mcp.as_ref())?;
     crate::projections::register_runtime(request.home, &runtime, &bundle, request.role)?;
     let locations: Vec<String> = manifest
         .sources

@@ -152,6 +152,14 @@ fn row(node: &Node, path: &str, problems: &mut Vec<Diagnostic>) -> Option<Layout
     for child in &node.children {
         row.child(child, path, problems);
     }
+    if row.keeps_home && row.config_variable.is_none() {
+        problems.push(problem(
+            path,
+            node.span,
+            format!("harness `{name}` has `keeps-home` but no `config-variable` to move its configuration folder with"),
+        ));
+        return None;
+    }
     let (Some(repository), Some(home)) = (row.repository, row.home) else {
         if row.scopes_seen != (true, true) {
             problems.push(problem(path, node.span, format!("harness `{name}` needs a `repository` and a `home` line")));
@@ -167,6 +175,8 @@ fn row(node: &Node, path: &str, problems: &mut Vec<Diagnostic>) -> Option<Layout
         home,
         config_variable: row.config_variable,
         carried: Box::leak(row.carried.into_boxed_slice()),
+        keeps_home: row.keeps_home,
+        hidden: Box::leak(row.hidden.into_boxed_slice()),
         listing: row.listing,
         repository_links: row.repository_links.unwrap_or(true),
         mcp: row.mcp,
@@ -181,6 +191,8 @@ struct RowParts {
     home: Option<Places>,
     config_variable: Option<ConfigVariable>,
     carried: Vec<Carried>,
+    keeps_home: bool,
+    hidden: Vec<&'static str>,
     listing: Listing,
     repository_links: Option<bool>,
     mcp: Option<crate::mcp::harness_config::McpPlaces>,
@@ -226,6 +238,14 @@ impl RowParts {
                 }
             }
             "carry" => self.carry(child, path, problems),
+            "keeps-home" => match child.arguments.first().map(|argument| &argument.value) {
+                Some(Value::Bool(keeps)) => self.keeps_home = *keeps,
+                _ => problems.push(problem(path, child.span, "`keeps-home` takes #true or #false".to_owned())),
+            },
+            "hide" => match string_argument(child).filter(|hidden| plain_relative(hidden)) {
+                Some(hidden) => self.hidden.push(leak(hidden)),
+                None => problems.push(problem(path, child.span, "`hide` takes a relative path".to_owned())),
+            },
             "mcp" => self.mcp(child, path, problems),
             "listing" => self.listing(child, path, problems),
             "links-outside-repository" => match child.arguments.first().map(|argument| &argument.value) {

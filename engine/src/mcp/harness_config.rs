@@ -302,6 +302,96 @@ fn toml_entry(shape: Shape, server: &McpServer) -> toml_edit::Table {
     table
 }
 
+/// A digest of each top-level key's value of a harness file but `key` (the servers):
+/// what a launch's copy held when it was written, to tell later which keys the harness
+/// changed. Digests only: no value of the file is kept.
+pub fn key_digests(
+    path: &str,
+    bytes: &[u8],
+    key: &str,
+) -> Result<std::collections::BTreeMap<String, String>, MergeProblem> {
+    let digest = |text: &str| blake3::hash(text.as_bytes()).to_hex()[..32].to_owned();
+    let text = std::str::from_utf8(bytes).map_err(|_| MergeProblem::Unreadable("not UTF-8".to_owned()))?;
+    if is_toml(path) {
+        let document: toml_edit::DocumentMut =
+            text.parse().map_err(|error: toml_edit::TomlError| MergeProblem::Unreadable(toml_problem(&error)))?;
+        return Ok(document
+            .iter()
+            .filter(|(name, _)| *name != key)
+            .map(|(name, item)| (name.to_owned(), digest(&item.to_string())))
+            .collect());
+    }
+    let document: Value = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(text).map_err(|error| MergeProblem::Unreadable(json_problem(&error)))?
+    };
+    let root = document.as_object().ok_or(MergeProblem::NotATable)?;
+    Ok(root
+        .iter()
+        .filter(|(name, _)| *name != key)
+        .map(|(name, value)| (name.clone(), digest(&value.to_string())))
+        .collect())
+}
+
+/// The user's file `user` (empty when there is none) with what the harness changed in
+/// its launch copy `copy` since it was written (`written`, from [`key_digests`]): each
+/// top-level key but `key` whose value differs from what was written is set (or
+/// removed) in the user's file, every other key of the user's kept as it is. `None`
+/// when the harness changed nothing.
+pub fn carried_back(
+    path: &str,
+    user: &[u8],
+    copy: &[u8],
+    written: &std::collections::BTreeMap<String, String>,
+    key: &str,
+) -> Result<Option<Vec<u8>>, MergeProblem> {
+    let now = key_digests(path, copy, key)?;
+    let changed: Vec<&String> =
+        now.keys().chain(written.keys()).filter(|name| now.get(*name) != written.get(*name)).collect();
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let copy_text = std::str::from_utf8(copy).map_err(|_| MergeProblem::Unreadable("not UTF-8".to_owned()))?;
+    let user_text = std::str::from_utf8(user).map_err(|_| MergeProblem::Unreadable("not UTF-8".to_owned()))?;
+    if is_toml(path) {
+        let from: toml_edit::DocumentMut =
+            copy_text.parse().map_err(|error: toml_edit::TomlError| MergeProblem::Unreadable(toml_problem(&error)))?;
+        let mut into: toml_edit::DocumentMut =
+            user_text.parse().map_err(|error: toml_edit::TomlError| MergeProblem::Unreadable(toml_problem(&error)))?;
+        for name in changed {
+            match from.get(name) {
+                Some(item) => {
+                    into.insert(name, item.clone());
+                }
+                None => {
+                    into.remove(name);
+                }
+            }
+        }
+        return Ok(Some(into.to_string().into_bytes()));
+    }
+    let from: Value =
+        serde_json::from_str(copy_text).map_err(|error| MergeProblem::Unreadable(json_problem(&error)))?;
+    let mut into: Value = if user_text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(user_text).map_err(|error| MergeProblem::Unreadable(json_problem(&error)))?
+    };
+    let into_root = into.as_object_mut().ok_or(MergeProblem::NotATable)?;
+    for name in changed {
+        match from.get(name) {
+            Some(value) => {
+                into_root.insert(name.clone(), value.clone());
+            }
+            None => {
+                into_root.remove(name);
+            }
+        }
+    }
+    Ok(Some(json_bytes(&into)))
+}
+
 /// A JSON parse problem by line and column, never quoting the file.
 fn json_problem(error: &serde_json::Error) -> String {
     format!("not JSON at line {}, column {}", error.line(), error.column())
@@ -388,6 +478,49 @@ mod tests {
         assert!(text.contains("env_vars = [\"SERVER_TOKEN\"]"), "{text}");
         let back = without("config.toml", &with, &CODEX, &["ours".to_owned()], false).unwrap();
         assert_eq!(String::from_utf8(back).unwrap(), String::from_utf8(user.to_vec()).unwrap());
+    }
+
+    #[test]
+    fn what_the_harness_changed_in_a_launch_copy_goes_back_to_the_users_file_and_nothing_else() {
+        let places = McpPlaces {
+            repository: ".mcp.json",
+            home: ".claude.json",
+            launch: ".claude/.claude.json",
+            key: "mcpServers",
+            shape: Shape::Claude,
+        };
+        let user = br#"{"numStartups": 1, "theme": "dark", "mcpServers": {"mine": {"command": "x"}}}"#;
+        let (copy, _) = exactly(".claude.json", user, &places, &[server("role-server")]).expect("copy");
+        let written = key_digests(".claude.json", &copy, "mcpServers").expect("digests");
+        assert!(!written.contains_key("mcpServers"));
+        assert_eq!(carried_back(".claude.json", user, &copy, &written, "mcpServers"), Ok(None));
+        // The harness trusts a folder, counts a start and drops the theme; meanwhile the
+        // user changed a key of their own directly.
+        let mut harness: Value = serde_json::from_slice(&copy).expect("json");
+        harness["projects"] = json!({"/work": {"hasTrustDialogAccepted": true}});
+        harness["numStartups"] = json!(2);
+        harness.as_object_mut().expect("object").remove("theme");
+        let harness = json_bytes(&harness);
+        let user_now =
+            br#"{"numStartups": 1, "theme": "dark", "editor": "vim", "mcpServers": {"mine": {"command": "x"}}}"#;
+        let back =
+            carried_back(".claude.json", user_now, &harness, &written, "mcpServers").expect("merge").expect("changed");
+        let back: Value = serde_json::from_slice(&back).expect("json");
+        assert_eq!(back["projects"]["/work"]["hasTrustDialogAccepted"], json!(true));
+        assert_eq!(back["numStartups"], json!(2));
+        assert_eq!(back.get("theme"), None);
+        assert_eq!(back["editor"], json!("vim"), "the user's own change stays");
+        assert_eq!(back["mcpServers"], json!({"mine": {"command": "x"}}), "the role's servers never reach it");
+    }
+
+    #[test]
+    fn a_toml_launch_copy_carries_back_its_changed_tables() {
+        let user = b"model = \"o3\"\n\n[mcp_servers.mine]\ncommand = \"x\"\n";
+        let written = key_digests("config.toml", user, "mcp_servers").expect("digests");
+        let copy = b"model = \"o3\"\n\n[projects.\"/work\"]\ntrust_level = \"trusted\"\n";
+        let back = carried_back("config.toml", user, copy, &written, "mcp_servers").expect("merge").expect("changed");
+        let text = String::from_utf8(back).expect("utf-8");
+        assert!(text.contains("trust_level = \"trusted\"") && text.contains("[mcp_servers.mine]"), "{text}");
     }
 
     #[test]

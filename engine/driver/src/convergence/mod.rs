@@ -57,6 +57,11 @@ pub fn converge_home_with(
     hooks: &mut dyn Hooks,
 ) -> Result<BareRun, HostError> {
     check_home(home)?;
+    // What a launched harness wrote to its launch copy reaches the user's own file on
+    // every run, not only at the next launch.
+    for failure in crate::runtime_home::carry_back_all(home) {
+        progress.warn(&failure.to_string());
+    }
     if let Some(unchanged) = fast_path(home, projects, progress) {
         return Ok(unchanged);
     }
