@@ -125,16 +125,20 @@ struct UserEnvironment {
     home: PathBuf,
     config_folder: Option<PathBuf>,
     xdg_config: Option<PathBuf>,
+    acompose_home: PathBuf,
 }
 
 impl UserEnvironment {
-    fn read(layout: &Layout) -> Option<UserEnvironment> {
+    fn read(layout: &Layout, acompose_home: &Path) -> Option<UserEnvironment> {
         let home = std::env::home_dir().filter(|home| !home.as_os_str().is_empty())?;
+        let home = home.canonicalize().unwrap_or(home);
+        let acompose_home = acompose_home.canonicalize().unwrap_or_else(|_| acompose_home.to_path_buf());
         let variable = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from);
         Some(UserEnvironment {
             home,
             config_folder: layout.config_variable.and_then(|config| variable(config.name)),
             xdg_config: variable("XDG_CONFIG_HOME"),
+            acompose_home,
         })
     }
 
@@ -143,6 +147,7 @@ impl UserEnvironment {
             home: &self.home,
             config_folder: self.config_folder.as_deref(),
             xdg_config: self.xdg_config.as_deref(),
+            acompose_home: Some(&self.acompose_home),
         }
     }
 }
@@ -314,7 +319,7 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
     // copy is made again from it.
     runtime_home::carry_back(&runtime)?;
     runtime_home::retire_old_projects_root(&runtime)?;
-    let user = UserEnvironment::read(layout);
+    let user = UserEnvironment::read(layout, request.home);
     let mut links = user.as_ref().map(|user| carried(layout, &runtime, user)).unwrap_or_default();
     let mcp = match &user {
         Some(user) => runtime_home::mcp_file(layout, &manifest.mcp_servers, &user.places(), &mut links)?,

@@ -39,6 +39,9 @@ pub struct UserPlaces<'a> {
     pub config_folder: Option<&'a Path>,
     /// `XDG_CONFIG_HOME` in the user's environment.
     pub xdg_config: Option<&'a Path>,
+    /// The acompose home, which holds the runtime homes: never mirrored into one, so no
+    /// runtime home holds a link back to itself.
+    pub acompose_home: Option<&'a Path>,
 }
 
 /// The most entries of one folder a runtime home mirrors; the rest are not linked.
@@ -101,7 +104,11 @@ pub fn user_path(layout: &Layout, user: &UserPlaces<'_>, relative: &str) -> Path
 /// its other entries linked one by one. A `carry` row links a user file the runtime
 /// home names differently (Claude Code's `.claude.json`).
 pub fn carried_links(layout: &Layout, user: &UserPlaces<'_>) -> Vec<(String, PathBuf)> {
-    let reserved = reserved(layout);
+    let mut reserved = reserved(layout);
+    let own = user.acompose_home.and_then(|home| home.strip_prefix(user.home).ok()).and_then(Path::to_str);
+    if let Some(own) = own.filter(|own| !own.is_empty()) {
+        reserved.insert(own.to_owned());
+    }
     let mut links = Vec::new();
     mirror(layout, user, mirror_root(layout), &reserved, &mut links);
     for carried in layout.carried {
@@ -480,5 +487,71 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, HostError> {
             format!("`{}` is larger than 4 MiB; a launch does not read it", path.display()),
         )),
         _ => Ok(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "x").expect("write");
+    }
+
+    fn paths(links: &[(String, PathBuf)]) -> Vec<&str> {
+        links.iter().map(|(path, _)| path.as_str()).collect()
+    }
+
+    #[test]
+    fn a_moved_home_mirrors_every_entry_but_the_reserved_paths_and_the_acompose_home() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let home = temporary.path();
+        for file in
+            [".ssh/config", ".gitconfig", ".agents/skills/mine/SKILL.md", ".agents/notes.md", ".codex/auth.json"]
+        {
+            touch(&home.join(file));
+        }
+        touch(&home.join(".codex/skills/mine/SKILL.md"));
+        touch(&home.join(".agent-compose/runtime/codex-platform/x"));
+        touch(&home.join("work/acompose/runtime/x"));
+        touch(&home.join("work/notes.md"));
+        let codex = harness_layout::layout("codex").expect("codex");
+        let user = UserPlaces {
+            home,
+            config_folder: None,
+            xdg_config: None,
+            acompose_home: Some(&home.join("work/acompose")),
+        };
+        let links = carried_links(codex, &user);
+        assert_eq!(
+            paths(&links),
+            [".agents/notes.md", ".codex/auth.json", ".gitconfig", ".ssh", "work/notes.md"],
+            "the skills folders, the bookkeeping folder and the acompose home are not linked"
+        );
+        assert!(links.iter().all(|(path, target)| *target == home.join(path)));
+    }
+
+    #[test]
+    fn a_kept_home_mirrors_the_configuration_folder_and_links_a_renamed_file() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let home = temporary.path().join("home");
+        let moved = temporary.path().join("elsewhere");
+        for file in [".claude/commands/ship.md", ".claude/skills/a/SKILL.md", ".claude/plugins/p.json", ".claude.json"]
+        {
+            touch(&home.join(file));
+        }
+        touch(&moved.join("settings.local.json"));
+        touch(&moved.join(".claude.json"));
+        let claude = harness_layout::layout("claude").expect("claude");
+        let user = UserPlaces { home: &home, config_folder: None, xdg_config: None, acompose_home: None };
+        let links = carried_links(claude, &user);
+        assert_eq!(paths(&links), [".claude/.claude.json", ".claude/commands"]);
+        assert_eq!(links[0].1, home.join(".claude.json"));
+        // With CLAUDE_CONFIG_DIR set by the user, its folder is the one mirrored.
+        let user = UserPlaces { home: &home, config_folder: Some(&moved), xdg_config: None, acompose_home: None };
+        let links = carried_links(claude, &user);
+        assert_eq!(paths(&links), [".claude/.claude.json", ".claude/settings.local.json"]);
+        assert!(links.iter().all(|(_, target)| target.starts_with(&moved)), "{links:?}");
     }
 }
