@@ -411,6 +411,9 @@ fn write_copy_record(runtime: &Path, record: &CopyRecord) -> Result<(), HostErro
     let record_path = runtime.join(COPY_RECORD);
     let mut bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
     bytes.push(b'\n');
+    if std::fs::read(&record_path).is_ok_and(|held| held == bytes) {
+        return Ok(());
+    }
     let folder = record_path.parent().unwrap_or(runtime);
     crate::atomic::replace(folder, "launch-copy.json", &bytes).map_err(|error| {
         HostError::environment(&record_path, format!("cannot write `{}`: {error}", record_path.display()))
