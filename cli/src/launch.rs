@@ -1,7 +1,8 @@
 //! `acompose launch ROLE HARNESS [-- ARGS…]` (and `acompose ROLE HARNESS [ARGS…]`): the
 //! host converges, composes the role's bundle and projects it into a runtime home; on an
 //! interactive terminal this module shows the role card and waits for Enter (`--yes`
-//! skips it), then the host execs the harness.
+//! skips it), then the harness runs in the foreground and what it wrote to its launch
+//! copy is carried back to the user's file when it exits.
 
 use std::ffi::OsString;
 use std::io::IsTerminal as _;
@@ -10,10 +11,10 @@ use std::path::{Path, PathBuf};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::render;
-use acompose_driver::launch::{LaunchRequest, Prepared, exec, person_model, prepare};
+use acompose_driver::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
 
 use crate::progress::TerminalProgress;
-use crate::terminal::{Terminal, report_error};
+use crate::terminal::{Terminal, error_text, report_error};
 use crate::{exit, print_stderr};
 
 #[derive(Debug, clap::Args)]
@@ -223,7 +224,65 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     } else if !terminal.quiet {
         print_stderr(&headline);
     }
-    report_error(&exec(&prepared, &args.arguments), terminal)
+    run_harness(&prepared, &args.arguments, terminal)
+}
+
+/// Runs the harness in the foreground and exits as it did: the terminal's Ctrl-C and
+/// Ctrl-\\ reach it directly (this process only outlives them), a SIGTERM or SIGHUP sent
+/// to this process is passed on to it; once it has exited, what it wrote to its launch
+/// copy is carried back to the user's own file.
+fn run_harness(prepared: &Prepared, arguments: &[std::ffi::OsString], terminal: &Terminal) -> u8 {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let outlived = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let registered: Vec<signal_hook::SigId> = [SIGINT, SIGQUIT]
+        .into_iter()
+        .filter_map(|signal| signal_hook::flag::register(signal, std::sync::Arc::clone(&outlived)).ok())
+        .collect();
+    let mut child = match spawn(prepared, arguments) {
+        Ok(child) => child,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let pid = child.id();
+    let forwarded = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP]).ok();
+    let handle = forwarded.as_ref().map(signal_hook::iterator::Signals::handle);
+    let forwarder = forwarded.map(|mut signals| {
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                let signal = rustix::process::Signal::from_named_raw(signal);
+                let target = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap_or(0));
+                if let (Some(signal), Some(target)) = (signal, target) {
+                    let _ = rustix::process::kill_process(target, signal);
+                }
+            }
+        })
+    });
+    let status = child.wait();
+    if let Some(handle) = handle {
+        handle.close();
+    }
+    if let Some(forwarder) = forwarder {
+        let _ = forwarder.join();
+    }
+    for id in registered {
+        signal_hook::low_level::unregister(id);
+    }
+    if let Some(error) = finish(prepared) {
+        print_stderr(&format!("warning: {}", error_text(&error, terminal)));
+    }
+    match status {
+        Ok(status) => exit_status_code(status),
+        Err(_) => exit::INVALID,
+    }
+}
+
+/// The harness's exit code, or 128 + the signal that ended it, as a shell reports it.
+fn exit_status_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

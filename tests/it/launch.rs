@@ -566,3 +566,13 @@ fn a_launched_harness_reaches_everything_the_users_own_shell_reaches() {
         }
     }
 }
+
+#[test]
+fn the_launch_exits_as_the_harness_did() {
+    let machine = machine();
+    let path = machine.bin.join("claude");
+    std::fs::write(&path, "#!/bin/sh\nexit 7\n").expect("write");
+    assert_eq!(machine.run(&["launch", "platform", "claude", "--yes"], &[]).code, 7);
+    std::fs::write(&path, "#!/bin/sh\nkill -TERM $$\n").expect("write");
+    assert_eq!(machine.run(&["launch", "platform", "claude", "--yes"], &[]).code, 128 + 15);
+}

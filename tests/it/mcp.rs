@@ -390,6 +390,12 @@ fn what_a_launched_harness_writes_to_its_state_stays_and_reaches_the_users_own_f
     let first = launch();
     assert_eq!(first["servers"], serde_json::json!(["docs", "search"]), "exactly the role's servers");
     assert_eq!(first["trusted"], false);
+    // As soon as the harness has exited, its writes are in the user's own file.
+    let mine: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(user.join(".claude.json")).expect("read")).expect("json");
+    assert_eq!(mine["projects"]["/work/service"]["hasTrustDialogAccepted"], true, "{mine}");
+    assert_eq!(mine["machineID"], "machine-0");
+    assert_eq!(mine["mcpServers"], serde_json::json!({"personal-notes": {"command": "notes"}}));
     let second = launch();
     assert_eq!(second["servers"], serde_json::json!(["docs", "search"]));
     assert_eq!(second["trusted"], true, "the trust the harness accepted is there at the next launch");

@@ -455,25 +455,28 @@ pub fn person_model(home: &Path, progress: &dyn Progress) -> Result<PersonModel,
     converger.person_model(home, &config, progress)
 }
 
-/// Replaces this process with the harness. Returns only when exec failed.
-#[cfg(unix)]
-pub fn exec(prepared: &Prepared, arguments: &[OsString]) -> HostError {
-    use std::os::unix::process::CommandExt as _;
+/// Starts the harness as a child of this process, in the current folder, with the
+/// launch's environment and the terminal's standard streams: the caller waits for it
+/// (it stays in this process's group, so the terminal's Ctrl-C reaches it directly),
+/// then calls [`finish`].
+pub fn spawn(prepared: &Prepared, arguments: &[OsString]) -> Result<std::process::Child, HostError> {
     let mut command = std::process::Command::new(&prepared.program);
     command.args(arguments);
     for (name, value) in &prepared.environment {
         command.env(name, value);
     }
-    let error = command.exec();
-    HostError::environment(
-        &prepared.program,
-        format!("cannot start `{}`: {}", prepared.program.display(), crate::load::error_kind(&error)),
-    )
+    command.spawn().map_err(|error| {
+        HostError::environment(
+            &prepared.program,
+            format!("cannot start `{}`: {}", prepared.program.display(), crate::load::error_kind(&error)),
+        )
+    })
 }
 
-#[cfg(not(unix))]
-pub fn exec(prepared: &Prepared, _arguments: &[OsString]) -> HostError {
-    HostError::environment(&prepared.program, "assigned launch needs a Unix system")
+/// After the harness has exited: what it wrote to its launch copy goes back to the
+/// user's own file now, not only at the next run of acompose. The failure, if any.
+pub fn finish(prepared: &Prepared) -> Option<HostError> {
+    runtime_home::carry_back(&prepared.runtime).err()
 }
 
 /// What `gc` did about runtime homes.

@@ -82,6 +82,9 @@ pub struct SessionHandle {
     started: Instant,
     /// Whether the end was recorded (by `wait`, or by the drop of an unwaited handle).
     concluded: bool,
+    /// The runtime home of a session as a role: what the runner wrote to its launch copy
+    /// goes back to the user's file when the session ends.
+    runtime: Option<PathBuf>,
 }
 
 impl Drop for SessionHandle {
@@ -197,6 +200,11 @@ pub fn start_session(
         clock,
         started: Instant::now(),
         concluded: false,
+        runtime: reviewed
+            .environment
+            .iter()
+            .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
+            .map(|(_, value)| PathBuf::from(value)),
     })
 }
 
@@ -344,6 +352,10 @@ impl SessionHandle {
             }
         };
         drop(guard);
+        if let Some(runtime) = &self.runtime {
+            // A failure is met again, and reported, by the next start or convergence.
+            let _ = crate::runtime_home::carry_back(runtime);
+        }
         Ok(Finished { record, group_empty })
     }
 
