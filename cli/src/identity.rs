@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::engine::projection::{Health, identity_row, whoami_text};
 use acompose_driver::identity::nearest;
+use acompose_driver::tree_sight::start_folder_notes;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};
@@ -61,7 +62,13 @@ pub fn run_statusline(args: StatuslineArgs, terminal: &Terminal) -> u8 {
 
 pub fn run_whoami(args: WhoamiArgs, terminal: &Terminal) -> u8 {
     let start = args.target.unwrap_or_else(current_folder);
-    match nearest(&start) {
+    let found = nearest(&start);
+    if let Some(found) = found.as_ref().filter(|_| !terminal.quiet) {
+        for note in start_folder_notes(found, &start) {
+            print_stderr(&format!("note: {note}\n"));
+        }
+    }
+    match found {
         Some(found) if args.json => {
             #[derive(serde::Serialize)]
             struct Document<'a> {

@@ -9,9 +9,10 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::engine::harness_layout;
+use acompose_driver::engine::harness_layout::{self, Layout};
 use acompose_driver::engine::render;
 use acompose_driver::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
+use acompose_driver::tree_sight::launch_same_name_warnings;
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, error_text, report_error};
@@ -130,8 +131,9 @@ fn mcp_lines(prepared: &Prepared, layout: &harness_layout::Layout) -> String {
 }
 
 /// One line about what else the harness reads from the working folder: other skills,
-/// and other roles' projections let through with `--allow-foreign-context`.
-fn warn_about_sight(prepared: &Prepared, terminal: &Terminal) {
+/// each one named like a role skill with what the harness does about it, and other
+/// roles' projections let through with `--allow-foreign-context`.
+fn warn_about_sight(prepared: &Prepared, layout: &Layout, terminal: &Terminal) {
     for warning in prepared.projection.iter().flat_map(|report| &report.listing) {
         print_stderr(&format!("warning: {warning}\n"));
     }
@@ -142,6 +144,9 @@ fn warn_about_sight(prepared: &Prepared, terminal: &Terminal) {
             sanitize(role),
             sanitize(layouts)
         ));
+    }
+    for warning in launch_same_name_warnings(&prepared.sight, &prepared.runtime, layout) {
+        print_stderr(&format!("warning: {warning}\n"));
     }
     let others = &prepared.sight.other_skills;
     if !others.is_empty() && !terminal.quiet {
@@ -195,7 +200,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(prepared) => prepared,
         Err(error) => return report_error(&error, terminal),
     };
-    warn_about_sight(&prepared, terminal);
+    warn_about_sight(&prepared, layout, terminal);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut headline = format!(
         "launching {} as `{}` (tier {}, {} skills) from {}\n",

@@ -11,10 +11,11 @@ use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
 use acompose_driver::home::resolve_home;
 use acompose_driver::projection::{
-    GitExclusion, Hidden, Report, Request, TakenOut, Unprojected, default_target, project, unproject, unproject_layout,
+    GitExclusion, Hidden, Report, Request, TakenOut, Unprojected, default_target, unproject, unproject_layout,
 };
 use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
+use acompose_driver::tree_sight::{self, ForeignContext, TreeReport, project_in_tree};
 
 use crate::terminal::{Terminal, report_error, warn};
 use crate::{exit, print_stderr, print_stdout};
@@ -59,6 +60,10 @@ pub struct ProjectArgs {
     /// Print the result as JSON (`acompose.project.v1`).
     #[arg(long)]
     pub json: bool,
+    /// Project although another role's projection is in the target's git work tree
+    /// (above or below it); a harness started there then reads both roles.
+    #[arg(long)]
+    pub allow_foreign_context: bool,
 }
 
 pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
@@ -86,10 +91,12 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         mcp_file: None,
         git: GitExclusion::Local,
     };
-    let report = match project(&request, &mut NoFaults) {
-        Ok(report) => report,
+    let context = if args.allow_foreign_context { ForeignContext::Allow } else { ForeignContext::Refuse };
+    let in_tree = match project_in_tree(&request, context, &mut NoFaults) {
+        Ok(in_tree) => in_tree,
         Err(error) => return report_error(&error, terminal),
     };
+    let report = &in_tree.report;
     let follows = match home.as_deref().map(|home| projections::register(home, &target, &bundle, &report.details.role))
     {
         Some(Ok(follows)) => follows,
@@ -108,6 +115,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     for warning in &report.listing {
         print_stderr(&format!("warning: {warning}\n"));
     }
+    warn_about_tree(&in_tree, terminal);
     if let Hidden::Failed(reason) = &report.hidden {
         warn(
             terminal,
@@ -115,15 +123,40 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         );
     }
     if args.json {
-        print_stdout(&projected_json(&report));
+        print_stdout(&projected_json(report));
     } else if !terminal.quiet {
-        let mut text = projected_text(&report, layout.display_name, terminal.verbose > 0);
+        let mut text = projected_text(report, layout.display_name, terminal.verbose > 0);
         if follows {
             text.push_str("it follows its role: every convergence projects the role's new bundle here\n");
         }
         print_stdout(&text);
     }
     exit::SUCCESS
+}
+
+/// What the target's work tree shows the projection's harnesses besides the role: other
+/// roles' projections let through with `--allow-foreign-context`, skills named like a
+/// role skill, and where a harness that reads skills only where it starts sees none.
+fn warn_about_tree(in_tree: &TreeReport, terminal: &Terminal) {
+    for other in tree_sight::named(&in_tree.foreign) {
+        print_stderr(&format!("warning: {other}, which a harness started in this work tree may read too\n"));
+    }
+    for warning in &in_tree.same_name {
+        print_stderr(&format!("warning: {warning}\n"));
+    }
+    if terminal.quiet {
+        return;
+    }
+    for note in &in_tree.start_folder {
+        print_stderr(&format!("note: {note}\n"));
+    }
+    if in_tree.cut_short {
+        print_stderr(&format!(
+            "note: looked at the first {} entries below `{}` for other roles' projections and skills; deeper ones were not looked at\n",
+            tree_sight::WALK_LIMIT,
+            sanitize(&in_tree.report.target.display().to_string())
+        ));
+    }
 }
 
 /// The `acompose.project.v1` document.

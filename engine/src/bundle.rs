@@ -342,10 +342,12 @@ fn instructions_document(resolution: &Resolution) -> String {
     }
     let common: Vec<&crate::compose::OverlayInstruction> =
         resolution.overlay_instructions.iter().filter(|instruction| instruction.harnesses.is_empty()).collect();
+    // The text itself, not a path: a projection or a runtime home has no `overlays/`
+    // folder, and the instructions file is the one part every harness reads whole.
     if !common.is_empty() {
-        let _ = writeln!(text, "\n## Instructions from private overlays\n");
+        let _ = writeln!(text, "\n## Instructions from private overlays");
         for instruction in common {
-            let _ = writeln!(text, "- `{}` — `overlays/{}.md`", instruction.id, instruction.id);
+            let _ = write!(text, "\n### `{}`\n\n{}\n", instruction.id, instruction.text.trim());
         }
     }
     text

@@ -40,6 +40,7 @@ pub mod summarized;
 
 pub mod skill;
 pub mod skill_rules;
+pub mod skill_sight;
 
 pub mod syntax;
 pub mod trace;

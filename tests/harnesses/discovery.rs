@@ -22,7 +22,8 @@ enum Method {
     CodexPromptInput,
     /// `opencode debug skill`: every skill it discovered, as JSON.
     OpencodeDebugSkill,
-    /// `gemini skills list`: the discovered skills; conflicts are warned on stderr.
+    /// `gemini skills list`: the discovered skills; conflicts are warned on stderr. The
+    /// instructions are what `gemini -p hello` then sends the recording endpoint.
     GeminiSkillsList,
     /// `claude -p … --output-format stream-json --verbose`: the `init` event lists the
     /// skills; the request sent to the recording endpoint holds the instructions.
@@ -83,10 +84,44 @@ pub struct Seen {
 pub fn discover(harness: &Harness, bin: &Path, home: &Path, cwd: &Path) -> Seen {
     let recorder = Recorder::start();
     before(harness, bin, home, cwd, &recorder);
-    let mut command = Command::new(bin.join(harness.binary));
-    prepare(&mut command, bin, home, cwd, &recorder);
-    command.args(arguments(harness.method, home));
-    run(harness, command, &recorder, home)
+    let command = |words: Vec<String>| {
+        let mut command = Command::new(bin.join(harness.binary));
+        prepare(&mut command, bin, home, cwd, &recorder);
+        command.args(words);
+        command
+    };
+    let mut seen = run(harness, command(arguments(harness.method, home)), &recorder, home);
+    if let Method::GeminiSkillsList = harness.method {
+        seen.instructions = Some(gemini_sent(command(gemini_request()), &recorder));
+    }
+    seen
+}
+
+/// Gemini CLI's `skills list` shows no instructions: a headless prompt to the recorder
+/// (`GOOGLE_GEMINI_BASE_URL`, with the API-key auth its settings select, see [`before`])
+/// sends them.
+fn gemini_request() -> Vec<String> {
+    ["-p", "hello", "--skip-trust"].iter().map(|word| (*word).to_owned()).collect()
+}
+
+/// What Gemini CLI sent the recorder for [`gemini_request`], its JSON strings decoded.
+fn gemini_sent(mut command: Command, recorder: &Recorder) -> String {
+    let already = recorder.bodies().len();
+    command.env("GEMINI_API_KEY", "dummy-recorded-not-a-key").stdin(std::process::Stdio::null());
+    let output = command.output().expect("run gemini -p");
+    let mut texts = Vec::new();
+    for body in recorder.bodies().iter().skip(already) {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
+            collect_strings(&value, &mut texts);
+        }
+    }
+    assert!(
+        !texts.is_empty(),
+        "gemini -p sent the recorder nothing; exited {:?}: {}",
+        output.status.code(),
+        tail(&String::from_utf8_lossy(&output.stderr))
+    );
+    texts.join("\n")
 }
 
 /// What a harness needs in its home before it is asked: Cline's provider at the
@@ -101,6 +136,15 @@ fn before(harness: &Harness, bin: &Path, home: &Path, cwd: &Path, recorder: &Rec
             command.args(["auth", "-p", "openai", "-k", "dummy", "-m", "gpt-4.1", "-b", &base]);
             let output = command.stdin(std::process::Stdio::null()).output().expect("cline auth");
             assert!(output.status.success(), "cline auth: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Method::GeminiSkillsList => {
+            // Headless, it needs an auth type chosen (else "Invalid auth method selected").
+            let settings = home.join(".gemini/settings.json");
+            if !settings.exists() {
+                std::fs::create_dir_all(home.join(".gemini")).expect("gemini folder");
+                let selected = serde_json::json!({ "security": { "auth": { "selectedType": "gemini-api-key" } } });
+                std::fs::write(settings, selected.to_string()).expect("gemini settings");
+            }
         }
         Method::DroidRequest => {
             let settings = serde_json::json!({ "customModels": [{
@@ -125,17 +169,24 @@ pub fn discover_launched(
 ) -> Seen {
     let recorder = Recorder::start();
     before(harness, bin, user, cwd, &recorder);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
-    prepare(&mut command, bin, user, cwd, &recorder);
     let projects = acompose_home.parent().expect("root").join("projects");
-    command
-        .arg("--home")
-        .arg(acompose_home)
-        .args(["launch", role, harness.layout, "--yes", "--projects-root"])
-        .arg(projects)
-        .arg("--")
-        .args(arguments(harness.method, user));
-    run(harness, command, &recorder, user)
+    let command = |words: Vec<String>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_acompose"));
+        prepare(&mut command, bin, user, cwd, &recorder);
+        command
+            .arg("--home")
+            .arg(acompose_home)
+            .args(["launch", role, harness.layout, "--yes", "--projects-root"])
+            .arg(&projects)
+            .arg("--")
+            .args(words);
+        command
+    };
+    let mut seen = run(harness, command(arguments(harness.method, user)), &recorder, user);
+    if let Method::GeminiSkillsList = harness.method {
+        seen.instructions = Some(gemini_sent(command(gemini_request()), &recorder));
+    }
+    seen
 }
 
 /// Marks `folder` trusted where the harness reads repository skills only in trusted

@@ -29,6 +29,10 @@ const ROLE_LINE: &str = "Assigned role: Developer Platform Engineer (`platform`)
 const CLAUDE_OVERLAY: &str = "instruction \"claude-only\" {\n    role \"platform\"\n    harness \"claude\"\n    text \"Only Claude Code is given this line of the platform role.\"\n}\n";
 /// The text of [`CLAUDE_OVERLAY`].
 const CLAUDE_LINE: &str = "Only Claude Code is given this line of the platform role.";
+/// A private overlay's instruction for the role, for every harness.
+const TEAM_OVERLAY: &str = "instruction \"team-review\" {\n    role \"platform\"\n    text \"Every harness of the platform role is given this review rule.\"\n}\n";
+/// The text of [`TEAM_OVERLAY`].
+const TEAM_LINE: &str = "Every harness of the platform role is given this review rule.";
 
 fn harness_bin() -> Option<PathBuf> {
     let folder = std::env::var_os("ACOMPOSE_HARNESS_BIN")
@@ -95,6 +99,7 @@ fn estate() -> Estate {
     let home = root.join("acompose-home");
     write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\n");
     write(&home.join("overlays/claude.kdl"), CLAUDE_OVERLAY);
+    write(&home.join("overlays/team.kdl"), TEAM_OVERLAY);
     std::fs::create_dir_all(root.join("user")).expect("user home");
     let converged = run_acompose(&root, &root.join("user"), &["--projects-root", "projects"], &[]);
     assert_eq!(converged.code, 0, "{}", converged.stderr);
@@ -141,7 +146,8 @@ fn user_home(estate: &Estate, name: &str) -> PathBuf {
 }
 
 /// What `seen` must be: the harness's own skills (what it lists in an empty folder with an
-/// empty home) and the role's, none twice, and the role's instructions where shown.
+/// empty home) and the role's, none twice, and the role's instructions, with a private
+/// overlay's instruction, where shown.
 fn check(harness: &Harness, case: &str, seen: &Seen, own: &BTreeSet<String>, role_skills: &BTreeSet<String>) {
     let unique: BTreeSet<String> = seen.skills.iter().cloned().collect();
     let twice: Vec<&String> =
@@ -158,6 +164,11 @@ fn check(harness: &Harness, case: &str, seen: &Seen, own: &BTreeSet<String>, rol
         assert!(
             text.contains(ROLE_LINE),
             "{} ({case}): the role's instructions are not in what it sends",
+            harness.binary
+        );
+        assert!(
+            text.contains(TEAM_LINE),
+            "{} ({case}): the overlay's instruction is not in what it sends",
             harness.binary
         );
         // The overlay's Claude Code instruction reaches Claude Code alone (in one checkout

@@ -27,6 +27,7 @@ mod incremental;
 mod launch;
 mod mcp;
 mod no_panic;
+mod one_role_per_tree;
 mod one_run;
 mod overlays;
 mod people;

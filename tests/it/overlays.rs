@@ -352,3 +352,102 @@ fn a_harness_scoped_instruction_reaches_only_the_harnesses_it_names() {
     let text = std::fs::read_to_string(shared.join("AGENTS.md")).expect("AGENTS.md");
     assert!(text.contains("Commands run in a sandbox"), "the Codex projection stays: {text}");
 }
+
+/// The text of [`TEAM_OVERLAY`]'s instruction, which names no harness.
+const TEAM_LINE: &str = "Reviews are written in plain English and name the file and line they are about.";
+
+/// A fake harness for `launch`: it starts and ends, so the launch's runtime home is read
+/// as the harness would read it.
+fn fake_harness(bin: &Path, name: &str) {
+    let path = bin.join(name);
+    write(&path, "#!/bin/sh\nexit 0\n");
+    let mut permissions = std::fs::metadata(&path).expect("meta").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).expect("chmod");
+}
+
+#[test]
+fn an_overlay_instruction_is_in_every_harnesss_instructions_at_both_scopes_and_under_launch() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    write(&root.join("home/overlays/zz-harness.kdl"), HARNESS_OVERLAY);
+    let output = converge(root);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    // The bundle's instructions hold the text itself, not a path to it.
+    let bundle = root.join("home/bundles").join(bundle_of(root, "platform"));
+    let document = std::fs::read_to_string(bundle.join("content/instructions.md")).expect("instructions.md");
+    let part = &document[document.find("## Instructions from private overlays").expect("the overlays' part")..];
+    insta::assert_snapshot!(part, @r"
+    ## Instructions from private overlays
+
+    ### `team-review`
+
+    Reviews are written in plain English and name the file and line they are about.
+    ");
+
+    // (harness, its instructions file at repository scope, at home scope)
+    let harnesses = [
+        ("claude", "CLAUDE.md", ".claude/CLAUDE.md"),
+        ("codex", "AGENTS.md", ".codex/AGENTS.md"),
+        ("gemini", "GEMINI.md", ".gemini/GEMINI.md"),
+    ];
+    let mut seen = Vec::new();
+    let read =
+        |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let seen_in = |text: &str| {
+        format!(
+            "team {}, hooks {}, sandbox {}",
+            text.contains(TEAM_LINE),
+            text.contains("Run the repository's hooks"),
+            text.contains("Commands run in a sandbox")
+        )
+    };
+    for (harness, repository, home) in harnesses {
+        let (target, output) = project(root, "platform", harness, &format!("repo-{harness}"));
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        seen.push(format!("{harness} repo: {}", seen_in(&read(&target.join(repository)))));
+        let target = root.join(format!("home-{harness}"));
+        std::fs::create_dir_all(&target).expect("home target");
+        let target_text = target.to_str().expect("utf-8");
+        let arguments =
+            ["--home", "home", "project", "platform", "--layout", harness, "--scope", "home", "--target", target_text];
+        let output = acompose(root, &arguments);
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        seen.push(format!("{harness} home: {}", seen_in(&read(&target.join(home)))));
+    }
+
+    // A launch projects at home scope into its runtime home: the harness reads the same.
+    let bin = root.join("bin");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let acompose_home = root.join("home");
+    let user = root.join("user");
+    std::fs::create_dir_all(&user).expect("user home");
+    for (harness, _, home) in harnesses {
+        fake_harness(&bin, harness);
+        let output = crate::common::acompose_with(
+            root,
+            &["launch", "platform", harness, "--yes", "--projects-root", "projects"],
+            &[
+                ("PATH", path.as_str()),
+                ("HOME", user.to_str().expect("utf-8")),
+                ("ACOMPOSE_HOME", acompose_home.to_str().expect("utf-8")),
+            ],
+        );
+        assert_eq!(output.code, 0, "{harness}: {}", output.stderr);
+        let runtime = acompose_home.join(format!("runtime/{harness}-platform"));
+        seen.push(format!("{harness} launch: {}", seen_in(&read(&runtime.join(home)))));
+    }
+    insta::assert_snapshot!(seen.join("\n"), @r"
+    claude repo: team true, hooks true, sandbox false
+    claude home: team true, hooks true, sandbox false
+    codex repo: team true, hooks false, sandbox true
+    codex home: team true, hooks false, sandbox true
+    gemini repo: team true, hooks false, sandbox true
+    gemini home: team true, hooks false, sandbox true
+    claude launch: team true, hooks true, sandbox false
+    codex launch: team true, hooks false, sandbox true
+    gemini launch: team true, hooks false, sandbox true
+    ");
+}

@@ -76,6 +76,7 @@ pub fn examine(settings: &Settings, path_variable: Option<&std::ffi::OsStr>) -> 
     checks.extend(mount_checks(&home));
     checks.extend(path_checks(path_variable));
     checks.extend(projection_checks(&home));
+    checks.extend(start_folder_checks(&home));
     checks.extend(store_checks(&home));
     checks
 }
@@ -331,6 +332,33 @@ fn projection_checks(home: &Path) -> Vec<Check> {
             check(name, status, format!("{} ({})", entry.role, entry.state.name()), fix)
         })
         .collect()
+}
+
+/// A note per registered repository projection for each of its harnesses that reads a
+/// repository's skills only in the folder it starts in (Gemini CLI).
+fn start_folder_checks(home: &Path) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for entry in crate::projections::list(home) {
+        if matches!(entry.state, State::Missing | State::Runtime) {
+            continue;
+        }
+        let repository = crate::projection_record::read_record(&entry.target)
+            .is_some_and(|record| record.details.scope == harness_layout::Scope::Repository.name());
+        if !repository {
+            continue;
+        }
+        for harness in acompose_engine::skill_sight::start_folder_only(&entry.layout) {
+            checks.push(check(
+                format!("projection {} in {harness}", shown(&entry.target)),
+                Status::Note,
+                format!(
+                    "{harness} reads a repository's skills only in the folder it starts in: it sees the role's skills only when started in this folder itself"
+                ),
+                Some("start it there, or project the role into the subfolder you work in too".to_owned()),
+            ));
+        }
+    }
+    checks
 }
 
 fn store_checks(home: &Path) -> Vec<Check> {

@@ -56,6 +56,7 @@ pub mod settings;
 pub mod sources;
 pub mod store;
 pub mod transaction;
+pub mod tree_sight;
 pub mod watch;
 pub mod why;
 

@@ -286,7 +286,8 @@ const SIGHT_LIMIT: usize = 1000;
 
 /// Looks from `cwd` up to its git work tree's root (or `cwd` alone outside one) at the
 /// folders `layout` reads at repository scope: projection records of another role, and
-/// skills no projection of `role` owns.
+/// skills no projection of `role` owns (in `cwd` alone for a harness that reads skills
+/// only where it starts, `acompose_engine::skill_sight`).
 pub fn in_sight(cwd: &Path, layout: &Layout, role: &str) -> InSight {
     let folders: Vec<&Path> = match cwd.ancestors().position(|folder| folder.join(".git").exists()) {
         Some(root) => cwd.ancestors().take(root + 1).collect(),
@@ -304,6 +305,9 @@ pub fn in_sight(cwd: &Path, layout: &Layout, role: &str) -> InSight {
             continue;
         }
         let owned: BTreeSet<String> = record.map(|record| record.files.into_iter().collect()).unwrap_or_default();
+        if folder != cwd && acompose_engine::skill_sight::skill_reading(layout.harness).start_folder_only {
+            continue;
+        }
         for skills in std::iter::once(places.skills).chain(places.also_reads.iter().copied()) {
             let Ok(entries) = std::fs::read_dir(folder.join(skills)) else { continue };
             for entry in entries.filter_map(Result::ok).take(SIGHT_LIMIT) {
