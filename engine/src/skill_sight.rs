@@ -38,7 +38,10 @@ pub struct SkillReading {
     /// `packages/cli/src/config/config.ts` `loadCliConfig` passes `targetDir: cwd`, and
     /// `packages/core/src/config/storage.ts` joins both folders to `targetDir`; 0.61.0
     /// `bundle/gemini-3HFX2LNT.js:8274` and `:8541`, `bundle/chunk-JDPZ4CE3.js:253250` and
-    /// `:253268`). Only harnesses checked in their source are marked.
+    /// `:253268`). Qwen Code, a fork of it, does the same: 0.24.4 started in a subfolder of
+    /// a projected checkout listed none of the role's skills (the real-harness suite,
+    /// `a_nested_package_folder_sees_each_role_skill_once_or_the_start_folder_rule_is_said`).
+    /// Only harnesses checked in their source or by that suite are marked.
     pub start_folder_only: bool,
     pub same_name: SameName,
 }
@@ -48,6 +51,7 @@ pub fn skill_reading(harness: &str) -> SkillReading {
     let (start_folder_only, same_name) = match harness {
         "codex" => (false, SameName::ListsBoth),
         "gemini" => (true, SameName::WorkspaceWins),
+        "qwen" => (true, SameName::Unknown),
         "claude" => (false, SameName::UserWins),
         _ => (false, SameName::Unknown),
     };

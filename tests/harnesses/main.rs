@@ -342,3 +342,56 @@ fn a_broken_skill_link_is_missing_from_what_the_harness_lists() {
         assert!(seen.skills.iter().any(|skill| skill == "machine-gpu"), "{}: {:?}", harness.binary, seen.skills);
     }
 }
+
+/// A repository projection seen from a nested package folder (`packages/pkg2`, with a
+/// skill of its own): each harness lists every role skill once, or — where the harness
+/// reads repository skills at its start folder alone (`skill_sight`, Gemini CLI) — none,
+/// and `project` said so.
+#[test]
+fn a_nested_package_folder_sees_each_role_skill_once_or_the_start_folder_rule_is_said() {
+    let Some((bin, harnesses)) = installed() else { return };
+    let estate = estate();
+    for harness in harnesses {
+        let work = checkout(&estate, &format!("{}-nested", harness.binary));
+        let package = work.join("packages/pkg2");
+        write(&package.join("package.json"), "{}\n");
+        let layout = acompose_engine::harness_layout::layout(harness.layout).expect("a layout");
+        let own_skill = format!("{}/pkg2-own/SKILL.md", layout.repository.skills);
+        write(&package.join(own_skill), &skill("pkg2-own"));
+        let mut arguments =
+            vec!["project", ROLE, "--layout", harness.layout, "--target", work.to_str().expect("utf-8")];
+        if harness.copies_in_repositories() {
+            arguments.push("--copy");
+        }
+        let projected = run_acompose(&estate.root, &estate.root.join("user"), &arguments, &[]);
+        assert_eq!(projected.code, 0, "{}", projected.stderr);
+        let home = user_home(&estate, &format!("{}-nested-home", harness.binary));
+        discovery::trust(harness, &home, &work);
+        discovery::trust(harness, &home, &package);
+        let seen = discovery::discover(harness, &bin, &home, &package);
+        let role: Vec<&String> = seen.skills.iter().filter(|skill| estate.role_skills.contains(*skill)).collect();
+        let unique: BTreeSet<&String> = role.iter().copied().collect();
+        assert_eq!(
+            role.len(),
+            unique.len(),
+            "{}: a role skill listed twice from the package: {role:?}",
+            harness.binary
+        );
+        if acompose_engine::skill_sight::skill_reading(harness.layout).start_folder_only {
+            assert!(role.is_empty(), "{}: the documented start-folder rule no longer holds: {role:?}", harness.binary);
+            assert!(
+                projected.stdout.contains("only in the folder it starts in")
+                    || projected.stderr.contains("only in the folder it starts in"),
+                "{}: `project` did not say where it reads skills: {}{}",
+                harness.binary,
+                projected.stdout,
+                projected.stderr
+            );
+            eprintln!("{}: from a nested package, no role skill, as `project` said", harness.binary);
+        } else {
+            let listed: BTreeSet<String> = unique.into_iter().cloned().collect();
+            assert_eq!(listed, estate.role_skills, "{}: the role skills from a nested package", harness.binary);
+            eprintln!("{}: from a nested package, each of {} role skills once", harness.binary, listed.len());
+        }
+    }
+}
