@@ -264,3 +264,38 @@ fn a_filter_git_cannot_run_is_named_and_the_next_run_points_git_at_this_acompose
     let diff = git(&work, &["diff"]);
     assert_eq!(changed_lines(&diff), ["+"], "only the user's own blank line: {diff}");
 }
+
+#[test]
+fn what_an_earlier_versions_stopped_unproject_left_is_named_and_unproject_takes_it_out() {
+    let temporary = home();
+    let root = temporary.path();
+    let work = root.join("work");
+    repository(&work);
+    let docs = work.join("docs");
+    write_file(&docs.join("CLAUDE.md"), "# Docs\n");
+    git(&work, &["add", "docs/CLAUDE.md"]);
+    git(&work, &["commit", "--quiet", "-m", "docs"]);
+    project(root, &work, "claude");
+    // What an earlier version's `unproject` of `docs`, stopped after its transaction,
+    // left: a record owning nothing, its exclude lines and its mark.
+    let exclude = work.join(".git/info/exclude");
+    let left = "# acompose projection into docs\n/docs/.agent-compose\n# end of acompose projection into docs\n";
+    std::fs::write(&exclude, format!("{}{left}", read(&exclude))).expect("lines left");
+    write_file(
+        &docs.join(".agent-compose/projection.json"),
+        "{\n  \"format\": \"acompose.projection.v1\",\n  \"files\": []\n}\n",
+    );
+    git(&work, &["update-index", "--skip-worktree", "docs/CLAUDE.md"]);
+
+    let doctor = acompose(root, &["--home", "home", "doctor"]);
+    assert!(doctor.stdout.contains("git lines in"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("docs/CLAUDE.md"), "the mark is named: {}", doctor.stdout);
+    let taken = unproject(root, &docs);
+    assert_eq!(taken.code, 1, "{}", taken.stdout);
+    assert!(taken.stderr.contains("were taken out") && taken.stderr.contains("empty record"), "{}", taken.stderr);
+    assert!(!docs.join(".agent-compose").exists());
+    assert!(!read(&exclude).contains("into docs"), "{}", read(&exclude));
+    assert!(read(&exclude).contains("# acompose projection into .\n"), "the root's projection keeps its lines");
+    let doctor = acompose(root, &["--home", "home", "doctor"]);
+    assert!(!doctor.stdout.contains("git lines in"), "{}", doctor.stdout);
+}

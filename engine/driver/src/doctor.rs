@@ -353,11 +353,20 @@ fn leftover_checks(target: &Path) -> Vec<Check> {
     crate::projection_git::leftovers(target)
         .into_iter()
         .map(|(file, folder)| {
+            let marked = crate::projection_git::marked_instructions(&folder);
+            let mut fix = format!("`acompose unproject --target {}` takes them out", shown(&folder));
+            if !marked.is_empty() {
+                let files: Vec<String> = marked.iter().map(|path| format!("`{}`", shown(Path::new(path)))).collect();
+                fix.push_str(&format!(
+                    "; {} marked skip-worktree, perhaps by an earlier acompose: `git update-index --no-skip-worktree FILE` takes a mark you did not set off",
+                    files.join(", ")
+                ));
+            }
             check(
                 format!("git lines in {}", shown(&file)),
                 Status::Warning,
                 format!("a block of lines for a projection into `{}`, which has none", shown(&folder)),
-                Some(format!("`acompose unproject --target {}` takes them out", shown(&folder))),
+                Some(fix),
             )
         })
         .collect()

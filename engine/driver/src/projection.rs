@@ -370,8 +370,65 @@ fn finish_unproject(target: &Path, record: &Record) -> Result<projection_git::Gi
             ),
         ));
     }
+    remove_emptied_folders(target, details);
     remove_record(target)?;
     Ok(outcome)
+}
+
+/// Removes the folders a projection's paths leave empty once they are gone (a stopped
+/// run's transaction removed the paths, not the folders): each skill's folder, and the
+/// folders of its skills, instructions and MCP file, up to the target. Only an empty
+/// folder goes.
+fn remove_emptied_folders(target: &Path, details: &Details) {
+    let scope = if details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
+    // Up to the target, past a folder already gone (the stopped run removed some).
+    let remove_up = |mut folder: PathBuf| {
+        while folder != target && folder.starts_with(target) {
+            match std::fs::remove_dir(&folder) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => break,
+            }
+            folder.pop();
+        }
+    };
+    for layout in details.layout.split(projection::LAYOUT_SEPARATOR).filter_map(acompose_engine::harness_layout::layout)
+    {
+        let places = layout.places(scope);
+        for skill in &details.skills {
+            let folder = target.join(places.skills).join(skill);
+            if !std::fs::symlink_metadata(&folder).is_ok_and(|metadata| metadata.is_dir()) {
+                continue;
+            }
+            for entry in walkdir::WalkDir::new(&folder).follow_links(false).contents_first(true).into_iter().flatten() {
+                if entry.file_type().is_dir() {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+        let files = [places.skills, places.instructions, crate::mcp_config::file_of(layout, scope).unwrap_or_default()];
+        for file in files.iter().filter(|file| !file.is_empty()) {
+            let path = target.join(file);
+            remove_up(if *file == places.skills { path } else { path.parent().map(Path::to_path_buf).unwrap_or(path) });
+        }
+    }
+}
+
+/// Whether the record in `target` is one an earlier version's stopped `unproject` left:
+/// an ownership record owning nothing and saying nothing of a projection.
+fn owns_nothing(target: &Path) -> bool {
+    let path = target.join(projection::RECORD);
+    let small = std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file() && metadata.len() <= 4096);
+    let Some(value) = small
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    else {
+        return false;
+    };
+    value.get("format").and_then(serde_json::Value::as_str) == Some(projection::FORMAT)
+        && value.get("files").and_then(serde_json::Value::as_array).is_some_and(Vec::is_empty)
+        && value.get("details").is_none()
 }
 
 /// Removes the record and, when nothing of the user's is in it, its folder.
@@ -683,6 +740,10 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
         if let git_exclude::Excluded::Cleared(path) = &left.excluded {
             message.push_str(&format!("; the lines an earlier projection left in `{}` were taken out", path.display()));
         }
+        if owns_nothing(target) {
+            remove_record(target)?;
+            message.push_str("; the empty record an earlier version left was removed");
+        }
         let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
         return Err(HostError::invalid(target, message));
     };
@@ -715,6 +776,7 @@ pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, Ho
         &projection_git::shared_paths(&details),
     );
     if git.settled() {
+        remove_emptied_folders(target, &details);
         remove_record(target)?;
     }
     details.unprojecting = false;

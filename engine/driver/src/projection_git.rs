@@ -404,6 +404,28 @@ pub fn text_missing(target: &Path, details: &Details) -> Vec<String> {
     missing
 }
 
+/// The instructions files in `folder` (of the repository holding it) marked
+/// `skip-worktree`: where a projection's record is gone, these may be an earlier
+/// version's marks, which nothing names any more (or the user's own).
+pub fn marked_instructions(folder: &Path) -> Vec<String> {
+    let Some(repository) = Repository::of(folder) else { return Vec::new() };
+    let Some(relative) = repository.relative(folder) else { return Vec::new() };
+    let mut names: Vec<&str> = acompose_engine::harness_layout::layouts()
+        .iter()
+        .map(|layout| layout.places(acompose_engine::harness_layout::Scope::Repository).instructions)
+        .filter(|path| !path.is_empty())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let paths: Vec<String> = names
+        .iter()
+        .map(|name| if relative.is_empty() { (*name).to_owned() } else { format!("{relative}/{name}") })
+        .collect();
+    index_entries(&repository, &paths)
+        .map(|entries| entries.into_iter().filter(|entry| entry.tag == 'S').map(|entry| entry.path).collect())
+        .unwrap_or_default()
+}
+
 /// The blocks in the `info/` files of the repository holding `target` (of its worktree)
 /// whose projection has no record any more: lines a projection left, each as the file
 /// and the folder it names.
