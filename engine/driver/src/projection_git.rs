@@ -344,16 +344,12 @@ fn index_entries(repository: &Repository, paths: &[String]) -> Result<Vec<IndexE
         .collect())
 }
 
-/// Whether git would run a filter command other than this binary's (or none) for a
-/// linked projection that gives files the filter: the command of an acompose that moved
-/// or was removed, which git cannot run (it then stores the files with the projection's
-/// text).
+/// Whether git cannot run the filter of a linked projection that gives files the filter
+/// (none configured, or its program gone: an acompose that moved or was removed), so the
+/// next run must point it at a binary that runs. A filter naming another acompose that
+/// is there (a second install) is left as it is until a projection is made again.
 pub fn filter_outdated(target: &Path, details: &Details) -> bool {
-    if details.mode != Mode::Link.name() || shared_paths(details).is_empty() {
-        return false;
-    }
-    let Some(repository) = Repository::of(target) else { return false };
-    git_filter::configured(&repository).command.as_deref() != Some(git_filter::command().as_str())
+    filter_problem(target, details).is_some()
 }
 
 /// Why git cannot run the configured filter for a linked projection into `target` that
