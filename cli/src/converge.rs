@@ -12,7 +12,8 @@ use acompose_driver::convergence::{BareRun, Stats, converge_home};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::{ARTIFACT_DIR, read_config};
 use acompose_driver::mounts::{MountReport, deliver};
-use acompose_driver::projections::Followed;
+use acompose_driver::projection::Repair;
+use acompose_driver::projections::{Followed, Repaired, repair};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary, warn};
@@ -172,6 +173,9 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         Ok(places) => places,
         Err(error) => return report_error(&error, terminal),
     };
+    // What stopped `project` and `unproject` runs left is finished first, so that a
+    // projection convergence follows is whole.
+    let repaired = repair(&home);
     let progress = TerminalProgress::new(terminal);
     let run = match converge_home(&home, &projects, &progress) {
         Ok(run) => run,
@@ -204,10 +208,54 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
             std::mem::forget(converger);
         }
     }
+    print_repaired(&repaired, terminal, args.json);
     if !args.json {
         print_delivery(&delivered, terminal);
     }
     exit::SUCCESS
+}
+
+/// A line for each registered projection whose stopped run was finished (or whose text
+/// a checkout took out was put back), and a warning for each that could not be.
+fn print_repaired(repaired: &[Repaired], terminal: &Terminal, json: bool) {
+    for projection in repaired {
+        let target = sanitize(&projection.target.display().to_string());
+        let role = sanitize(&projection.role);
+        let said = match &projection.outcome {
+            Ok(Repair::RolledBack) => format!("rolled back a stopped projection of {role} in `{target}`"),
+            Ok(Repair::Unprojected) => format!("finished the stopped `unproject` of {role} in `{target}`"),
+            Ok(Repair::Reprojected(report)) => {
+                let mut line = format!("projected {} ({role}) into `{target}` again", report.details.bundle);
+                if let Some(git) = report.git.as_ref().filter(|git| !git.settled()) {
+                    line.push_str(&format!("; git's files still are not: {}", sanitize(&git.failed.join("; "))));
+                }
+                line
+            }
+            Ok(Repair::Settled(git)) if git.settled() => {
+                format!("brought git's files in line with the projection of {role} in `{target}`")
+            }
+            Ok(Repair::Settled(git)) => {
+                warn(
+                    terminal,
+                    &format!(
+                        "git's files are not in line with the projection of {role} in `{target}`: {}",
+                        sanitize(&git.failed.join("; "))
+                    ),
+                );
+                continue;
+            }
+            Err(why) => {
+                warn(
+                    terminal,
+                    &format!("the projection of {role} in `{target}` was left unfinished: {}", sanitize(why)),
+                );
+                continue;
+            }
+        };
+        if !terminal.quiet && !json {
+            print_stdout(&format!("{said}\n"));
+        }
+    }
 }
 
 /// A line for each registered projection convergence moved to its role's new bundle, and

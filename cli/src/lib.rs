@@ -157,6 +157,11 @@ pub enum Command {
 
 /// Runs the program and returns its exit code.
 pub fn main() -> ExitCode {
+    // git runs the clean filter on every file it reads through it: nothing of the home is
+    // needed, and a problem there must not stop git.
+    if let Some(path) = project::git_clean_path(std::env::args_os()) {
+        return exit::code(project::run_git_clean(&path));
+    }
     // The home's own harness rows come first: the command tree names every harness.
     if let Err(error) = install_home_layouts() {
         let terminal = Terminal::new(ColorChoice::Auto, false, 0);

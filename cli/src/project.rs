@@ -9,10 +9,12 @@ use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
 use acompose_driver::git_exclude::Excluded;
+use acompose_driver::git_filter;
 use acompose_driver::home::resolve_home;
 use acompose_driver::projection::{
-    GitExclusion, Hidden, Report, Request, TakenOut, Unprojected, default_target, unproject, unproject_layout,
+    GitExclusion, Report, Request, TakenOut, Unprojected, default_target, unproject, unproject_layout,
 };
+use acompose_driver::projection_git::GitOutcome;
 use acompose_driver::projections;
 use acompose_driver::transaction::NoFaults;
 use acompose_driver::tree_sight::{self, ForeignContext, TreeReport, project_in_tree};
@@ -91,10 +93,22 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         mcp_file: None,
         git: GitExclusion::Local,
     };
+    // Registered before anything is written: a run stopped anywhere is one bare
+    // `acompose` finishes.
+    let ahead = match home.as_deref().map(|home| projections::register_ahead(home, &target, &bundle)) {
+        Some(Ok(ahead)) => Some(ahead),
+        Some(Err(error)) => return report_error(&error, terminal),
+        None => None,
+    };
     let context = if args.allow_foreign_context { ForeignContext::Allow } else { ForeignContext::Refuse };
     let in_tree = match project_in_tree(&request, context, &mut NoFaults) {
         Ok(in_tree) => in_tree,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => {
+            if let (Some(home), Some(ahead)) = (home.as_deref(), ahead) {
+                let _ = projections::register_failed(home, &target, ahead);
+            }
+            return report_error(&error, terminal);
+        }
     };
     let report = &in_tree.report;
     let follows = match home.as_deref().map(|home| projections::register(home, &target, &bundle, &report.details.role))
@@ -103,25 +117,13 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Some(Err(error)) => return report_error(&error, terminal),
         None => false,
     };
-    if let Some(Excluded::Failed(reason)) = &report.excluded {
-        warn(
-            terminal,
-            &format!(
-                "the projection stands, but its paths could not be listed in the repository's exclude file: {}",
-                sanitize(reason)
-            ),
-        );
+    if let Some(git) = &report.git {
+        warn_git(git, terminal);
     }
     for warning in &report.listing {
         print_stderr(&format!("warning: {warning}\n"));
     }
     warn_about_tree(&in_tree, terminal);
-    if let Hidden::Failed(reason) = &report.hidden {
-        warn(
-            terminal,
-            &format!("the projection stands, but git will show its managed blocks as changes: {}", sanitize(reason)),
-        );
-    }
     if args.json {
         print_stdout(&projected_json(report));
     } else if !terminal.quiet {
@@ -187,12 +189,58 @@ fn projected_json(report: &Report) -> String {
         written: &outcome.written,
         unchanged: outcome.unchanged,
         removed: &outcome.removed,
-        hidden_from_git: match &report.hidden {
-            Hidden::Files(files) => files,
-            Hidden::Failed(_) => &[],
-        },
+        hidden_from_git: report.git.as_ref().map_or(&[], |git| git.filtered.as_slice()),
     };
     String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
+}
+
+/// The warnings of a projection's changes to git's files: steps that failed (the next
+/// run finishes them), files whose own filter acompose leaves alone.
+fn warn_git(git: &GitOutcome, terminal: &Terminal) {
+    for reason in &git.failed {
+        warn(
+            terminal,
+            &format!(
+                "the projection stands, but git's files are not yet in line with it: {}; the next `acompose` or `acompose project` finishes it",
+                sanitize(reason)
+            ),
+        );
+    }
+    for path in &git.own_filter {
+        warn(
+            terminal,
+            &format!(
+                "your git attributes give `{}` a filter of its own, which acompose leaves alone: git shows the role's text in it as a change",
+                sanitize(path)
+            ),
+        );
+    }
+}
+
+/// The lines telling what a projection did to git's files.
+fn git_text(git: &GitOutcome) -> String {
+    let mut text = String::new();
+    match &git.excluded {
+        Excluded::Listed(exclude) => text.push_str(&format!(
+            "git: its paths are listed in `{}` (local to this clone, never committed)\n",
+            sanitize(&exclude.display().to_string())
+        )),
+        Excluded::Cleared(exclude) => text.push_str(&format!(
+            "git: its paths are no longer listed in `{}`\n",
+            sanitize(&exclude.display().to_string())
+        )),
+        _ => {}
+    }
+    for path in &git.filtered {
+        text.push_str(&format!(
+            "git: reads `{}` without the role's text (a clean filter, this clone only), so your own edits show and commit as they are\n",
+            sanitize(path)
+        ));
+    }
+    for path in &git.unmarked {
+        text.push_str(&format!("git: the skip-worktree mark an earlier acompose set on `{}` is off\n", sanitize(path)));
+    }
+    text
 }
 
 /// What a projection did, as text; each written and removed path with `verbose`.
@@ -216,24 +264,8 @@ fn projected_text(report: &Report, harness: &str, verbose: bool) -> String {
     for block in &details.blocks {
         text.push_str(&format!("instructions: a managed block in your `{}`\n", sanitize(&block.path)));
     }
-    match &report.excluded {
-        Some(Excluded::Listed(exclude)) => text.push_str(&format!(
-            "git: its paths are listed in `{}` (local to this clone, never committed)\n",
-            sanitize(&exclude.display().to_string())
-        )),
-        Some(Excluded::Cleared(exclude)) => text.push_str(&format!(
-            "git: copies may be committed; its paths were taken out of `{}`\n",
-            sanitize(&exclude.display().to_string())
-        )),
-        _ => {}
-    }
-    if let Hidden::Files(files) = &report.hidden {
-        for path in files {
-            text.push_str(&format!(
-                "git: `{}` is tracked; its block is hidden from `git status` (skip-worktree, this clone only) until `acompose unproject`\n",
-                sanitize(path)
-            ));
-        }
+    if let Some(git) = &report.git {
+        text.push_str(&git_text(git));
     }
     if verbose {
         for path in &outcome.written {
@@ -278,25 +310,30 @@ pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Termin
             }
             return exit::SUCCESS;
         }
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => {
+            // A target holding no projection leaves the register too.
+            if !acompose_driver::projection::has_record(&target)
+                && let Ok(home) = resolve_home(home)
+            {
+                let _ = projections::unregister(&home, &target);
+            }
+            return report_error(&error, terminal);
+        }
     };
-    if let Some(Err(error)) = resolve_home(home).ok().map(|home| projections::unregister(&home, &target)) {
-        return report_error(&error, terminal);
-    }
-    if let Excluded::Failed(reason) = &report.excluded {
-        warn(
-            terminal,
-            &format!("the projection is gone, but the repository's exclude file still lists it: {}", sanitize(reason)),
-        );
-    }
-    if let Err(reason) = &report.shown {
+    for reason in &report.git.failed {
         warn(
             terminal,
             &format!(
-                "the projection is gone, but git still skips its instructions files (`git update-index --no-skip-worktree FILE`): {}",
-                sanitize(reason)
+                "the projection's paths are gone, but git's files are not yet put back: {}; run `acompose unproject --target {}` again (or bare `acompose`) to finish",
+                sanitize(reason),
+                sanitize(&target.display().to_string())
             ),
         );
+    }
+    if report.git.settled()
+        && let Some(Err(error)) = resolve_home(home).ok().map(|home| projections::unregister(&home, &target))
+    {
+        return report_error(&error, terminal);
     }
     if args.json {
         print_stdout(&unprojected_json(&report));
@@ -336,11 +373,17 @@ fn unprojected_text(report: &Unprojected) -> String {
         report.removed.len(),
         report.restored.len()
     );
-    for path in &report.restored {
-        text.push_str(&format!("  restored {} (its acompose block taken out)\n", sanitize(path)));
+    if report.resumed {
+        text.push_str("  finished taking out a projection a stopped `unproject` had begun\n");
     }
-    if let Excluded::Cleared(exclude) = &report.excluded {
+    for path in &report.restored {
+        text.push_str(&format!("  restored {} (the role's text taken out)\n", sanitize(path)));
+    }
+    if let Excluded::Cleared(exclude) = &report.git.excluded {
         text.push_str(&format!("git: its paths were taken out of `{}`\n", sanitize(&exclude.display().to_string())));
+    }
+    for path in &report.git.unmarked {
+        text.push_str(&format!("git: the skip-worktree mark an earlier acompose set on `{}` is off\n", sanitize(path)));
     }
     text
 }
@@ -366,6 +409,8 @@ pub fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &T
             layout: &'a str,
             bundle: &'a str,
             state: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            git: Option<&'a str>,
         }
         #[derive(serde::Serialize)]
         struct Document<'a> {
@@ -380,6 +425,7 @@ pub fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &T
                 layout: &entry.layout,
                 bundle: &entry.bundle,
                 state: entry.state.name(),
+                git: entry.git.as_deref(),
             })
             .collect();
         let document = Document { format: "acompose.projections.v1", projections };
@@ -401,7 +447,44 @@ pub fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &T
             sanitize(bundle),
             entry.state.name()
         ));
+        if let Some(note) = &entry.git {
+            text.push_str(&format!("  git: {}\n", sanitize(note)));
+        }
     }
     print_stdout(&text);
     exit::SUCCESS
+}
+
+/// The path of `acompose git-clean PATH`, git's clean filter, when that is the command
+/// line (read before anything else: the filter needs nothing of the home).
+pub fn git_clean_path(arguments: impl Iterator<Item = std::ffi::OsString>) -> Option<String> {
+    let arguments: Vec<std::ffi::OsString> = arguments.skip(1).collect();
+    match arguments.as_slice() {
+        [command, path] if command == git_filter::SUBCOMMAND => Some(path.to_string_lossy().into_owned()),
+        _ => None,
+    }
+}
+
+/// Runs git's clean filter on standard input: what git stores of `path` (relative to the
+/// work tree's root, the folder git runs the filter in). A file larger than the filter
+/// reads passes through as it is.
+pub fn run_git_clean(path: &str) -> u8 {
+    use std::io::{Read as _, Write as _};
+    let limit = git_filter::FILTER_LIMIT as u64 + 1;
+    let mut stdin = std::io::stdin().lock();
+    let mut input = Vec::new();
+    if stdin.by_ref().take(limit).read_to_end(&mut input).is_err() {
+        return exit::ENVIRONMENT;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let written = if input.len() as u64 >= limit {
+        stdout.write_all(&input).and_then(|()| std::io::copy(&mut stdin, &mut stdout).map(drop))
+    } else {
+        let top = std::env::current_dir().unwrap_or_default();
+        stdout.write_all(&git_filter::clean(&top, path, &input))
+    };
+    match written.and_then(|()| stdout.flush()) {
+        Ok(()) => exit::SUCCESS,
+        Err(_) => exit::ENVIRONMENT,
+    }
 }

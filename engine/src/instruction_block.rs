@@ -25,8 +25,6 @@ pub struct WithBlock {
 pub enum BlockProblem {
     /// The markers are there but not as one opening line followed by one closing line.
     Malformed,
-    /// The bytes before the block are not the separator the projection wrote.
-    SeparatorChanged,
 }
 
 /// The block holding `instructions`.
@@ -86,16 +84,22 @@ pub fn replaced(text: &[u8], range: std::ops::Range<usize>, instructions: &[u8],
 }
 
 /// `text` without its block and the separator written before it: the user's file as it
-/// was before the projection.
-pub fn removed(text: &[u8], range: std::ops::Range<usize>, separator: &str) -> Result<Vec<u8>, BlockProblem> {
+/// was before the projection, with the user's own edits since. The separator goes only
+/// where it is still whole and taking it leaves the user's last line ending as it did: a
+/// user who wrote a line just above the block keeps its line break, and one who took the
+/// blank line out keeps what is left. This is what git sees of the file (the clean filter
+/// gives the same bytes) and what `unproject` leaves.
+pub fn removed(text: &[u8], range: std::ops::Range<usize>, separator: &str) -> Vec<u8> {
     let before = &text[..range.start];
-    let Some(user) = before.strip_suffix(separator.as_bytes()) else {
-        return Err(BlockProblem::SeparatorChanged);
+    let whole = match separator {
+        "\n" => before.ends_with(b"\n\n") || before == b"\n",
+        _ => before.ends_with(separator.as_bytes()),
     };
+    let user = if whole { &before[..before.len() - separator.len()] } else { before };
     let mut restored = Vec::with_capacity(text.len());
     restored.extend_from_slice(user);
     restored.extend_from_slice(&text[range.end..]);
-    Ok(restored)
+    restored
 }
 
 /// The byte offsets of every line of `text` that is exactly `marker`.
@@ -124,7 +128,7 @@ mod tests {
             let range = find(&with.text).expect("well formed").expect("a block");
             assert_eq!(&with.text[range.clone()], with.block.as_slice());
             assert!(with.text.starts_with(user.as_bytes()), "{user:?}");
-            assert_eq!(removed(&with.text, range, &with.separator).expect("removed"), user.as_bytes(), "{user:?}");
+            assert_eq!(removed(&with.text, range, &with.separator), user.as_bytes(), "{user:?}");
         }
     }
 
@@ -138,21 +142,38 @@ mod tests {
         assert!(again.text.ends_with(b"\nMore notes.\n"));
         assert!(again.text.windows(4).any(|window| window == b"new\n"));
         let range = find(&again.text).expect("well formed").expect("a block");
-        assert_eq!(removed(&again.text, range, &again.separator).expect("removed"), b"# Notes\n\nMore notes.\n");
+        assert_eq!(removed(&again.text, range, &again.separator), b"# Notes\n\nMore notes.\n");
     }
 
     #[test]
-    fn broken_markers_and_a_changed_separator_are_told() {
+    fn broken_markers_are_told() {
         let begin_only = format!("{BEGIN}\ntext\n");
         assert_eq!(find(begin_only.as_bytes()), Err(BlockProblem::Malformed));
         let reversed = format!("{END}\n{BEGIN}\n");
         assert_eq!(find(reversed.as_bytes()), Err(BlockProblem::Malformed));
         assert_eq!(find(b"no block here\n"), Ok(None));
+    }
+
+    #[test]
+    fn the_users_edits_just_above_the_block_keep_their_line_endings() {
+        let removed_from = |text: &[u8], separator: &str| {
+            let range = find(text).expect("well formed").expect("a block");
+            removed(text, range, separator)
+        };
+        let with = appended(b"# Notes\n", b"x\n");
+        assert_eq!(with.separator, "\n");
+        let block = String::from_utf8(with.block.clone()).expect("text");
+        // A line written after the blank line, just above the block.
+        assert_eq!(removed_from(format!("# Notes\n\nMore\n{block}").as_bytes(), "\n"), b"# Notes\n\nMore\n");
+        // A line written before the blank line.
+        assert_eq!(removed_from(format!("# Notes\nMore\n\n{block}").as_bytes(), "\n"), b"# Notes\nMore\n");
+        // The blank line taken out.
+        assert_eq!(removed_from(format!("# Notes\n{block}").as_bytes(), "\n"), b"# Notes\n");
+        // A file without a final line break, whose blank line was taken out.
         let with = appended(b"# Notes", b"x\n");
         assert_eq!(with.separator, "\n\n");
         let mut edited = with.text.clone();
         edited.remove(7);
-        let range = find(&edited).expect("well formed").expect("a block");
-        assert_eq!(removed(&edited, range, &with.separator), Err(BlockProblem::SeparatorChanged));
+        assert_eq!(removed_from(&edited, "\n\n"), b"# Notes\n");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod harness_config;
 mod secret;
+pub mod splice;
 
 use std::collections::BTreeSet;
 

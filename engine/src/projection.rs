@@ -91,6 +91,36 @@ pub struct Details {
     /// does not own), to take them out again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<McpRecord>,
+    /// What the projection still has to do to git's own files (see [`GitRecord`]).
+    #[serde(default, skip_serializing_if = "GitRecord::is_empty")]
+    pub git: GitRecord,
+    /// `unproject` took the projection's paths out and put the user's files back; what
+    /// is left (its git lines and this record) the next run takes out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unprojecting: bool,
+}
+
+/// The projection's changes to git's own files (the filter in the repository's config,
+/// its `info/attributes` and `info/exclude` lines, marks an earlier version set in the
+/// index), journaled in the record before they are made: the record is written first,
+/// saying what is in flight, and rewritten once git's files say what it says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitRecord {
+    /// Git's files may not match the record yet (a run was stopped between the two): the
+    /// next run brings them in line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
+    /// Files an earlier version marked `skip-worktree` in the index whose mark is still
+    /// to be taken off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked: Vec<String>,
+}
+
+impl GitRecord {
+    pub fn is_empty(&self) -> bool {
+        !self.pending && self.marked.is_empty()
+    }
 }
 
 /// The role's MCP servers merged into a harness's configuration file the user owns.
@@ -103,9 +133,14 @@ pub struct McpRecord {
     pub layout: String,
     /// The servers the projection added, by name.
     pub servers: Vec<String>,
-    /// Whether the file had no key for servers before: taken out with the last server.
+    /// Whether the file had no key for servers before: taken out with the last server
+    /// (a record of an earlier version, whose merge rewrote the file).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub created_key: bool,
+    /// The exact text the projection inserted into the user's file (the servers' entries
+    /// with their separators): taking it out gives back the user's bytes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub inserted: String,
 }
 
 /// One managed block of instructions in a file the user owns.
@@ -119,9 +154,9 @@ pub struct BlockRecord {
     /// The blake3 digest of the block as written (markers included): a block whose
     /// digest differs was edited by hand and is left alone.
     pub digest: String,
-    /// Whether the projection marked the file `skip-worktree` in the git index (a tracked
-    /// file of a linked projection), so that `git status` does not show the block; the
-    /// mark is taken off again with the block.
+    /// Whether an earlier version marked the file `skip-worktree` in the git index (a
+    /// tracked file of a linked projection). Read from such records only: the next run
+    /// takes the mark off and lets the clean filter hide the block instead.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden_from_git: bool,
 }
@@ -274,6 +309,8 @@ pub fn plan(bundle: &BundleInput<'_>, layout: &Layout, scope: Scope, mode: Mode)
         approximate_tokens: skill_bytes.div_ceil(4),
         blocks: Vec::new(),
         mcp: Vec::new(),
+        git: GitRecord::default(),
+        unprojecting: false,
     };
     Ok(Plan { entries, details })
 }
@@ -546,6 +583,8 @@ mod tests {
             approximate_tokens: 1_234,
             blocks: Vec::new(),
             mcp: Vec::new(),
+            git: GitRecord::default(),
+            unprojecting: false,
         }
     }
 

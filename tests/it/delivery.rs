@@ -445,7 +445,7 @@ fn a_linked_projection_is_excluded_locally_and_a_copied_one_is_not() {
 }
 
 #[test]
-fn a_linked_block_in_a_tracked_file_is_hidden_from_git_until_unproject() {
+fn a_linked_block_in_a_tracked_file_is_filtered_from_git_until_unproject() {
     let composed = compose("selector-slice");
     let repository = tempfile::tempdir().expect("repository");
     let root = repository.path();
@@ -461,13 +461,17 @@ fn a_linked_block_in_a_tracked_file_is_hidden_from_git_until_unproject() {
         assert_eq!(linked.code, 0, "{}", linked.stderr);
     }
     assert_eq!(git(root, &["status", "--porcelain"]), "");
-    assert_eq!(git(root, &["ls-files", "-v"]), "S CLAUDE.md\nS GEMINI.md\n");
+    assert_eq!(git(root, &["ls-files", "-v"]), "H CLAUDE.md\nS GEMINI.md\n", "no mark of its own; the user's stays");
+    assert_eq!(git(root, &["check-attr", "filter", "CLAUDE.md"]), "CLAUDE.md: filter: acompose\n");
+    git(root, &["add", "--all"]);
+    assert_eq!(git(root, &["diff", "--cached", "--name-only"]), "", "`git add` stages nothing of the projection");
     let record = std::fs::read_to_string(root.join(".agent-compose/projection.json")).expect("record");
-    assert_eq!(record.matches("\"hidden_from_git\": true").count(), 1, "only the mark it set: {record}");
+    assert!(!record.contains("hidden_from_git") && !record.contains("\"git\""), "nothing left to do: {record}");
 
     let unprojected = acompose(root, &["unproject", "--target", root.to_str().expect("utf-8")]);
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
     assert_eq!(git(root, &["ls-files", "-v"]), "H CLAUDE.md\nS GEMINI.md\n", "the user's own mark stays");
+    assert_eq!(git(root, &["check-attr", "filter", "CLAUDE.md"]), "CLAUDE.md: filter: unspecified\n");
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
 

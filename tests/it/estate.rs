@@ -792,7 +792,9 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
     assert!(std::fs::read_to_string(work.join("CLAUDE.md")).expect("claude").starts_with(claude));
     assert!(std::fs::read_to_string(work.join("AGENTS.md")).expect("agents").starts_with(agents));
     assert_eq!(git(&work, &["status", "--porcelain"]), "", "git sees nothing of the projection");
-    assert_eq!(git(&work, &["ls-files", "-v"]), "S AGENTS.md\nS CLAUDE.md\n", "the blocks' files, skip-worktree");
+    assert_eq!(git(&work, &["ls-files", "-v"]), "H AGENTS.md\nH CLAUDE.md\n", "no skip-worktree mark");
+    git(&work, &["add", "--all"]);
+    assert_eq!(git(&work, &["diff", "--cached", "--name-only"]), "", "`git add` stages nothing of the projection");
     let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
     let listed: serde_json::Value = serde_json::from_str(&listed.stdout).expect("json");
     assert_eq!(listed["projections"][0]["state"], "current", "{listed}");
@@ -804,7 +806,8 @@ fn a_projection_of_a_role_follows_the_next_edit_and_unproject_gives_the_reposito
     assert_eq!(unprojected.code, 0, "{}", unprojected.stderr);
     assert_eq!(tree_of(&work), before, "the repository as it was, tree and bytes");
     assert_eq!(git(&work, &["status", "--porcelain"]), "");
-    assert_eq!(git(&work, &["ls-files", "-v"]), "H AGENTS.md\nH CLAUDE.md\n", "the marks taken off again");
+    assert_eq!(git(&work, &["ls-files", "-v"]), "H AGENTS.md\nH CLAUDE.md\n");
+    assert_eq!(git(&work, &["config", "--list", "--local"]).matches("acompose").count(), 0, "no filter left");
     let listed = acompose(temporary.path(), &["--home", "home", "projections", "--json"]);
     assert!(listed.stdout.contains("\"projections\": []"), "{}", listed.stdout);
 }

@@ -21,6 +21,7 @@ mod docs_runnable;
 mod doctor;
 mod estate;
 mod faults;
+mod git_delivery;
 mod go_commands;
 mod host_delivery;
 mod incremental;

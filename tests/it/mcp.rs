@@ -143,7 +143,7 @@ fn servers_merge_into_the_users_file_and_come_out_again() {
         let output = acompose(root, &["--home", "home", "project", "platform", "--layout", layout, "--target", "repo"]);
         assert_eq!(output.code, 0, "{layout}: {}", output.stderr);
     }
-    assert_eq!(json_keys(&repo.join(".mcp.json"), "mcpServers"), ["mine", "docs", "search"]);
+    assert_eq!(json_keys(&repo.join(".mcp.json"), "mcpServers"), ["docs", "search", "mine"], "the role's first");
     let merged: serde_json::Value =
         serde_json::from_slice(&std::fs::read(repo.join(".mcp.json")).expect("read")).expect("json");
     assert_eq!(merged["theme"], "dark");

@@ -306,30 +306,69 @@ fn path_checks(path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
 }
 
 fn projection_checks(home: &Path) -> Vec<Check> {
-    crate::projections::list(home)
+    let mut checks = Vec::new();
+    let mut repositories = Vec::new();
+    for entry in crate::projections::list(home) {
+        let name = format!("projection {}", shown(&entry.target));
+        let (status, fix) = match entry.state {
+            State::Current | State::Pinned | State::Runtime => (Status::Ok, None),
+            State::Stale => (Status::Warning, Some("run `acompose`: it projects the role's new bundle".to_owned())),
+            State::Missing => (
+                Status::Warning,
+                Some(format!(
+                    "its folder or record is gone and is never recreated; `acompose project {} --layout HARNESS --target {}` projects it again",
+                    entry.role,
+                    shown(&entry.target)
+                )),
+            ),
+            State::ChangedByHand => (
+                Status::Warning,
+                Some(format!(
+                    "`acompose unproject --target {}` takes it out; project it again afterwards",
+                    shown(&entry.target)
+                )),
+            ),
+        };
+        checks.push(check(name, status, format!("{} ({})", entry.role, entry.state.name()), fix));
+        if let Some(note) = &entry.git {
+            checks.push(check(
+                format!("git for projection {}", shown(&entry.target)),
+                Status::Warning,
+                note.clone(),
+                Some("`acompose` (or `acompose project` again) brings git's files in line".to_owned()),
+            ));
+        }
+        if entry.state != State::Runtime {
+            let repository = crate::git_exclude::Repository::of(&entry.target);
+            if repository.as_ref().is_some_and(|repository| !repositories.contains(repository)) {
+                repositories.extend(repository);
+                checks.extend(leftover_checks(&entry.target));
+            }
+        }
+    }
+    checks
+}
+
+/// A check for each block of a repository's `info/` files whose projection is gone.
+fn leftover_checks(target: &Path) -> Vec<Check> {
+    crate::projection_git::leftovers(target)
         .into_iter()
-        .map(|entry| {
-            let name = format!("projection {}", shown(&entry.target));
-            let (status, fix) = match entry.state {
-                State::Current | State::Pinned | State::Runtime => (Status::Ok, None),
-                State::Stale => (Status::Warning, Some("run `acompose`: it projects the role's new bundle".to_owned())),
-                State::Missing => (
-                    Status::Warning,
-                    Some(format!(
-                        "its folder or record is gone and is never recreated; `acompose project {} --layout HARNESS --target {}` projects it again",
-                        entry.role,
-                        shown(&entry.target)
-                    )),
-                ),
-                State::ChangedByHand => (
-                    Status::Warning,
-                    Some(format!(
-                        "`acompose unproject --target {}` takes it out; project it again afterwards",
-                        shown(&entry.target)
-                    )),
-                ),
-            };
-            check(name, status, format!("{} ({})", entry.role, entry.state.name()), fix)
+        .map(|(file, folder)| {
+            let marked = crate::projection_git::marked_instructions(&folder);
+            let mut fix = format!("`acompose unproject --target {}` takes them out", shown(&folder));
+            if !marked.is_empty() {
+                let files: Vec<String> = marked.iter().map(|path| format!("`{}`", shown(Path::new(path)))).collect();
+                fix.push_str(&format!(
+                    "; {} marked skip-worktree, perhaps by an earlier acompose: `git update-index --no-skip-worktree FILE` takes a mark you did not set off",
+                    files.join(", ")
+                ));
+            }
+            check(
+                format!("git lines in {}", shown(&file)),
+                Status::Warning,
+                format!("a block of lines for a projection into `{}`, which has none", shown(&folder)),
+                Some(fix),
+            )
         })
         .collect()
 }

@@ -1,14 +1,19 @@
-//! A projection's paths in the `.git/info/exclude` of the repository its target is in:
-//! found by walking up to the work tree's `.git` (a folder, or a worktree's `gitdir:`
-//! file), read bounded, edited with the engine's block functions and written atomically.
-//! The exclude file is the repository's own: only the projection's block ever changes.
+//! The git repository a projection's target is in, and its own files a projection keeps
+//! a block in: found by walking up to the work tree's `.git` (a folder, or a worktree's
+//! or submodule's `gitdir:` file), `info/exclude` and `info/attributes` read bounded,
+//! edited with the engine's block functions and written atomically, under a lock of the
+//! `info` folder itself (it is shared by every worktree, and more than one projection may
+//! edit it). Also runs `git` itself for what only git may change (its config and index).
+//! The repository's files are its own: only a projection's blocks ever change.
 
 use std::path::{Path, PathBuf};
 
 use acompose_engine::git_exclude;
 
-/// The largest exclude file read; a larger one is left alone and reported.
-const EXCLUDE_LIMIT: u64 = 1 << 20;
+use crate::load::error_kind;
+
+/// The largest `info/` file read; a larger one is left alone and reported.
+const INFO_LIMIT: u64 = 1 << 20;
 
 /// What happened to the repository's exclude file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,133 +25,179 @@ pub enum Excluded {
     /// The projection's paths were written into this exclude file.
     Listed(PathBuf),
     /// The projection's block was removed from this exclude file (a copied projection,
-    /// which a team may commit).
+    /// which a team may commit, or one taken out).
     Cleared(PathBuf),
     /// The exclude file could not be read or written; the projection itself stands.
     Failed(String),
 }
 
-/// Lists `paths` (relative to `target`) in the exclude file of the repository holding
-/// `target`, replacing the block an earlier projection into the same target left; with
-/// `None`, removes that block.
-pub fn update(target: &Path, paths: Option<&[String]>) -> Excluded {
-    let Some((root, exclude)) = repository_of(target) else {
-        return Excluded::NotInRepository;
-    };
-    let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
-    let Some(relative) = target.strip_prefix(&root).ok().and_then(|relative| relative.to_str()) else {
-        return Excluded::Failed(format!("`{}` cannot be named in `{}`", target.display(), exclude.display()));
-    };
-    let relative = relative.replace(std::path::MAIN_SEPARATOR, "/");
-    let existing = match read_exclude(&exclude) {
-        Ok(existing) => existing,
-        Err(reason) => return Excluded::Failed(reason),
-    };
-    let block = match paths {
-        Some(paths) => match git_exclude::block(&relative, paths) {
-            Some(block) => Some(block),
-            None => return Excluded::Failed("a projected path holds a line break".to_owned()),
-        },
-        None => None,
-    };
-    let Some(edited) = git_exclude::with_block(&existing, &relative, block.as_deref()) else {
-        return Excluded::Failed("the target's path holds a line break".to_owned());
-    };
-    if edited == existing {
-        return Excluded::Unchanged;
-    }
-    if let Err(error) = write_exclude(&exclude, &edited) {
-        return Excluded::Failed(error);
-    }
-    if paths.is_some() { Excluded::Listed(exclude) } else { Excluded::Cleared(exclude) }
+/// A git repository as a projection meets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    /// The root of the work tree (the folder holding `.git`).
+    pub top: PathBuf,
+    /// The folder every worktree shares: its `config` and `info/`.
+    pub common: PathBuf,
+    /// The name of a linked worktree (`<common>/worktrees/<name>`); `None` for the main
+    /// one.
+    pub worktree: Option<String>,
 }
 
-/// The work tree's root and its exclude file, for the nearest `.git` at or above
-/// `target`. A worktree's `.git` file points at its git folder, whose `commondir` holds
-/// the exclude file all worktrees share.
-fn repository_of(target: &Path) -> Option<(PathBuf, PathBuf)> {
-    let start = target.canonicalize().ok()?;
-    start.ancestors().find_map(|folder| {
-        let dot_git = folder.join(".git");
-        let metadata = std::fs::symlink_metadata(&dot_git).ok()?;
-        let git_folder = if metadata.is_dir() {
-            dot_git
-        } else if metadata.is_file() {
-            let text = std::fs::read_to_string(&dot_git).ok()?;
-            folder.join(text.strip_prefix("gitdir:")?.trim())
-        } else {
-            return None;
-        };
-        let common = match std::fs::read_to_string(git_folder.join("commondir")) {
-            Ok(common) => git_folder.join(common.trim()),
-            Err(_) => git_folder,
-        };
-        Some((folder.to_path_buf(), common.join("info").join("exclude")))
-    })
+/// One of the repository's files a projection keeps a block in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InfoFile {
+    Exclude,
+    Attributes,
 }
 
-/// The exclude file's text, empty when there is none yet.
-fn read_exclude(exclude: &Path) -> Result<String, String> {
-    match std::fs::symlink_metadata(exclude) {
-        Ok(metadata) if !metadata.is_file() => Err(format!("`{}` is not a file", exclude.display())),
-        Ok(metadata) if metadata.len() > EXCLUDE_LIMIT => {
-            Err(format!("`{}` is larger than 1 MiB; it was left alone", exclude.display()))
+impl InfoFile {
+    pub fn name(self) -> &'static str {
+        match self {
+            InfoFile::Exclude => "exclude",
+            InfoFile::Attributes => "attributes",
         }
-        Ok(_) => std::fs::read_to_string(exclude)
-            .map_err(|error| format!("cannot read `{}`: {}", exclude.display(), crate::load::error_kind(&error))),
+    }
+}
+
+impl Repository {
+    /// The repository whose work tree holds `target` (the nearest `.git` at or above it).
+    pub fn of(target: &Path) -> Option<Repository> {
+        let start = target.canonicalize().ok()?;
+        start.ancestors().find_map(|folder| {
+            let dot_git = folder.join(".git");
+            let metadata = std::fs::symlink_metadata(&dot_git).ok()?;
+            let git_folder = if metadata.is_dir() {
+                dot_git
+            } else if metadata.is_file() {
+                let text = std::fs::read_to_string(&dot_git).ok()?;
+                folder.join(text.strip_prefix("gitdir:")?.trim())
+            } else {
+                return None;
+            };
+            let (common, worktree) = match std::fs::read_to_string(git_folder.join("commondir")) {
+                Ok(common) => {
+                    let name = git_folder.file_name().map(|name| name.to_string_lossy().into_owned());
+                    (git_folder.join(common.trim()), name)
+                }
+                Err(_) => (git_folder, None),
+            };
+            let common = common.canonicalize().unwrap_or(common);
+            Some(Repository { top: folder.to_path_buf(), common, worktree })
+        })
+    }
+
+    /// `path` relative to the work tree's root, `/`-separated (`""` for the root).
+    pub fn relative(&self, path: &Path) -> Option<String> {
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let relative = path.strip_prefix(&self.top).ok()?.to_str()?;
+        Some(relative.replace(std::path::MAIN_SEPARATOR, "/"))
+    }
+
+    /// The name the blocks of a projection into `target` carry.
+    pub fn block_name(&self, target: &Path) -> Option<String> {
+        git_exclude::block_name(&self.relative(target)?, self.worktree.as_deref())
+    }
+
+    pub fn info_folder(&self) -> PathBuf {
+        self.common.join("info")
+    }
+
+    pub fn info(&self, file: InfoFile) -> PathBuf {
+        self.info_folder().join(file.name())
+    }
+
+    /// The repository's own config file (local to this clone, shared by its worktrees).
+    pub fn config(&self) -> PathBuf {
+        self.common.join("config")
+    }
+
+    /// Runs git in the work tree (never against a repository named by the caller's
+    /// `GIT_*` variables), returning its standard output.
+    pub fn git(&self, arguments: &[&str]) -> Result<Vec<u8>, String> {
+        git(&self.top, arguments)
+    }
+}
+
+/// The repository holding `target`: its work tree's root and its exclude file.
+pub fn repository_of(target: &Path) -> Option<Repository> {
+    Repository::of(target)
+}
+
+/// Takes the lock of the repository's `info` folder itself (made when missing), so
+/// that no file is left in it.
+pub fn lock_info(repository: &Repository) -> Result<crate::transaction::Lock, String> {
+    let folder = repository.info_folder();
+    std::fs::create_dir_all(&folder)
+        .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
+    crate::transaction::lock_directory_itself(&folder, crate::home::LOCK_TIMEOUT).map_err(|error| error.to_string())
+}
+
+/// An `info/` file's text, empty when there is none yet.
+pub fn read_info(path: &Path) -> Result<String, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if !metadata.is_file() => Err(format!("`{}` is not a file", path.display())),
+        Ok(metadata) if metadata.len() > INFO_LIMIT => {
+            Err(format!("`{}` is larger than 1 MiB; it was left alone", path.display()))
+        }
+        Ok(_) => std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read `{}`: {}", path.display(), error_kind(&error))),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(error) => Err(format!("cannot read `{}`: {}", exclude.display(), crate::load::error_kind(&error))),
+        Err(error) => Err(format!("cannot read `{}`: {}", path.display(), error_kind(&error))),
     }
 }
 
-/// Replaces the exclude file atomically, making `info/` when the repository has none.
-fn write_exclude(exclude: &Path, text: &str) -> Result<(), String> {
-    let folder = exclude.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder)
-        .map_err(|error| format!("cannot create `{}`: {}", folder.display(), crate::load::error_kind(&error)))?;
-    crate::atomic::replace(folder, "exclude", text.as_bytes()).map_err(|error| error.to_string())
-}
-
-/// Whether git tracks `path` (relative to `target`) as an ordinary entry of its index:
-/// neither untracked nor already marked `skip-worktree` or `assume-unchanged` by someone
-/// else. `false` outside a work tree and when git cannot be run.
-pub fn tracked_plainly(target: &Path, path: &str) -> bool {
-    if repository_of(target).is_none() {
-        return false;
+/// Replaces an `info/` file atomically; an attributes file left empty goes (git reads no
+/// file and an empty one alike, and the repository had none before a projection).
+pub fn write_info(path: &Path, text: &str) -> Result<(), String> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+    if text.is_empty() && name == InfoFile::Attributes.name() {
+        return match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(format!("cannot remove `{}`: {}", path.display(), error_kind(&error))),
+        };
     }
-    git(target, &["ls-files", "-v", "--", path]).is_ok_and(|listed| listed.starts_with("H "))
+    crate::atomic::replace(folder, name, text.as_bytes()).map_err(|error| error.to_string())
 }
 
-/// Marks (`hide`) or unmarks `paths` (relative to `target`) `skip-worktree` in the index
-/// of the repository holding `target`: a tracked instructions file holding a managed
-/// block then does not show in `git status`, and shows again when the block is gone.
-pub fn skip_worktree(target: &Path, paths: &[String], hide: bool) -> Result<(), String> {
-    if paths.is_empty() || repository_of(target).is_none() {
-        return Ok(());
+/// Puts `lines` as the block named `name` into the `file` of `repository` (`None`
+/// takes the block out). The caller holds [`lock_info`].
+pub fn update_block(
+    repository: &Repository,
+    file: InfoFile,
+    name: &str,
+    lines: Option<&[String]>,
+) -> Result<Option<PathBuf>, String> {
+    let path = repository.info(file);
+    let existing = read_info(&path)?;
+    let block = lines.map(|lines| git_exclude::block(name, lines));
+    let edited = git_exclude::with_block(&existing, name, block.as_deref());
+    if edited == existing {
+        return Ok(None);
     }
-    let flag = if hide { "--skip-worktree" } else { "--no-skip-worktree" };
-    let mut arguments = vec!["update-index", flag, "--"];
-    arguments.extend(paths.iter().map(String::as_str));
-    git(target, &arguments).map(drop)
+    write_info(&path, &edited)?;
+    Ok(Some(path))
 }
 
-/// Runs git in `target` against the repository holding it (never one named by the
+/// Runs git in `folder` against the repository holding it (never one named by the
 /// caller's `GIT_*` variables), returning its standard output.
-fn git(target: &Path, arguments: &[&str]) -> Result<String, String> {
+pub fn git(folder: &Path, arguments: &[&str]) -> Result<Vec<u8>, String> {
     let output = std::process::Command::new("git")
         .arg("-C")
-        .arg(target)
+        .arg(folder)
         .args(arguments)
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_COMMON_DIR")
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|error| format!("cannot run git: {}", crate::load::error_kind(&error)))?;
+        .map_err(|error| format!("cannot run git: {}", error_kind(&error)))?;
     if !output.status.success() {
         let said = String::from_utf8_lossy(&output.stderr);
         let first = said.lines().next().unwrap_or("").chars().take(200).collect::<String>();
         return Err(format!("`git {}` failed: {first}", arguments.first().copied().unwrap_or("")));
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    Ok(output.stdout)
 }

@@ -76,7 +76,7 @@ pub fn without(target: &Path, block: &BlockRecord) -> Result<Option<Vec<u8>>, Ho
         return Ok(None);
     };
     check_digest(&full, &text[range.clone()], block)?;
-    instruction_block::removed(&text, range, &block.separator).map(Some).map_err(|problem| refusal(&full, problem))
+    Ok(Some(instruction_block::removed(&text, range, &block.separator)))
 }
 
 fn check_digest(full: &Path, block: &[u8], record: &BlockRecord) -> Result<(), HostError> {
@@ -95,7 +95,6 @@ fn check_digest(full: &Path, block: &[u8], record: &BlockRecord) -> Result<(), H
 fn refusal(full: &Path, problem: BlockProblem) -> HostError {
     let reason = match problem {
         BlockProblem::Malformed => "its acompose markers are not one opening line followed by one closing line",
-        BlockProblem::SeparatorChanged => "the text just before its acompose block changed",
     };
     HostError::invalid(full, format!("`{}` is left alone: {reason}; fix it by hand", full.display()))
 }

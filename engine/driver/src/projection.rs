@@ -10,13 +10,16 @@ use std::path::{Path, PathBuf};
 use acompose_engine::bundle::Manifest;
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::harness_layout::{Layout, Scope};
-use acompose_engine::projection::{self, BlockRecord, BundleInput, Details, Health, McpRecord, Mode, Planned};
+use acompose_engine::projection::{
+    self, BlockRecord, BundleInput, Details, GitRecord, Health, McpRecord, Mode, Planned,
+};
 
 use crate::error::HostError;
-use crate::git_exclude::{self, Excluded};
+use crate::git_exclude;
 use crate::home::LOCK_TIMEOUT;
 use crate::instruction_block::{self, Placement};
 use crate::load::error_kind;
+use crate::projection_git::{self, GitOutcome, RECORD_FOLDER};
 use crate::projection_record::{Record, read_record};
 use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
 
@@ -24,9 +27,6 @@ use crate::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, Tran
 /// `.agent-compose/`, and skill folders may be links.
 pub const PROJECTION: Bookkeeping =
     Bookkeeping { record: projection::RECORD, journal: projection::JOURNAL, format: projection::FORMAT, links: true };
-
-/// The folder of a target that holds the projection's record and journal.
-const RECORD_FOLDER: &str = ".agent-compose";
 
 /// One projection to make.
 #[derive(Debug, Clone, Copy)]
@@ -43,8 +43,8 @@ pub struct Request<'a> {
     /// owned by the projection, instead of the role's servers merged into a file of the
     /// user's.
     pub mcp_file: Option<(&'a str, &'a [u8])>,
-    /// Whether the paths of a linked projection are listed in the `.git/info/exclude` of
-    /// the repository the target is in.
+    /// Whether a linked projection keeps git's files in line with it (its paths excluded,
+    /// the user's files it writes into read through the clean filter).
     pub git: GitExclusion,
 }
 
@@ -52,7 +52,8 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GitExclusion {
     /// A linked projection lists its paths in the repository's exclude file (they are
-    /// machine-local links); a copied one removes that listing.
+    /// machine-local links) and gives the user's files it writes into the clean filter,
+    /// so git sees them without its text; a copied one takes both out again.
     Local,
     /// The repository is left alone (a runtime home is never a repository's).
     LeaveAlone,
@@ -64,10 +65,8 @@ pub struct Report {
     pub target: PathBuf,
     pub details: Details,
     pub outcome: Outcome,
-    /// What happened to the repository's exclude file, when the request asked.
-    pub excluded: Option<Excluded>,
-    /// The tracked files whose managed block is hidden from `git status`.
-    pub hidden: Hidden,
+    /// What happened to git's files, when the request asked.
+    pub git: Option<GitOutcome>,
     /// What the harnesses of the projection would cut, shorten or refuse of its skills.
     pub listing: Vec<String>,
 }
@@ -184,45 +183,19 @@ enum LayoutChoice {
 fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn Hooks) -> Result<Report, HostError> {
     check_target(request.target)?;
     let bundle = read_verified(request.bundle)?;
-    let bundle_text = bundle.path.to_string_lossy().into_owned();
-    let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
     let _lock = transaction::lock_directory_itself(request.target, LOCK_TIMEOUT)?;
-    let previous = read_record(request.target);
+    // A transaction a stopped run left is rolled back first, so the record read is the
+    // one the rollback leaves; an `unproject` a stopped run left half done is finished.
+    transaction::recover_pending(request.target, &PROJECTION).map_err(with_hint)?;
+    let mut previous = read_record(request.target);
+    if let Some(record) = previous.take_if(|record| record.details.unprojecting) {
+        finish_unproject(request.target, &record)?;
+    }
     let layouts = match choice {
         LayoutChoice::WithRecorded => layouts_for(request, &bundle.manifest.role.slug, previous.as_ref())?,
         LayoutChoice::Exactly(layouts) => layouts,
     };
-    let plans = layouts
-        .iter()
-        .map(|layout| projection::plan(&input, layout, request.scope, request.mode))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
-    let mut plan = projection::merged(plans, request.scope)
-        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?
-        .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
-    if let Some((path, bytes)) = request.mcp_file {
-        let planned: Vec<&str> =
-            layouts.iter().filter_map(|layout| crate::mcp_config::file_of(layout, request.scope)).collect();
-        plan.entries.retain(|entry| !planned.contains(&entry.path.as_str()));
-        plan.entries.push(projection::PlannedEntry { path: path.to_owned(), content: Planned::Bytes(bytes.to_vec()) });
-        plan.entries.sort_by(|left, right| left.path.cmp(&right.path));
-    }
-    let mut instructions: Vec<&str> = layouts
-        .iter()
-        .map(|layout| layout.places(request.scope).instructions)
-        .filter(|instructions| !instructions.is_empty())
-        .collect();
-    instructions.sort_unstable();
-    instructions.dedup();
-    let mut shared = shared_files(request.target, &plan, &instructions, previous.as_ref())?;
-    if request.mcp_file.is_none() {
-        let manifest = &bundle.manifest;
-        shared.extend(shared_mcp_files(request.target, &plan, &layouts, request.scope, manifest, previous.as_ref())?);
-    }
-    plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
-    plan.details.mcp = shared.iter().filter_map(|file| file.mcp.clone()).collect();
-    let hide_blocks = request.git == GitExclusion::Local && request.mode == Mode::Link;
-    mark_hidden(request.target, &mut plan.details.blocks, previous.as_ref(), hide_blocks);
+    let (mut plan, shared) = planned(request, &bundle, &layouts, previous.as_ref())?;
     let links: Vec<PathBuf> = plan
         .entries
         .iter()
@@ -247,66 +220,236 @@ fn project_layouts(request: &Request<'_>, choice: LayoutChoice, hooks: &mut dyn 
         .chain(request.extra_links.iter().map(|(path, target)| Entry { path, content: Content::Link(target) }))
         .collect();
     refuse_user_links(request.target, &plan, &links, previous.as_ref())?;
-    let details = serde_json::to_value(&plan.details).map_err(|error| {
-        HostError::environment(request.target, format!("cannot encode the projection record: {error}"))
-    })?;
+    let owned: Vec<String> = entries
+        .iter()
+        .filter(|entry| !matches!(entry.content, Content::Shared(_)))
+        .map(|entry| entry.path.to_owned())
+        .collect();
+    let git = (request.git == GitExclusion::Local).then(|| {
+        let wanted = projection_git::Wanted::of(&plan.details, &owned);
+        let journal = GitJournal::before(request.target, wanted, &shared, &plan.details, previous.as_ref());
+        plan.details.git = journal.record.clone();
+        journal
+    });
+    let details = encode(request.target, &plan.details)?;
     let mut reading_back =
         ReadBack { inner: hooks, target: request.target, plan: &plan, shared: &shared, bundle: &bundle };
     let outcome = transaction::apply_entries(request.target, &entries, &PROJECTION, Some(&details), &mut reading_back)
         .map_err(with_hint)?;
-    let excluded = (request.git == GitExclusion::Local).then(|| {
-        let owned: Vec<String> = std::iter::once(RECORD_FOLDER.to_owned())
-            .chain(
-                plan.entries
-                    .iter()
-                    .filter(|entry| !shared.iter().any(|file| file.path == entry.path))
-                    .map(|entry| entry.path.clone()),
-            )
-            .collect();
-        git_exclude::update(request.target, (request.mode == Mode::Link).then_some(owned.as_slice()))
-    });
-    let hidden = update_git_marks(request.target, &plan.details.blocks, previous.as_ref());
+    let git = git.map(|journal| journal.settle(request.target, &mut plan.details));
     let listing = layouts.iter().flat_map(|layout| projection::listing_warnings(&bundle.files, layout)).collect();
-    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, excluded, hidden, listing })
+    Ok(Report { target: request.target.to_path_buf(), details: plan.details, outcome, git, listing })
 }
 
-/// Which managed blocks the projection hides from `git status`: in a linked projection,
-/// those in a file git tracks plainly (or that an earlier projection already hid).
-fn mark_hidden(target: &Path, blocks: &mut [BlockRecord], previous: Option<&Record>, hide: bool) {
-    for block in blocks.iter_mut() {
-        let hidden_before = previous.is_some_and(|record| {
-            record.details.blocks.iter().any(|earlier| earlier.path == block.path && earlier.hidden_from_git)
-        });
-        block.hidden_from_git = hide && (hidden_before || git_exclude::tracked_plainly(target, &block.path));
-    }
-}
-
-/// Sets the git index's `skip-worktree` mark on the files whose block is hidden and
-/// takes it off those an earlier projection hid and this one no longer does.
-fn update_git_marks(target: &Path, blocks: &[BlockRecord], previous: Option<&Record>) -> Hidden {
-    let hide: Vec<String> =
-        blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
-    let show: Vec<String> = previous
-        .map_or(&[][..], |record| record.details.blocks.as_slice())
+/// The plan of a projection into the request's target with these layouts, and the
+/// user's files it writes into (its blocks and merged MCP servers recorded in the plan's
+/// details).
+fn planned(
+    request: &Request<'_>,
+    bundle: &ReadBundle,
+    layouts: &[&'static Layout],
+    previous: Option<&Record>,
+) -> Result<(projection::Plan, Vec<SharedFile>), HostError> {
+    let bundle_text = bundle.path.to_string_lossy().into_owned();
+    let input = BundleInput { id: &bundle.id, path: &bundle_text, manifest: &bundle.manifest, files: &bundle.files };
+    let plans = layouts
         .iter()
-        .filter(|earlier| earlier.hidden_from_git && !hide.contains(&earlier.path))
-        .map(|earlier| earlier.path.clone())
+        .map(|layout| projection::plan(&input, layout, request.scope, request.mode))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?;
+    let mut plan = projection::merged(plans, request.scope)
+        .map_err(|refusal| HostError::invalid(&bundle.path, refusal.message()))?
+        .ok_or_else(|| HostError::invalid(request.target, "a projection needs at least one layout"))?;
+    if let Some((path, bytes)) = request.mcp_file {
+        let planned: Vec<&str> =
+            layouts.iter().filter_map(|layout| crate::mcp_config::file_of(layout, request.scope)).collect();
+        plan.entries.retain(|entry| !planned.contains(&entry.path.as_str()));
+        plan.entries.push(projection::PlannedEntry { path: path.to_owned(), content: Planned::Bytes(bytes.to_vec()) });
+        plan.entries.sort_by(|left, right| left.path.cmp(&right.path));
+    }
+    let mut instructions: Vec<&str> = layouts
+        .iter()
+        .map(|layout| layout.places(request.scope).instructions)
+        .filter(|instructions| !instructions.is_empty())
         .collect();
-    match git_exclude::skip_worktree(target, &hide, true)
-        .and_then(|()| git_exclude::skip_worktree(target, &show, false))
-    {
-        Ok(()) => Hidden::Files(hide),
-        Err(reason) => Hidden::Failed(reason),
+    instructions.sort_unstable();
+    instructions.dedup();
+    let mut shared = shared_files(request.target, &plan, &instructions, previous)?;
+    if request.mcp_file.is_none() {
+        let manifest = &bundle.manifest;
+        shared.extend(shared_mcp_files(request.target, &plan, layouts, request.scope, manifest, previous)?);
+    }
+    plan.details.blocks = shared.iter().filter_map(|file| file.record.clone()).collect();
+    plan.details.mcp = shared.iter().filter_map(|file| file.mcp.clone()).collect();
+    Ok((plan, shared))
+}
+
+fn encode(target: &Path, details: &Details) -> Result<serde_json::Value, HostError> {
+    serde_json::to_value(details)
+        .map_err(|error| HostError::environment(target, format!("cannot encode the projection record: {error}")))
+}
+
+/// A projection's changes to git's files, journaled: what they should become, and what
+/// the record says of them while the transaction writes it.
+struct GitJournal {
+    wanted: projection_git::Wanted,
+    /// Files an earlier version marked `skip-worktree`, to take the mark off.
+    marked: Vec<String>,
+    /// The user's files whose bytes change (their cached size in the index with them).
+    touched: Vec<String>,
+    record: GitRecord,
+}
+
+impl GitJournal {
+    /// What git's files must become for a projection of `details` owning `owned`; the
+    /// record says `pending` when they do not say it yet (the journal entry written
+    /// before any of them changes).
+    fn before(
+        target: &Path,
+        wanted: projection_git::Wanted,
+        shared: &[SharedFile],
+        details: &Details,
+        previous: Option<&Record>,
+    ) -> GitJournal {
+        let marked = previous.map(|record| projection_git::legacy_marks(&record.details)).unwrap_or_default();
+        let interrupted = previous.is_some_and(|record| record.details.git.pending);
+        let mut touched: Vec<String> = if interrupted {
+            // A stopped run may have rewritten any of them: every one is refreshed.
+            let earlier = previous.map(|record| projection_git::shared_paths(&record.details)).unwrap_or_default();
+            projection_git::shared_paths(details).into_iter().chain(earlier).collect()
+        } else {
+            shared
+                .iter()
+                .filter(|file| std::fs::read(target.join(&file.path)).ok().as_deref() != Some(file.bytes.as_slice()))
+                .map(|file| file.path.clone())
+                .collect()
+        };
+        touched.sort();
+        touched.dedup();
+        let pending = interrupted || projection_git::unsettled(target, &wanted, &marked, &touched);
+        let record = GitRecord { pending, marked: marked.clone() };
+        GitJournal { wanted, marked, touched, record }
+    }
+
+    /// Makes git's files say what the record says and, once they do, rewrites the record
+    /// without the pending work.
+    fn settle(self, target: &Path, details: &mut Details) -> projection_git::GitOutcome {
+        let mut outcome = projection_git::settle(target, &self.wanted, &self.marked, &self.touched);
+        if self.record.is_empty() || !outcome.settled() {
+            return outcome;
+        }
+        details.git = GitRecord::default();
+        let rewritten = encode(target, details)
+            .and_then(|value| transaction::rewrite_details(target, &PROJECTION, &value).map_err(with_hint));
+        if let Err(error) = rewritten {
+            details.git = self.record;
+            outcome.failed.push(error.to_string());
+        }
+        outcome
     }
 }
 
-/// The tracked instructions files whose managed block `git status` does not show.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hidden {
-    /// These files are marked `skip-worktree` (none when no block is in a tracked file).
-    Files(Vec<String>),
-    /// git could not mark them; the projection stands and `git status` shows them.
-    Failed(String),
+/// Finishes an `unproject` a stopped run left half done in `target` (its record says it
+/// is being taken out): its git lines and its record go.
+fn finish_unproject(target: &Path, record: &Record) -> Result<projection_git::GitOutcome, HostError> {
+    let details = &record.details;
+    let outcome = projection_git::settle(
+        target,
+        &projection_git::Wanted::default(),
+        &projection_git::legacy_marks(details),
+        &projection_git::shared_paths(details),
+    );
+    if !outcome.settled() {
+        return Err(HostError::environment(
+            target,
+            format!(
+                "an `unproject` of `{}` was stopped before git's files were put back, and they still cannot be: {}; run `acompose unproject --target {}` once that is fixed",
+                target.display(),
+                outcome.failed.join("; "),
+                target.display()
+            ),
+        ));
+    }
+    remove_emptied_folders(target, details);
+    remove_record(target)?;
+    Ok(outcome)
+}
+
+/// Removes the folders a projection's paths leave empty once they are gone (a stopped
+/// run's transaction removed the paths, not the folders): each skill's folder, and the
+/// folders of its skills, instructions and MCP file, up to the target. Only an empty
+/// folder goes.
+fn remove_emptied_folders(target: &Path, details: &Details) {
+    let scope = if details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository };
+    // Up to the target, past a folder already gone (the stopped run removed some).
+    let remove_up = |mut folder: PathBuf| {
+        while folder != target && folder.starts_with(target) {
+            match std::fs::remove_dir(&folder) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(_) => break,
+            }
+            folder.pop();
+        }
+    };
+    for layout in details.layout.split(projection::LAYOUT_SEPARATOR).filter_map(acompose_engine::harness_layout::layout)
+    {
+        let places = layout.places(scope);
+        for skill in &details.skills {
+            let folder = target.join(places.skills).join(skill);
+            if !std::fs::symlink_metadata(&folder).is_ok_and(|metadata| metadata.is_dir()) {
+                continue;
+            }
+            for entry in walkdir::WalkDir::new(&folder).follow_links(false).contents_first(true).into_iter().flatten() {
+                if entry.file_type().is_dir() {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+        let files = [places.skills, places.instructions, crate::mcp_config::file_of(layout, scope).unwrap_or_default()];
+        for file in files.iter().filter(|file| !file.is_empty()) {
+            let path = target.join(file);
+            remove_up(if *file == places.skills { path } else { path.parent().map(Path::to_path_buf).unwrap_or(path) });
+        }
+    }
+}
+
+/// Whether the record in `target` is one an earlier version's stopped `unproject` left:
+/// an ownership record owning nothing and saying nothing of a projection.
+fn owns_nothing(target: &Path) -> bool {
+    let path = target.join(projection::RECORD);
+    let small = std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file() && metadata.len() <= 4096);
+    let Some(value) = small
+        .then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+    else {
+        return false;
+    };
+    value.get("format").and_then(serde_json::Value::as_str) == Some(projection::FORMAT)
+        && value.get("files").and_then(serde_json::Value::as_array).is_some_and(Vec::is_empty)
+        && value.get("details").is_none()
+}
+
+/// Removes the record and, when nothing of the user's is in it, its folder.
+fn remove_record(target: &Path) -> Result<(), HostError> {
+    let record_path = target.join(projection::RECORD);
+    match std::fs::remove_file(&record_path) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(HostError::environment(
+                &record_path,
+                format!("cannot remove `{}`: {}", record_path.display(), error_kind(&error)),
+            ));
+        }
+    }
+    let folder = target.join(RECORD_FOLDER);
+    // The lock on the target is held: a temporary left in the folder is a stopped run's.
+    crate::debris::remove(&folder);
+    // The folder holds nothing else of ours; one the user put files in stays.
+    let _ = std::fs::remove_dir(folder);
+    Ok(())
 }
 
 /// Refuses a reprojection over a link the user put at a path the projection owns: the
@@ -524,7 +667,7 @@ pub enum TakenOut {
 /// the paths they share with it) as they are; the last layout takes the whole
 /// projection out.
 pub fn unproject_layout(target: &Path, harness: &str, hooks: &mut dyn Hooks) -> Result<TakenOut, HostError> {
-    let Some(record) = read_record(target) else {
+    let Some(record) = read_record(target).filter(|record| !record.details.unprojecting) else {
         return unproject(target, hooks).map(TakenOut::Whole);
     };
     let recorded: Vec<&str> = record.details.layout.split(projection::LAYOUT_SEPARATOR).collect();
@@ -570,62 +713,174 @@ pub struct Unprojected {
     pub details: Details,
     /// The paths the projection owned, now removed.
     pub removed: Vec<String>,
-    /// The user's files whose managed block was taken out.
+    /// The user's files whose managed block (or MCP servers) was taken out.
     pub restored: Vec<String>,
-    pub excluded: Excluded,
-    /// The files whose `skip-worktree` mark was taken off (git shows them again), or why
-    /// it could not be.
-    pub shown: Result<Vec<String>, String>,
+    /// What happened to git's files. When a step failed the record stays, saying what is
+    /// left, and the next `unproject` (or bare `acompose`) finishes it.
+    pub git: GitOutcome,
+    /// An `unproject` a stopped run left half done was finished.
+    pub resumed: bool,
 }
 
 /// Removes the projection recorded in `target`: every path it owns, its blocks in the
-/// user's files (leaving them byte for byte as they were before it), its record, and its
-/// lines in the repository's exclude file. A block edited by hand stops it before
-/// anything changes.
+/// user's files (leaving them byte for byte as they were before it), its lines in the
+/// repository's `info/` files and the filter's config when no other projection uses it,
+/// the marks an earlier version set, and last its record. A block edited by hand stops
+/// it before anything changes. The record is rewritten first (with the paths and blocks
+/// gone, in the same transaction) to say the projection is being taken out, so a run
+/// stopped anywhere leaves a record the next run finishes from.
 pub fn unproject(target: &Path, hooks: &mut dyn Hooks) -> Result<Unprojected, HostError> {
     check_target(target)?;
     let _lock = transaction::lock_directory_itself(target, LOCK_TIMEOUT)?;
+    transaction::recover_pending(target, &PROJECTION).map_err(with_hint)?;
     let Some(record) = read_record(target) else {
-        return Err(HostError::invalid(
-            target,
-            format!("there is no projection in `{}` (no readable `{}`)", target.display(), projection::RECORD),
-        ));
+        let mut message =
+            format!("there is no projection in `{}` (no readable `{}`)", target.display(), projection::RECORD);
+        let left = projection_git::settle(target, &projection_git::Wanted::default(), &[], &[]);
+        if let git_exclude::Excluded::Cleared(path) = &left.excluded {
+            message.push_str(&format!("; the lines an earlier projection left in `{}` were taken out", path.display()));
+        }
+        if owns_nothing(target) {
+            remove_record(target)?;
+            message.push_str("; the empty record an earlier version left was removed");
+        }
+        let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
+        return Err(HostError::invalid(target, message));
     };
-    let mut restored = Vec::new();
-    for block in &record.details.blocks {
-        if let Some(bytes) = instruction_block::without(target, block)? {
-            restored.push((block.path.clone(), bytes));
+    let resumed = record.details.unprojecting;
+    let mut details = record.details.clone();
+    let (mut removed, mut restored) = (Vec::new(), Vec::new());
+    if !resumed {
+        for block in &record.details.blocks {
+            if let Some(bytes) = instruction_block::without(target, block)? {
+                restored.push((block.path.clone(), bytes));
+            }
         }
-    }
-    for servers in &record.details.mcp {
-        if let Some(bytes) = crate::mcp_config::without(target, servers)? {
-            restored.push((servers.path.clone(), bytes));
+        for servers in &record.details.mcp {
+            if let Some(bytes) = crate::mcp_config::without(target, servers)? {
+                restored.push((servers.path.clone(), bytes));
+            }
         }
+        details.unprojecting = true;
+        details.git = GitRecord { pending: true, marked: projection_git::legacy_marks(&record.details) };
+        let entries: Vec<Entry<'_>> =
+            restored.iter().map(|(path, bytes)| Entry { path, content: Content::Shared(bytes) }).collect();
+        let value = encode(target, &details)?;
+        removed =
+            transaction::apply_entries(target, &entries, &PROJECTION, Some(&value), hooks).map_err(with_hint)?.removed;
     }
-    let entries: Vec<Entry<'_>> =
-        restored.iter().map(|(path, bytes)| Entry { path, content: Content::Shared(bytes) }).collect();
-    let outcome = transaction::apply_entries(target, &entries, &PROJECTION, None, hooks).map_err(with_hint)?;
-    let record_path = target.join(projection::RECORD);
-    std::fs::remove_file(&record_path).map_err(|error| {
-        HostError::environment(
-            &record_path,
-            format!("cannot remove `{}`: {}", record_path.display(), error_kind(&error)),
-        )
-    })?;
-    // The folder holds nothing else of ours; one the user put files in stays.
-    let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
-    let excluded = git_exclude::update(target, None);
-    let hidden: Vec<String> =
-        record.details.blocks.iter().filter(|block| block.hidden_from_git).map(|block| block.path.clone()).collect();
-    let shown = git_exclude::skip_worktree(target, &hidden, false).map(|()| hidden);
+    let git = projection_git::settle(
+        target,
+        &projection_git::Wanted::default(),
+        &projection_git::legacy_marks(&details),
+        &projection_git::shared_paths(&details),
+    );
+    if git.settled() {
+        remove_emptied_folders(target, &details);
+        remove_record(target)?;
+    }
+    details.unprojecting = false;
+    details.git = GitRecord::default();
     Ok(Unprojected {
         target: target.to_path_buf(),
-        details: record.details,
-        removed: outcome.removed,
+        details,
+        removed,
         restored: restored.into_iter().map(|(path, _)| path).collect(),
-        excluded,
-        shown,
+        git,
+        resumed,
     })
+}
+
+/// Whether `target` holds a projection record (one being taken out too).
+pub fn has_record(target: &Path) -> bool {
+    read_record(target).is_some()
+}
+
+/// What [`repair`] did to a projection a stopped run, or git, left unfinished.
+#[derive(Debug, Clone)]
+pub enum Repair {
+    /// A stopped projection's transaction was rolled back (no projection was there before
+    /// it).
+    RolledBack,
+    /// A stopped `unproject` was finished: the projection is gone.
+    Unprojected,
+    /// The projection was made again from its own bundle: its transaction rolled back or
+    /// git's files stopped short, or a checkout took its text out of the user's files.
+    Reprojected(Box<Report>),
+    /// Its bundle is gone, so git's files were brought in line with its record alone.
+    Settled(GitOutcome),
+}
+
+/// Whether the projection in `target` needs [`repair`], told from its record and its
+/// files alone (no git run): a transaction or an `unproject` a stopped run left, git's
+/// files not yet as the record says, marks of an earlier version, a filter command git
+/// cannot run any more, or the user's files without the text the record says they hold.
+pub fn needs_repair(target: &Path) -> bool {
+    if transaction::has_pending(target, &PROJECTION) {
+        return true;
+    }
+    let Some(record) = read_record(target) else { return false };
+    let details = &record.details;
+    details.unprojecting
+        || details.git.pending
+        || !projection_git::legacy_marks(details).is_empty()
+        || projection_git::filter_outdated(target, details)
+        || !projection_git::text_missing(target, details).is_empty()
+}
+
+/// Finishes what a stopped `project` or `unproject` left in `target` (bare `acompose`
+/// does it for every registered projection): a transaction rolled back, an `unproject`
+/// finished, and a projection whose git files or text are not as its record says made
+/// again from its own bundle (or, the bundle gone, git's files settled from the record).
+/// `None` when nothing needed doing.
+pub fn repair(target: &Path) -> Result<Option<Repair>, HostError> {
+    if !needs_repair(target) {
+        return Ok(None);
+    }
+    let record = {
+        let _lock = transaction::lock_directory_itself(target, LOCK_TIMEOUT)?;
+        let rolled_back = transaction::recover_pending(target, &PROJECTION).map_err(with_hint)?;
+        let Some(record) = read_record(target) else {
+            let _ = std::fs::remove_dir(target.join(RECORD_FOLDER));
+            return Ok(rolled_back.then_some(Repair::RolledBack));
+        };
+        if record.details.unprojecting {
+            finish_unproject(target, &record)?;
+            return Ok(Some(Repair::Unprojected));
+        }
+        if !Path::new(&record.details.bundle_path).is_dir() {
+            let details = &record.details;
+            let journal = GitJournal {
+                wanted: projection_git::Wanted::of(details, &record.files),
+                marked: projection_git::legacy_marks(details),
+                touched: projection_git::shared_paths(details),
+                record: GitRecord { pending: true, marked: Vec::new() },
+            };
+            let mut details = details.clone();
+            return Ok(Some(Repair::Settled(journal.settle(target, &mut details))));
+        }
+        record
+    };
+    let layouts: Vec<&'static Layout> = record
+        .details
+        .layout
+        .split(projection::LAYOUT_SEPARATOR)
+        .filter_map(acompose_engine::harness_layout::layout)
+        .collect();
+    let Some(first) = layouts.first().copied() else { return Ok(None) };
+    let bundle = PathBuf::from(&record.details.bundle_path);
+    let request = Request {
+        bundle: &bundle,
+        layout: first,
+        scope: if record.details.scope == Scope::Home.name() { Scope::Home } else { Scope::Repository },
+        target,
+        mode: if record.details.mode == Mode::Copy.name() { Mode::Copy } else { Mode::Link },
+        extra_links: &[],
+        mcp_file: None,
+        git: GitExclusion::Local,
+    };
+    let report = project_layouts(&request, LayoutChoice::Exactly(layouts), &mut transaction::NoFaults)?;
+    Ok(Some(Repair::Reprojected(Box::new(report))))
 }
 
 /// A projection record found walking up.
@@ -674,12 +929,12 @@ pub(crate) fn superseded(bundle: &Path, details: &Details) -> bool {
 }
 
 /// The nearest projection at or above `start`: the first folder holding a valid
-/// `.agent-compose/projection.json`. A folder with no record, or an unreadable one, is
-/// passed over; nothing found is `None`.
+/// `.agent-compose/projection.json`. A folder with no record, an unreadable one, or the
+/// record of a projection being taken out is passed over; nothing found is `None`.
 pub fn find_projection(start: &Path) -> Option<Found> {
     let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
     start.ancestors().find_map(|folder| {
-        let record = read_record(folder)?;
+        let record = read_record(folder).filter(|record| !record.details.unprojecting)?;
         let health = health_of(folder, &record);
         Some(Found { target: folder.to_path_buf(), details: record.details, health })
     })

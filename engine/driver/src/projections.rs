@@ -90,6 +90,9 @@ pub struct Listed {
     /// The bundle its record names, empty when it is missing.
     pub bundle: String,
     pub state: State,
+    /// What git sees of it that it should not, and why (the filter cannot run, a stopped
+    /// run's work is left): `None` when git sees only the user's own changes.
+    pub git: Option<String>,
 }
 
 /// What convergence did about one registered projection whose role has a new bundle.
@@ -127,6 +130,36 @@ pub fn register(home: &Path, target: &Path, bundle: &Path, role: &str) -> Result
         Registered { role: role.to_owned(), pinned: (!indexed).then(|| bundle.display().to_string()), runtime: false };
     insert(home, &target, registered)?;
     Ok(indexed)
+}
+
+/// What the register said of a target before [`register_ahead`] wrote it.
+#[derive(Debug, Clone)]
+pub struct Ahead(Option<Registered>);
+
+/// Registers `target` before a projection of `bundle` is made there, so that a run
+/// stopped anywhere in the projection leaves one that bare `acompose` knows to finish.
+/// A projection that then fails gives back what the register said with
+/// [`register_failed`]. A home that does not exist registers nothing.
+pub fn register_ahead(home: &Path, target: &Path, bundle: &Path) -> Result<Ahead, HostError> {
+    let canonical = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
+    let before = read(home).targets.get(&canonical.display().to_string()).cloned();
+    let Ok(manifest) = crate::bundle::read_manifest(bundle) else {
+        // The projection verifies the bundle and says what is wrong with it.
+        return Ok(Ahead(before));
+    };
+    register(home, target, bundle, &manifest.role.slug)?;
+    Ok(Ahead(before))
+}
+
+/// Puts back what the register said of `target` before [`register_ahead`].
+pub fn register_failed(home: &Path, target: &Path, ahead: Ahead) -> Result<(), HostError> {
+    match ahead.0 {
+        Some(registered) => {
+            let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
+            if home.is_dir() { insert(home, &target, registered) } else { Ok(()) }
+        }
+        None => unregister(home, target),
+    }
 }
 
 /// Registers an assigned launch's runtime home, pinned to the bundle it shows now.
@@ -176,7 +209,9 @@ fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, Stri
     let Registered { role, pinned, runtime } = registered;
     let record = target.is_dir().then(|| find_projection(&target)).flatten().filter(|found| found.target == target);
     let Some(found) = record else {
-        return Listed { target, role, layout: String::new(), bundle: String::new(), state: State::Missing };
+        let git = crate::projection::needs_repair(&target)
+            .then(|| "a stopped `unproject` left work here; run `acompose` to finish it".to_owned());
+        return Listed { target, role, layout: String::new(), bundle: String::new(), state: State::Missing, git };
     };
     let state = if found.details.role != role || found.health == Health::Damaged {
         State::ChangedByHand
@@ -189,7 +224,67 @@ fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, Stri
     } else {
         State::Stale
     };
-    Listed { target, role, layout: found.details.layout, bundle: found.details.bundle, state }
+    let git = git_note(&target, &found.details);
+    Listed { target, role, layout: found.details.layout, bundle: found.details.bundle, state, git }
+}
+
+/// What git sees of the projection in `target` that it should not, for `projections` and
+/// `doctor`.
+fn git_note(target: &Path, details: &acompose_engine::projection::Details) -> Option<String> {
+    if let Some(problem) = crate::projection_git::filter_problem(target, details) {
+        return Some(format!(
+            "{problem}: git shows the role's text in your files as changes (and `git commit -a` would commit it); run `acompose` or project again to point git at this acompose"
+        ));
+    }
+    if crate::projection::needs_repair(target) {
+        return Some(
+            "git's files are not yet as the projection says (a stopped run, a checkout that replaced a file, or marks of an earlier version); run `acompose` to finish it".to_owned(),
+        );
+    }
+    None
+}
+
+/// What bare `acompose` did about a registered projection left unfinished.
+#[derive(Debug, Clone)]
+pub struct Repaired {
+    pub target: PathBuf,
+    pub role: String,
+    /// What was done, or why it could not be.
+    pub outcome: Result<crate::projection::Repair, String>,
+}
+
+/// Finishes, for every registered projection (not a launch's runtime home), what a
+/// stopped `project` or `unproject` left there, and puts back the role's text a checkout
+/// took out of the user's files ([`crate::projection::repair`]). A projection whose
+/// `unproject` is finished leaves the register. Only the projections needing it are
+/// touched; the others are only looked at.
+pub fn repair(home: &Path) -> Vec<Repaired> {
+    let mut repaired = Vec::new();
+    for (target, registered) in read(home).targets {
+        if registered.runtime {
+            continue;
+        }
+        let target = PathBuf::from(target);
+        if !target.is_dir() {
+            continue;
+        }
+        let outcome = match crate::projection::repair(&target) {
+            Ok(None) => continue,
+            Ok(Some(repair)) => Ok(repair),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Ok(crate::projection::Repair::Unprojected) = &outcome
+            && let Err(error) = unregister(home, &target)
+        {
+            repaired.push(Repaired {
+                target: target.clone(),
+                role: registered.role.clone(),
+                outcome: Err(error.to_string()),
+            });
+        }
+        repaired.push(Repaired { target, role: registered.role, outcome });
+    }
+    repaired
 }
 
 /// What a convergence did about the registered projections.

@@ -399,6 +399,32 @@ fn recover(root: &Path, books: &Bookkeeping) -> Result<bool, TransactionError> {
     Ok(true)
 }
 
+/// Rolls back the transaction a stopped run left in `root`, if there is one; returns
+/// whether there was. A writer that reads the directory's record before it writes (a
+/// projection reads its previous record) calls this first, so that it reads the record
+/// the rollback leaves.
+pub fn recover_pending(root: &Path, books: &Bookkeeping) -> Result<bool, TransactionError> {
+    recover(root, books)
+}
+
+/// Whether a stopped run left a transaction in `root` for the next one to roll back.
+pub fn has_pending(root: &Path, books: &Bookkeeping) -> bool {
+    fs::symlink_metadata(root.join(books.journal)).is_ok()
+}
+
+/// Replaces the `details` of the ownership record in `root`, keeping what it owns: for a
+/// writer whose record says what it still has to do outside the directory (a
+/// projection's changes to git's files), once that is done. Atomic; nothing else moves.
+pub fn rewrite_details(root: &Path, books: &Bookkeeping, details: &serde_json::Value) -> Result<(), TransactionError> {
+    let owned = read_ownership(root, books)?;
+    let path = root.join(books.record);
+    let folder = path.parent().unwrap_or(root);
+    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+    crate::atomic::replace(folder, name, &ownership_bytes(&owned, books, Some(details))).map_err(|error| {
+        TransactionError::Io { path: path.clone(), error: io::Error::other(error.to_string()), restored: false }
+    })
+}
+
 /// What a transaction will do, decided before anything is touched.
 struct Plan<'a> {
     /// Entries to write, with whether one is there already (and owned).

@@ -65,6 +65,9 @@ pub enum MergeProblem {
     NotATable,
     /// The user's own configuration already has a server of this name.
     Taken(String),
+    /// The servers cannot be added as text of their own without rewriting the user's
+    /// (the key is a TOML inline table).
+    Unplaceable,
 }
 
 impl MergeProblem {
@@ -75,16 +78,19 @@ impl MergeProblem {
             MergeProblem::Taken(name) => format!(
                 "`{path}` already configures an MCP server `{name}` of your own; rename one of the two, or remove yours"
             ),
+            MergeProblem::Unplaceable => format!(
+                "`{path}` keeps its `{key}` in a form acompose cannot add servers to without rewriting your text (an inline table); write each server as a `[{key}.NAME]` table"
+            ),
         }
     }
 }
 
-fn is_toml(path: &str) -> bool {
+pub(super) fn is_toml(path: &str) -> bool {
     path.ends_with(".toml")
 }
 
 /// The JSON entry of one server in a harness's shape.
-fn json_entry(shape: Shape, server: &McpServer) -> Value {
+pub(super) fn json_entry(shape: Shape, server: &McpServer) -> Value {
     let command = server.command.clone().unwrap_or_default();
     let url = server.url.clone().unwrap_or_default();
     let variables = |reference: &dyn Fn(&str) -> String| -> Map<String, Value> {
@@ -286,7 +292,7 @@ fn merged_toml(
 }
 
 /// One server as a TOML table, from its JSON entry (strings and lists of strings).
-fn toml_entry(shape: Shape, server: &McpServer) -> toml_edit::Table {
+pub(super) fn toml_entry(shape: Shape, server: &McpServer) -> toml_edit::Table {
     let mut table = toml_edit::Table::new();
     if let Value::Object(fields) = json_entry(shape, server) {
         for (field, value) in fields {
@@ -393,12 +399,12 @@ pub fn carried_back(
 }
 
 /// A JSON parse problem by line and column, never quoting the file.
-fn json_problem(error: &serde_json::Error) -> String {
+pub(super) fn json_problem(error: &serde_json::Error) -> String {
     format!("not JSON at line {}, column {}", error.line(), error.column())
 }
 
 /// A TOML parse problem by position, never quoting the file.
-fn toml_problem(error: &toml_edit::TomlError) -> String {
+pub(super) fn toml_problem(error: &toml_edit::TomlError) -> String {
     match error.span() {
         Some(span) => format!("not TOML at byte {}", span.start),
         None => "not TOML".to_owned(),
