@@ -6,6 +6,7 @@
 
 mod common;
 
+mod audit;
 mod bounded;
 mod bundle_names;
 mod catalogue;

@@ -16,6 +16,7 @@
 pub mod anchor;
 pub mod artifact;
 pub mod atomic;
+pub mod audit;
 pub mod blame;
 pub mod bundle;
 pub mod bundle_name;
