@@ -23,6 +23,10 @@ pub struct PushArgs {
     /// Speak plain HTTP to a registry that is not on a loopback address.
     #[arg(long)]
     pub plain_http: bool,
+    /// How long the whole transfer may take, in seconds (each read also has its own
+    /// timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
     /// Print a JSON report instead of text.
     #[arg(long)]
     pub json: bool,
@@ -36,6 +40,10 @@ pub struct PullArgs {
     /// Speak plain HTTP to a registry that is not on a loopback address.
     #[arg(long)]
     pub plain_http: bool,
+    /// How long the whole transfer may take, in seconds (each read also has its own
+    /// timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
     /// Print a JSON report instead of text.
     #[arg(long)]
     pub json: bool,
@@ -126,7 +134,7 @@ fn pull_text(pulled: &Pulled, reference: &str) -> String {
 
 pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = resolve_home(home).ok();
-    let access = Access { plain_http: args.plain_http };
+    let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
     let pushed =
         resolve_bundle(home.as_deref(), &args.bundle).and_then(|bundle| push(&bundle, &args.reference, access));
     match pushed {
@@ -168,8 +176,8 @@ pub fn run_pull(args: PullArgs, home: Option<&Path>, terminal: &Terminal) -> u8 
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),
     };
-    let request =
-        PullRequest { reference: &args.reference, home: &home, access: Access { plain_http: args.plain_http } };
+    let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
+    let request = PullRequest { reference: &args.reference, home: &home, access };
     match pull(&request) {
         Ok(pulled) if args.json => {
             let report = PullReport {

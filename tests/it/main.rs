@@ -33,6 +33,7 @@ mod overlays;
 mod people;
 mod people_roles;
 mod registry;
+mod registry_hostile;
 mod right_errors;
 mod roster;
 mod serve;

@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod client;
+pub mod transport;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +17,9 @@ use std::sync::atomic::Ordering;
 use acompose_engine::OutputFile;
 use acompose_engine::bundle::{Bundle, Summary, TraceFile, verify};
 use futures_util::{StreamExt as _, TryStreamExt as _};
-use oci_client::RegistryOperation;
 
 use self::artifact::{Artifact, Blob, Remote};
-use self::client::{Access, Connection, parse_reference};
+use self::client::{Access, Connection, Operation, parse_reference};
 use crate::bundle::{Materialized, read_bundle};
 use crate::error::HostError;
 use crate::home::BUNDLES_DIR;
@@ -28,6 +28,9 @@ use crate::store::Store;
 
 /// How many blobs are in flight at once.
 const IN_FLIGHT: usize = 16;
+/// The most bytes the blobs of one pulled bundle may declare together: a pull holds them
+/// in memory until the bundle is verified and placed.
+pub const MAX_PULL_BYTES: u64 = 96 << 20;
 
 /// What crossed the wire in one push or pull (manifests count as blobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -93,6 +96,26 @@ fn runtime(label: &str) -> Result<tokio::runtime::Runtime, HostError> {
     })
 }
 
+/// Runs a push's or pull's network part within the access's overall deadline (beside
+/// each read's own timeout), so a registry that answers a byte at a time cannot hold it.
+async fn within<T>(
+    access: Access,
+    reference: &str,
+    work: impl std::future::Future<Output = Result<T, HostError>>,
+) -> Result<T, HostError> {
+    match tokio::time::timeout(access.deadline, work).await {
+        Ok(result) => result,
+        Err(_) => Err(HostError::environment(
+            reference,
+            format!(
+                "`{}` did not finish within {} s (the deadline, `--deadline`); nothing was kept",
+                client::shown(reference),
+                access.deadline.as_secs()
+            ),
+        )),
+    }
+}
+
 /// The bundle a `bundle push` names: a bundle folder, a role of the home (its indexed
 /// bundle) or a bundle id in the home's bundles.
 pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostError> {
@@ -124,8 +147,10 @@ pub fn push(bundle: &Path, reference: &str, access: Access) -> Result<Pushed, Ho
     let artifact = bundle_artifact(bundle)?;
     let mut connection = Connection::open(parsed, reference, access)?;
     let runtime = runtime(reference)?;
-    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull, RegistryOperation::Push]))?;
-    let uploaded = runtime.block_on(upload(&connection, &artifact))?;
+    let uploaded = runtime.block_on(within(access, reference, async {
+        connection.authenticate(&[Operation::Pull, Operation::Push]).await?;
+        upload(&connection, &artifact).await
+    }))?;
     Ok(Pushed {
         id: artifact.id,
         role: artifact.role,
@@ -197,8 +222,10 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     let bundles = request.home.join(BUNDLES_DIR);
     let store = Store::of_home(request.home);
     let runtime = runtime(request.reference)?;
-    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull]))?;
-    let fetched = runtime.block_on(fetch(&connection, &bundles, &store))?;
+    let fetched = runtime.block_on(within(request.access, request.reference, async {
+        connection.authenticate(&[Operation::Pull]).await?;
+        fetch(&connection, &bundles, &store).await
+    }))?;
     let transfer = Transfer::of(&connection);
     let path = bundles.join(&fetched.remote.id);
     let outcome = match fetched.files {
@@ -254,6 +281,15 @@ struct Fetched {
 async fn fetch(connection: &Connection, bundles: &Path, store: &Store) -> Result<Fetched, HostError> {
     let (manifest, digest) = connection.pull_manifest().await?;
     let remote = artifact::read_manifest(&manifest).map_err(|message| connection.refused(message))?;
+    // Every blob is held until the bundle is placed: what they declare together is
+    // bounded before the first is asked for.
+    let declared = std::iter::once(&remote.config)
+        .chain(remote.files.iter().chain(&remote.slices).chain(&remote.trees).map(|(_, descriptor)| descriptor))
+        .fold(0_u64, |total, descriptor| total.saturating_add(descriptor.size));
+    if declared > MAX_PULL_BYTES {
+        return Err(connection
+            .refused(format!("its blobs declare {declared} bytes, more than a pull holds ({MAX_PULL_BYTES})")));
+    }
     let present = bundles.join(&remote.id);
     if present.exists() {
         crate::bundle::verify_directory(&present).map_err(|problems| {
