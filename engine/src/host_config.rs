@@ -49,6 +49,9 @@ pub struct HostConfig {
     /// `audit_policy`: what each kind of the content audit's findings does
     /// (`crate::audit`); kinds not written keep their default.
     pub audit_policy: crate::audit::AuditPolicy,
+    /// `bundle_signers`: an allowed-signers file (git's format); when set, a pulled
+    /// bundle must carry a signature by one of them to be pulled, launched or projected.
+    pub bundle_signers: Option<(String, Span)>,
 }
 
 /// Where one harness's delivery goes.
@@ -71,7 +74,7 @@ pub struct LoadPoint {
 }
 
 /// Every key the host configuration knows, in the order the documentation lists them.
-pub const KNOWN_KEYS: [&str; 10] = [
+pub const KNOWN_KEYS: [&str; 11] = [
     "person_source",
     "person_policy",
     "personality_libraries",
@@ -82,6 +85,7 @@ pub const KNOWN_KEYS: [&str; 10] = [
     "skill_load_points",
     "overlays",
     "audit_policy",
+    "bundle_signers",
 ];
 
 /// The byte offset of a 1-based line and column (columns count characters).
@@ -285,6 +289,7 @@ impl Reader<'_> {
             "operating_context" => self.read_operating_context(config, value, &pointer, key),
             "overlays" => config.overlays = self.list(value, &pointer, key),
             "audit_policy" => self.read_audit_policy(config, value, &pointer, key),
+            "bundle_signers" => config.bundle_signers = self.scalar(value, &pointer, key),
             _ => {
                 let key_span = self.key_span(&pointer, key);
                 let mut diagnostic =

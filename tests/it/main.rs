@@ -39,4 +39,5 @@ mod roster;
 mod serve;
 mod sessions;
 mod settings;
+mod signatures;
 mod store;

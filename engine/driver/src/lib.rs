@@ -54,6 +54,7 @@ pub mod runtime_home;
 
 pub mod scaffold;
 pub mod settings;
+pub mod signature;
 pub mod sources;
 pub mod store;
 pub mod transaction;

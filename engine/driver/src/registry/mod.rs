@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod client;
+pub mod signed;
 pub mod transport;
 
 use std::collections::BTreeMap;
@@ -73,6 +74,8 @@ pub struct Pushed {
     pub blobs: usize,
     /// The blobs the repository lacked, in manifest order.
     pub uploaded: Vec<Uploaded>,
+    /// With `--sign`: the digest of the signature artifact pushed beside the bundle.
+    pub signature: Option<String>,
     pub transfer: Transfer,
 }
 
@@ -87,6 +90,10 @@ pub struct Pulled {
     pub outcome: Materialized,
     /// Store entries the home's store already held, so not downloaded.
     pub entries_reused: usize,
+    /// Whether the registry held a signature of the bundle (kept in the home), and under
+    /// the `bundle_signers` policy the principals of its allowed signer.
+    pub signed: bool,
+    pub signer: Option<String>,
     pub transfer: Transfer,
 }
 
@@ -143,13 +150,28 @@ pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostE
 /// `bundle export` does, then uploads the blobs the repository lacks and puts the
 /// manifest under `reference`.
 pub fn push(bundle: &Path, reference: &str, access: Access) -> Result<Pushed, HostError> {
+    push_signed(bundle, reference, access, None)
+}
+
+/// [`push`], and with `key` (an OpenSSH private key) the bundle's signature pushed
+/// beside it (`signed`).
+pub fn push_signed(bundle: &Path, reference: &str, access: Access, key: Option<&Path>) -> Result<Pushed, HostError> {
     let parsed = parse_reference(reference)?;
     let artifact = bundle_artifact(bundle)?;
+    // A key that cannot sign stops the push before anything is sent.
+    let signature = key.map(|key| crate::signature::sign(bundle, key)).transpose()?;
     let mut connection = Connection::open(parsed, reference, access)?;
     let runtime = runtime(reference)?;
-    let uploaded = runtime.block_on(within(access, reference, async {
+    let (uploaded, signed) = runtime.block_on(within(access, reference, async {
         connection.authenticate(&[Operation::Pull, Operation::Push]).await?;
-        upload(&connection, &artifact).await
+        let uploaded = upload(&connection, &artifact).await?;
+        let signed = match &signature {
+            Some((armored, id)) => {
+                Some(signed::push_signature(&connection, &artifact.digest, artifact.manifest.len(), armored, id).await?)
+            }
+            None => None,
+        };
+        Ok((uploaded, signed))
     }))?;
     Ok(Pushed {
         id: artifact.id,
@@ -157,6 +179,7 @@ pub fn push(bundle: &Path, reference: &str, access: Access) -> Result<Pushed, Ho
         digest: artifact.digest,
         blobs: artifact.blobs.len(),
         uploaded,
+        signature: signed,
         transfer: Transfer::of(&connection),
     })
 }
@@ -222,23 +245,38 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     let bundles = request.home.join(BUNDLES_DIR);
     let store = Store::of_home(request.home);
     let runtime = runtime(request.reference)?;
-    let fetched = runtime.block_on(within(request.access, request.reference, async {
+    let (fetched, signature) = runtime.block_on(within(request.access, request.reference, async {
         connection.authenticate(&[Operation::Pull]).await?;
-        fetch(&connection, &bundles, &store).await
+        let fetched = fetch(&connection, &bundles, &store).await?;
+        let signature = signed::pull_signature(&connection, &fetched.digest).await?;
+        Ok((fetched, signature))
     }))?;
     let transfer = Transfer::of(&connection);
     let path = bundles.join(&fetched.remote.id);
+    // Under the `bundle_signers` policy the signature is checked before anything is kept.
+    let manifest = match &fetched.files {
+        Some(files) => files.get("manifest.json").cloned().unwrap_or_default(),
+        None => std::fs::read(path.join("manifest.json")).unwrap_or_default(),
+    };
+    let id = fetched.remote.id.clone();
+    let signer = crate::signature::enforce(request.home, request.reference, &id, &manifest, signature.as_deref())?;
     let outcome = match fetched.files {
         None => Materialized::Reused,
         Some(files) => settle(request.home, &connection, &fetched.remote, files)?,
     };
+    if let Some(armored) = &signature {
+        crate::signature::keep(request.home, &id, armored)?;
+    }
+    crate::signature::record_pulled(request.home, &id)?;
     Ok(Pulled {
-        id: fetched.remote.id,
+        id,
         role: fetched.remote.role,
         digest: fetched.digest,
         path,
         outcome,
         entries_reused: fetched.entries_reused,
+        signed: signature.is_some(),
+        signer,
         transfer,
     })
 }
