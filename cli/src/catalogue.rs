@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use acompose_driver::Sources;
 
+use crate::catalogue_check::ReportFormat;
 use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
@@ -50,14 +51,6 @@ pub enum CatalogKind {
     Audit,
     /// The fixed renderer expression vocabulary (`overlay --expression`).
     Expressions,
-}
-
-/// How `catalog check` and `catalog audit` print their report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
-    Sarif,
 }
 
 #[derive(Serialize)]

@@ -6,10 +6,17 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::catalogue_check::{Options, check_with};
 
-use crate::catalogue::ReportFormat;
 use crate::exit;
 use crate::output::CommandOutput;
 use crate::terminal::{Terminal, ended_by_error, render_diagnostics, visible};
+
+/// How `catalog check` and `catalog audit` print their report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Sarif,
+}
 
 /// Checks (or only audits) every folder (the current folder when none is given); exit 1
 /// on an error-level finding.

@@ -6,9 +6,9 @@
 //! configuration: refuse or warn, per kind) and the diagnostics, which name a file, a line
 //! and a column and never the hidden text or the secret. Does not decide what a refusal
 //! does to a composition: `compose` keeps a refused catalogue skill or instruction out,
-//! and fails on a refused text of the user's own.
+//! and fails on a refused text of the user's own. The per-file query is
+//! `file_queries::file_audit`.
 
-use crate::db::SourceFile;
 use crate::diagnostic::{Diagnostic, Position, Severity};
 use crate::secret::{Reading, secret_in_line};
 
@@ -391,21 +391,6 @@ pub fn confusable(name: &str) -> bool {
         && name
             .chars()
             .all(|character| character.is_ascii() || LOOK_ALIKES.iter().any(|(alike, _)| *alike == character))
-}
-
-/// The audit of one source file, memoized: a file the driver summarized was audited as it
-/// was read. `entry` files (`SKILL.md`, `COMPOSED.md`) are also checked for their name and
-/// what they would have a harness run.
-pub fn file_audit(db: &dyn salsa::Database, file: SourceFile) -> &[AuditFinding] {
-    match file.summary(db) {
-        Some(summarized) => &summarized.audit,
-        None => audited(db, file),
-    }
-}
-
-#[salsa::tracked(returns(ref))]
-fn audited(db: &dyn salsa::Database, file: SourceFile) -> Vec<AuditFinding> {
-    audit_bytes(file.bytes(db), is_entry(file.relative_path(db)))
 }
 
 /// Whether a path names a skill's entry file.

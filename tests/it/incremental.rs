@@ -251,7 +251,7 @@ impl Estate {
                 }
             }
             self.learn(&path);
-            acompose_engine::audit::file_audit(&self.db, file);
+            acompose_engine::file_queries::file_audit(&self.db, file);
             self.learn(&path);
         }
         for (label, catalogue) in self.catalogues.clone() {

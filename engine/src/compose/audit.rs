@@ -5,9 +5,10 @@
 //! package's skills, a private overlay, the MCP inventory) is an error, and the
 //! composition yields no bundle.
 
-use crate::audit::{self, AuditAction, AuditFinding, AuditKind, AuditPolicy, file_audit};
+use crate::audit::{self, AuditAction, AuditFinding, AuditKind, AuditPolicy};
 use crate::catalogue::CatalogueSkill;
 use crate::db::SourceFile;
+use crate::file_queries::file_audit;
 use crate::person::SkillFile;
 use crate::trace::FindingRecord;
 
