@@ -74,6 +74,9 @@ pub enum BundleCommand {
     },
     /// Upload a bundle to an OCI registry: only the blobs the repository lacks.
     Push(crate::bundle_registry::PushArgs),
+    /// Sign a bundle with an SSH key (an SSHSIG over its id and manifest digest, kept in
+    /// the home as `signatures/<id>.sig`).
+    Sign(crate::bundle_registry::SignArgs),
     /// Download a bundle from an OCI registry into the home: only what the home lacks,
     /// every blob and the bundle verified before anything is kept.
     Pull(crate::bundle_registry::PullArgs),
@@ -98,6 +101,7 @@ fn print_report(json: bool, report: &Report<'_>) {
 pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
         BundleCommand::Push(push) => crate::bundle_registry::run_push(push, home, terminal),
+        BundleCommand::Sign(sign) => crate::bundle_registry::run_sign(&sign, home, terminal),
         BundleCommand::Pull(pull) => crate::bundle_registry::run_pull(pull, home, terminal),
         BundleCommand::List { json } => crate::bundle_list::run(home, json, terminal),
         BundleCommand::Materialize { role, harness, out, projects_root, json } => {

@@ -7,7 +7,7 @@ use std::path::Path;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::resolve_home;
 use acompose_driver::registry::client::Access;
-use acompose_driver::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push, resolve_bundle};
+use acompose_driver::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push_signed, resolve_bundle};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
@@ -23,9 +23,26 @@ pub struct PushArgs {
     /// Speak plain HTTP to a registry that is not on a loopback address.
     #[arg(long)]
     pub plain_http: bool,
+    /// How long the whole transfer may take, in seconds (each read also has its own
+    /// timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
+    /// Sign the bundle with this OpenSSH private key and push the signature beside it.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<std::path::PathBuf>,
     /// Print a JSON report instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SignArgs {
+    /// The bundle: its folder, a role of the home (its current bundle) or a bundle id in
+    /// the home's bundles.
+    pub bundle: String,
+    /// The OpenSSH private key to sign with (Ed25519, unencrypted).
+    #[arg(long, value_name = "KEY")]
+    pub key: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +53,10 @@ pub struct PullArgs {
     /// Speak plain HTTP to a registry that is not on a loopback address.
     #[arg(long)]
     pub plain_http: bool,
+    /// How long the whole transfer may take, in seconds (each read also has its own
+    /// timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
     /// Print a JSON report instead of text.
     #[arg(long)]
     pub json: bool,
@@ -96,7 +117,40 @@ fn json(report: &impl serde::Serialize) -> String {
     String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(report)).into_owned()
 }
 
+/// `acompose bundle sign BUNDLE --key KEY`: signs and keeps the signature in the home.
+pub fn run_sign(args: &SignArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+    let home = match resolve_home(home) {
+        Ok(home) => home,
+        Err(error) => return report_error(&error, terminal),
+    };
+    let signed = resolve_bundle(Some(&home), &args.bundle)
+        .and_then(|bundle| acompose_driver::signature::sign(&bundle, &args.key))
+        .and_then(|(armored, id)| acompose_driver::signature::keep(&home, &id, &armored).map(|path| (id, path)));
+    match signed {
+        Ok((id, path)) => {
+            if !terminal.quiet {
+                print_stdout(&format!(
+                    "bundle {id} signed
+signature {}
+",
+                    path.display()
+                ));
+            }
+            exit::SUCCESS
+        }
+        Err(error) => report_error(&error, terminal),
+    }
+}
+
 fn push_text(pushed: &Pushed, reference: &str) -> String {
+    let mut text = push_summary(pushed, reference);
+    if let Some(signature) = &pushed.signature {
+        text.push_str(&format!("signed {signature}\n"));
+    }
+    text
+}
+
+fn push_summary(pushed: &Pushed, reference: &str) -> String {
     format!(
         "bundle {} (role {})\npushed {}\ndigest {}\nblobs  {} of {} uploaded ({} bytes), the rest already there\n",
         pushed.id,
@@ -110,6 +164,16 @@ fn push_text(pushed: &Pushed, reference: &str) -> String {
 }
 
 fn pull_text(pulled: &Pulled, reference: &str) -> String {
+    let mut text = pull_summary(pulled, reference);
+    match (&pulled.signer, pulled.signed) {
+        (Some(signer), _) => text.push_str(&format!("signed by {} (an allowed signer)\n", sanitize(signer))),
+        (None, true) => text.push_str("signed (no `bundle_signers` policy checked it)\n"),
+        (None, false) => {}
+    }
+    text
+}
+
+fn pull_summary(pulled: &Pulled, reference: &str) -> String {
     format!(
         "bundle {} ({}, role {})\npulled {}\ndigest {}\npath   {}\nblobs  {} downloaded ({} bytes), {} store entries already in the home\n",
         pulled.id,
@@ -126,9 +190,9 @@ fn pull_text(pulled: &Pulled, reference: &str) -> String {
 
 pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = resolve_home(home).ok();
-    let access = Access { plain_http: args.plain_http };
-    let pushed =
-        resolve_bundle(home.as_deref(), &args.bundle).and_then(|bundle| push(&bundle, &args.reference, access));
+    let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
+    let pushed = resolve_bundle(home.as_deref(), &args.bundle)
+        .and_then(|bundle| push_signed(&bundle, &args.reference, access, args.sign.as_deref()));
     match pushed {
         Ok(pushed) if args.json => {
             let report = PushReport {
@@ -168,8 +232,8 @@ pub fn run_pull(args: PullArgs, home: Option<&Path>, terminal: &Terminal) -> u8 
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),
     };
-    let request =
-        PullRequest { reference: &args.reference, home: &home, access: Access { plain_http: args.plain_http } };
+    let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
+    let request = PullRequest { reference: &args.reference, home: &home, access };
     match pull(&request) {
         Ok(pulled) if args.json => {
             let report = PullReport {

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use acompose_driver::Sources;
 
+use crate::catalogue_check::ReportFormat;
 use crate::terminal::{Terminal, report_error, report_warnings};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
 
@@ -23,6 +24,10 @@ pub struct CatalogArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Check and audit only: `text`, `json` (as `--json`) or `sarif` (SARIF 2.1.0, for
+    /// code-scanning tools).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
     /// Personalities only: keep those whose slug, alias, skill or motif contains QUERY.
     #[arg(long, value_name = "QUERY")]
     pub query: Option<String>,
@@ -41,6 +46,9 @@ pub enum CatalogKind {
     Seats,
     /// The Agent Skills checks of catalogues, without composing.
     Check,
+    /// The content audit of catalogues' skills: hidden characters, secrets, what a
+    /// harness would run without asking.
+    Audit,
     /// The fixed renderer expression vocabulary (`overlay --expression`).
     Expressions,
 }
@@ -96,14 +104,20 @@ struct Listing<T> {
 }
 
 pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
-    if args.kind == CatalogKind::Check {
-        return crate::catalogue_check::run(&args.directories, args.json, terminal);
+    if matches!(args.kind, CatalogKind::Check | CatalogKind::Audit) {
+        let format = if args.json { ReportFormat::Json } else { args.format };
+        let audit_only = args.kind == CatalogKind::Audit;
+        return crate::catalogue_check::run(&args.directories, format, audit_only, home, terminal);
+    }
+    if args.format != ReportFormat::Text {
+        print_stderr("error: `--format` applies to `catalog check` and `catalog audit` only\n");
+        return exit::USAGE;
     }
     if args.kind == CatalogKind::Expressions {
         return expressions(args.json);
     }
     if !args.directories.is_empty() {
-        print_stderr("error: folders apply to `catalog check` only\n");
+        print_stderr("error: folders apply to `catalog check` and `catalog audit` only\n");
         return exit::USAGE;
     }
     if args.query.is_some() && args.kind != CatalogKind::Personalities {
@@ -127,7 +141,7 @@ pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Termina
         CatalogKind::Roles => roles(&model, args.json, terminal),
         CatalogKind::Personalities => personalities(&model, args.query.as_deref(), args.json, terminal),
         CatalogKind::Seats => seats(&model, args.role.as_deref(), args.json),
-        CatalogKind::Check | CatalogKind::Expressions => exit::SUCCESS,
+        CatalogKind::Check | CatalogKind::Audit | CatalogKind::Expressions => exit::SUCCESS,
     }
 }
 

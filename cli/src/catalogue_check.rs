@@ -1,18 +1,39 @@
-//! `acompose catalog check [DIR…] [--json]`: renders the host's Agent Skills check of
-//! catalogues. Owns no rule and reads no file itself.
+//! `acompose catalog check|audit [DIR…] [--json] [--format text|json|sarif]`: renders
+//! the host's Agent Skills check and content audit of catalogues (the audit under the
+//! home's `audit_policy`). Owns no rule and reads no file itself.
 
 use std::path::{Path, PathBuf};
 
-use acompose_driver::catalogue_check::check;
+use acompose_driver::catalogue_check::{Options, check_with};
 
 use crate::exit;
 use crate::output::CommandOutput;
 use crate::terminal::{Terminal, ended_by_error, render_diagnostics, visible};
 
-/// Checks every folder (the current folder when none is given); exit 1 on an
-/// error-level finding.
-pub fn run(directories: &[PathBuf], json: bool, terminal: &Terminal) -> u8 {
-    check_output(Path::new(""), directories, json, terminal).print()
+/// How `catalog check` and `catalog audit` print their report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+/// Checks (or only audits) every folder (the current folder when none is given); exit 1
+/// on an error-level finding.
+pub fn run(
+    directories: &[PathBuf],
+    format: ReportFormat,
+    audit_only: bool,
+    home: Option<&Path>,
+    terminal: &Terminal,
+) -> u8 {
+    let flags = acompose_driver::settings::Flags { home: home.map(Path::to_path_buf), ..Default::default() };
+    let policy = match acompose_driver::settings::resolve(&flags) {
+        Ok(settings) => settings.config.audit_policy,
+        Err(error) => return crate::terminal::report_error(&error, terminal),
+    };
+    let options = Options { policy, audit_only };
+    report_output(Path::new(""), directories, format, options, terminal).print()
 }
 
 /// What `catalog check` prints for `directories` as given, read under
@@ -24,15 +45,30 @@ pub fn check_output(
     json: bool,
     terminal: &Terminal,
 ) -> CommandOutput {
+    let format = if json { ReportFormat::Json } else { ReportFormat::Text };
+    report_output(working_directory, directories, format, Options::default(), terminal)
+}
+
+/// What `catalog check` or `catalog audit` prints in `format`.
+pub fn report_output(
+    working_directory: &Path,
+    directories: &[PathBuf],
+    format: ReportFormat,
+    options: Options,
+    terminal: &Terminal,
+) -> CommandOutput {
     let mut output = CommandOutput::default();
-    let checked = match check(working_directory, directories) {
+    let checked = match check_with(working_directory, directories, options) {
         Ok(checked) => checked,
         Err(error) => return ended_by_error(output, &error, terminal),
     };
     let report = &checked.report;
     // A folder with no skill at all is almost always the wrong folder: say so.
     let empty = report.skills == 0;
-    if json {
+    if format == ReportFormat::Sarif {
+        let text_of = |path: &str| checked.texts.get(path).cloned();
+        output.stdout(String::from_utf8_lossy(&crate::sarif::log(&checked.diagnostics, &text_of)));
+    } else if format == ReportFormat::Json {
         let mut bytes = acompose_driver::engine::snapshot::to_json_bytes(report);
         if !bytes.ends_with(b"\n") {
             bytes.push(b'\n');
@@ -46,7 +82,8 @@ pub fn check_output(
         }
         if !terminal.quiet && !empty {
             output.stdout(format!(
-                "checked {} skill{} in {} catalogue{}: {} error{}, {} warning{}, {} folder{} without SKILL.md\n",
+                "{} {} skill{} in {} catalogue{}: {} error{}, {} warning{}, {} folder{} without SKILL.md\n",
+                if options.audit_only { "audited" } else { "checked" },
                 report.skills,
                 plural(report.skills),
                 report.catalogues.len(),

@@ -184,6 +184,12 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };
+    // A pulled bundle must pass the home's `bundle_signers` policy.
+    if let Some(bundle) = &bundle
+        && let Err(error) = acompose_driver::signature::enforce_for_use(&home, bundle)
+    {
+        return report_error(&error, terminal);
+    }
     let request = LaunchRequest {
         home: &home,
         projects: &projects,

@@ -24,6 +24,7 @@ pub mod people;
 pub mod progress;
 pub mod project;
 pub mod roster;
+pub mod sarif;
 pub mod serve;
 pub mod setup;
 pub mod snippet;

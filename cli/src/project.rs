@@ -77,6 +77,12 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };
+    // A pulled bundle must pass the home's `bundle_signers` policy.
+    if let Some(home) = &home
+        && let Err(error) = acompose_driver::signature::enforce_for_use(home, &bundle)
+    {
+        return report_error(&error, terminal);
+    }
     let scope = args.scope.scope();
     let target = match args.target.clone().map_or_else(|| default_target(scope), Ok) {
         Ok(target) => target,

@@ -163,6 +163,9 @@ fn render_one(
             let (line, column) = lines.line_column(text, span.offset);
             format!("{file}:{line}:{column}")
         }
+        (Some(file), None, _) if let Some(position) = diagnostic.position => {
+            format!("{file}:{}:{}", position.line, position.column)
+        }
         (Some(file), _, _) => file.clone(),
         (None, _, _) => String::new(),
     };

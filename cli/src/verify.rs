@@ -17,6 +17,13 @@ pub struct VerifyArgs {
     /// Print the result as JSON (`acompose.verify.v1`).
     #[arg(long)]
     pub json: bool,
+    /// Also check the bundle's signature against this allowed-signers file (git's
+    /// format): the home's signature of it, or `--signature`.
+    #[arg(long, value_name = "FILE")]
+    pub signers: Option<std::path::PathBuf>,
+    /// The signature to check instead of the home's (an armored SSH signature).
+    #[arg(long, value_name = "FILE", requires = "signers")]
+    pub signature: Option<std::path::PathBuf>,
 }
 
 pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
@@ -24,6 +31,25 @@ pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };
+    if let Some(signers) = &args.signers {
+        let home = acompose_driver::home::resolve_home(home).ok();
+        let checked = acompose_driver::signature::verify_bundle(
+            &args.bundle,
+            home.as_deref(),
+            args.signature.as_deref(),
+            signers,
+        );
+        return match checked {
+            Ok(principals) => {
+                if !terminal.quiet {
+                    let principals = acompose_driver::engine::diagnostic::sanitize(&principals);
+                    print_stdout(&format!("bundle verified, signed by {principals}\n"));
+                }
+                exit::SUCCESS
+            }
+            Err(error) => report_error(&error, terminal),
+        };
+    }
     if args.json {
         #[derive(serde::Serialize)]
         struct Document<'a> {

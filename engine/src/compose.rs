@@ -21,6 +21,7 @@
 //! decision and a skill's decision in place (cause `overlay-…`); their instructions come
 //! last, after every MCP server.
 
+mod audit;
 mod candidates;
 mod mcp_selection;
 mod overlay;
@@ -108,6 +109,10 @@ pub struct Composition {
     #[returns(ref)]
     #[default]
     pub overlays: Vec<SourceFile>,
+    /// What the content audit's findings do (the host's `audit_policy`, `crate::audit`).
+    #[returns(copy)]
+    #[default]
+    pub audit_policy: crate::audit::AuditPolicy,
 }
 
 /// One selected catalogue skill and the files that go into the bundle.
@@ -350,6 +355,9 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
     // 1. Roles, then the private overlays that concern the role.
     resolver.decide_roles(model);
     let overlays = resolver.read_overlays();
+    for overlay in &overlays {
+        resolver.audit_own_file(overlay.file, &crate::audit::AuditKind::ALL);
+    }
     let renamed = resolver.rename_seats(model, &overlays);
     resolver.overlays = overlays;
     // 2. The person package.
@@ -547,6 +555,22 @@ impl Resolver<'_> {
     ) {
         // Instructions of declared sources are delivered with the bundle.
         for instruction in &listing.instructions {
+            let audited = self.audit_instruction(instruction.file);
+            if let Some(reason) = audited.refusal {
+                self.decide(
+                    format!("instruction:{}", instruction.id),
+                    "instruction",
+                    &candidate.id,
+                    Outcome::Excluded,
+                    audit::REFUSED,
+                    reason,
+                    Vec::new(),
+                );
+                if let Some(last) = self.last_decision() {
+                    last.findings = audited.records;
+                }
+                continue;
+            }
             self.decide(
                 format!("instruction:{}", instruction.id),
                 "instruction",
@@ -556,6 +580,9 @@ impl Resolver<'_> {
                 format!("declared by source `{}`", candidate.id),
                 Vec::new(),
             );
+            if let Some(last) = self.last_decision() {
+                last.findings = audited.records;
+            }
             instructions.push((candidate.id.clone(), instruction.id.clone(), instruction.file));
         }
     }

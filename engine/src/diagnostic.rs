@@ -197,12 +197,20 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
 /// sequences, bells, carriage returns, line breaks), a line or paragraph separator
 /// (U+2028, U+2029), or a bidirectional formatting character (U+061C, U+200E, U+200F,
 /// U+202A–U+202E, U+2066–U+2069), which reorders the text after it on screen so that a
-/// name can read as something it is not.
+/// name can read as something it is not, or a Unicode tag character (U+E0000–U+E007F),
+/// invisible on screen and read by a model.
 pub fn needs_escape(character: char) -> bool {
     character.is_control()
         || matches!(
             character,
-            '\u{2028}' | '\u{2029}' | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            '\u{2028}'
+                | '\u{2029}'
+                | '\u{61c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{e0000}'..='\u{e007f}'
         )
 }
 

@@ -51,3 +51,18 @@ pub fn skill_check(db: &dyn salsa::Database, file: SourceFile) -> &Arc<SkillChec
 fn checked(db: &dyn salsa::Database, file: SourceFile) -> Arc<SkillCheck> {
     Arc::new(check_skill(file.bytes(db), skill_folder_of(file.relative_path(db))))
 }
+
+/// The audit of one source file, memoized: a file the driver summarized was audited as it
+/// was read. `entry` files (`SKILL.md`, `COMPOSED.md`) are also checked for their name and
+/// what they would have a harness run.
+pub fn file_audit(db: &dyn salsa::Database, file: SourceFile) -> &[crate::audit::AuditFinding] {
+    match file.summary(db) {
+        Some(summarized) => &summarized.audit,
+        None => audited(db, file),
+    }
+}
+
+#[salsa::tracked(returns(ref))]
+fn audited(db: &dyn salsa::Database, file: SourceFile) -> Vec<crate::audit::AuditFinding> {
+    crate::audit::audit_bytes(file.bytes(db), crate::audit::is_entry(file.relative_path(db)))
+}

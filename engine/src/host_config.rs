@@ -46,6 +46,12 @@ pub struct HostConfig {
     /// `overlays`: the private overlay files, in order (absolute, `~/…` or relative to
     /// home); empty when the key is absent (then home's `overlays/*.kdl` are read).
     pub overlays: Vec<(String, Span)>,
+    /// `audit_policy`: what each kind of the content audit's findings does
+    /// (`crate::audit`); kinds not written keep their default.
+    pub audit_policy: crate::audit::AuditPolicy,
+    /// `bundle_signers`: an allowed-signers file (git's format); when set, a pulled
+    /// bundle must carry a signature by one of them to be pulled, launched or projected.
+    pub bundle_signers: Option<(String, Span)>,
 }
 
 /// Where one harness's delivery goes.
@@ -68,7 +74,7 @@ pub struct LoadPoint {
 }
 
 /// Every key the host configuration knows, in the order the documentation lists them.
-pub const KNOWN_KEYS: [&str; 9] = [
+pub const KNOWN_KEYS: [&str; 11] = [
     "person_source",
     "person_policy",
     "personality_libraries",
@@ -78,6 +84,8 @@ pub const KNOWN_KEYS: [&str; 9] = [
     "load_points",
     "skill_load_points",
     "overlays",
+    "audit_policy",
+    "bundle_signers",
 ];
 
 /// The byte offset of a 1-based line and column (columns count characters).
@@ -280,6 +288,8 @@ impl Reader<'_> {
             "skill_policy" => self.read_skill_policy(config, value, &pointer, key),
             "operating_context" => self.read_operating_context(config, value, &pointer, key),
             "overlays" => config.overlays = self.list(value, &pointer, key),
+            "audit_policy" => self.read_audit_policy(config, value, &pointer, key),
+            "bundle_signers" => config.bundle_signers = self.scalar(value, &pointer, key),
             _ => {
                 let key_span = self.key_span(&pointer, key);
                 let mut diagnostic =
@@ -331,6 +341,38 @@ impl Reader<'_> {
                     .at(Some(span))
                     .hint(with_suggestion(&policy, &["warn", "strict", "skip"], "use `warn`, `strict` or `skip`")),
             ),
+        }
+    }
+
+    /// `audit_policy`: a mapping of audit kind to `refuse` or `warn`.
+    fn read_audit_policy(&mut self, config: &mut HostConfig, value: &serde_json::Value, pointer: &str, key: &str) {
+        use crate::audit::{AuditAction, AuditKind};
+        let serde_json::Value::Object(entries) = value else {
+            let span = self.span(pointer, 1);
+            let message =
+                format!("`{key}` expects a mapping of audit kind to `refuse` or `warn`, found {}", kind_name(value));
+            self.error("config-type", message, span, format!("write `{key}:` followed by `  secrets: refuse` lines"));
+            return;
+        };
+        let kinds: Vec<&str> = AuditKind::ALL.iter().map(|kind| kind.name()).collect();
+        for (name, action) in entries {
+            let mut child = pointer.to_owned();
+            push_token(&mut child, name);
+            let Some(kind) = AuditKind::from_name(name) else {
+                let span = self.key_span(&child, name);
+                let hint = with_suggestion(name, &kinds, &format!("audit kinds: {}", kinds.join(", ")));
+                self.error("config-value", format!("`{}` is not an audit kind", sanitize(name)), span, hint);
+                continue;
+            };
+            match self.scalar(action, &child, key).map(|(text, span)| (AuditAction::from_name(&text), text, span)) {
+                Some((Some(action), _, _)) => config.audit_policy.set(kind, action),
+                Some((None, text, span)) => {
+                    let message = format!("unknown audit action `{}`", sanitize(&text));
+                    let hint = with_suggestion(&text, &["refuse", "warn"], "use `refuse` or `warn`");
+                    self.error("config-value", message, span, hint);
+                }
+                None => {}
+            }
         }
     }
 
@@ -415,6 +457,20 @@ mod tests {
         let parsed = parse_host_config("skill_policy: strict\n", "c.yaml");
         assert_eq!(parsed.value.skill_policy, crate::skill_rules::SkillPolicy::Strict);
         assert_eq!(codes("skill_policy: loose\n"), ["config-value"]);
+    }
+
+    #[test]
+    fn reads_the_audit_policy() {
+        use crate::audit::{AuditAction, AuditKind};
+        let parsed = parse_host_config("audit_policy:\n  secrets: warn\n  zero-width: refuse\n", "c.yaml");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        let policy = parsed.value.audit_policy;
+        assert_eq!(policy.action(AuditKind::Secrets), AuditAction::Warn);
+        assert_eq!(policy.action(AuditKind::ZeroWidth), AuditAction::Refuse);
+        assert_eq!(policy.action(AuditKind::TagCharacters), AuditAction::Refuse);
+        assert_eq!(codes("audit_policy:\n  secret: warn\n"), ["config-value"]);
+        assert_eq!(codes("audit_policy:\n  secrets: allow\n"), ["config-value"]);
+        assert_eq!(codes("audit_policy: refuse\n"), ["config-type"]);
     }
 
     #[test]

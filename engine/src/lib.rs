@@ -6,6 +6,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::disallowed_methods)]
 
+pub mod audit;
 pub mod bundle;
 pub mod catalogue;
 pub mod color;
@@ -31,6 +32,7 @@ pub mod provider;
 pub mod render;
 pub mod request;
 pub mod seat_card;
+pub mod secret;
 pub mod selector;
 pub mod snapshot;
 pub mod store;

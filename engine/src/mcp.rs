@@ -6,7 +6,6 @@
 //! [`harness_config`]. Never holds an environment variable's value.
 
 pub mod harness_config;
-mod secret;
 pub mod splice;
 
 use std::collections::BTreeSet;
@@ -18,7 +17,7 @@ use crate::diagnostic::{Diagnostic, Parsed, Span, sanitize};
 use crate::person::reader::Reader;
 use crate::syntax::{Node, parse_text};
 
-pub use secret::looks_like_secret;
+pub use crate::secret::looks_like_secret;
 
 /// The inventory's file in home.
 pub const FILE: &str = "mcp.kdl";
@@ -108,7 +107,7 @@ pub fn read_inventory(text: &str, path: &str) -> Parsed<Inventory> {
     if let Some(too_large) = crate::limits::MCP_INVENTORY.check(text.len(), path) {
         return Parsed::new(Inventory::default(), vec![too_large]);
     }
-    let secrets = secret::lines_with_secrets(text);
+    let secrets = crate::secret::lines_with_secrets(text);
     if !secrets.is_empty() {
         let diagnostics = secrets
             .into_iter()

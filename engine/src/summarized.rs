@@ -63,6 +63,8 @@ pub struct Summarized {
     /// For a `SKILL.md`: its Agent Skills check, shared with the catalogue listing that
     /// lists its skill.
     pub check: Option<std::sync::Arc<SkillCheck>>,
+    /// The content audit's findings (`crate::audit`); empty for a clean or binary file.
+    pub audit: Vec<crate::audit::AuditFinding>,
 }
 
 impl Summarized {
@@ -80,6 +82,7 @@ impl Summarized {
             check: (name == "SKILL.md")
                 .then(|| crate::skill_rules::check_skill(bytes, crate::skill_rules::skill_folder_of(relative)))
                 .map(std::sync::Arc::new),
+            audit: crate::audit::audit_bytes(bytes, entry),
         }
     }
 

@@ -251,6 +251,8 @@ impl Estate {
                 }
             }
             self.learn(&path);
+            acompose_engine::file_queries::file_audit(&self.db, file);
+            self.learn(&path);
         }
         for (label, catalogue) in self.catalogues.clone() {
             catalogue_names(&self.db, catalogue);
@@ -350,6 +352,7 @@ fn editing_one_skill_body_reruns_that_file_its_repository_listing_and_the_bundle
     // Not its `references/drivers.md`, not another repository's listing, not another
     // role's bundle, not `roles.kdl`, not any role's view, not the names of the skills.
     insta::assert_snapshot!(executed, @r"
+    audited(example/hardware/.agents/skills/machine-gpu/SKILL.md)
     catalogue_listing(example/hardware)
     checked(example/hardware/.agents/skills/machine-gpu/SKILL.md)
     composition_bundle(platform)
@@ -443,6 +446,7 @@ fn editing_a_skill_of_the_operating_context_root_replans_every_role_and_lists_on
     let (changed, executed) = estate.recompose(&before);
     assert_eq!(changed.len(), 7, "the root is every role's operating context: {changed:?}");
     insta::assert_snapshot!(executed, @r"
+    audited(acme/root/.agents/skills/estate-map/SKILL.md)
     catalogue_listing(acme/root)
     checked(acme/root/.agents/skills/estate-map/SKILL.md)
     composition_bundle(devrel)
@@ -542,6 +546,7 @@ fn an_overlay_changes_only_the_bundles_it_concerns_and_an_unconcerning_edit_repl
     let (changed, executed) = estate.recompose(&with_overlay);
     assert!(changed.is_empty(), "{changed:?}");
     insta::assert_snapshot!(executed, @r"
+    audited(eval)
     kdl_document(team.kdl)
     overlay_rules(team.kdl)
     ");
@@ -560,6 +565,7 @@ fn an_overlay_changes_only_the_bundles_it_concerns_and_an_unconcerning_edit_repl
     assert_eq!(changed, ["eval", "platform"]);
     // Every role's share is taken again; only the two that changed compose again.
     insta::assert_snapshot!(executed, @r"
+    audited(eval)
     composition_bundle(eval)
     composition_bundle(platform)
     kdl_document(team.kdl)

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod audit;
 mod bounded;
 mod bundle_names;
 mod catalogue;
@@ -34,9 +35,11 @@ mod overlays;
 mod people;
 mod people_roles;
 mod registry;
+mod registry_hostile;
 mod right_errors;
 mod roster;
 mod serve;
 mod sessions;
 mod settings;
+mod signatures;
 mod store;

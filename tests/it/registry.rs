@@ -29,7 +29,7 @@ const ROLES: &str = "repositories {\n    repository hardware path=\"example/hard
 
 /// A trusted root and two skill repositories: platform takes the hardware skills, eval
 /// the benchmark skills. Converged into `root/home`.
-fn estate(root: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn estate(root: &Path) -> (PathBuf, PathBuf) {
     let projects = root.join("projects");
     write(&projects.join("acme/root/.agents/roles.kdl"), ROLES);
     for name in ["machine-cpu", "machine-gpu", "machine-tpu"] {
@@ -59,7 +59,7 @@ const PASSWORD: &str = "never-written-7f3a";
 
 /// Runs acompose with a Docker configuration holding credentials for a registry other
 /// than the one under test, and for that one (which asks for none).
-fn run(root: &Path, arguments: &[&str]) -> Output {
+pub(crate) fn run(root: &Path, arguments: &[&str]) -> Output {
     let docker = root.join("docker");
     if !docker.join("config.json").is_file() {
         std::fs::create_dir_all(&docker).expect("docker folder");
@@ -90,12 +90,12 @@ fn base64_encode(bytes: &[u8]) -> String {
     text
 }
 
-fn json(output: &Output) -> serde_json::Value {
+pub(crate) fn json(output: &Output) -> serde_json::Value {
     assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
     serde_json::from_str(&output.stdout).expect("a JSON report")
 }
 
-fn index(home: &Path) -> BTreeMap<String, String> {
+pub(crate) fn index(home: &Path) -> BTreeMap<String, String> {
     acompose_engine::convergence::parse_index(&std::fs::read(home.join("bundles/index.json")).expect("index"))
         .expect("parse")
 }

@@ -80,6 +80,10 @@ fn add_security_headers(headers: &mut HeaderMap) {
 /// Every `/api/v1` route needs the token, reads included: the roster is private too.
 pub async fn require_token(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     if presented_token(request.headers()).is_some_and(|token| same_bytes(token.as_bytes(), state.token.as_bytes())) {
+        // The connection has shown the token: it leaves the unproven pool.
+        if let Some(slot) = request.extensions().get::<crate::connections::Slot>() {
+            slot.prove();
+        }
         next.run(request).await
     } else {
         // Without the token the connection is closed once refused, so a client that has

@@ -13,6 +13,8 @@ use serde::Serialize;
 use crate::error::HostError;
 
 pub const FORMAT: &str = "acompose.catalog-check.v1";
+/// The format of `catalog audit --json`: the same rows, with the audit's findings only.
+pub const AUDIT_FORMAT: &str = "acompose.catalog-audit.v1";
 
 /// A `SKILL.md` larger than this is refused unread: no harness lists such a file, and the
 /// check must stay bounded.
@@ -27,6 +29,18 @@ pub struct FindingRow {
     pub column: usize,
     pub message: String,
     pub consequence: String,
+    /// For a finding of the content audit: the skill's file it is in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// What a check looks at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// What each kind of the content audit's findings does (the home's `audit_policy`).
+    pub policy: acompose_engine::audit::AuditPolicy,
+    /// `catalog audit`: the content audit only, without the Agent Skills checks.
+    pub audit_only: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -119,6 +133,7 @@ struct Checker<'a> {
     diagnostics: Vec<Diagnostic>,
     texts: BTreeMap<String, String>,
     rows: Vec<CatalogueRow>,
+    options: Options,
 }
 
 impl Checker<'_> {
@@ -144,6 +159,10 @@ impl Checker<'_> {
             }
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.audit(folder, &mut row);
+        if self.options.audit_only {
+            return row;
+        }
         let check = check_skill(&bytes, &name);
         for finding in &check.findings {
             let diagnostic = skill_rules::in_file(finding, &label, Severity::Error);
@@ -156,11 +175,36 @@ impl Checker<'_> {
                 column,
                 message: finding.message.clone(),
                 consequence: skill_rules::consequence(finding).to_owned(),
+                file: None,
             });
             self.diagnostics.push(diagnostic);
         }
         self.texts.insert(label, text);
         row
+    }
+
+    /// The content audit of every file of the skill's folder.
+    fn audit(&mut self, folder: &Path, row: &mut SkillRow) {
+        let audit = crate::audit::audit_skill_folder(self.working_directory, folder, &self.options.policy);
+        for ((file, finding), diagnostic) in
+            audit.findings.iter().zip(audit.diagnostics.iter().filter(|diagnostic| diagnostic.position.is_some()))
+        {
+            row.findings.push(FindingRow {
+                code: finding.kind.code().to_owned(),
+                level: "audit",
+                severity: severity_name(diagnostic.severity),
+                line: finding.line,
+                column: finding.column,
+                message: finding.what(),
+                consequence: match self.options.policy.action(finding.kind) {
+                    acompose_engine::audit::AuditAction::Refuse => "refused: no composition delivers the skill",
+                    acompose_engine::audit::AuditAction::Warn => "delivered with a warning",
+                }
+                .to_owned(),
+                file: Some(file.clone()),
+            });
+        }
+        self.diagnostics.extend(audit.diagnostics);
     }
 
     fn catalogue(&mut self, target: Target) {
@@ -235,8 +279,14 @@ fn severity_name(severity: Severity) -> &'static str {
 /// `working_directory` (empty for the process's own) and shown as given, so a caller that
 /// names a folder there sees what the same check run in that folder shows.
 pub fn check(working_directory: &Path, directories: &[PathBuf]) -> Result<Checked, HostError> {
+    check_with(working_directory, directories, Options::default())
+}
+
+/// [`check`] under `options`: the home's audit policy, or the audit alone.
+pub fn check_with(working_directory: &Path, directories: &[PathBuf], options: Options) -> Result<Checked, HostError> {
     let directories = if directories.is_empty() { vec![PathBuf::from(".")] } else { directories.to_vec() };
-    let mut checker = Checker { working_directory, diagnostics: Vec::new(), texts: BTreeMap::new(), rows: Vec::new() };
+    let mut checker =
+        Checker { working_directory, diagnostics: Vec::new(), texts: BTreeMap::new(), rows: Vec::new(), options };
     for directory in &directories {
         match target_of(working_directory, directory) {
             Some(target) => checker.catalogue(target),
@@ -248,7 +298,13 @@ pub fn check(working_directory: &Path, directories: &[PathBuf]) -> Result<Checke
     let skills = checker.rows.iter().map(|row| row.skills.len()).sum();
     let not_skills = checker.rows.iter().map(|row| row.not_skills.len()).sum();
     Ok(Checked {
-        report: Report { format: FORMAT, catalogues: checker.rows, skills, errors, warnings },
+        report: Report {
+            format: if options.audit_only { AUDIT_FORMAT } else { FORMAT },
+            catalogues: checker.rows,
+            skills,
+            errors,
+            warnings,
+        },
         diagnostics: checker.diagnostics,
         texts: checker.texts,
         not_skills,

@@ -78,7 +78,29 @@ pub fn examine(settings: &Settings, path_variable: Option<&std::ffi::OsStr>) -> 
     checks.extend(projection_checks(&home));
     checks.extend(start_folder_checks(&home));
     checks.extend(store_checks(&home));
+    checks.push(audit_check(&home));
     checks
+}
+
+/// What the content audit kept out of the indexed bundles (`crate::audit`).
+fn audit_check(home: &Path) -> Check {
+    let refusals = crate::audit::refusals_in_home(home);
+    if refusals.is_empty() {
+        return check("audit", Status::Ok, "the content audit refused nothing in the indexed bundles", None);
+    }
+    let listed: Vec<String> = refusals
+        .iter()
+        .map(|refusal| format!("{} of role {}: {}", refusal.subject, refusal.role, refusal.reason))
+        .collect();
+    check(
+        "audit",
+        Status::Warning,
+        format!("{} text(s) kept out of the indexed bundles; {}", refusals.len(), listed.join("; ")),
+        Some(
+            "`acompose catalog audit DIR` shows each finding; fix the file, or set `audit_policy` in the configuration"
+                .to_owned(),
+        ),
+    )
 }
 
 /// The check of a configuration that did not resolve: the error, and the fix.

@@ -16,6 +16,7 @@
 pub mod anchor;
 pub mod artifact;
 pub mod atomic;
+pub mod audit;
 pub mod blame;
 pub mod bundle;
 pub mod bundle_name;
@@ -55,6 +56,7 @@ pub mod runtime_home;
 
 pub mod scaffold;
 pub mod settings;
+pub mod signature;
 pub mod sources;
 pub mod store;
 pub mod transaction;

@@ -143,6 +143,8 @@ pub struct RequestDefaults {
     /// `person_policy: external-only` selects no external source.
     pub selection: Result<Selection, Findings>,
     pub skill_policy: acompose_engine::skill_rules::SkillPolicy,
+    /// The home's `audit_policy`.
+    pub audit_policy: acompose_engine::audit::AuditPolicy,
     /// The home's private overlays in order, and home's folder of them when listed from it.
     pub overlays: (Vec<PathBuf>, Option<PathBuf>),
 }
@@ -153,6 +155,7 @@ impl Default for RequestDefaults {
         RequestDefaults {
             selection: Ok(Selection::embedded()),
             skill_policy: Default::default(),
+            audit_policy: Default::default(),
             overlays: (Vec::new(), None),
         }
     }
@@ -403,6 +406,7 @@ pub fn prepare<'db>(
         policy,
     );
     salsa::Setter::to(composition.set_overlays(db), overlays.clone());
+    salsa::Setter::to(composition.set_audit_policy(db), defaults.audit_policy);
     let db: &'db Database = db;
     let result = composition_bundle(db, composition);
     diagnostics.extend(result.diagnostics.iter().cloned());

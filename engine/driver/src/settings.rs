@@ -281,6 +281,7 @@ impl Settings {
                 }
             }),
             skill_policy: self.skill_policy.value,
+            audit_policy: self.config.audit_policy,
             overlays: self.overlay_paths(),
         }
     }

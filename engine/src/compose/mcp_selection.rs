@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Resolver;
+use crate::audit::AuditKind;
 use crate::diagnostic::{Span, sanitize};
 use crate::mcp::{Inventory, McpServer, mcp_inventory};
 use crate::overlay::Effect;
@@ -70,6 +71,12 @@ impl Resolver<'_> {
             if outcome == Outcome::Selected {
                 selected.push(entry.server.clone());
             }
+        }
+        if !selected.is_empty() {
+            // What a harness is given of the inventory: its hidden characters are the
+            // audit's; its secrets were refused before it was parsed.
+            let kinds = [AuditKind::TagCharacters, AuditKind::BidiControls, AuditKind::ZeroWidth];
+            self.audit_own_file(file, &kinds);
         }
         selected
     }

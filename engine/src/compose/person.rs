@@ -74,7 +74,11 @@ impl Resolver<'_> {
         let summary = FileSummary::of_bytes(bytes);
         let digest = tree_digest(&[("SKILL.md".to_owned(), &summary)]);
         let _ = self.claim(id, PERSON_SOURCE_ID, &digest, || format!("{PERSON_SOURCE_ID}/{id}"));
+        let records = self.audit_person_skill(skill);
         self.decide(format!("skill:{id}"), kind, PERSON_SOURCE_ID, Outcome::Delivered, cause, reason, Vec::new());
+        if let Some(last) = self.last_decision() {
+            last.findings = records;
+        }
         let text = String::from_utf8_lossy(bytes);
         let document = crate::skill::parse_skill(&text, id);
         let name = document.value.name.as_deref().unwrap_or(id);

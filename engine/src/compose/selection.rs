@@ -341,8 +341,27 @@ impl Resolver<'_> {
             );
             return;
         }
+        let audited = self.audit_skill(skill);
+        if let Some(reason) = audited.refusal {
+            self.decide(
+                skill.subject(),
+                skill_kind_name(skill.kind),
+                &candidate.id,
+                Outcome::Excluded,
+                super::audit::REFUSED,
+                reason,
+                grounds.selectors,
+            );
+            if let Some(last) = self.last_decision() {
+                last.findings = audited.records;
+            }
+            return;
+        }
         let records = match self.check_findings(take, skill) {
-            SkillFindings::Admissible(records) => records,
+            SkillFindings::Admissible(mut records) => {
+                records.extend(audited.records);
+                records
+            }
             SkillFindings::Skipped { records, reason } => {
                 self.decide(
                     skill.subject(),

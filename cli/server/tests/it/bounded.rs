@@ -12,9 +12,23 @@ use acompose_server::ConnectionLimits;
 
 use crate::support::Server;
 
+/// Held by the tests that open many sockets in this process or count its descriptors,
+/// so one's sockets do not count in the other's.
+static MANY_SOCKETS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn many_sockets() -> std::sync::MutexGuard<'static, ()> {
+    MANY_SOCKETS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Short deadlines, so a test waits seconds, not the defaults' tens of seconds.
 fn quick(per_client: usize) -> ConnectionLimits {
-    ConnectionLimits { header_timeout: Duration::from_secs(1), body_timeout: Duration::from_secs(1), per_client }
+    ConnectionLimits {
+        header_timeout: Duration::from_secs(1),
+        body_timeout: Duration::from_secs(1),
+        per_client,
+        unproven_per_client: per_client,
+        token_timeout: Duration::from_secs(1),
+    }
 }
 
 fn connect(server: &Server) -> TcpStream {
@@ -84,6 +98,7 @@ fn a_head_dripped_a_byte_at_a_time_is_cut_off_at_its_deadline() {
 #[test]
 fn idle_connections_past_a_clients_cap_are_closed_at_once_and_the_rest_at_their_deadline() {
     const CAP: usize = 16;
+    let _alone = many_sockets();
     let server = Server::start_limited(ConnectionLimits { header_timeout: Duration::from_secs(2), ..quick(CAP) });
     let before = open_descriptors();
     let mut streams: Vec<TcpStream> = (0..200).map(|_| connect(&server)).collect();
@@ -108,6 +123,63 @@ fn idle_connections_past_a_clients_cap_are_closed_at_once_and_the_rest_at_their_
     }
     drop(streams);
     assert_eq!(server.get("/api/v1/people").status, 200, "the real page is not locked out");
+}
+
+/// One request with the token on a fresh connection: whether it was answered 200.
+fn answered(server: &Server) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", server.handle.port)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let head = format!(
+        "GET /api/v1/people HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nConnection: close\r\n\r\n",
+        server.host(),
+        server.bearer()
+    );
+    if stream.write_all(head.as_bytes()).is_err() {
+        return false;
+    }
+    let mut bytes = Vec::new();
+    let _ = stream.read_to_end(&mut bytes);
+    bytes.starts_with(b"HTTP/1.1 200")
+}
+
+#[test]
+fn tokenless_connections_at_the_cap_do_not_lock_the_page_out() {
+    // The defaults: 64 places per address for connections without the token (before:
+    // 64 shared by all, so 64 tokenless ones left the page 5 of 100 requests).
+    let _alone = many_sockets();
+    let server = Server::start_limited(ConnectionLimits::default());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (opened, ready) = std::sync::mpsc::channel();
+    let hostile = {
+        let stop = std::sync::Arc::clone(&stop);
+        let port = server.handle.port;
+        std::thread::spawn(move || {
+            // 64 idle connections without the token, each reopened as soon as it is closed.
+            let open = || TcpStream::connect(("127.0.0.1", port)).ok();
+            let mut streams: Vec<Option<TcpStream>> = (0..64).map(|_| open()).collect();
+            let _ = opened.send(());
+            let mut reopened = 0_usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for stream in &mut streams {
+                    let closed = match stream {
+                        Some(held) => closed_within(held, Duration::from_millis(1)),
+                        None => true,
+                    };
+                    if closed {
+                        *stream = open();
+                        reopened += 1;
+                    }
+                }
+            }
+            reopened
+        })
+    };
+    ready.recv().expect("the hostile client opened its connections");
+    let answers = (0..100).filter(|_| answered(&server)).count();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reopened = hostile.join().expect("the hostile client");
+    assert!(answers >= 90, "the page answered {answers} of 100 requests");
+    assert!(reopened > 0, "the tokenless connections were closed to make room ({answers} answers)");
 }
 
 #[test]

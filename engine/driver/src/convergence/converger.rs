@@ -75,6 +75,8 @@ pub struct Converger {
     person_warnings: usize,
     /// The home's MCP inventory as last read (`<home>/mcp.kdl`), when there is one.
     mcp_inventory: Option<acompose_engine::SourceFile>,
+    /// The host's `audit_policy`, set on every composition.
+    audit_policy: acompose_engine::audit::AuditPolicy,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -284,6 +286,7 @@ impl Converger {
     ) -> Result<Report, HostError> {
         let _ = self.db.take_query_counts();
         progress.phase_clock_reset();
+        self.audit_policy = config.audit_policy;
         // Estate bundles link their skills from the store: the skill files are kept as
         // summaries and read again when a store entry is written.
         self.loader.summarize_skills(true);
@@ -508,6 +511,7 @@ impl Converger {
         progress: &dyn Progress,
     ) -> Result<(PathBuf, PersonModel), HostError> {
         let RoleRequest { role, tier, bundles } = *request;
+        self.audit_policy = config.audit_policy;
         self.loader.summarize_skills(true);
         self.loader.hold_selected_skills(false);
         let (source, model) = self.read_person_source(home, config, true, progress)?;
@@ -599,6 +603,9 @@ impl Converger {
                 if composition.mcp_inventory(db) != self.mcp_inventory {
                     composition.set_mcp_inventory(db).to(self.mcp_inventory);
                 }
+                if composition.audit_policy(db) != self.audit_policy {
+                    composition.set_audit_policy(db).to(self.audit_policy);
+                }
                 composition
             }
             None => {
@@ -616,6 +623,7 @@ impl Converger {
                     skill_policy,
                 );
                 composition.set_mcp_inventory(db).to(self.mcp_inventory);
+                composition.set_audit_policy(db).to(self.audit_policy);
                 self.compositions.insert(role.to_owned(), composition);
                 composition
             }

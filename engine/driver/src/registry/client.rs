@@ -1,28 +1,40 @@
 //! The connection to one repository of an OCI registry: the reference, the user's
 //! existing container credentials (the Docker configuration file and its credential
 //! helpers; anonymous when they name none), plain HTTP only for a loopback registry or
-//! when asked, and the few registry operations a push or a pull needs, each blob bounded
-//! by its descriptor's size and checked against its digest. Credentials stay in memory:
-//! nothing here writes a file, and no message carries one.
+//! when asked, and the few registry operations a push or a pull needs, spoken over HTTP
+//! here (`transport`) so that nothing leads the client away: a redirect or a token realm
+//! is followed only to HTTPS, or to plain HTTP on loopback when the registry itself is a
+//! plain-HTTP loopback one; every response is read as a stream, its declared length
+//! checked before a byte is read and its digest while it is read, so a registry cannot
+//! make it hold more than a bundle's own bytes. Credentials stay in memory: nothing here
+//! writes a file, and no message carries one.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures_util::StreamExt as _;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::manifest::OciDescriptor;
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference, RegistryOperation};
+use oci_client::Reference;
 
 use super::artifact::{Blob, Descriptor, MANIFEST_MEDIA_TYPE, MAX_DOCUMENT, sha256_digest};
+use super::transport::{Credentials, Transport};
 use crate::error::HostError;
 
+/// How long a whole push or pull may take when nothing else is said.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+
 /// How a registry is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Access {
     /// Plain HTTP for a registry that is not on a loopback address.
     pub plain_http: bool,
+    /// How long the whole push or pull may take, beside each read's own timeout.
+    pub deadline: Duration,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access { plain_http: false, deadline: DEFAULT_DEADLINE }
+    }
 }
 
 /// What crossed the wire: blobs and their bytes, each way (manifests counted as blobs).
@@ -65,20 +77,8 @@ pub fn parse_reference(text: &str) -> Result<Reference, HostError> {
     })
 }
 
-fn shown(text: &str) -> String {
+pub(super) fn shown(text: &str) -> String {
     acompose_engine::diagnostic::sanitize(text)
-}
-
-/// An error and its causes, one line, escaped (a registry's words are not trusted).
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    shown(&text)
 }
 
 /// Where Docker keeps its configuration: `$DOCKER_CONFIG`, else `~/.docker`.
@@ -89,20 +89,20 @@ fn docker_config() -> Option<PathBuf> {
     }
 }
 
-/// The user's credentials for `registry` as Docker finds them; anonymous when the
+/// The user's credentials for `registry` as Docker finds them; none when the
 /// configuration names none.
-fn credentials(registry: &str) -> Result<RegistryAuth, HostError> {
+fn credentials(registry: &str) -> Result<Option<Credentials>, HostError> {
     use docker_credential::{CredentialRetrievalError as Failure, DockerCredential};
     let Some(config) = docker_config().filter(|config| config.is_file()) else {
-        return Ok(RegistryAuth::Anonymous);
+        return Ok(None);
     };
     let refused = |message: String| HostError::environment(&config, message);
     let found = match docker_credential::get_credential(registry) {
         Ok(found) => found,
-        Err(Failure::NoCredentialConfigured) => return Ok(RegistryAuth::Anonymous),
+        Err(Failure::NoCredentialConfigured) => return Ok(None),
         // Docker's own helpers answer so for a registry they hold nothing for.
         Err(Failure::HelperFailure { stdout, .. }) if stdout.contains("credentials not found") => {
-            return Ok(RegistryAuth::Anonymous);
+            return Ok(None);
         }
         Err(Failure::HelperFailure { helper, .. }) => {
             return Err(refused(format!(
@@ -130,7 +130,7 @@ fn credentials(registry: &str) -> Result<RegistryAuth, HostError> {
         }
     };
     match found {
-        DockerCredential::UsernamePassword(username, password) => Ok(RegistryAuth::Basic(username, password)),
+        DockerCredential::UsernamePassword(username, password) => Ok(Some(Credentials { username, password })),
         DockerCredential::IdentityToken(_) => Err(refused(format!(
             "`{}` holds an identity token for `{}`, which acompose cannot use; log in with a username and password",
             config.display(),
@@ -139,32 +139,20 @@ fn credentials(registry: &str) -> Result<RegistryAuth, HostError> {
     }
 }
 
+/// What a registry operation wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Pull,
+    Push,
+}
+
 /// One repository of a registry, reached from a runtime of this thread.
 pub struct Connection {
-    /// Signs in and reads manifests.
-    client: Client,
-    /// Moves blobs and puts the manifest: `client` itself, or for a registry that asks
-    /// for no credentials a client that holds none (one that holds some asks the
-    /// registry's `/v2/` again before every request it cannot find a token for).
-    blobs: Client,
-    protocol: ClientProtocol,
+    transport: Transport,
     reference: Reference,
-    auth: RegistryAuth,
     /// The reference as given, for messages.
     label: String,
     pub counters: Counters,
-}
-
-fn new_client(protocol: &ClientProtocol) -> Client {
-    Client::new(ClientConfig {
-        protocol: protocol.clone(),
-        use_monolithic_push: true,
-        platform_resolver: None,
-        connect_timeout: Some(Duration::from_secs(15)),
-        read_timeout: Some(Duration::from_secs(120)),
-        user_agent: concat!("acompose/", env!("CARGO_PKG_VERSION")),
-        ..ClientConfig::default()
-    })
 }
 
 impl Connection {
@@ -173,30 +161,19 @@ impl Connection {
         // The process's TLS provider; another one installed first serves as well.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let registry = reference.resolve_registry().to_owned();
-        let protocol = if uses_plain_http(&registry, access) {
-            ClientProtocol::HttpsExcept(vec![registry])
-        } else {
-            ClientProtocol::Https
-        };
-        let auth = credentials(reference.registry())?;
-        let client = new_client(&protocol);
-        Ok(Connection {
-            blobs: client.clone(),
-            client,
-            protocol,
-            reference,
-            auth,
-            label: label.to_owned(),
-            counters: Counters::default(),
-        })
+        let plain = uses_plain_http(&registry, access);
+        let credentials = credentials(reference.registry())?;
+        let transport = Transport::new(&registry, reference.repository(), plain, credentials)
+            .map_err(|message| HostError::environment(label, message))?;
+        Ok(Connection { transport, reference, label: label.to_owned(), counters: Counters::default() })
     }
 
     pub fn label(&self) -> &str {
         &self.label
     }
 
-    fn unreachable(&self, what: &str, error: &dyn std::error::Error) -> HostError {
-        HostError::environment(&self.label, format!("cannot {what} `{}`: {}", shown(&self.label), describe(error)))
+    fn unreachable(&self, what: &str, error: &str) -> HostError {
+        HostError::environment(&self.label, format!("cannot {what} `{}`: {error}", shown(&self.label)))
     }
 
     pub fn refused(&self, message: String) -> HostError {
@@ -204,29 +181,27 @@ impl Connection {
     }
 
     /// Signs in for the operations to come (a bearer token where the registry asks for one).
-    pub async fn authenticate(&mut self, operations: &[RegistryOperation]) -> Result<(), HostError> {
-        let mut challenged = false;
-        for operation in operations {
-            let token = self
-                .client
-                .auth(&self.reference, &self.auth, *operation)
-                .await
-                .map_err(|error| self.unreachable("sign in to", &error))?;
-            challenged |= token.is_some();
-        }
-        if !challenged && self.auth == RegistryAuth::Anonymous {
-            self.blobs = new_client(&self.protocol);
-        }
-        Ok(())
+    pub async fn authenticate(&mut self, operations: &[Operation]) -> Result<(), HostError> {
+        let scope = if operations.contains(&Operation::Push) { "pull,push" } else { "pull" };
+        self.transport.authenticate(scope).await.map_err(|error| self.unreachable("sign in to", &error))
+    }
+
+    /// The tag or digest the reference names.
+    fn manifest_name(&self) -> String {
+        self.reference
+            .digest()
+            .map(str::to_owned)
+            .or_else(|| self.reference.tag().map(str::to_owned))
+            .unwrap_or_else(|| "latest".to_owned())
     }
 
     pub async fn has_blob(&self, digest: &str) -> Result<bool, HostError> {
-        self.blobs.blob_exists(&self.reference, digest).await.map_err(|error| self.unreachable("ask", &error))
+        self.transport.has_blob(digest).await.map_err(|error| self.unreachable("ask", &error))
     }
 
     pub async fn push_blob(&self, blob: &Blob) -> Result<(), HostError> {
-        self.blobs
-            .push_blob(&self.reference, blob.bytes.clone(), &blob.digest)
+        self.transport
+            .push_blob(&blob.digest, blob.bytes.clone())
             .await
             .map_err(|error| self.unreachable("upload a blob to", &error))?;
         Counters::count(&self.counters.sent, &self.counters.bytes_sent, blob.bytes.len());
@@ -235,11 +210,15 @@ impl Connection {
 
     /// Puts the manifest under the reference's tag (or digest).
     pub async fn push_manifest(&self, bytes: &[u8]) -> Result<(), HostError> {
-        let content_type = http::HeaderValue::from_static(MANIFEST_MEDIA_TYPE);
-        self.blobs
-            .push_manifest_raw(&self.reference, bytes.to_vec(), content_type)
+        self.push_manifest_as(&self.manifest_name(), MANIFEST_MEDIA_TYPE, bytes).await
+    }
+
+    /// Puts a manifest of `media_type` under `name` (a tag or a digest) in the repository.
+    pub async fn push_manifest_as(&self, name: &str, media_type: &str, bytes: &[u8]) -> Result<(), HostError> {
+        self.transport
+            .push_manifest(name, media_type, bytes.to_vec())
             .await
-            .map_err(|error| self.unreachable("put the manifest to", &error))?;
+            .map_err(|error| self.unreachable("put a manifest to", &error))?;
         Counters::count(&self.counters.sent, &self.counters.bytes_sent, bytes.len());
         Ok(())
     }
@@ -247,24 +226,30 @@ impl Connection {
     /// The manifest's bytes and digest, checked against the reference's digest when it
     /// names one.
     pub async fn pull_manifest(&self) -> Result<(Vec<u8>, String), HostError> {
-        let (bytes, _) =
-            self.client.pull_manifest_raw(&self.reference, &self.auth, &[MANIFEST_MEDIA_TYPE]).await.map_err(
-                |error| match error {
-                    oci_client::errors::OciDistributionError::DigestError(_) => {
-                        self.refused("the manifest does not match its digest".to_owned())
-                    }
-                    other => self.unreachable("fetch the manifest of", &other),
-                },
-            )?;
-        Counters::count(&self.counters.received, &self.counters.bytes_received, bytes.len());
-        if bytes.len() as u64 > MAX_DOCUMENT {
-            return Err(self.refused("the manifest is larger than a bundle's may be".to_owned()));
-        }
+        let pinned = self.reference.digest().map(str::to_owned);
+        let bytes = self.pull_manifest_named(&self.manifest_name(), MANIFEST_MEDIA_TYPE).await?;
+        let Some(bytes) = bytes else {
+            return Err(self.unreachable("fetch the manifest of", "the registry has no such manifest"));
+        };
         let digest = sha256_digest(&bytes);
-        if self.reference.digest().is_some_and(|pinned| pinned != digest) {
+        if pinned.is_some_and(|pinned| pinned != digest) {
             return Err(self.refused("the manifest does not match the digest the reference names".to_owned()));
         }
-        Ok((bytes.to_vec(), digest))
+        Ok((bytes, digest))
+    }
+
+    /// A manifest by tag or digest, at most [`MAX_DOCUMENT`] bytes; `None` when the
+    /// registry has none of that name.
+    pub async fn pull_manifest_named(&self, name: &str, media_type: &str) -> Result<Option<Vec<u8>>, HostError> {
+        let bytes =
+            self.transport.pull_manifest(name, media_type, MAX_DOCUMENT).await.map_err(|failure| match failure {
+                super::transport::Failure::Refused(message) => self.refused(format!("the manifest {message}")),
+                super::transport::Failure::Unreachable(message) => self.unreachable("fetch the manifest of", &message),
+            })?;
+        if let Some(bytes) = &bytes {
+            Counters::count(&self.counters.received, &self.counters.bytes_received, bytes.len());
+        }
+        Ok(bytes)
     }
 
     /// The blobs of the bundle artifact the reference's tag names now; none when it names
@@ -273,47 +258,32 @@ impl Connection {
         if self.reference.digest().is_some() {
             return std::collections::BTreeSet::new();
         }
-        let Ok((bytes, _)) = self.client.pull_manifest_raw(&self.reference, &self.auth, &[MANIFEST_MEDIA_TYPE]).await
-        else {
+        let Ok(Some(bytes)) = self.pull_manifest_named(&self.manifest_name(), MANIFEST_MEDIA_TYPE).await else {
             return std::collections::BTreeSet::new();
         };
-        Counters::count(&self.counters.received, &self.counters.bytes_received, bytes.len());
         super::artifact::read_manifest(&bytes).map(|remote| remote.digests()).unwrap_or_default()
     }
 
     /// A blob's bytes: no more than its descriptor's size, and of its digest.
     pub async fn pull_blob(&self, descriptor: &Descriptor) -> Result<Vec<u8>, HostError> {
-        let wanted = OciDescriptor {
-            media_type: descriptor.media_type.clone(),
-            digest: descriptor.digest.clone(),
-            size: i64::try_from(descriptor.size).unwrap_or(i64::MAX),
-            ..OciDescriptor::default()
-        };
-        let mut stream = self
-            .blobs
-            .pull_blob_stream(&self.reference, &wanted)
-            .await
-            .map_err(|error| self.unreachable("fetch a blob of", &error))?;
-        let mut bytes = Vec::with_capacity(usize::try_from(descriptor.size.min(1 << 20)).unwrap_or(0));
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|error| {
-                // The client checks the digest as the bytes arrive and stops the stream.
-                self.refused(format!(
-                    "the blob `{}` does not match its digest or was cut short ({})",
-                    descriptor.digest,
-                    describe(&error)
-                ))
+        let bytes =
+            self.transport.pull_blob(&descriptor.digest, descriptor.size).await.map_err(|failure| match failure {
+                super::transport::Failure::Refused(message) => {
+                    self.refused(format!("the blob `{}` {message}", descriptor.digest))
+                }
+                super::transport::Failure::Unreachable(message) => self.unreachable("fetch a blob of", &message),
             })?;
-            if (bytes.len() + chunk.len()) as u64 > descriptor.size {
-                return Err(self.refused(format!("the blob `{}` is larger than its manifest says", descriptor.digest)));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
         Counters::count(&self.counters.received, &self.counters.bytes_received, bytes.len());
-        if bytes.len() as u64 != descriptor.size || sha256_digest(&bytes) != descriptor.digest {
-            return Err(self.refused(format!("the blob `{}` does not match its digest", descriptor.digest)));
-        }
         Ok(bytes)
+    }
+
+    /// The manifests that name `digest` as their subject, as the registry's referrers API
+    /// lists them (`None` where the registry has no such API).
+    pub async fn referrers(&self, digest: &str) -> Result<Option<Vec<u8>>, HostError> {
+        self.transport.referrers(digest, MAX_DOCUMENT).await.map_err(|failure| match failure {
+            super::transport::Failure::Refused(message) => self.refused(format!("the referrers list {message}")),
+            super::transport::Failure::Unreachable(message) => self.unreachable("list the referrers of", &message),
+        })
     }
 }
 
@@ -326,9 +296,10 @@ mod tests {
         for loopback in ["127.0.0.1:5000", "localhost:5000", "localhost", "[::1]:5000", "127.8.9.1"] {
             assert!(uses_plain_http(loopback, Access::default()), "{loopback}");
         }
+        let asked = Access { plain_http: true, ..Access::default() };
         for remote in ["registry.example", "registry.example:5000", "10.0.0.1:5000", "localhost.example"] {
             assert!(!uses_plain_http(remote, Access::default()), "{remote}");
-            assert!(uses_plain_http(remote, Access { plain_http: true }), "{remote}");
+            assert!(uses_plain_http(remote, asked), "{remote}");
         }
     }
 }

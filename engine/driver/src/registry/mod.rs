@@ -8,6 +8,8 @@
 
 pub mod artifact;
 pub mod client;
+pub mod signed;
+pub mod transport;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +18,9 @@ use std::sync::atomic::Ordering;
 use acompose_engine::OutputFile;
 use acompose_engine::bundle::{Bundle, Summary, TraceFile, verify};
 use futures_util::{StreamExt as _, TryStreamExt as _};
-use oci_client::RegistryOperation;
 
 use self::artifact::{Artifact, Blob, Remote};
-use self::client::{Access, Connection, parse_reference};
+use self::client::{Access, Connection, Operation, parse_reference};
 use crate::bundle::{Materialized, read_bundle};
 use crate::error::HostError;
 use crate::home::BUNDLES_DIR;
@@ -28,6 +29,9 @@ use crate::store::Store;
 
 /// How many blobs are in flight at once.
 const IN_FLIGHT: usize = 16;
+/// The most bytes the blobs of one pulled bundle may declare together: a pull holds them
+/// in memory until the bundle is verified and placed.
+pub const MAX_PULL_BYTES: u64 = 96 << 20;
 
 /// What crossed the wire in one push or pull (manifests count as blobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +74,8 @@ pub struct Pushed {
     pub blobs: usize,
     /// The blobs the repository lacked, in manifest order.
     pub uploaded: Vec<Uploaded>,
+    /// With `--sign`: the digest of the signature artifact pushed beside the bundle.
+    pub signature: Option<String>,
     pub transfer: Transfer,
 }
 
@@ -84,6 +90,10 @@ pub struct Pulled {
     pub outcome: Materialized,
     /// Store entries the home's store already held, so not downloaded.
     pub entries_reused: usize,
+    /// Whether the registry held a signature of the bundle (kept in the home), and under
+    /// the `bundle_signers` policy the principals of its allowed signer.
+    pub signed: bool,
+    pub signer: Option<String>,
     pub transfer: Transfer,
 }
 
@@ -91,6 +101,26 @@ fn runtime(label: &str) -> Result<tokio::runtime::Runtime, HostError> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
         HostError::environment(label, format!("cannot start the network runtime: {}", crate::load::error_kind(&error)))
     })
+}
+
+/// Runs a push's or pull's network part within the access's overall deadline (beside
+/// each read's own timeout), so a registry that answers a byte at a time cannot hold it.
+async fn within<T>(
+    access: Access,
+    reference: &str,
+    work: impl std::future::Future<Output = Result<T, HostError>>,
+) -> Result<T, HostError> {
+    match tokio::time::timeout(access.deadline, work).await {
+        Ok(result) => result,
+        Err(_) => Err(HostError::environment(
+            reference,
+            format!(
+                "`{}` did not finish within {} s (the deadline, `--deadline`); nothing was kept",
+                client::shown(reference),
+                access.deadline.as_secs()
+            ),
+        )),
+    }
 }
 
 /// The bundle a `bundle push` names: a bundle folder, a role of the home (its indexed
@@ -120,18 +150,36 @@ pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostE
 /// `bundle export` does, then uploads the blobs the repository lacks and puts the
 /// manifest under `reference`.
 pub fn push(bundle: &Path, reference: &str, access: Access) -> Result<Pushed, HostError> {
+    push_signed(bundle, reference, access, None)
+}
+
+/// [`push`], and with `key` (an OpenSSH private key) the bundle's signature pushed
+/// beside it (`signed`).
+pub fn push_signed(bundle: &Path, reference: &str, access: Access, key: Option<&Path>) -> Result<Pushed, HostError> {
     let parsed = parse_reference(reference)?;
     let artifact = bundle_artifact(bundle)?;
+    // A key that cannot sign stops the push before anything is sent.
+    let signature = key.map(|key| crate::signature::sign(bundle, key)).transpose()?;
     let mut connection = Connection::open(parsed, reference, access)?;
     let runtime = runtime(reference)?;
-    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull, RegistryOperation::Push]))?;
-    let uploaded = runtime.block_on(upload(&connection, &artifact))?;
+    let (uploaded, signed) = runtime.block_on(within(access, reference, async {
+        connection.authenticate(&[Operation::Pull, Operation::Push]).await?;
+        let uploaded = upload(&connection, &artifact).await?;
+        let signed = match &signature {
+            Some((armored, id)) => {
+                Some(signed::push_signature(&connection, &artifact.digest, artifact.manifest.len(), armored, id).await?)
+            }
+            None => None,
+        };
+        Ok((uploaded, signed))
+    }))?;
     Ok(Pushed {
         id: artifact.id,
         role: artifact.role,
         digest: artifact.digest,
         blobs: artifact.blobs.len(),
         uploaded,
+        signature: signed,
         transfer: Transfer::of(&connection),
     })
 }
@@ -197,21 +245,38 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     let bundles = request.home.join(BUNDLES_DIR);
     let store = Store::of_home(request.home);
     let runtime = runtime(request.reference)?;
-    runtime.block_on(connection.authenticate(&[RegistryOperation::Pull]))?;
-    let fetched = runtime.block_on(fetch(&connection, &bundles, &store))?;
+    let (fetched, signature) = runtime.block_on(within(request.access, request.reference, async {
+        connection.authenticate(&[Operation::Pull]).await?;
+        let fetched = fetch(&connection, &bundles, &store).await?;
+        let signature = signed::pull_signature(&connection, &fetched.digest).await?;
+        Ok((fetched, signature))
+    }))?;
     let transfer = Transfer::of(&connection);
     let path = bundles.join(&fetched.remote.id);
+    // Under the `bundle_signers` policy the signature is checked before anything is kept.
+    let manifest = match &fetched.files {
+        Some(files) => files.get("manifest.json").cloned().unwrap_or_default(),
+        None => std::fs::read(path.join("manifest.json")).unwrap_or_default(),
+    };
+    let id = fetched.remote.id.clone();
+    let signer = crate::signature::enforce(request.home, request.reference, &id, &manifest, signature.as_deref())?;
     let outcome = match fetched.files {
         None => Materialized::Reused,
         Some(files) => settle(request.home, &connection, &fetched.remote, files)?,
     };
+    if let Some(armored) = &signature {
+        crate::signature::keep(request.home, &id, armored)?;
+    }
+    crate::signature::record_pulled(request.home, &id)?;
     Ok(Pulled {
-        id: fetched.remote.id,
+        id,
         role: fetched.remote.role,
         digest: fetched.digest,
         path,
         outcome,
         entries_reused: fetched.entries_reused,
+        signed: signature.is_some(),
+        signer,
         transfer,
     })
 }
@@ -254,6 +319,15 @@ struct Fetched {
 async fn fetch(connection: &Connection, bundles: &Path, store: &Store) -> Result<Fetched, HostError> {
     let (manifest, digest) = connection.pull_manifest().await?;
     let remote = artifact::read_manifest(&manifest).map_err(|message| connection.refused(message))?;
+    // Every blob is held until the bundle is placed: what they declare together is
+    // bounded before the first is asked for.
+    let declared = std::iter::once(&remote.config)
+        .chain(remote.files.iter().chain(&remote.slices).chain(&remote.trees).map(|(_, descriptor)| descriptor))
+        .fold(0_u64, |total, descriptor| total.saturating_add(descriptor.size));
+    if declared > MAX_PULL_BYTES {
+        return Err(connection
+            .refused(format!("its blobs declare {declared} bytes, more than a pull holds ({MAX_PULL_BYTES})")));
+    }
     let present = bundles.join(&remote.id);
     if present.exists() {
         crate::bundle::verify_directory(&present).map_err(|problems| {
