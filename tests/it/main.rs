@@ -24,6 +24,7 @@ mod faults;
 mod go_commands;
 mod host_delivery;
 mod incremental;
+mod isolation;
 mod launch;
 mod mcp;
 mod no_panic;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use acompose_people::document::person_bytes;
 use acompose_people::runner::RUNNERS;
 use acompose_people::session::{SessionRecord, Status, Timestamp, record_bytes};
-use acompose_people::{Isolation, Person};
+use acompose_people::Person;
 
 use acompose_driver::people::process;
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
@@ -528,7 +528,6 @@ fn every_rejected_start_exits_non_zero_with_a_message_and_writes_nothing() {
     sandbox.person(jan);
     let mut dwight = Person::new("dwight", "Dwight", "sales", "Sell paper.");
     dwight.budget.max_tokens = Some(1000);
-    dwight.isolation = Some(Isolation::Worktree);
     sandbox.person(dwight);
     fs::create_dir_all(sandbox.path("ws/projects/real")).expect("a real folder");
     fs::write(sandbox.path("a-file"), "x").expect("a file");
@@ -565,7 +564,7 @@ fn every_rejected_start_exits_non_zero_with_a_message_and_writes_nothing() {
     let dry = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "claude", "--dry-run", "--json"]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     let json: serde_json::Value = serde_json::from_str(&dry.stdout).expect("JSON");
-    assert_eq!(json["unsupported"], serde_json::json!(["budget.max_tokens", "isolation"]));
+    assert_eq!(json["unsupported"], serde_json::json!(["budget.max_tokens"]));
     assert_eq!(sandbox.snapshot(), before);
 }
 

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::model::Isolation;
 use super::tree::Tree;
 use super::workspace::SourceFile;
 use super::{is_reference, is_slug, json};
@@ -327,6 +328,13 @@ pub struct SessionLinks {
     pub run: Option<String>,
     /// True for a swarm role no Person fills: `person_id` is then the role's slug.
     pub ephemeral: bool,
+    /// The isolation the session ran under, when not `inherited`.
+    pub isolation: Option<Isolation>,
+    /// The session's own `git worktree` of the project (its `cwd`), for `worktree` and
+    /// `session` isolation.
+    pub worktree: Option<String>,
+    /// The branch of that worktree: `people/<person>/<session id>`.
+    pub branch: Option<String>,
 }
 
 /// What the driver knows when it writes the first, `launching`, record.
@@ -455,13 +463,17 @@ struct RecordFile<'a> {
     resumed_from: Option<&'a str>,
     run: Option<&'a str>,
     ephemeral: bool,
+    isolation: Option<&'static str>,
+    worktree: Option<&'a str>,
+    branch: Option<&'a str>,
 }
 
 /// The keys a record may lack (records written before them); a missing one is `null`.
-pub(crate) const OPTIONAL_FIELDS: [&str; 5] = ["bundle", "conversation", "resumed_from", "run", "ephemeral"];
+pub(crate) const OPTIONAL_FIELDS: [&str; 8] =
+    ["bundle", "conversation", "resumed_from", "run", "ephemeral", "isolation", "worktree", "branch"];
 
 /// Every key a record has, in the written order.
-pub(crate) const RECORD_FIELDS: [&str; 20] = [
+pub(crate) const RECORD_FIELDS: [&str; 23] = [
     "spec",
     "id",
     "person_id",
@@ -482,6 +494,9 @@ pub(crate) const RECORD_FIELDS: [&str; 20] = [
     "resumed_from",
     "run",
     "ephemeral",
+    "isolation",
+    "worktree",
+    "branch",
 ];
 
 /// The canonical bytes of a record: fixed key order, 2-space indent, trailing newline.
@@ -507,6 +522,9 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
         resumed_from: record.links.resumed_from.as_deref(),
         run: record.links.run.as_deref(),
         ephemeral: record.links.ephemeral,
+        isolation: record.links.isolation.map(Isolation::as_str),
+        worktree: record.links.worktree.as_deref(),
+        branch: record.links.branch.as_deref(),
     })
 }
 
@@ -727,12 +745,30 @@ impl FieldReader<'_> {
             "`run` must be a run id or null",
         );
         let ephemeral = self.nullable("ephemeral", Value::as_bool, "`ephemeral` must be true or false");
+        let isolation = self.nullable(
+            "isolation",
+            |value| value.as_str().and_then(Isolation::parse).filter(|isolation| *isolation != Isolation::Inherited),
+            "`isolation` must be `worktree`, `session` or null",
+        );
+        let worktree = self.nullable(
+            "worktree",
+            |value| value.as_str().filter(|text| is_cwd(text)).map(str::to_owned),
+            "`worktree` must be an absolute path without control characters or null",
+        );
+        let branch = self.nullable(
+            "branch",
+            |value| value.as_str().filter(|text| is_session_branch(text)).map(str::to_owned),
+            "`branch` must be `people/<person>/<session id>` or null",
+        );
         Some(SessionLinks {
             bundle: bundle?,
             conversation: conversation?,
             resumed_from: resumed_from?,
             run: run?,
             ephemeral: ephemeral?.unwrap_or(false),
+            isolation: isolation?,
+            worktree: worktree?,
+            branch: branch?,
         })
     }
 
@@ -756,6 +792,11 @@ impl FieldReader<'_> {
         if !exit_code_fits {
             self.fail("exit_code", "inconsistent-record", "`exit_code` does not fit the status");
         }
+        if record.links.isolation.is_some() != record.links.worktree.is_some()
+            || record.links.worktree.is_some() != record.links.branch.is_some()
+        {
+            self.fail("worktree", "inconsistent-record", "`isolation`, `worktree` and `branch` are set together");
+        }
         if record.pid.is_some() != record.pid_start.is_some() {
             self.fail("pid_start", "inconsistent-record", "`pid` and `pid_start` must both be set or both be null");
         }
@@ -769,6 +810,21 @@ impl FieldReader<'_> {
             self.fail("pid", "inconsistent-record", "a session that ran must record its process id");
         }
     }
+}
+
+/// The branch of a session's worktree: `people/<person id>/<session id>`. `None` when
+/// either is not a valid id.
+pub fn session_branch(person_id: &str, session_id: &str) -> Option<String> {
+    (is_slug(person_id) && is_session_id(session_id)).then(|| format!("people/{person_id}/{session_id}"))
+}
+
+/// Whether `text` is a branch [`session_branch`] makes.
+pub fn is_session_branch(text: &str) -> bool {
+    let mut parts = text.split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some("people"), Some(person), Some(session), None) if is_slug(person) && is_session_id(session)
+    )
 }
 
 /// Whether `text` is a bundle id: 16 lowercase hex digits.
@@ -1110,7 +1166,10 @@ mod tests {
   "conversation": null,
   "resumed_from": null,
   "run": null,
-  "ephemeral": false
+  "ephemeral": false,
+  "isolation": null,
+  "worktree": null,
+  "branch": null
 }
 "#
         );

@@ -98,11 +98,8 @@ impl UnsupportedLimit {
         match self {
             UnsupportedLimit::MaxTokens => "a token limit cannot be enforced: the runner's usage is not visible",
             UnsupportedLimit::MaxCostUsd => "a cost limit cannot be enforced: the runner's spending is not visible",
-            UnsupportedLimit::Isolation(Isolation::Worktree) => {
-                "worktree isolation is not provided: the runner works in the project folder itself"
-            }
             UnsupportedLimit::Isolation(_) => {
-                "session isolation is not provided: the runner shares this machine's user"
+                "session isolation needs bubblewrap (`bwrap` on PATH), which was not found: the runner would get its worktree but no sandbox"
             }
         }
     }
@@ -161,6 +158,9 @@ pub struct StartReview {
     pub unsupported: Vec<UnsupportedLimit>,
     /// `budget.max_seconds`: the limit that is enforced, by ending the process group.
     pub max_seconds: Option<u64>,
+    /// The Person's isolation (`inherited` when they declare none). `worktree` and
+    /// `session` give the session its own `git worktree`; `session` also a sandbox.
+    pub isolation: Isolation,
     /// Set when the project folder is one no project should be: the review says so.
     pub folder_warning: Option<FolderWarning>,
     /// The roster role the runner starts as; `None`: it sees the host's context.
@@ -241,6 +241,7 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         prompt_in_argv: invocation.prompt_in_argv,
         unsupported: unsupported_limits(person),
         max_seconds: person.budget.max_seconds,
+        isolation: person.isolation.unwrap_or(Isolation::Inherited),
         folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
         sight: None,
         unbound_hint: None,
@@ -251,7 +252,9 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
     })
 }
 
-/// The limits of `person` a local PTY cannot enforce, in a fixed order.
+/// The limits of `person` a local PTY cannot enforce, in a fixed order. Isolation is
+/// enforced (a worktree, and for `session` a sandbox); the driver adds
+/// [`UnsupportedLimit::Isolation`] when the sandbox's tool is missing.
 pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
     let mut limits = Vec::new();
     if person.budget.max_tokens.is_some() {
@@ -259,9 +262,6 @@ pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
     }
     if person.budget.max_cost_usd.is_some() {
         limits.push(UnsupportedLimit::MaxCostUsd);
-    }
-    if let Some(isolation) = person.isolation.filter(|isolation| *isolation != Isolation::Inherited) {
-        limits.push(UnsupportedLimit::Isolation(isolation));
     }
     limits
 }
@@ -392,12 +392,9 @@ mod tests {
     #[test]
     fn unsupported_limits_need_acknowledgement() {
         let review = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
-        let limits = vec![
-            UnsupportedLimit::MaxTokens,
-            UnsupportedLimit::MaxCostUsd,
-            UnsupportedLimit::Isolation(Isolation::Worktree),
-        ];
+        let limits = vec![UnsupportedLimit::MaxTokens, UnsupportedLimit::MaxCostUsd];
         assert_eq!(review.unsupported, limits);
+        assert_eq!(review.isolation, Isolation::Worktree);
         assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
         assert_eq!(review.confirm(true), Ok(()));
         let kelly = review_start(&roster(), &request("kelly", "codex")).expect("the request is valid");

@@ -18,11 +18,11 @@ use acompose_people::session::{self, Ending, MAX_RECORDS, SessionRecord};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, waitid};
 
-use super::process;
 use super::sessions::{
     Clock, Reviewed, create_record, lock, made_sessions_folder, read_record, reconcile_locked, rejected, replace_record,
 };
 use super::storage::{Stop, Workspace};
+use super::{isolation, process};
 use crate::atomic::FileError;
 
 /// The size of a terminal in character cells.
@@ -161,8 +161,9 @@ pub fn start_session(
             session::SESSIONS_DIRECTORY
         )));
     }
-    let mut record = launching_record(&folder, reviewed, clock.as_ref())?;
-    let spawned = spawn(reviewed, &record.id, options.size);
+    let mut record = launching_record(workspace, &folder, reviewed, clock.as_ref())?;
+    let spawned = prepare_isolation(workspace, reviewed, &record)
+        .and_then(|placement| spawn(reviewed, &record.id, options.size, placement.as_ref()));
     let (master, child) = match spawned {
         Ok(spawned) => spawned,
         Err(error) => {
@@ -200,22 +201,35 @@ pub fn start_session(
         clock,
         started: Instant::now(),
         concluded: false,
-        runtime: reviewed
-            .environment
-            .iter()
-            .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
-            .map(|(_, value)| PathBuf::from(value)),
+        runtime: runtime_home(reviewed),
     })
 }
 
 /// Writes the `launching` record under a new id (another nonce when the name is taken).
-fn launching_record(folder: &std::path::Path, reviewed: &Reviewed, clock: &dyn Clock) -> Result<SessionRecord, Stop> {
+/// An isolated session's `cwd` is its worktree, named for the id.
+fn launching_record(
+    workspace: &Workspace,
+    folder: &std::path::Path,
+    reviewed: &Reviewed,
+    clock: &dyn Clock,
+) -> Result<SessionRecord, Stop> {
     let now = clock.now();
     for attempt in 0..16u32 {
         let Some(id) = session::session_id(&now, &reviewed.review.person_id, nonce(attempt)) else {
             break;
         };
-        let record = SessionRecord::launching(reviewed.review.launch(&id, now.clone()));
+        let mut launch = reviewed.review.launch(&id, now.clone());
+        if isolation::has_worktree(reviewed.review.isolation) {
+            let worktree = isolation::worktree_folder(workspace, &id)?;
+            let text = worktree.to_str().ok_or_else(|| {
+                Stop::Invalid("the workspace's folder is not a UTF-8 path; a worktree cannot be recorded".to_owned())
+            })?;
+            launch.cwd = text.to_owned();
+            launch.links.isolation = Some(reviewed.review.isolation);
+            launch.links.worktree = Some(text.to_owned());
+            launch.links.branch = session::session_branch(&reviewed.review.person_id, &id);
+        }
+        let record = SessionRecord::launching(launch);
         if create_record(folder, &record)? {
             return Ok(record);
         }
@@ -235,19 +249,69 @@ pub(crate) fn nonce(attempt: u32) -> u32 {
 
 type Spawned = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>);
 
+/// Where an isolated runner works, and its sandbox.
+struct Placement {
+    worktree: PathBuf,
+    sandbox: Option<isolation::Sandbox>,
+}
+
+/// Makes an isolated session's worktree (and its sandbox's folders) before the spawn;
+/// `None` for `inherited` isolation.
+fn prepare_isolation(
+    workspace: &Workspace,
+    reviewed: &Reviewed,
+    record: &SessionRecord,
+) -> Result<Option<Placement>, Stop> {
+    let (Some(worktree), Some(branch)) = (&record.links.worktree, &record.links.branch) else {
+        return Ok(None);
+    };
+    let worktree = PathBuf::from(worktree);
+    isolation::make_worktree(&reviewed.project_folder, &worktree, branch)?;
+    let sandbox = match &reviewed.sandbox {
+        Some(program) if reviewed.review.isolation == acompose_people::Isolation::Session => {
+            let runtime = runtime_home(reviewed);
+            Some(isolation::prepare_sandbox(workspace, program, &record.id, &worktree, runtime.as_deref())?)
+        }
+        _ => None,
+    };
+    Ok(Some(Placement { worktree, sandbox }))
+}
+
+/// The runtime home of a session started as a roster role.
+fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
+    reviewed
+        .environment
+        .iter()
+        .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
+        .map(|(_, value)| PathBuf::from(value))
+}
+
 /// Opens a PTY and spawns the reviewed argv in it: `argv[0]` is the binary found on
-/// `PATH`, the rest is exactly the review's.
-fn spawn(reviewed: &Reviewed, session_id: &str, size: TerminalSize) -> Result<Spawned, Stop> {
+/// `PATH`, the rest is exactly the review's. An isolated runner starts in its worktree,
+/// a sandboxed one inside `bwrap` with its own `TMPDIR`.
+fn spawn(
+    reviewed: &Reviewed,
+    session_id: &str,
+    size: TerminalSize,
+    placement: Option<&Placement>,
+) -> Result<Spawned, Stop> {
     let failed = |message: String| Stop::Io(FileError::new(&reviewed.program, message));
     let pair = native_pty_system()
         .openpty(size.pty())
         .map_err(|error| terminal_error(&format!("cannot open a terminal for the runner: {error}")))?;
     let mut argv = vec![reviewed.program.clone().into_os_string()];
     argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
+    let cwd = placement.map_or(reviewed.project_folder.as_path(), |placement| placement.worktree.as_path());
+    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
+        argv = sandbox.wrap(argv, cwd);
+    }
     let mut command = CommandBuilder::from_argv(argv);
-    command.cwd(&reviewed.project_folder);
+    command.cwd(cwd);
     for (name, value) in &reviewed.environment {
         command.env(name, value);
+    }
+    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
+        command.env("TMPDIR", &sandbox.scratch);
     }
     for (name, value) in reviewed.review.environment(session_id) {
         command.env(name, value);
