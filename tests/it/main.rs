@@ -7,6 +7,7 @@
 mod common;
 
 mod bounded;
+mod budgets;
 mod bundle_names;
 mod catalogue;
 mod compatibility;

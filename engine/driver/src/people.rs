@@ -4,6 +4,7 @@
 
 pub mod as_role;
 pub mod authoring;
+pub mod budget;
 pub mod isolation;
 pub mod process;
 pub mod session_runner;

@@ -55,18 +55,22 @@ pub enum Status {
     Stopped,
     /// `budget.max_seconds` ran out and the process group was ended.
     TimedOut,
+    /// The runner's own usage records reached `budget.max_tokens` and the process group
+    /// was ended.
+    BudgetExceeded,
     /// Its process (or its launcher) vanished without a recorded outcome.
     Interrupted,
 }
 
 impl Status {
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Launching,
         Status::Running,
         Status::Completed,
         Status::Failed,
         Status::Stopped,
         Status::TimedOut,
+        Status::BudgetExceeded,
         Status::Interrupted,
     ];
 
@@ -78,6 +82,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Stopped => "stopped",
             Status::TimedOut => "timed_out",
+            Status::BudgetExceeded => "budget_exceeded",
             Status::Interrupted => "interrupted",
         }
     }
@@ -102,9 +107,19 @@ impl Status {
             Status::Launching => matches!(to, Status::Running | Status::Failed | Status::Stopped | Status::Interrupted),
             Status::Running => matches!(
                 to,
-                Status::Completed | Status::Failed | Status::Stopped | Status::TimedOut | Status::Interrupted
+                Status::Completed
+                    | Status::Failed
+                    | Status::Stopped
+                    | Status::TimedOut
+                    | Status::BudgetExceeded
+                    | Status::Interrupted
             ),
-            Status::Completed | Status::Failed | Status::Stopped | Status::TimedOut | Status::Interrupted => false,
+            Status::Completed
+            | Status::Failed
+            | Status::Stopped
+            | Status::TimedOut
+            | Status::BudgetExceeded
+            | Status::Interrupted => false,
         }
     }
 
@@ -364,6 +379,8 @@ pub enum Ending {
     Stopped { exit_code: Option<i32> },
     /// `max_seconds` ran out; the exit status if one was collected.
     TimedOut { exit_code: Option<i32> },
+    /// `max_tokens` was reached; the exit status if one was collected.
+    BudgetExceeded { exit_code: Option<i32> },
     /// The process vanished without an outcome.
     Interrupted,
 }
@@ -375,6 +392,7 @@ impl Ending {
             Ending::Exited { .. } | Ending::SpawnFailed => Status::Failed,
             Ending::Stopped { .. } => Status::Stopped,
             Ending::TimedOut { .. } => Status::TimedOut,
+            Ending::BudgetExceeded { .. } => Status::BudgetExceeded,
             Ending::Interrupted => Status::Interrupted,
         }
     }
@@ -382,7 +400,9 @@ impl Ending {
     fn exit_code(self) -> Option<i32> {
         match self {
             Ending::Exited { exit_code } => Some(exit_code),
-            Ending::Stopped { exit_code } | Ending::TimedOut { exit_code } => exit_code,
+            Ending::Stopped { exit_code } | Ending::TimedOut { exit_code } | Ending::BudgetExceeded { exit_code } => {
+                exit_code
+            }
             Ending::SpawnFailed | Ending::Interrupted => None,
         }
     }
@@ -787,7 +807,7 @@ impl FieldReader<'_> {
             Status::Launching | Status::Running | Status::Interrupted => record.exit_code.is_none(),
             Status::Completed => record.exit_code == Some(0),
             Status::Failed => record.exit_code != Some(0),
-            Status::Stopped | Status::TimedOut => true,
+            Status::Stopped | Status::TimedOut | Status::BudgetExceeded => true,
         };
         if !exit_code_fits {
             self.fail("exit_code", "inconsistent-record", "`exit_code` does not fit the status");
@@ -806,7 +826,9 @@ impl FieldReader<'_> {
         if record.status == Status::Launching && record.pid.is_some() {
             self.fail("pid", "inconsistent-record", "a launching session has no process yet");
         }
-        if matches!(record.status, Status::Completed | Status::TimedOut) && record.pid.is_none() {
+        if matches!(record.status, Status::Completed | Status::TimedOut | Status::BudgetExceeded)
+            && record.pid.is_none()
+        {
             self.fail("pid", "inconsistent-record", "a session that ran must record its process id");
         }
     }
@@ -995,7 +1017,7 @@ mod tests {
         record
     }
 
-    const ALLOWED: [(Status, Status); 9] = [
+    const ALLOWED: [(Status, Status); 10] = [
         (Status::Launching, Status::Running),
         (Status::Launching, Status::Failed),
         (Status::Launching, Status::Stopped),
@@ -1004,6 +1026,7 @@ mod tests {
         (Status::Running, Status::Failed),
         (Status::Running, Status::Stopped),
         (Status::Running, Status::TimedOut),
+        (Status::Running, Status::BudgetExceeded),
         (Status::Running, Status::Interrupted),
     ];
 

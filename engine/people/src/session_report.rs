@@ -63,6 +63,12 @@ pub fn review_text(review: &StartReview) -> String {
             None => "none declared".to_owned(),
         },
     );
+    if let (Some(tokens), Some(record)) = (review.max_tokens, review.usage_record) {
+        line(
+            "token limit:",
+            format!("{tokens} tokens, enforced {}: the runner's process group is ended", record.description()),
+        );
+    }
     for isolation_line in isolation_lines(review) {
         line("isolation:", isolation_line);
     }
@@ -148,6 +154,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt: &'a str,
         prompt_in_argv: bool,
         max_seconds: Option<u64>,
+        max_tokens: Option<u64>,
         isolation: &'static str,
         unsupported: Vec<&'static str>,
         folder_warning: Option<&'static str>,
@@ -187,6 +194,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt: &review.prompt,
         prompt_in_argv: review.prompt_in_argv,
         max_seconds: review.max_seconds,
+        max_tokens: review.max_tokens,
         isolation: review.isolation.as_str(),
         unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
         folder_warning: review.folder_warning.map(super::start::FolderWarning::name),

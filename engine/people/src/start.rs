@@ -9,6 +9,7 @@
 use super::model::{Isolation, Person};
 use super::runner::{ArgvError, Runner, argv_text, invocation_in, runner};
 use super::session::{Launch, SessionLinks, Timestamp};
+use super::usage::usage_record;
 use super::{is_slug, workspace::Roster};
 
 /// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
@@ -96,7 +97,9 @@ impl UnsupportedLimit {
 
     pub fn explanation(self) -> &'static str {
         match self {
-            UnsupportedLimit::MaxTokens => "a token limit cannot be enforced: the runner's usage is not visible",
+            UnsupportedLimit::MaxTokens => {
+                "a token limit cannot be enforced: this runner keeps no usage record acompose follows"
+            }
             UnsupportedLimit::MaxCostUsd => "a cost limit cannot be enforced: the runner's spending is not visible",
             UnsupportedLimit::Isolation(_) => {
                 "session isolation needs bubblewrap (`bwrap` on PATH), which was not found: the runner would get its worktree but no sandbox"
@@ -158,6 +161,12 @@ pub struct StartReview {
     pub unsupported: Vec<UnsupportedLimit>,
     /// `budget.max_seconds`: the limit that is enforced, by ending the process group.
     pub max_seconds: Option<u64>,
+    /// `budget.max_tokens` when it is enforced: the runner keeps a usage record
+    /// acompose follows (`usage_record`), and the session ends `budget_exceeded` when it
+    /// reaches the limit.
+    pub max_tokens: Option<u64>,
+    /// The record the token limit is enforced from.
+    pub usage_record: Option<super::usage::UsageRecord>,
     /// The Person's isolation (`inherited` when they declare none). `worktree` and
     /// `session` give the session its own `git worktree`; `session` also a sandbox.
     pub isolation: Isolation,
@@ -239,8 +248,10 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         prompt,
         argv: invocation.argv,
         prompt_in_argv: invocation.prompt_in_argv,
-        unsupported: unsupported_limits(person),
+        unsupported: unsupported_limits(person, runner),
         max_seconds: person.budget.max_seconds,
+        max_tokens: person.budget.max_tokens.filter(|_| usage_record(runner.name).is_some()),
+        usage_record: usage_record(runner.name),
         isolation: person.isolation.unwrap_or(Isolation::Inherited),
         folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
         sight: None,
@@ -252,12 +263,13 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
     })
 }
 
-/// The limits of `person` a local PTY cannot enforce, in a fixed order. Isolation is
-/// enforced (a worktree, and for `session` a sandbox); the driver adds
+/// The limits of `person` a local PTY cannot enforce with `runner`, in a fixed order. A
+/// token limit is enforced for a runner that keeps a usage record acompose follows;
+/// isolation is enforced (a worktree, and for `session` a sandbox), and the driver adds
 /// [`UnsupportedLimit::Isolation`] when the sandbox's tool is missing.
-pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
+pub(crate) fn unsupported_limits(person: &Person, runner: &Runner) -> Vec<UnsupportedLimit> {
     let mut limits = Vec::new();
-    if person.budget.max_tokens.is_some() {
+    if person.budget.max_tokens.is_some() && usage_record(runner.name).is_none() {
         limits.push(UnsupportedLimit::MaxTokens);
     }
     if person.budget.max_cost_usd.is_some() {
@@ -391,11 +403,17 @@ mod tests {
 
     #[test]
     fn unsupported_limits_need_acknowledgement() {
-        let review = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
+        let review = review_start(&roster(), &request("dwight", "gemini")).expect("the request is valid");
         let limits = vec![UnsupportedLimit::MaxTokens, UnsupportedLimit::MaxCostUsd];
         assert_eq!(review.unsupported, limits);
+        assert_eq!(review.max_tokens, None);
+        // Codex keeps a usage record: its token limit is enforced, its cost limit is not.
+        let codex = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
+        assert_eq!(codex.unsupported, vec![UnsupportedLimit::MaxCostUsd]);
+        assert_eq!(codex.max_tokens, Some(1000));
         assert_eq!(review.isolation, Isolation::Worktree);
         assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
+        assert!(codex.confirm(false).is_err());
         assert_eq!(review.confirm(true), Ok(()));
         let kelly = review_start(&roster(), &request("kelly", "codex")).expect("the request is valid");
         assert_eq!(kelly.unsupported, Vec::new());

@@ -65,6 +65,8 @@ enum Event {
     Exited,
     /// Someone asked to stop the session.
     Stop,
+    /// The runner's usage record reached `budget.max_tokens`.
+    BudgetExceeded,
 }
 
 /// A started session. Call [`SessionHandle::wait`] to see it to its end: that is what
@@ -82,6 +84,8 @@ pub struct SessionHandle {
     started: Instant,
     /// Whether the end was recorded (by `wait`, or by the drop of an unwaited handle).
     concluded: bool,
+    /// Set when the session ends, so the usage watcher stops reading.
+    ended: Arc<std::sync::atomic::AtomicBool>,
     /// The runtime home of a session as a role: what the runner wrote to its launch copy
     /// goes back to the user's file when the session ends.
     runtime: Option<PathBuf>,
@@ -189,6 +193,13 @@ pub fn start_session(
     drop(guard);
     let (sender, events) = mpsc::channel();
     watch_exit(pid, sender.clone());
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(watch) = super::budget::UsageWatch::for_session(reviewed, &record) {
+        let budget = sender.clone();
+        watch.watch(Arc::clone(&ended), move || {
+            let _ = budget.send(Event::BudgetExceeded);
+        });
+    }
     Ok(SessionHandle {
         record,
         folder,
@@ -201,6 +212,7 @@ pub fn start_session(
         clock,
         started: Instant::now(),
         concluded: false,
+        ended,
         runtime: runtime_home(reviewed),
     })
 }
@@ -344,6 +356,7 @@ enum Cause {
     Exited,
     Stopped,
     TimedOut,
+    BudgetExceeded,
 }
 
 impl SessionHandle {
@@ -379,7 +392,8 @@ impl SessionHandle {
 
     /// Waits for the session to end and records how: `completed`/`failed` when the
     /// runner exits on its own (ended by SIGINT, the terminal's Ctrl-C, counts as
-    /// `stopped`), `timed_out` when `max_seconds` runs out, `stopped` when a
+    /// `stopped`), `timed_out` when `max_seconds` runs out, `budget_exceeded` when the
+    /// runner's usage record reaches `max_tokens`, `stopped` when a
     /// [`Stopper`] asked. Ending sends SIGTERM to the runner's group, then SIGKILL after
     /// the grace period; whatever of the group is left when the runner exits is ended
     /// the same way. A record another process already ended (`people stop`) is kept.
@@ -391,6 +405,7 @@ impl SessionHandle {
     /// Ends what is left of the runner's group, collects the runner and writes the end.
     fn conclude(&mut self, cause: Cause) -> Result<Finished, Stop> {
         self.concluded = true;
+        self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
         let group = self.record.pid.unwrap_or(0);
         if !matches!(cause, Cause::Exited) {
             self.end_runner(group);
@@ -404,6 +419,7 @@ impl SessionHandle {
             (Cause::Exited, None) => Ending::Interrupted,
             (Cause::Stopped, _) => Ending::Stopped { exit_code },
             (Cause::TimedOut, _) => Ending::TimedOut { exit_code },
+            (Cause::BudgetExceeded, _) => Ending::BudgetExceeded { exit_code },
         };
         let on_disk = read_record(&self.folder, &self.record.id).ok().flatten();
         let record = match on_disk {
@@ -435,6 +451,7 @@ impl SessionHandle {
         match event {
             Event::Exited => Cause::Exited,
             Event::Stop => Cause::Stopped,
+            Event::BudgetExceeded => Cause::BudgetExceeded,
         }
     }
 
@@ -454,7 +471,7 @@ impl SessionHandle {
         loop {
             match self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(Event::Exited) => return true,
-                Ok(Event::Stop) => {}
+                Ok(Event::Stop | Event::BudgetExceeded) => {}
                 Err(_) => return false,
             }
         }
