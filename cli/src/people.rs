@@ -56,6 +56,8 @@ pub enum PeopleCommand {
     Sessions(session::SessionsArgs),
     /// Stop a running session: its process group is ended.
     Stop(session::StopArgs),
+    /// Remove the worktrees of ended isolated sessions (their branches are kept).
+    Clean(session::CleanArgs),
     /// Start a new session on an ended session's conversation (runners that keep one).
     Resume(Box<session::ResumeArgs>),
     /// Start, list, show and stop swarm runs: one session per recipe role.
@@ -148,6 +150,7 @@ pub fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal
             (session::run_sessions(&sessions, terminal), json)
         }
         PeopleCommand::Stop(stop) => (session::run_stop(&stop, terminal), false),
+        PeopleCommand::Clean(clean) => (session::run_clean(&clean, terminal), false),
     };
     match outcome {
         Ok(()) => exit::SUCCESS,

@@ -8,6 +8,7 @@ mod common;
 
 mod audit;
 mod bounded;
+mod budgets;
 mod bundle_names;
 mod catalogue;
 mod compatibility;
@@ -26,6 +27,7 @@ mod git_delivery;
 mod go_commands;
 mod host_delivery;
 mod incremental;
+mod isolation;
 mod launch;
 mod mcp;
 mod no_panic;

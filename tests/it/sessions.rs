@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use acompose_people::Person;
 use acompose_people::document::person_bytes;
 use acompose_people::runner::RUNNERS;
 use acompose_people::session::{SessionRecord, Status, Timestamp, record_bytes};
-use acompose_people::{Isolation, Person};
 
 use acompose_driver::people::process;
 use acompose_driver::people::session_runner::{LaunchOptions, start_session};
@@ -528,7 +528,6 @@ fn every_rejected_start_exits_non_zero_with_a_message_and_writes_nothing() {
     sandbox.person(jan);
     let mut dwight = Person::new("dwight", "Dwight", "sales", "Sell paper.");
     dwight.budget.max_tokens = Some(1000);
-    dwight.isolation = Some(Isolation::Worktree);
     sandbox.person(dwight);
     fs::create_dir_all(sandbox.path("ws/projects/real")).expect("a real folder");
     fs::write(sandbox.path("a-file"), "x").expect("a file");
@@ -546,7 +545,7 @@ fn every_rejected_start_exits_non_zero_with_a_message_and_writes_nothing() {
         (&["pam", "--project", "../etc", "--runner", "claude"], "lowercase slug"),
         (&["pam", "--project", "desk", "--runner", "cursor", "--model", "gpt"], "takes no model"),
         (&["pam", "--project", "desk", "--runner", "claude", "--model=-x"], "must be a reference"),
-        (&["dwight", "--project", "desk", "--runner", "claude", "--task", TASK], "--acknowledge-unsupported"),
+        (&["dwight", "--project", "desk", "--runner", "cursor", "--task", TASK], "--acknowledge-unsupported"),
     ];
     let before = sandbox.snapshot();
     for (arguments, message) in cases {
@@ -558,14 +557,28 @@ fn every_rejected_start_exits_non_zero_with_a_message_and_writes_nothing() {
         assert_eq!(sandbox.snapshot(), before, "{arguments:?} wrote something");
         assert!(!sandbox.path("out/args").exists(), "{arguments:?} started the runner");
     }
-    // The review of unenforceable limits is printed before the refusal.
-    let run = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "claude"]);
+    // The review of unenforceable limits is printed before the refusal (Cursor keeps no
+    // usage record acompose follows).
+    let run = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "cursor"]);
     assert!(run.stdout.contains("not enforced:  `budget.max_tokens`"), "{}", run.stdout);
     // A dry run prints the review and writes nothing either.
-    let dry = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "claude", "--dry-run", "--json"]);
+    let dry = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "cursor", "--dry-run", "--json"]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     let json: serde_json::Value = serde_json::from_str(&dry.stdout).expect("JSON");
-    assert_eq!(json["unsupported"], serde_json::json!(["budget.max_tokens", "isolation"]));
+    assert_eq!(json["unsupported"], serde_json::json!(["budget.max_tokens"]));
+    // Claude Code's transcript is followed: its token limit is enforced, not refused.
+    let claude = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "claude", "--dry-run", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&claude.stdout).expect("JSON");
+    assert_eq!(
+        (json["unsupported"].clone(), json["max_tokens"].clone()),
+        (serde_json::json!([]), serde_json::json!(1000))
+    );
+    let text = sandbox.people(&["start", "dwight", "--project", "desk", "--runner", "claude", "--dry-run"]);
+    assert!(
+        text.stdout.contains("token limit:   1000 tokens, enforced from Claude Code's transcript"),
+        "{}",
+        text.stdout
+    );
     assert_eq!(sandbox.snapshot(), before);
 }
 

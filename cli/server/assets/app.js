@@ -976,7 +976,7 @@
     return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
   }
 
-  const STATUS_WORDS = { launching: "starting", running: "running", completed: "completed", failed: "failed", stopped: "stopped", timed_out: "timed out", interrupted: "interrupted" };
+  const STATUS_WORDS = { launching: "starting", running: "running", completed: "completed", failed: "failed", stopped: "stopped", timed_out: "timed out", budget_exceeded: "budget exceeded", interrupted: "interrupted" };
 
   // How a session ended: the exit code or the signal, and when.
   function ending(session) {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use acompose_driver::people::isolation::clean_worktrees;
 use acompose_driver::people::runner::PromptIntake;
 use acompose_driver::people::session::Status;
 use acompose_driver::people::session_report::{
@@ -91,6 +92,17 @@ pub struct SessionsArgs {
 pub struct StopArgs {
     /// The session id (see `acompose people sessions`).
     pub session: String,
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CleanArgs {
+    /// Only this session's worktree (default: every ended session's).
+    pub session: Option<String>,
+    /// Remove worktrees with uncommitted changes too (the changes are lost).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
 }
@@ -272,4 +284,29 @@ pub fn run_stop(args: &StopArgs, terminal: &Terminal) -> Result<(), Stop> {
         print_stdout(&format!("session {} stopped\n", record.id));
     }
     Ok(())
+}
+
+/// Removes the worktrees of ended isolated sessions; branches are kept. A worktree git
+/// refuses to remove (uncommitted changes) is reported and makes the exit non-zero.
+pub fn run_clean(args: &CleanArgs, terminal: &Terminal) -> Result<(), Stop> {
+    let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
+    let cleaned = clean_worktrees(&workspace, args.session.as_deref(), args.force, &SystemClock)?;
+    if !terminal.quiet {
+        for record in &cleaned.removed {
+            let branch = record.links.branch.as_deref().unwrap_or_default();
+            print_stdout(&format!("session {}: worktree removed; branch {branch} kept\n", record.id));
+        }
+        if cleaned.removed.is_empty() && cleaned.refused.is_empty() {
+            print_stdout("no worktree to remove\n");
+        }
+    }
+    for (record, said) in &cleaned.refused {
+        print_stderr(&format!("session {}: worktree kept: {}\n", record.id, printable(said)));
+    }
+    if cleaned.refused.is_empty() {
+        Ok(())
+    } else {
+        print_stderr("error: some worktrees hold uncommitted changes; commit them, or pass --force to discard them\n");
+        Err(Stop::Reported)
+    }
 }

@@ -4,6 +4,8 @@
 
 pub mod as_role;
 pub mod authoring;
+pub mod budget;
+pub mod isolation;
 pub mod process;
 pub mod session_runner;
 pub mod sessions;

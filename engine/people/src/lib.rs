@@ -33,6 +33,7 @@ pub mod session_report;
 pub mod start;
 pub mod swarm;
 pub mod toolkit_lock;
+pub mod usage;
 pub mod workspace;
 
 pub use acompose_engine::Diagnostic;

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::model::Isolation;
 use super::tree::Tree;
 use super::workspace::SourceFile;
 use super::{is_reference, is_slug, json};
@@ -54,18 +55,22 @@ pub enum Status {
     Stopped,
     /// `budget.max_seconds` ran out and the process group was ended.
     TimedOut,
+    /// The runner's own usage records reached `budget.max_tokens` and the process group
+    /// was ended.
+    BudgetExceeded,
     /// Its process (or its launcher) vanished without a recorded outcome.
     Interrupted,
 }
 
 impl Status {
-    pub const ALL: [Status; 7] = [
+    pub const ALL: [Status; 8] = [
         Status::Launching,
         Status::Running,
         Status::Completed,
         Status::Failed,
         Status::Stopped,
         Status::TimedOut,
+        Status::BudgetExceeded,
         Status::Interrupted,
     ];
 
@@ -77,6 +82,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Stopped => "stopped",
             Status::TimedOut => "timed_out",
+            Status::BudgetExceeded => "budget_exceeded",
             Status::Interrupted => "interrupted",
         }
     }
@@ -101,9 +107,19 @@ impl Status {
             Status::Launching => matches!(to, Status::Running | Status::Failed | Status::Stopped | Status::Interrupted),
             Status::Running => matches!(
                 to,
-                Status::Completed | Status::Failed | Status::Stopped | Status::TimedOut | Status::Interrupted
+                Status::Completed
+                    | Status::Failed
+                    | Status::Stopped
+                    | Status::TimedOut
+                    | Status::BudgetExceeded
+                    | Status::Interrupted
             ),
-            Status::Completed | Status::Failed | Status::Stopped | Status::TimedOut | Status::Interrupted => false,
+            Status::Completed
+            | Status::Failed
+            | Status::Stopped
+            | Status::TimedOut
+            | Status::BudgetExceeded
+            | Status::Interrupted => false,
         }
     }
 
@@ -327,6 +343,13 @@ pub struct SessionLinks {
     pub run: Option<String>,
     /// True for a swarm role no Person fills: `person_id` is then the role's slug.
     pub ephemeral: bool,
+    /// The isolation the session ran under, when not `inherited`.
+    pub isolation: Option<Isolation>,
+    /// The session's own `git worktree` of the project (its `cwd`), for `worktree` and
+    /// `session` isolation.
+    pub worktree: Option<String>,
+    /// The branch of that worktree: `people/<person>/<session id>`.
+    pub branch: Option<String>,
 }
 
 /// What the driver knows when it writes the first, `launching`, record.
@@ -356,6 +379,8 @@ pub enum Ending {
     Stopped { exit_code: Option<i32> },
     /// `max_seconds` ran out; the exit status if one was collected.
     TimedOut { exit_code: Option<i32> },
+    /// `max_tokens` was reached; the exit status if one was collected.
+    BudgetExceeded { exit_code: Option<i32> },
     /// The process vanished without an outcome.
     Interrupted,
 }
@@ -367,6 +392,7 @@ impl Ending {
             Ending::Exited { .. } | Ending::SpawnFailed => Status::Failed,
             Ending::Stopped { .. } => Status::Stopped,
             Ending::TimedOut { .. } => Status::TimedOut,
+            Ending::BudgetExceeded { .. } => Status::BudgetExceeded,
             Ending::Interrupted => Status::Interrupted,
         }
     }
@@ -374,7 +400,9 @@ impl Ending {
     fn exit_code(self) -> Option<i32> {
         match self {
             Ending::Exited { exit_code } => Some(exit_code),
-            Ending::Stopped { exit_code } | Ending::TimedOut { exit_code } => exit_code,
+            Ending::Stopped { exit_code } | Ending::TimedOut { exit_code } | Ending::BudgetExceeded { exit_code } => {
+                exit_code
+            }
             Ending::SpawnFailed | Ending::Interrupted => None,
         }
     }
@@ -455,13 +483,17 @@ struct RecordFile<'a> {
     resumed_from: Option<&'a str>,
     run: Option<&'a str>,
     ephemeral: bool,
+    isolation: Option<&'static str>,
+    worktree: Option<&'a str>,
+    branch: Option<&'a str>,
 }
 
 /// The keys a record may lack (records written before them); a missing one is `null`.
-pub(crate) const OPTIONAL_FIELDS: [&str; 5] = ["bundle", "conversation", "resumed_from", "run", "ephemeral"];
+pub(crate) const OPTIONAL_FIELDS: [&str; 8] =
+    ["bundle", "conversation", "resumed_from", "run", "ephemeral", "isolation", "worktree", "branch"];
 
 /// Every key a record has, in the written order.
-pub(crate) const RECORD_FIELDS: [&str; 20] = [
+pub(crate) const RECORD_FIELDS: [&str; 23] = [
     "spec",
     "id",
     "person_id",
@@ -482,6 +514,9 @@ pub(crate) const RECORD_FIELDS: [&str; 20] = [
     "resumed_from",
     "run",
     "ephemeral",
+    "isolation",
+    "worktree",
+    "branch",
 ];
 
 /// The canonical bytes of a record: fixed key order, 2-space indent, trailing newline.
@@ -507,6 +542,9 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
         resumed_from: record.links.resumed_from.as_deref(),
         run: record.links.run.as_deref(),
         ephemeral: record.links.ephemeral,
+        isolation: record.links.isolation.map(Isolation::as_str),
+        worktree: record.links.worktree.as_deref(),
+        branch: record.links.branch.as_deref(),
     })
 }
 
@@ -727,12 +765,30 @@ impl FieldReader<'_> {
             "`run` must be a run id or null",
         );
         let ephemeral = self.nullable("ephemeral", Value::as_bool, "`ephemeral` must be true or false");
+        let isolation = self.nullable(
+            "isolation",
+            |value| value.as_str().and_then(Isolation::parse).filter(|isolation| *isolation != Isolation::Inherited),
+            "`isolation` must be `worktree`, `session` or null",
+        );
+        let worktree = self.nullable(
+            "worktree",
+            |value| value.as_str().filter(|text| is_cwd(text)).map(str::to_owned),
+            "`worktree` must be an absolute path without control characters or null",
+        );
+        let branch = self.nullable(
+            "branch",
+            |value| value.as_str().filter(|text| is_session_branch(text)).map(str::to_owned),
+            "`branch` must be `people/<person>/<session id>` or null",
+        );
         Some(SessionLinks {
             bundle: bundle?,
             conversation: conversation?,
             resumed_from: resumed_from?,
             run: run?,
             ephemeral: ephemeral?.unwrap_or(false),
+            isolation: isolation?,
+            worktree: worktree?,
+            branch: branch?,
         })
     }
 
@@ -751,10 +807,15 @@ impl FieldReader<'_> {
             Status::Launching | Status::Running | Status::Interrupted => record.exit_code.is_none(),
             Status::Completed => record.exit_code == Some(0),
             Status::Failed => record.exit_code != Some(0),
-            Status::Stopped | Status::TimedOut => true,
+            Status::Stopped | Status::TimedOut | Status::BudgetExceeded => true,
         };
         if !exit_code_fits {
             self.fail("exit_code", "inconsistent-record", "`exit_code` does not fit the status");
+        }
+        if record.links.isolation.is_some() != record.links.worktree.is_some()
+            || record.links.worktree.is_some() != record.links.branch.is_some()
+        {
+            self.fail("worktree", "inconsistent-record", "`isolation`, `worktree` and `branch` are set together");
         }
         if record.pid.is_some() != record.pid_start.is_some() {
             self.fail("pid_start", "inconsistent-record", "`pid` and `pid_start` must both be set or both be null");
@@ -765,10 +826,27 @@ impl FieldReader<'_> {
         if record.status == Status::Launching && record.pid.is_some() {
             self.fail("pid", "inconsistent-record", "a launching session has no process yet");
         }
-        if matches!(record.status, Status::Completed | Status::TimedOut) && record.pid.is_none() {
+        if matches!(record.status, Status::Completed | Status::TimedOut | Status::BudgetExceeded)
+            && record.pid.is_none()
+        {
             self.fail("pid", "inconsistent-record", "a session that ran must record its process id");
         }
     }
+}
+
+/// The branch of a session's worktree: `people/<person id>/<session id>`. `None` when
+/// either is not a valid id.
+pub fn session_branch(person_id: &str, session_id: &str) -> Option<String> {
+    (is_slug(person_id) && is_session_id(session_id)).then(|| format!("people/{person_id}/{session_id}"))
+}
+
+/// Whether `text` is a branch [`session_branch`] makes.
+pub fn is_session_branch(text: &str) -> bool {
+    let mut parts = text.split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some("people"), Some(person), Some(session), None) if is_slug(person) && is_session_id(session)
+    )
 }
 
 /// Whether `text` is a bundle id: 16 lowercase hex digits.
@@ -939,7 +1017,7 @@ mod tests {
         record
     }
 
-    const ALLOWED: [(Status, Status); 9] = [
+    const ALLOWED: [(Status, Status); 10] = [
         (Status::Launching, Status::Running),
         (Status::Launching, Status::Failed),
         (Status::Launching, Status::Stopped),
@@ -948,6 +1026,7 @@ mod tests {
         (Status::Running, Status::Failed),
         (Status::Running, Status::Stopped),
         (Status::Running, Status::TimedOut),
+        (Status::Running, Status::BudgetExceeded),
         (Status::Running, Status::Interrupted),
     ];
 
@@ -1110,7 +1189,10 @@ mod tests {
   "conversation": null,
   "resumed_from": null,
   "run": null,
-  "ephemeral": false
+  "ephemeral": false,
+  "isolation": null,
+  "worktree": null,
+  "branch": null
 }
 "#
         );

@@ -63,6 +63,15 @@ pub fn review_text(review: &StartReview) -> String {
             None => "none declared".to_owned(),
         },
     );
+    if let (Some(tokens), Some(record)) = (review.max_tokens, review.usage_record) {
+        line(
+            "token limit:",
+            format!("{tokens} tokens, enforced {}: the runner's process group is ended", record.description()),
+        );
+    }
+    for isolation_line in isolation_lines(review) {
+        line("isolation:", isolation_line);
+    }
     for limit in &review.unsupported {
         line("not enforced:", format!("`{}`: {}", limit.field(), limit.explanation()));
     }
@@ -77,6 +86,29 @@ pub fn review_text(review: &StartReview) -> String {
         text.push_str("this runner takes no initial prompt: it opens without one; copy the prompt above into it\n");
     }
     text
+}
+
+/// What the review says about isolation: where the runner works and, in a sandbox,
+/// what it can write. Empty for `inherited`.
+fn isolation_lines(review: &StartReview) -> Vec<String> {
+    use super::model::Isolation;
+    use super::start::UnsupportedLimit;
+    let worktree = format!(
+        "{}: its own git worktree `.agent-toolkit/worktrees/<session id>` on branch `people/{}/<session id>`, made from the project's HEAD before the start and kept after it (`acompose people clean` removes it)",
+        review.isolation.as_str(),
+        review.person_id
+    );
+    match review.isolation {
+        Isolation::Inherited => Vec::new(),
+        Isolation::Worktree => vec![worktree],
+        Isolation::Session if review.unsupported.contains(&UnsupportedLimit::Isolation(Isolation::Session)) => {
+            vec![worktree, "no sandbox: bubblewrap is missing".to_owned()]
+        }
+        Isolation::Session => vec![
+            worktree,
+            "sandbox (bubblewrap): writes only its worktree, that worktree's git index, its runtime home and its own temporary folder (`TMPDIR`); everything else, the project included, is read-only".to_owned(),
+        ],
+    }
 }
 
 /// The role's MCP servers, and which of the Person's `mcp_servers` the role admits.
@@ -122,6 +154,8 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt: &'a str,
         prompt_in_argv: bool,
         max_seconds: Option<u64>,
+        max_tokens: Option<u64>,
+        isolation: &'static str,
         unsupported: Vec<&'static str>,
         folder_warning: Option<&'static str>,
         as_role: Option<Sight<'a>>,
@@ -160,6 +194,8 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt: &review.prompt,
         prompt_in_argv: review.prompt_in_argv,
         max_seconds: review.max_seconds,
+        max_tokens: review.max_tokens,
+        isolation: review.isolation.as_str(),
         unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
         folder_warning: review.folder_warning.map(super::start::FolderWarning::name),
         as_role: review.sight.as_ref().map(|sight| Sight {
@@ -219,6 +255,10 @@ pub fn sessions_text(records: &[SessionRecord]) -> String {
             record.provider,
             record.started_at.as_str(),
         ));
+        if let (Some(worktree), Some(branch)) = (&record.links.worktree, &record.links.branch) {
+            let isolation = record.links.isolation.map_or("worktree", super::model::Isolation::as_str);
+            text.push_str(&format!("  {isolation} isolation: {} on branch {branch}\n", displayable(worktree)));
+        }
     }
     let count = records.len();
     let resumable = records.iter().filter(|record| record.links.conversation.is_some()).count();
@@ -264,6 +304,9 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
         resumed_from: Option<&'a str>,
         run: Option<&'a str>,
         ephemeral: bool,
+        isolation: Option<&'static str>,
+        worktree: Option<&'a str>,
+        branch: Option<&'a str>,
         /// Whether `people resume` can reopen it: it ended and kept a conversation id.
         resumable: bool,
     }
@@ -290,6 +333,9 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
                 resumed_from: record.links.resumed_from.as_deref(),
                 run: record.links.run.as_deref(),
                 ephemeral: record.links.ephemeral,
+                isolation: record.links.isolation.map(super::model::Isolation::as_str),
+                worktree: record.links.worktree.as_deref(),
+                branch: record.links.branch.as_deref(),
                 resumable: is_resumable(record),
             })
             .collect(),
@@ -331,8 +377,9 @@ mod tests {
         assert!(!text.contains('\u{1b}'), "{text}");
         assert!(text.contains("  command:       copilot -i 'You are working as the reception of project desk.\\n\\n"));
         assert!(text.contains("  time limit:    60 s, enforced"));
-        assert!(text.contains("  not enforced:  `isolation`: session isolation is not provided"));
-        assert!(text.contains("--acknowledge-unsupported"));
+        assert!(text.contains("  isolation:     session: its own git worktree"), "{text}");
+        assert!(text.contains("  isolation:     sandbox (bubblewrap): writes only its worktree"), "{text}");
+        assert!(!text.contains("--acknowledge-unsupported"));
         assert!(text.contains("  | Your task for this session: Order paper.\n"));
         assert!(!text.contains("copy the prompt"));
     }

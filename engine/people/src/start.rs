@@ -9,6 +9,7 @@
 use super::model::{Isolation, Person};
 use super::runner::{ArgvError, Runner, argv_text, invocation_in, runner};
 use super::session::{Launch, SessionLinks, Timestamp};
+use super::usage::usage_record;
 use super::{is_slug, workspace::Roster};
 
 /// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
@@ -96,13 +97,12 @@ impl UnsupportedLimit {
 
     pub fn explanation(self) -> &'static str {
         match self {
-            UnsupportedLimit::MaxTokens => "a token limit cannot be enforced: the runner's usage is not visible",
-            UnsupportedLimit::MaxCostUsd => "a cost limit cannot be enforced: the runner's spending is not visible",
-            UnsupportedLimit::Isolation(Isolation::Worktree) => {
-                "worktree isolation is not provided: the runner works in the project folder itself"
+            UnsupportedLimit::MaxTokens => {
+                "a token limit cannot be enforced: this runner keeps no usage record acompose follows"
             }
+            UnsupportedLimit::MaxCostUsd => "a cost limit cannot be enforced: the runner's spending is not visible",
             UnsupportedLimit::Isolation(_) => {
-                "session isolation is not provided: the runner shares this machine's user"
+                "session isolation needs bubblewrap (`bwrap` on PATH), which was not found: the runner would get its worktree but no sandbox"
             }
         }
     }
@@ -161,6 +161,15 @@ pub struct StartReview {
     pub unsupported: Vec<UnsupportedLimit>,
     /// `budget.max_seconds`: the limit that is enforced, by ending the process group.
     pub max_seconds: Option<u64>,
+    /// `budget.max_tokens` when it is enforced: the runner keeps a usage record
+    /// acompose follows (`usage_record`), and the session ends `budget_exceeded` when it
+    /// reaches the limit.
+    pub max_tokens: Option<u64>,
+    /// The record the token limit is enforced from.
+    pub usage_record: Option<super::usage::UsageRecord>,
+    /// The Person's isolation (`inherited` when they declare none). `worktree` and
+    /// `session` give the session its own `git worktree`; `session` also a sandbox.
+    pub isolation: Isolation,
     /// Set when the project folder is one no project should be: the review says so.
     pub folder_warning: Option<FolderWarning>,
     /// The roster role the runner starts as; `None`: it sees the host's context.
@@ -239,8 +248,11 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         prompt,
         argv: invocation.argv,
         prompt_in_argv: invocation.prompt_in_argv,
-        unsupported: unsupported_limits(person),
+        unsupported: unsupported_limits(person, runner),
         max_seconds: person.budget.max_seconds,
+        max_tokens: person.budget.max_tokens.filter(|_| usage_record(runner.name).is_some()),
+        usage_record: usage_record(runner.name),
+        isolation: person.isolation.unwrap_or(Isolation::Inherited),
         folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
         sight: None,
         unbound_hint: None,
@@ -251,17 +263,17 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
     })
 }
 
-/// The limits of `person` a local PTY cannot enforce, in a fixed order.
-pub(crate) fn unsupported_limits(person: &Person) -> Vec<UnsupportedLimit> {
+/// The limits of `person` a local PTY cannot enforce with `runner`, in a fixed order. A
+/// token limit is enforced for a runner that keeps a usage record acompose follows;
+/// isolation is enforced (a worktree, and for `session` a sandbox), and the driver adds
+/// [`UnsupportedLimit::Isolation`] when the sandbox's tool is missing.
+pub(crate) fn unsupported_limits(person: &Person, runner: &Runner) -> Vec<UnsupportedLimit> {
     let mut limits = Vec::new();
-    if person.budget.max_tokens.is_some() {
+    if person.budget.max_tokens.is_some() && usage_record(runner.name).is_none() {
         limits.push(UnsupportedLimit::MaxTokens);
     }
     if person.budget.max_cost_usd.is_some() {
         limits.push(UnsupportedLimit::MaxCostUsd);
-    }
-    if let Some(isolation) = person.isolation.filter(|isolation| *isolation != Isolation::Inherited) {
-        limits.push(UnsupportedLimit::Isolation(isolation));
     }
     limits
 }
@@ -391,14 +403,17 @@ mod tests {
 
     #[test]
     fn unsupported_limits_need_acknowledgement() {
-        let review = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
-        let limits = vec![
-            UnsupportedLimit::MaxTokens,
-            UnsupportedLimit::MaxCostUsd,
-            UnsupportedLimit::Isolation(Isolation::Worktree),
-        ];
+        let review = review_start(&roster(), &request("dwight", "gemini")).expect("the request is valid");
+        let limits = vec![UnsupportedLimit::MaxTokens, UnsupportedLimit::MaxCostUsd];
         assert_eq!(review.unsupported, limits);
+        assert_eq!(review.max_tokens, None);
+        // Codex keeps a usage record: its token limit is enforced, its cost limit is not.
+        let codex = review_start(&roster(), &request("dwight", "codex")).expect("the request is valid");
+        assert_eq!(codex.unsupported, vec![UnsupportedLimit::MaxCostUsd]);
+        assert_eq!(codex.max_tokens, Some(1000));
+        assert_eq!(review.isolation, Isolation::Worktree);
         assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
+        assert!(codex.confirm(false).is_err());
         assert_eq!(review.confirm(true), Ok(()));
         let kelly = review_start(&roster(), &request("kelly", "codex")).expect("the request is valid");
         assert_eq!(kelly.unsupported, Vec::new());

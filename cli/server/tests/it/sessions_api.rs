@@ -143,10 +143,11 @@ fn refused_starts_name_a_code_and_echo_nothing() {
 fn unsupported_limits_need_an_explicit_acknowledgement() {
     let server = sandbox();
     let mut capped: serde_json::Value = serde_json::from_str(&person("pam", "Pam", "reception")).expect("json");
-    capped["budget"] = serde_json::json!({"max_tokens": 1000});
+    // Claude Code's token use is followed (enforced); no runner's cost is.
+    capped["budget"] = serde_json::json!({"max_cost_usd": 2.0});
     assert_eq!(server.put_current("/api/v1/people/pam", &capped.to_string()).status, 200);
     let review = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
-    assert_eq!(review["unsupported_details"][0]["field"], "budget.max_tokens");
+    assert_eq!(review["unsupported_details"][0]["field"], "budget.max_cost_usd");
     let refused = server.post("/api/v1/sessions", &start_body(serde_json::json!({})));
     assert_eq!(refused.status, 422, "{}", refused.text());
     assert_eq!(server.get("/api/v1/sessions").json()["sessions"], serde_json::json!([]));

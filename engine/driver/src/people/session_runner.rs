@@ -18,11 +18,11 @@ use acompose_people::session::{self, Ending, MAX_RECORDS, SessionRecord};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, waitid};
 
-use super::process;
 use super::sessions::{
     Clock, Reviewed, create_record, lock, made_sessions_folder, read_record, reconcile_locked, rejected, replace_record,
 };
 use super::storage::{Stop, Workspace};
+use super::{isolation, process};
 use crate::atomic::FileError;
 
 /// The size of a terminal in character cells.
@@ -65,6 +65,8 @@ enum Event {
     Exited,
     /// Someone asked to stop the session.
     Stop,
+    /// The runner's usage record reached `budget.max_tokens`.
+    BudgetExceeded,
 }
 
 /// A started session. Call [`SessionHandle::wait`] to see it to its end: that is what
@@ -82,6 +84,8 @@ pub struct SessionHandle {
     started: Instant,
     /// Whether the end was recorded (by `wait`, or by the drop of an unwaited handle).
     concluded: bool,
+    /// Set when the session ends, so the usage watcher stops reading.
+    ended: Arc<std::sync::atomic::AtomicBool>,
     /// The runtime home of a session as a role: what the runner wrote to its launch copy
     /// goes back to the user's file when the session ends.
     runtime: Option<PathBuf>,
@@ -161,8 +165,9 @@ pub fn start_session(
             session::SESSIONS_DIRECTORY
         )));
     }
-    let mut record = launching_record(&folder, reviewed, clock.as_ref())?;
-    let spawned = spawn(reviewed, &record.id, options.size);
+    let mut record = launching_record(workspace, &folder, reviewed, clock.as_ref())?;
+    let spawned = prepare_isolation(workspace, reviewed, &record)
+        .and_then(|placement| spawn(reviewed, &record.id, options.size, placement.as_ref()));
     let (master, child) = match spawned {
         Ok(spawned) => spawned,
         Err(error) => {
@@ -188,6 +193,13 @@ pub fn start_session(
     drop(guard);
     let (sender, events) = mpsc::channel();
     watch_exit(pid, sender.clone());
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(watch) = super::budget::UsageWatch::for_session(reviewed, &record) {
+        let budget = sender.clone();
+        watch.watch(Arc::clone(&ended), move || {
+            let _ = budget.send(Event::BudgetExceeded);
+        });
+    }
     Ok(SessionHandle {
         record,
         folder,
@@ -200,22 +212,36 @@ pub fn start_session(
         clock,
         started: Instant::now(),
         concluded: false,
-        runtime: reviewed
-            .environment
-            .iter()
-            .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
-            .map(|(_, value)| PathBuf::from(value)),
+        ended,
+        runtime: runtime_home(reviewed),
     })
 }
 
 /// Writes the `launching` record under a new id (another nonce when the name is taken).
-fn launching_record(folder: &std::path::Path, reviewed: &Reviewed, clock: &dyn Clock) -> Result<SessionRecord, Stop> {
+/// An isolated session's `cwd` is its worktree, named for the id.
+fn launching_record(
+    workspace: &Workspace,
+    folder: &std::path::Path,
+    reviewed: &Reviewed,
+    clock: &dyn Clock,
+) -> Result<SessionRecord, Stop> {
     let now = clock.now();
     for attempt in 0..16u32 {
         let Some(id) = session::session_id(&now, &reviewed.review.person_id, nonce(attempt)) else {
             break;
         };
-        let record = SessionRecord::launching(reviewed.review.launch(&id, now.clone()));
+        let mut launch = reviewed.review.launch(&id, now.clone());
+        if isolation::has_worktree(reviewed.review.isolation) {
+            let worktree = isolation::worktree_folder(workspace, &id)?;
+            let text = worktree.to_str().ok_or_else(|| {
+                Stop::Invalid("the workspace's folder is not a UTF-8 path; a worktree cannot be recorded".to_owned())
+            })?;
+            launch.cwd = text.to_owned();
+            launch.links.isolation = Some(reviewed.review.isolation);
+            launch.links.worktree = Some(text.to_owned());
+            launch.links.branch = session::session_branch(&reviewed.review.person_id, &id);
+        }
+        let record = SessionRecord::launching(launch);
         if create_record(folder, &record)? {
             return Ok(record);
         }
@@ -235,19 +261,69 @@ pub(crate) fn nonce(attempt: u32) -> u32 {
 
 type Spawned = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>);
 
+/// Where an isolated runner works, and its sandbox.
+struct Placement {
+    worktree: PathBuf,
+    sandbox: Option<isolation::Sandbox>,
+}
+
+/// Makes an isolated session's worktree (and its sandbox's folders) before the spawn;
+/// `None` for `inherited` isolation.
+fn prepare_isolation(
+    workspace: &Workspace,
+    reviewed: &Reviewed,
+    record: &SessionRecord,
+) -> Result<Option<Placement>, Stop> {
+    let (Some(worktree), Some(branch)) = (&record.links.worktree, &record.links.branch) else {
+        return Ok(None);
+    };
+    let worktree = PathBuf::from(worktree);
+    isolation::make_worktree(&reviewed.project_folder, &worktree, branch)?;
+    let sandbox = match &reviewed.sandbox {
+        Some(program) if reviewed.review.isolation == acompose_people::Isolation::Session => {
+            let runtime = runtime_home(reviewed);
+            Some(isolation::prepare_sandbox(workspace, program, &record.id, &worktree, runtime.as_deref())?)
+        }
+        _ => None,
+    };
+    Ok(Some(Placement { worktree, sandbox }))
+}
+
+/// The runtime home of a session started as a roster role.
+fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
+    reviewed
+        .environment
+        .iter()
+        .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
+        .map(|(_, value)| PathBuf::from(value))
+}
+
 /// Opens a PTY and spawns the reviewed argv in it: `argv[0]` is the binary found on
-/// `PATH`, the rest is exactly the review's.
-fn spawn(reviewed: &Reviewed, session_id: &str, size: TerminalSize) -> Result<Spawned, Stop> {
+/// `PATH`, the rest is exactly the review's. An isolated runner starts in its worktree,
+/// a sandboxed one inside `bwrap` with its own `TMPDIR`.
+fn spawn(
+    reviewed: &Reviewed,
+    session_id: &str,
+    size: TerminalSize,
+    placement: Option<&Placement>,
+) -> Result<Spawned, Stop> {
     let failed = |message: String| Stop::Io(FileError::new(&reviewed.program, message));
     let pair = native_pty_system()
         .openpty(size.pty())
         .map_err(|error| terminal_error(&format!("cannot open a terminal for the runner: {error}")))?;
     let mut argv = vec![reviewed.program.clone().into_os_string()];
     argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
+    let cwd = placement.map_or(reviewed.project_folder.as_path(), |placement| placement.worktree.as_path());
+    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
+        argv = sandbox.wrap(argv, cwd);
+    }
     let mut command = CommandBuilder::from_argv(argv);
-    command.cwd(&reviewed.project_folder);
+    command.cwd(cwd);
     for (name, value) in &reviewed.environment {
         command.env(name, value);
+    }
+    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
+        command.env("TMPDIR", &sandbox.scratch);
     }
     for (name, value) in reviewed.review.environment(session_id) {
         command.env(name, value);
@@ -280,6 +356,7 @@ enum Cause {
     Exited,
     Stopped,
     TimedOut,
+    BudgetExceeded,
 }
 
 impl SessionHandle {
@@ -315,7 +392,8 @@ impl SessionHandle {
 
     /// Waits for the session to end and records how: `completed`/`failed` when the
     /// runner exits on its own (ended by SIGINT, the terminal's Ctrl-C, counts as
-    /// `stopped`), `timed_out` when `max_seconds` runs out, `stopped` when a
+    /// `stopped`), `timed_out` when `max_seconds` runs out, `budget_exceeded` when the
+    /// runner's usage record reaches `max_tokens`, `stopped` when a
     /// [`Stopper`] asked. Ending sends SIGTERM to the runner's group, then SIGKILL after
     /// the grace period; whatever of the group is left when the runner exits is ended
     /// the same way. A record another process already ended (`people stop`) is kept.
@@ -327,6 +405,7 @@ impl SessionHandle {
     /// Ends what is left of the runner's group, collects the runner and writes the end.
     fn conclude(&mut self, cause: Cause) -> Result<Finished, Stop> {
         self.concluded = true;
+        self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
         let group = self.record.pid.unwrap_or(0);
         if !matches!(cause, Cause::Exited) {
             self.end_runner(group);
@@ -340,6 +419,7 @@ impl SessionHandle {
             (Cause::Exited, None) => Ending::Interrupted,
             (Cause::Stopped, _) => Ending::Stopped { exit_code },
             (Cause::TimedOut, _) => Ending::TimedOut { exit_code },
+            (Cause::BudgetExceeded, _) => Ending::BudgetExceeded { exit_code },
         };
         let on_disk = read_record(&self.folder, &self.record.id).ok().flatten();
         let record = match on_disk {
@@ -371,6 +451,7 @@ impl SessionHandle {
         match event {
             Event::Exited => Cause::Exited,
             Event::Stop => Cause::Stopped,
+            Event::BudgetExceeded => Cause::BudgetExceeded,
         }
     }
 
@@ -390,7 +471,7 @@ impl SessionHandle {
         loop {
             match self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(Event::Exited) => return true,
-                Ok(Event::Stop) => {}
+                Ok(Event::Stop | Event::BudgetExceeded) => {}
                 Err(_) => return false,
             }
         }

@@ -306,6 +306,8 @@ pub struct Reviewed {
     /// What the runner's environment gains besides the People hints: a role's launch
     /// environment (`HOME` as the runtime home, `AGENT_COMPOSE_*`, …).
     pub environment: Vec<(String, OsString)>,
+    /// The sandbox's binary (`bwrap`) for `session` isolation, when it was found.
+    pub sandbox: Option<PathBuf>,
 }
 
 /// Builds the review of a start: the Person must exist and be active,
@@ -381,7 +383,31 @@ pub(crate) fn review_person(
         }
         unbound => review.unbound_hint = unbound.hint(),
     }
-    Ok(Reviewed { review, program, project_folder, environment })
+    let sandbox = review_isolation(&mut review, &options.project_id, &project_folder, path_variable)?;
+    Ok(Reviewed { review, program, project_folder, environment, sandbox })
+}
+
+/// Checks what the Person's isolation needs: a worktree needs the project to be a git
+/// repository; a sandbox needs `bwrap` on `path_variable`, and without it `session`
+/// isolation is reported as not enforced (it then gets its worktree only).
+fn review_isolation(
+    review: &mut StartReview,
+    project_id: &str,
+    project_folder: &Path,
+    path_variable: Option<&OsStr>,
+) -> Result<Option<PathBuf>, Stop> {
+    if !super::isolation::has_worktree(review.isolation) {
+        return Ok(None);
+    }
+    super::isolation::check_project(project_id, project_folder)?;
+    if review.isolation != acompose_people::Isolation::Session {
+        return Ok(None);
+    }
+    let sandbox = find_binary(super::isolation::SANDBOX_BINARY, path_variable);
+    if sandbox.is_none() {
+        review.unsupported.push(acompose_people::start::UnsupportedLimit::Isolation(review.isolation));
+    }
+    Ok(sandbox)
 }
 
 /// A random UUID (version 4) for a runner's new conversation, from the standard
@@ -549,7 +575,7 @@ pub fn review_resume(
         resumed_from: Some(old.id.clone()),
         run: old.links.run.clone(),
         ephemeral: old.links.ephemeral,
-        bundle: None,
+        ..SessionLinks::default()
     };
     let mut reviewed = review_person(workspace, person, &options, links, path_variable)?;
     let argv = acompose_people::runner::resume_invocation(table_row, old.model.as_deref(), &conversation)
