@@ -329,7 +329,9 @@ mod tests {
         pam.isolation = Some(Isolation::Session);
         let text = review(pam, "copilot").map(|review| review_text(&review)).unwrap_or_default();
         assert!(!text.contains('\u{1b}'), "{text}");
-        assert!(text.contains("  command:       copilot -i 'You are working as the reception of project desk.\\n\\n"));
+        assert!(text.contains(
+            "  command:       copilot -i 'You are working in the role `reception` on the project `desk`.\\n\\n"
+        ));
         assert!(text.contains("  time limit:    60 s, enforced"));
         assert!(text.contains("  not enforced:  `isolation`: session isolation is not provided"));
         assert!(text.contains("--acknowledge-unsupported"));
