@@ -63,6 +63,29 @@ pub struct McpServer {
     /// The environment variables the server needs, by name, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// The HTTP headers a remote server is sent, each with the variable its value comes
+    /// from, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<McpHeader>,
+}
+
+/// One header of a remote server: its name, the environment variable its value is read
+/// from when the harness starts, and an optional scheme put before the value (`Bearer`,
+/// for `Authorization` only). Never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpHeader {
+    pub name: String,
+    pub env: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+}
+
+impl McpHeader {
+    /// Whether this is `Authorization: Bearer <variable>`.
+    pub fn is_bearer(&self) -> bool {
+        self.name.eq_ignore_ascii_case("authorization") && self.scheme.as_deref() == Some("Bearer")
+    }
 }
 
 /// One inventory entry: the server, the roles it is tagged for and where it is written.
@@ -180,6 +203,9 @@ struct Written {
     url: Option<(String, Span)>,
     transport: Option<(String, Span)>,
     env: Vec<String>,
+    /// Where `env` was written, for the warning on a remote server.
+    env_span: Option<Span>,
+    headers: Vec<(McpHeader, Span)>,
     roles: Vec<String>,
 }
 
@@ -208,12 +234,102 @@ fn read_server(reader: &mut Reader<'_>, node: &Node) -> Option<InventoryServer> 
     let mut roles = written.roles;
     roles.sort();
     roles.dedup();
-    Some(InventoryServer { server: McpServer { name, transport, command, args, url, env }, roles, span })
+    let headers = server_headers(reader, &name, transport, written.headers);
+    if transport != Transport::Stdio
+        && let Some(env_span) = written.env_span
+    {
+        // A remote server is no process the harness starts: no variable reaches it.
+        reader.diagnostics.push(
+            Diagnostic::warning(
+                "env-on-remote-server",
+                format!("server `{name}` is remote: `env` passes variables to a process the harness starts, so no harness file gives them to it"),
+            )
+            .in_file(reader.path)
+            .at(Some(env_span))
+            .hint("send a variable's value in a header instead: `header \"Authorization\" env=\"NAME\" scheme=\"Bearer\"` or `header \"X-Api-Key\" env=\"NAME\"`; or remove `env`"),
+        );
+    }
+    Some(InventoryServer { server: McpServer { name, transport, command, args, url, env, headers }, roles, span })
+}
+
+/// The headers of a server, checked whole: only a remote server takes them, each name
+/// once.
+fn server_headers(
+    reader: &mut Reader<'_>,
+    name: &str,
+    transport: Transport,
+    headers: Vec<(McpHeader, Span)>,
+) -> Vec<McpHeader> {
+    let mut kept: Vec<McpHeader> = Vec::new();
+    for (header, span) in headers {
+        if transport == Transport::Stdio {
+            reader.report(
+                "header-on-local-server",
+                span,
+                format!("server `{name}` is local: headers go to a remote server only"),
+                "pass what a local server needs with `env \"NAME\"`",
+            );
+        } else if kept.iter().any(|other| other.name.eq_ignore_ascii_case(&header.name)) {
+            reader.report("duplicate-header", span, format!("header `{}` is given twice", header.name), "keep one");
+        } else {
+            kept.push(header);
+        }
+    }
+    kept
+}
+
+/// Whether `name` is an HTTP header name every harness writes as it is: letters, digits
+/// and `-`, at most 64 characters.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|character| character.is_ascii_alphanumeric() || character == '-')
+}
+
+/// Reads one `header "NAME" env="VARIABLE" scheme="Bearer"` entry.
+fn read_header(reader: &mut Reader<'_>, child: &Node) -> Option<(McpHeader, Span)> {
+    reader.allowed_properties(child, &["env", "scheme"]);
+    reader.no_children(child);
+    let (name, span) = reader.single_string(child)?;
+    if !is_header_name(&name) {
+        reader.report(
+            "header-name",
+            span,
+            format!("`{}` is not a header name", sanitize(&name)),
+            "use letters, digits and `-` (`Authorization`, `X-Api-Key`)",
+        );
+        return None;
+    }
+    let (env, env_span) = reader.required_string_property(child, "env")?;
+    if !is_variable_name(&env) {
+        // The text may be a value: it is not shown.
+        reader.report(
+            "env-name",
+            env_span,
+            "a header's `env` is not a variable name",
+            "write the variable's name only (`GITHUB_TOKEN`), never its value",
+        );
+        return None;
+    }
+    let scheme = match reader.optional_string_property(child, "scheme") {
+        None => None,
+        Some((scheme, _)) if scheme == "Bearer" && name.eq_ignore_ascii_case("authorization") => Some(scheme),
+        Some((_, scheme_span)) => {
+            reader.report(
+                "header-scheme",
+                scheme_span,
+                "the only scheme is `Bearer`, on the `Authorization` header",
+                "write `header \"Authorization\" env=\"NAME\" scheme=\"Bearer\"`, or leave `scheme` out to send the variable's value as it is",
+            );
+            return None;
+        }
+    };
+    Some((McpHeader { name, env, scheme }, span))
 }
 
 /// Reads one entry of a `server` block into `written`.
 fn read_server_entry(reader: &mut Reader<'_>, child: &Node, written: &mut Written) {
-    let known = ["command", "url", "env", "roles"];
+    let known = ["command", "url", "env", "header", "roles"];
     match child.name.as_str() {
         "command" => {
             reader.allowed_properties(child, &[]);
@@ -240,9 +356,11 @@ fn read_server_entry(reader: &mut Reader<'_>, child: &Node, written: &mut Writte
                 }
             }
         }
+        "header" => written.headers.extend(read_header(reader, child)),
         "env" => {
             reader.allowed_properties(child, &[]);
             reader.no_children(child);
+            written.env_span.get_or_insert(child.name_span);
             for (variable, span) in reader.string_arguments(child) {
                 if is_variable_name(&variable) {
                     written.env.push(variable);
@@ -361,6 +479,23 @@ mod tests {
         assert_eq!(found, ["duplicate-server", "env-name", "server-reach", "server-url", "unknown-node"]);
         assert!(parsed.diagnostics.iter().all(|diagnostic| diagnostic.span.is_some()));
         assert!(parsed.diagnostics.iter().all(|diagnostic| !diagnostic.message.contains("A=b")));
+    }
+
+    #[test]
+    fn a_remote_server_takes_headers_from_variables_and_says_its_env_reaches_nothing() {
+        let text = "server \"svc\" {\n    url \"https://mcp.example.com/\"\n    header \"Authorization\" env=\"SERVICE_TOKEN\" scheme=\"Bearer\"\n    header \"X-Team\" env=\"TEAM_ID\"\n    env \"UNUSED\"\n}\n";
+        let parsed = read_inventory(text, "mcp.kdl");
+        let headers = &parsed.value.servers[0].server.headers;
+        assert_eq!(headers.len(), 2);
+        assert!(headers[0].is_bearer() && headers[1].scheme.is_none());
+        let [warning] = parsed.diagnostics.as_slice() else { panic!("{:?}", parsed.diagnostics) };
+        assert_eq!((warning.code, warning.severity), ("env-on-remote-server", crate::Severity::Warning));
+        assert_eq!(warning.span.map(|span| crate::diagnostic::line_column(text, span.offset).0), Some(5));
+        assert!(warning.hints[0].contains("header \"Authorization\" env=\"NAME\" scheme=\"Bearer\""));
+        let mistakes = "server \"a\" {\n    command \"x\"\n    header \"X-A\" env=\"A\"\n}\nserver \"b\" {\n    url \"https://b/\"\n    header \"X-B\" env=\"B\" scheme=\"Bearer\"\n    header \"Bad Name\" env=\"B\"\n    header \"X-C\" env=\"c=secret\"\n    header \"X-D\" env=\"D\"\n    header \"x-d\" env=\"E\"\n}\n";
+        let mut found = codes(mistakes);
+        found.sort_unstable();
+        assert_eq!(found, ["duplicate-header", "env-name", "header-name", "header-on-local-server", "header-scheme"]);
     }
 
     #[test]

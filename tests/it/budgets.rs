@@ -66,6 +66,7 @@ impl Place {
             model: None,
             task: None,
             roster: None,
+            conversation: None,
         };
         let path_variable = format!("{}:/usr/bin:/bin", self.path("bin").display());
         let mut reviewed =

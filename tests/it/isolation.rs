@@ -86,6 +86,7 @@ impl Place {
             model: None,
             task: None,
             roster: None,
+            conversation: None,
         }
     }
 

@@ -388,3 +388,25 @@ fn a_session_as_a_role_reaches_the_users_own_ssh_git_and_tool_configuration() {
         "Host build\nclusters: []\ngithub.com: {}\nann@example.com\n"
     );
 }
+
+#[test]
+fn add_and_edit_refuse_a_role_one_typo_from_a_roster_role_unless_told_it_is_a_label() {
+    let desk = Desk::new();
+    let typo = desk.people(&["add", "bob", "--name", "Bob", "--role", "platfrom", "--goal", "Run the platform."]);
+    assert_eq!(typo.code, 1, "{}", typo.stderr);
+    assert!(typo.stderr.contains("did you mean `platform`?"), "{}", typo.stderr);
+    assert!(typo.stderr.contains("--plain-collaborator"), "{}", typo.stderr);
+    assert!(!desk.path("ws/people/bob.json").exists(), "nothing was written");
+    let bound = desk.people(&["add", "bob", "--name", "Bob", "--role", "platform", "--goal", "Run the platform."]);
+    assert_eq!(bound.code, 0, "{}", bound.stderr);
+    let edited = desk.people(&["edit", "bob", "--role", "sysadmni"]);
+    assert_eq!(edited.code, 1, "{}", edited.stderr);
+    assert!(edited.stderr.contains("did you mean `sysadmin`?"), "{}", edited.stderr);
+    let kept: serde_json::Value =
+        serde_json::from_slice(&fs::read(desk.path("ws/people/bob.json")).expect("bob")).expect("JSON");
+    assert_eq!(kept["role"], "platform", "the refused edit wrote nothing");
+    let label =
+        desk.people(&["add", "cyd", "--name", "Cyd", "--role", "platfrom", "--goal", "G.", "--plain-collaborator"]);
+    assert_eq!(label.code, 0, "{}", label.stderr);
+    assert!(label.stderr.contains("the role is no role of the roster"), "{}", label.stderr);
+}

@@ -89,6 +89,7 @@ impl Sandbox {
             model: None,
             task: Some(TASK.to_owned()),
             roster: None,
+            conversation: None,
         }
     }
 

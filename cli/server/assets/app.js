@@ -950,6 +950,8 @@
             onclick: async () => {
               const body = request();
               body.acknowledge_unsupported = Boolean(acknowledge && acknowledge.querySelector("input").checked);
+              // The runner gets the conversation id the review's command line shows.
+              if (review.conversation) body.conversation = review.conversation;
               await guarded(result, async () => {
                 const session = await api("POST", "/sessions", body);
                 window.location.hash = "#/sessions/" + encodeURIComponent(session.id);

@@ -86,10 +86,12 @@ struct StartRequest {
     cols: Option<u16>,
     #[serde(default)]
     rows: Option<u16>,
+    /// The conversation id the review showed, so the runner gets that one.
+    #[serde(default)]
+    conversation: Option<String>,
 }
 
-const START_MESSAGE: &str =
-    "a start request is {person_id, project_id, runner, model, task, acknowledge_unsupported, cols, rows}";
+const START_MESSAGE: &str = "a start request is {person_id, project_id, runner, model, task, acknowledge_unsupported, cols, rows, conversation}";
 
 fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiError> {
     let options = StartOptions {
@@ -99,6 +101,7 @@ fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiErr
         model: request.model.clone().filter(|model| !model.trim().is_empty()),
         task: request.task.clone(),
         roster: state.roster.clone(),
+        conversation: request.conversation.clone(),
     };
     review_session(&state.workspace, &options, state.path_variable.as_deref()).map_err(ApiError::from)
 }

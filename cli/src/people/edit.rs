@@ -92,6 +92,10 @@ pub struct AddArgs {
     /// Declare the Person archived from the start.
     #[arg(long)]
     pub archived: bool,
+    /// Keep a role that is one typo away from a roster role as a plain collaborator's
+    /// label (such a Person starts with the host's context, not the roster role's).
+    #[arg(long)]
+    pub plain_collaborator: bool,
     #[command(flatten)]
     pub fields: OptionalFields,
     #[command(flatten)]
@@ -129,6 +133,10 @@ pub struct EditArgs {
     /// A new goal.
     #[arg(long)]
     pub goal: Option<String>,
+    /// Keep a new role that is one typo away from a roster role as a plain collaborator's
+    /// label (see `people add --plain-collaborator`).
+    #[arg(long)]
+    pub plain_collaborator: bool,
     #[command(flatten)]
     pub fields: OptionalFields,
     /// Remove an optional field; repeatable. Applied before the other flags.
@@ -259,16 +267,30 @@ fn as_flag_errors(stop: Stop, id: &str) -> Stop {
     Stop::Invalid(messages.join("\nerror: "))
 }
 
-/// Warns when `role` is no role of the roster, naming the closest one.
-fn warn_unbound(role: &str, home: Option<&std::path::Path>, terminal: &Terminal) {
+/// Checks `role` against the roster before anything is written: a role one typo away
+/// from a roster role is refused with that role (unless `plain_collaborator`), since
+/// such a Person would start with the host's whole context instead of the role's; any
+/// other role the roster lacks is a warning (a plain collaborator's label).
+fn check_role(
+    role: &str,
+    plain_collaborator: bool,
+    home: Option<&std::path::Path>,
+    terminal: &Terminal,
+) -> Result<Option<String>, Stop> {
+    use acompose_driver::people::roster_role::Bound;
     let place = super::roster_place(home, terminal);
     let bound = acompose_driver::people::as_role::bound_role(role, place.as_ref());
-    if let acompose_driver::people::roster_role::Bound::Unbound { .. } = bound {
-        let hint = bound.hint().map(|hint| format!(" ({hint})")).unwrap_or_default();
-        crate::terminal::warn(
-            terminal,
-            &format!("the role is no role of the roster{hint}: the Person stays a plain collaborator"),
-        );
+    match &bound {
+        Bound::Unbound { suggestion: Some(suggestion) } if !plain_collaborator => Err(Stop::Invalid(format!(
+            "`--role` names no role of the roster; did you mean `{suggestion}`? A Person whose role is not a roster role starts with the host's whole context: pass `--role {suggestion}`, or `--plain-collaborator` to keep the role as a label"
+        ))),
+        Bound::Unbound { .. } => {
+            let hint = bound.hint().map(|hint| format!(" ({hint})")).unwrap_or_default();
+            Ok(Some(format!(
+                "the role is no role of the roster{hint}: the Person stays a plain collaborator and starts with the host's context"
+            )))
+        }
+        Bound::Role(_) | Bound::NoRoster => Ok(None),
     }
 }
 
@@ -278,11 +300,14 @@ pub fn run_add(args: &AddArgs, home: Option<&std::path::Path>, terminal: &Termin
     let mut person = Person::new(id, args.name.clone(), args.role.clone(), args.goal.clone());
     person.archived = args.archived;
     apply(&mut person, &args.fields)?;
+    let warning = check_role(&person.role, args.plain_collaborator, home, terminal)?;
     let path = create_person(&workspace, &person).map_err(|stop| as_flag_errors(stop, id))?;
     if !terminal.quiet {
         print_stdout(&format!("added `{id}` (wrote `{path}`); nothing was started\n"));
     }
-    warn_unbound(&person.role, home, terminal);
+    if let Some(warning) = warning {
+        crate::terminal::warn(terminal, &warning);
+    }
     Ok(())
 }
 
@@ -304,6 +329,10 @@ pub fn run_edit(args: &EditArgs, home: Option<&std::path::Path>, terminal: &Term
         person.goal.clone_from(goal);
     }
     apply(&mut person, &args.fields)?;
+    let warning = match &args.role {
+        Some(role) if *role != before.role => check_role(role, args.plain_collaborator, home, terminal)?,
+        _ => None,
+    };
     if person == before {
         if !terminal.quiet {
             print_stdout(&format!("`{id}` is unchanged; nothing was written\n"));
@@ -314,8 +343,8 @@ pub fn run_edit(args: &EditArgs, home: Option<&std::path::Path>, terminal: &Term
     if !terminal.quiet {
         print_stdout(&format!("updated `{id}` (wrote `{path}`)\n"));
     }
-    if args.role.is_some() {
-        warn_unbound(&person.role, home, terminal);
+    if let Some(warning) = warning {
+        crate::terminal::warn(terminal, &warning);
     }
     Ok(())
 }

@@ -162,6 +162,7 @@ pub fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Te
         model: args.model.clone(),
         task: args.task.clone(),
         roster: super::roster_place(home, terminal),
+        conversation: None,
     };
     let path_variable = std::env::var_os("PATH");
     let reviewed = review_session(&workspace, &options, path_variable.as_deref())?;

@@ -375,7 +375,9 @@ mod tests {
         pam.isolation = Some(Isolation::Session);
         let text = review(pam, "copilot").map(|review| review_text(&review)).unwrap_or_default();
         assert!(!text.contains('\u{1b}'), "{text}");
-        assert!(text.contains("  command:       copilot -i 'You are working as the reception of project desk.\\n\\n"));
+        assert!(text.contains(
+            "  command:       copilot -i 'You are working in the role `reception` on the project `desk`.\\n\\n"
+        ));
         assert!(text.contains("  time limit:    60 s, enforced"));
         assert!(text.contains("  isolation:     session: its own git worktree"), "{text}");
         assert!(text.contains("  isolation:     sandbox (bubblewrap): writes only its worktree"), "{text}");

@@ -285,7 +285,7 @@ pub(crate) fn unsupported_limits(person: &Person, runner: &Runner) -> Vec<Unsupp
 /// an option.
 pub(crate) fn initial_prompt(person: &Person, project_id: &str, task: Option<&str>) -> String {
     let mut prompt = format!(
-        "You are working as the {} of project {}.\n\nYour standing goal: {}\n",
+        "You are working in the role `{}` on the project `{}`.\n\nYour standing goal: {}\n",
         person.role,
         project_id,
         person.goal.trim()
@@ -379,11 +379,14 @@ mod tests {
         let prompt = review.as_ref().map(|review| review.prompt.clone()).unwrap_or_default();
         assert_eq!(
             prompt,
-            "You are working as the reception of project desk.\n\nYour standing goal: Keep the desk running.\n\nYour task for this session: Order more paper.\n"
+            "You are working in the role `reception` on the project `desk`.\n\nYour standing goal: Keep the desk running.\n\nYour task for this session: Order more paper.\n"
         );
         assert_eq!(review.map(|review| review.argv), Ok(vec!["claude".to_owned(), prompt]));
         let without = initial_prompt(&Person::new("a", "A", "qa", "Test.\u{1b}[2J"), "p", None);
-        assert_eq!(without, "You are working as the qa of project p.\n\nYour standing goal: Test.\u{fffd}[2J\n");
+        assert_eq!(
+            without,
+            "You are working in the role `qa` on the project `p`.\n\nYour standing goal: Test.\u{fffd}[2J\n"
+        );
     }
 
     #[test]

@@ -110,7 +110,17 @@ pub(super) fn json_entry(shape: Shape, server: &McpServer) -> Value {
         (Shape::Codex, Transport::Stdio) => json!({"command": command, "args": server.args}),
         (Shape::Codex, _) => json!({"url": url}),
     };
-    if server.env.is_empty() || server.transport != Transport::Stdio {
+    if server.transport != Transport::Stdio {
+        if !server.headers.is_empty()
+            && let Some(object) = entry.as_object_mut()
+        {
+            for (field, value) in header_fields(shape, &server.headers) {
+                object.insert(field.to_owned(), value);
+            }
+        }
+        return entry;
+    }
+    if server.env.is_empty() {
         return entry;
     }
     let (field, references) = match shape {
@@ -130,6 +140,45 @@ pub(super) fn json_entry(shape: Shape, server: &McpServer) -> Value {
         object.insert(field.to_owned(), value);
     }
     entry
+}
+
+/// A remote server's headers in a harness's shape: each value a reference to its
+/// variable that the harness expands when it starts (`${VAR}` for Claude Code, `$VAR`
+/// for Gemini CLI, `{env:VAR}` for OpenCode), or for Codex the variables by name
+/// (`bearer_token_env_var` for `Authorization: Bearer`, `env_http_headers` for the rest).
+fn header_fields(shape: Shape, headers: &[crate::mcp::McpHeader]) -> Vec<(&'static str, Value)> {
+    let value = |header: &crate::mcp::McpHeader, reference: String| match &header.scheme {
+        Some(scheme) => format!("{scheme} {reference}"),
+        None => reference,
+    };
+    let map = |reference: &dyn Fn(&str) -> String| -> Value {
+        Value::Object(
+            headers
+                .iter()
+                .map(|header| (header.name.clone(), Value::String(value(header, reference(&header.env)))))
+                .collect(),
+        )
+    };
+    match shape {
+        Shape::Claude => vec![("headers", map(&|name| format!("${{{name}}}")))],
+        Shape::Gemini => vec![("headers", map(&|name| format!("${name}")))],
+        Shape::OpenCode => vec![("headers", map(&|name| format!("{{env:{name}}}")))],
+        Shape::Codex => {
+            let mut fields = Vec::new();
+            if let Some(bearer) = headers.iter().find(|header| header.is_bearer()) {
+                fields.push(("bearer_token_env_var", Value::String(bearer.env.clone())));
+            }
+            let others: Map<String, Value> = headers
+                .iter()
+                .filter(|header| !header.is_bearer())
+                .map(|header| (header.name.clone(), Value::String(header.env.clone())))
+                .collect();
+            if !others.is_empty() {
+                fields.push(("env_http_headers", Value::Object(others)));
+            }
+            fields
+        }
+    }
 }
 
 /// A file of the projection's own: the key with exactly `servers`.
@@ -300,6 +349,13 @@ pub(super) fn toml_entry(shape: Shape, server: &McpServer) -> toml_edit::Table {
                 Value::String(text) => text.into(),
                 Value::Bool(flag) => flag.into(),
                 Value::Array(items) => items.iter().filter_map(Value::as_str).collect::<toml_edit::Array>().into(),
+                Value::Object(entries) => {
+                    let mut inline = toml_edit::InlineTable::new();
+                    for (key, text) in entries.iter().filter_map(|(key, value)| Some((key, value.as_str()?))) {
+                        inline.insert(key, text.into());
+                    }
+                    inline.into()
+                }
                 _ => continue,
             };
             table.insert(&field, toml_edit::value(value));
@@ -430,7 +486,46 @@ mod tests {
             args: vec!["--quiet".to_owned()],
             url: None,
             env: vec!["SERVER_TOKEN".to_owned()],
+            headers: Vec::new(),
         }
+    }
+
+    fn remote(name: &str) -> McpServer {
+        McpServer {
+            name: name.to_owned(),
+            transport: Transport::Http,
+            command: None,
+            args: Vec::new(),
+            url: Some("https://mcp.example.com/".to_owned()),
+            env: Vec::new(),
+            headers: vec![
+                crate::mcp::McpHeader {
+                    name: "Authorization".to_owned(),
+                    env: "SERVICE_TOKEN".to_owned(),
+                    scheme: Some("Bearer".to_owned()),
+                },
+                crate::mcp::McpHeader { name: "X-Team".to_owned(), env: "TEAM_ID".to_owned(), scheme: None },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_remote_servers_headers_reach_every_harness_as_references_to_their_variables() {
+        let claude = String::from_utf8(owned_file(".mcp.json", &CLAUDE, &[remote("svc")])).unwrap();
+        assert!(claude.contains("\"Authorization\": \"Bearer ${SERVICE_TOKEN}\""), "{claude}");
+        assert!(claude.contains("\"X-Team\": \"${TEAM_ID}\""), "{claude}");
+        let codex = String::from_utf8(owned_file(".codex/config.toml", &CODEX, &[remote("svc")])).unwrap();
+        assert!(codex.contains("bearer_token_env_var = \"SERVICE_TOKEN\""), "{codex}");
+        assert!(codex.contains("env_http_headers = { X-Team = \"TEAM_ID\" }"), "{codex}");
+        for (shape, expected) in
+            [(Shape::Gemini, "\"Bearer $SERVICE_TOKEN\""), (Shape::OpenCode, "\"Bearer {env:SERVICE_TOKEN}\"")]
+        {
+            let entry = json_entry(shape, &remote("svc")).to_string();
+            assert!(entry.contains(expected), "{entry}");
+        }
+        // No header, no field: an entry without headers is as before.
+        let plain = McpServer { headers: Vec::new(), ..remote("svc") };
+        assert!(!json_entry(Shape::Claude, &plain).to_string().contains("headers"));
     }
 
     const CLAUDE: McpPlaces = McpPlaces {

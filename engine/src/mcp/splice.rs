@@ -329,6 +329,7 @@ mod tests {
             args: vec!["--quiet".to_owned()],
             url: None,
             env: vec!["SERVER_TOKEN".to_owned()],
+            headers: Vec::new(),
         }
     }
 

@@ -231,6 +231,7 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
         model: None,
         task: None,
         roster: None,
+        conversation: None,
     };
     let path_variable = server.path("bin").into_os_string();
     let reviewed = review_session(&workspace, &options, Some(&path_variable)).expect("review");
@@ -326,4 +327,28 @@ fn a_session_killed_outside_is_pushed_as_ended_within_two_seconds() {
     assert_eq!(ended["live"], false);
     assert_eq!(ended["exit_code"], 137, "{ended}");
     assert!(ended["ended_at"].as_str().is_some(), "{ended}");
+}
+
+#[test]
+fn a_start_takes_the_conversation_id_its_review_showed() {
+    let server = sandbox();
+    runner(&server.path(""), "claude", "echo \"args: $*\"\nwhile read line; do :; done");
+    let review = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
+    let conversation = review["conversation"].as_str().expect("a conversation id").to_owned();
+    assert!(review["command_line"].as_str().is_some_and(|line| line.contains(&conversation)), "{review}");
+    let again = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
+    assert_ne!(again["conversation"], review["conversation"], "each review chooses one");
+    let refused = server.post("/api/v1/sessions", &start_body(serde_json::json!({"conversation": "not-a-uuid"})));
+    assert_eq!(refused.status / 100, 4, "{}", refused.text());
+    let started = server.post("/api/v1/sessions", &start_body(serde_json::json!({"conversation": conversation})));
+    assert_eq!(started.status, 201, "{}", started.text());
+    let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
+    let mut terminal = connect(&server, &id, Some(&server.handle.token)).expect("the terminal opens");
+    read_until(&mut terminal, &format!("--session-id {conversation}"));
+    let record: serde_json::Value = serde_json::from_slice(
+        &fs::read(server.path(&format!("ws/.agent-toolkit/sessions/{id}.json"))).expect("record"),
+    )
+    .expect("json");
+    assert_eq!(record["conversation"], conversation.as_str());
+    assert_eq!(server.post(&format!("/api/v1/sessions/{id}/stop"), "").status, 200);
 }

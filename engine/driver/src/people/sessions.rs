@@ -293,6 +293,20 @@ pub struct StartOptions {
     /// Where the roster is: a Person whose role is a roster role starts as it. `None`
     /// binds no role (the runner sees the host's context).
     pub roster: Option<RosterPlace>,
+    /// The conversation id an earlier review of this start showed (the page reviews, then
+    /// starts in a second request): the start takes that one, so the runner gets the id
+    /// the review named. `None` chooses a new one.
+    pub conversation: Option<String>,
+}
+
+/// Whether `text` is a conversation id as acompose makes them: a UUID in its 8-4-4-4-12
+/// lowercase hex form.
+pub fn is_conversation_id(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, length)| {
+            group.len() == length && group.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+        })
 }
 
 /// A start review with what the driver resolved for it.
@@ -334,7 +348,15 @@ pub(crate) fn review_person(
     path_variable: Option<&OsStr>,
 ) -> Result<Reviewed, Stop> {
     let roster = Roster { people: vec![person.clone()], ..Roster::default() };
-    let conversation = new_conversation_id();
+    let conversation = match &options.conversation {
+        Some(given) if is_conversation_id(given) => given.clone(),
+        Some(_) => {
+            return Err(Stop::Invalid(
+                "`conversation` must be the conversation id a review gave (a lowercase UUID)".to_owned(),
+            ));
+        }
+        None => new_conversation_id(),
+    };
     // The engine checks everything but the folder and PATH; a dry review with a
     // placeholder folder reports those rejections first, before the disk is asked.
     let mut request = StartRequest {
@@ -569,6 +591,7 @@ pub fn review_resume(
         model: old.model.clone(),
         task: None,
         roster,
+        conversation: None,
     };
     let links = SessionLinks {
         conversation: Some(conversation.clone()),

@@ -77,6 +77,7 @@ pub fn review_swarm(
             model: role.model.clone(),
             task: options.task.clone(),
             roster: options.roster.clone(),
+            conversation: None,
         };
         let links = SessionLinks {
             run: Some(run_id.clone()),
