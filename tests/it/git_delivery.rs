@@ -299,3 +299,26 @@ fn what_an_earlier_versions_stopped_unproject_left_is_named_and_unproject_takes_
     let doctor = acompose(root, &["--home", "home", "doctor"]);
     assert!(!doctor.stdout.contains("git lines in"), "{}", doctor.stdout);
 }
+
+#[test]
+fn git_is_brought_in_line_from_the_record_alone_when_the_bundle_is_gone() {
+    let temporary = home();
+    let root = temporary.path();
+    let work = root.join("work");
+    repository(&work);
+    project(root, &work, "claude");
+    std::fs::remove_file(work.join(".git/info/attributes")).expect("attributes");
+    git(&work, &["config", "--remove-section", "filter.acompose"]);
+    std::fs::write(work.join("CLAUDE.md"), format!("{}\n", read(&work.join("CLAUDE.md")))).expect("touch");
+    assert_ne!(git(&work, &["status", "--porcelain"]), "", "without the filter the block shows");
+    let record: serde_json::Value =
+        serde_json::from_str(&read(&work.join(".agent-compose/projection.json"))).expect("record");
+    let bundle = record["details"]["bundle_path"].as_str().expect("bundle path").to_owned();
+    std::fs::remove_dir_all(&bundle).expect("the bundle gone");
+
+    let converged = acompose(root, &["--home", "home"]);
+    assert_eq!(converged.code, 0, "{}", converged.stderr);
+    assert!(converged.stdout.contains("brought git's files in line"), "{}", converged.stdout);
+    assert_eq!(changed_lines(&git(&work, &["diff"])), ["+"], "the user's own blank line alone");
+    assert!(read(&work.join(".git/info/attributes")).contains("/CLAUDE.md filter=acompose"));
+}
