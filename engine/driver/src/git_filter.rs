@@ -30,12 +30,19 @@ fn key() -> String {
 /// The largest file the filter takes anything out of; a larger one passes through.
 pub const FILTER_LIMIT: usize = 4 * 1024 * 1024;
 
+/// The names of the binaries that run the filter (the cli's, under both its names).
+const PROGRAMS: [&str; 2] = ["acompose", "agent-compose"];
+
 /// What git is told to run: this binary by its absolute path (a shell without `acompose`
 /// on `PATH`, an editor's git, still finds it), quoted for the shell git runs it with.
+/// A host that is not one of the cli's binaries (a test, say) names `acompose` on `PATH`.
 pub fn command() -> String {
-    match std::env::current_exe() {
-        Ok(program) => format!("{} {SUBCOMMAND} %f", shell_quoted(&program.to_string_lossy())),
-        Err(_) => format!("acompose {SUBCOMMAND} %f"),
+    let program = std::env::current_exe().ok().filter(|program| {
+        program.file_name().and_then(|name| name.to_str()).is_some_and(|name| PROGRAMS.contains(&name))
+    });
+    match program {
+        Some(program) => format!("{} {SUBCOMMAND} %f", shell_quoted(&program.to_string_lossy())),
+        None => format!("acompose {SUBCOMMAND} %f"),
     }
 }
 
@@ -195,10 +202,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_command_names_this_binary_and_is_read_back() {
-        let command = command();
-        assert!(command.ends_with(" git-clean %f"), "{command}");
-        assert_eq!(program_of(&command), std::env::current_exe().ok());
+    fn the_command_names_the_clis_binary_and_is_read_back() {
+        // This test's own binary is not the cli's: git is told to find `acompose`.
+        assert_eq!(command(), "acompose git-clean %f");
+        assert_eq!(shell_quoted("/opt/it's/acompose"), "'/opt/it'\\''s/acompose'");
         assert_eq!(program_of("'/opt/it'\\''s/acompose' git-clean %f"), Some(PathBuf::from("/opt/it's/acompose")));
         assert_eq!(program_of("acompose git-clean %f"), None);
     }
