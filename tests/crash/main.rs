@@ -3,6 +3,8 @@
 //! After each kill: every indexed bundle verifies, the index, the plan and `person.json`
 //! are all of the previous generation or all of the new one, `person.json` parses, a
 //! recovery run succeeds, the run after it writes nothing, and nothing is left over.
+//! `project` and `unproject` beside a git repository's tracked files are killed too, each
+//! followed by one run of the tool, after which the projection is whole or wholly gone.
 //! Times are used only to choose when to kill, never asserted.
 //!
 //! A binary of its own: its kills are aimed within the measured length of a run, which
@@ -265,168 +267,177 @@ fn killed_composes_leave_whole_bundles_and_recover_without_debris() {
     }
 }
 
-/// How many `project` and `unproject` runs are killed (plain and `--copy`).
-const PROJECTION_KILLS: usize = 200;
+/// Kills of `project` and `unproject` beside tracked files of a git repository. Linux
+/// only: the `git` a killed run started is waited for as a child of this process, a
+/// child subreaper (`PR_SET_CHILD_SUBREAPER`).
+#[cfg(target_os = "linux")]
+mod projection_kills {
+    use super::*;
 
-const PROJECTION_ROLES: &str = "roles {\n    role platform { mcp-server \"docs\"; }\n}\n";
-const PROJECTION_INVENTORY: &str = "server \"docs\" {\n    url \"https://docs.example.com/mcp\"\n}\n";
-const USER_CLAUDE: &str = "# How we work\n\nTabs, not spaces.\n";
-const USER_MCP: &str =
-    "{\n    \"mcpServers\": {\n        \"mine\": {\n            \"command\": \"my-server\"\n        }\n    }\n}\n";
+    /// How many `project` and `unproject` runs are killed (plain and `--copy`).
+    const PROJECTION_KILLS: usize = 200;
 
-/// Starts a run in a process group of its own, kills it with SIGKILL after `moment`
-/// (unless it finished first), and waits for every process of the group: the `git` a
-/// killed run had started lives on, and holds git's locks until it ends. The test
-/// process is a child subreaper, so those processes become its children when the run
-/// dies, and are waited for.
-fn kill_group_after(root: &Path, arguments: &[&str], moment: Duration) -> bool {
-    use std::os::unix::process::CommandExt as _;
-    let mut child: Child = command(root, arguments).process_group(0).spawn().expect("spawn acompose");
-    let group = rustix::process::Pid::from_child(&child);
-    std::thread::sleep(moment);
-    let finished = child.try_wait().expect("poll").is_some();
-    if !finished {
-        child.kill().expect("SIGKILL");
-    }
-    child.wait().expect("reap");
-    while rustix::process::waitpgid(group, rustix::process::WaitOptions::empty()).is_ok() {}
-    !finished
-}
+    const PROJECTION_ROLES: &str = "roles {\n    role platform { mcp-server \"docs\"; }\n}\n";
+    const PROJECTION_INVENTORY: &str = "server \"docs\" {\n    url \"https://docs.example.com/mcp\"\n}\n";
+    const USER_CLAUDE: &str = "# How we work\n\nTabs, not spaces.\n";
+    const USER_MCP: &str =
+        "{\n    \"mcpServers\": {\n        \"mine\": {\n            \"command\": \"my-server\"\n        }\n    }\n}\n";
 
-/// The lines acompose may have left in the repository's own files.
-fn acompose_lines(work: &Path) -> Vec<String> {
-    let mut left = Vec::new();
-    for file in ["info/exclude", "info/attributes", "config"] {
-        let text = std::fs::read_to_string(work.join(".git").join(file)).unwrap_or_default();
-        left.extend(text.lines().filter(|line| line.contains("acompose")).map(|line| format!("{file}: {line}")));
-    }
-    left
-}
-
-/// Asserts the projection in `work` is whole, or wholly gone; returns whether it is
-/// there and copied (`Some(true)`), there and linked (`Some(false)`), or gone (`None`).
-fn assert_whole_or_gone(work: &Path, context: &str) -> Option<bool> {
-    let record = std::fs::read(work.join(".agent-compose/projection.json")).ok();
-    let claude = std::fs::read_to_string(work.join("CLAUDE.md")).expect("CLAUDE.md");
-    let mcp = std::fs::read_to_string(work.join(".mcp.json")).expect(".mcp.json");
-    let status = common::git(work, &["status", "--porcelain", "--untracked-files=all"]);
-    let Some(record) = record else {
-        assert_eq!(claude, USER_CLAUDE, "{context}: gone: the user's file as committed");
-        assert_eq!(mcp, USER_MCP, "{context}: gone: the user's file as committed");
-        assert_eq!(status, "", "{context}: gone: nothing for git to see");
-        assert_eq!(acompose_lines(work), Vec::<String>::new(), "{context}: gone: no line left");
-        assert_eq!(common::git(work, &["ls-files", "-v"]), "H .mcp.json\nH CLAUDE.md\n", "{context}: no mark");
-        let left: Vec<String> = walkdir::WalkDir::new(work.join(".claude"))
-            .into_iter()
-            .flatten()
-            .map(|entry| entry.path().display().to_string())
-            .collect();
-        assert_eq!(left, Vec::<String>::new(), "{context}: gone: no skill left");
-        return None;
-    };
-    let record: serde_json::Value = serde_json::from_slice(&record).expect("the record parses");
-    let details = &record["details"];
-    assert_eq!(details.get("unprojecting"), None, "{context}: no unproject left half done: {record}");
-    assert_eq!(details.get("git"), None, "{context}: no git work left pending: {record}");
-    assert!(claude.starts_with(USER_CLAUDE) && claude.contains("acompose: the projected role's"), "{context}");
-    assert!(mcp.contains("\"docs\"") && mcp.contains("my-server"), "{context}: {mcp}");
-    let copied = details["mode"] == "copy";
-    if copied {
-        assert!(status.contains(" M CLAUDE.md\n") && status.contains(" M .mcp.json\n"), "{context}: {status}");
-        assert_eq!(acompose_lines(work), Vec::<String>::new(), "{context}: copies are not hidden from git");
-    } else {
-        assert_eq!(status, "", "{context}: linked: git sees nothing of it");
-    }
-    assert_eq!(common::git(work, &["ls-files", "-v"]), "H .mcp.json\nH CLAUDE.md\n", "{context}: no mark");
-    Some(copied)
-}
-
-#[test]
-fn killed_projections_and_unprojections_leave_a_state_the_next_run_repairs() {
-    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("a child subreaper");
-    let temporary = tempfile::tempdir().expect("tempdir");
-    let root = temporary.path();
-    common::write_file(&root.join("projects/acme/root/.agents/roles.kdl"), PROJECTION_ROLES);
-    common::write_file(
-        &root.join("home/agent-compose.yaml"),
-        "operating_context:\n  - acme/root\nprojects_root: ../projects\n",
-    );
-    common::write_file(&root.join("home/mcp.kdl"), PROJECTION_INVENTORY);
-    let (code, _, stderr) = run(root, &["--home", "home"]);
-    assert_eq!(code, 0, "{stderr}");
-    let work = root.join("work");
-    std::fs::create_dir(&work).expect("work");
-    common::git(&work, &["init", "--quiet"]);
-    common::write_file(&work.join("CLAUDE.md"), USER_CLAUDE);
-    common::write_file(&work.join(".mcp.json"), USER_MCP);
-    common::git(&work, &["add", "."]);
-    common::git(&work, &["commit", "--quiet", "-m", "start"]);
-
-    let project = ["--home", "home", "project", "platform", "--layout", "claude", "--target", "work"];
-    let project_copy = ["--home", "home", "project", "platform", "--layout", "claude", "--target", "work", "--copy"];
-    let unproject = ["--home", "home", "unproject", "--target", "work"];
-    let bare = ["--home", "home"];
-    let timed = |arguments: &[&str]| {
-        let started = Instant::now();
-        let (code, _, stderr) = run(root, arguments);
-        assert_eq!(code, 0, "{stderr}");
-        started.elapsed()
-    };
-    let mut spans: Vec<(Duration, Duration)> = (0..3).map(|_| (timed(&project), timed(&unproject))).collect();
-    spans.sort();
-    let (project_span, unproject_span) = spans[1];
-    let mut spans: Vec<Duration> = spans.iter().map(|(_, unproject)| *unproject).collect();
-    spans.sort();
-    let unproject_span = unproject_span.max(spans[1]);
-    eprintln!("project takes {project_span:?}, unproject {unproject_span:?}");
-
-    let mut moments = Moments(0x5eed_0045);
-    let (mut interrupted, mut round) = (0, 0);
-    let mut state = None;
-    let (mut mid_transaction, mut git_pending, mut half_unprojected, mut named) = (0, 0, 0, 0);
-    while interrupted < PROJECTION_KILLS && round < 3 * PROJECTION_KILLS {
-        round += 1;
-        let copy = round % 4 >= 2;
-        let forward: &[&str] = if copy { &project_copy } else { &project };
-        // Killed: a projection where there is none, else the one there taken out.
-        let (killed, span, inverse): (&[&str], Duration, &[&str]) = match state {
-            None => (forward, project_span, &unproject),
-            Some(copied) => (&unproject, unproject_span, if copied { &project_copy } else { &project }),
-        };
-        let context = format!("round {round}: {} killed", killed[2]);
-        interrupted += usize::from(kill_group_after(root, killed, moments.within(span)));
-        let record = std::fs::read_to_string(work.join(".agent-compose/projection.json")).unwrap_or_default();
-        mid_transaction += usize::from(work.join(".agent-compose/transaction").exists());
-        git_pending += usize::from(record.contains("\"pending\": true") && !record.contains("\"unprojecting\""));
-        half_unprojected += usize::from(record.contains("\"unprojecting\": true"));
-        let unfinished = work.join(".agent-compose/transaction").exists()
-            || record.contains("\"pending\": true")
-            || record.contains("\"unprojecting\": true");
-        if unfinished && round % 4 == 0 {
-            let (_, doctor, _) = run(root, &["--home", "home", "doctor"]);
-            assert!(doctor.contains("git for projection"), "{context}: doctor names what is left: {doctor}");
-            named += 1;
+    /// Starts a run in a process group of its own, kills it with SIGKILL after `moment`
+    /// (unless it finished first), and waits for every process of the group: the `git` a
+    /// killed run had started lives on, and holds git's locks until it ends. The test
+    /// process is a child subreaper, so those processes become its children when the run
+    /// dies, and are waited for.
+    fn kill_group_after(root: &Path, arguments: &[&str], moment: Duration) -> bool {
+        use std::os::unix::process::CommandExt as _;
+        let mut child: Child = command(root, arguments).process_group(0).spawn().expect("spawn acompose");
+        let group = rustix::process::Pid::from_child(&child);
+        std::thread::sleep(moment);
+        let finished = child.try_wait().expect("poll").is_some();
+        if !finished {
+            child.kill().expect("SIGKILL");
         }
-        // One run of the tool: the same command again, bare `acompose`, or the inverse.
-        let next: &[&str] = match round % 3 {
-            0 => killed,
-            1 => &bare,
-            _ => inverse,
-        };
-        let (code, stdout, stderr) = run(root, next);
-        let context = format!("{context} ({stdout}{stderr})");
-        let nothing_to_take_out = next[2..].first() == Some(&"unproject") && stderr.contains("there is no projection");
-        assert!(code == 0 || nothing_to_take_out, "{context}, then `{next:?}`: {stdout}{stderr}");
-        state = assert_whole_or_gone(&work, &format!("{context}, then `{next:?}`"));
+        child.wait().expect("reap");
+        while rustix::process::waitpgid(group, rustix::process::WaitOptions::empty()).is_ok() {}
+        !finished
     }
-    assert_eq!(interrupted, PROJECTION_KILLS, "kills that interrupted a run, in {round} rounds");
-    let (code, _, stderr) = run(root, &unproject);
-    assert!(code == 0 || stderr.contains("there is no projection"), "{stderr}");
-    assert_eq!(assert_whole_or_gone(&work, "after the last unproject"), None);
-    assert!(!work.join(".agent-compose").exists(), "no record folder left");
-    eprintln!(
-        "{interrupted} kills of project and unproject in {round} rounds: {mid_transaction} inside a transaction, \
-         {git_pending} with git's files pending, {half_unprojected} in an unproject past its transaction; \
-         doctor named what was left {named} times"
-    );
+
+    /// The lines acompose may have left in the repository's own files.
+    fn acompose_lines(work: &Path) -> Vec<String> {
+        let mut left = Vec::new();
+        for file in ["info/exclude", "info/attributes", "config"] {
+            let text = std::fs::read_to_string(work.join(".git").join(file)).unwrap_or_default();
+            left.extend(text.lines().filter(|line| line.contains("acompose")).map(|line| format!("{file}: {line}")));
+        }
+        left
+    }
+
+    /// Asserts the projection in `work` is whole, or wholly gone; returns whether it is
+    /// there and copied (`Some(true)`), there and linked (`Some(false)`), or gone (`None`).
+    fn assert_whole_or_gone(work: &Path, context: &str) -> Option<bool> {
+        let record = std::fs::read(work.join(".agent-compose/projection.json")).ok();
+        let claude = std::fs::read_to_string(work.join("CLAUDE.md")).expect("CLAUDE.md");
+        let mcp = std::fs::read_to_string(work.join(".mcp.json")).expect(".mcp.json");
+        let status = common::git(work, &["status", "--porcelain", "--untracked-files=all"]);
+        let Some(record) = record else {
+            assert_eq!(claude, USER_CLAUDE, "{context}: gone: the user's file as committed");
+            assert_eq!(mcp, USER_MCP, "{context}: gone: the user's file as committed");
+            assert_eq!(status, "", "{context}: gone: nothing for git to see");
+            assert_eq!(acompose_lines(work), Vec::<String>::new(), "{context}: gone: no line left");
+            assert_eq!(common::git(work, &["ls-files", "-v"]), "H .mcp.json\nH CLAUDE.md\n", "{context}: no mark");
+            let left: Vec<String> = walkdir::WalkDir::new(work.join(".claude"))
+                .into_iter()
+                .flatten()
+                .map(|entry| entry.path().display().to_string())
+                .collect();
+            assert_eq!(left, Vec::<String>::new(), "{context}: gone: no skill left");
+            return None;
+        };
+        let record: serde_json::Value = serde_json::from_slice(&record).expect("the record parses");
+        let details = &record["details"];
+        assert_eq!(details.get("unprojecting"), None, "{context}: no unproject left half done: {record}");
+        assert_eq!(details.get("git"), None, "{context}: no git work left pending: {record}");
+        assert!(claude.starts_with(USER_CLAUDE) && claude.contains("acompose: the projected role's"), "{context}");
+        assert!(mcp.contains("\"docs\"") && mcp.contains("my-server"), "{context}: {mcp}");
+        let copied = details["mode"] == "copy";
+        if copied {
+            assert!(status.contains(" M CLAUDE.md\n") && status.contains(" M .mcp.json\n"), "{context}: {status}");
+            assert_eq!(acompose_lines(work), Vec::<String>::new(), "{context}: copies are not hidden from git");
+        } else {
+            assert_eq!(status, "", "{context}: linked: git sees nothing of it");
+        }
+        assert_eq!(common::git(work, &["ls-files", "-v"]), "H .mcp.json\nH CLAUDE.md\n", "{context}: no mark");
+        Some(copied)
+    }
+
+    #[test]
+    fn killed_projections_and_unprojections_leave_a_state_the_next_run_repairs() {
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid())).expect("a child subreaper");
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let root = temporary.path();
+        common::write_file(&root.join("projects/acme/root/.agents/roles.kdl"), PROJECTION_ROLES);
+        common::write_file(
+            &root.join("home/agent-compose.yaml"),
+            "operating_context:\n  - acme/root\nprojects_root: ../projects\n",
+        );
+        common::write_file(&root.join("home/mcp.kdl"), PROJECTION_INVENTORY);
+        let (code, _, stderr) = run(root, &["--home", "home"]);
+        assert_eq!(code, 0, "{stderr}");
+        let work = root.join("work");
+        std::fs::create_dir(&work).expect("work");
+        common::git(&work, &["init", "--quiet"]);
+        common::write_file(&work.join("CLAUDE.md"), USER_CLAUDE);
+        common::write_file(&work.join(".mcp.json"), USER_MCP);
+        common::git(&work, &["add", "."]);
+        common::git(&work, &["commit", "--quiet", "-m", "start"]);
+
+        let project = ["--home", "home", "project", "platform", "--layout", "claude", "--target", "work"];
+        let project_copy =
+            ["--home", "home", "project", "platform", "--layout", "claude", "--target", "work", "--copy"];
+        let unproject = ["--home", "home", "unproject", "--target", "work"];
+        let bare = ["--home", "home"];
+        let timed = |arguments: &[&str]| {
+            let started = Instant::now();
+            let (code, _, stderr) = run(root, arguments);
+            assert_eq!(code, 0, "{stderr}");
+            started.elapsed()
+        };
+        // Kills land within the shortest of three runs of each command, so that few runs end
+        // before their kill on a busy machine (each round costs two runs and a look at git).
+        let spans: Vec<(Duration, Duration)> = (0..3).map(|_| (timed(&project), timed(&unproject))).collect();
+        let project_span = spans.iter().map(|(project, _)| *project).min().unwrap_or_default();
+        let unproject_span = spans.iter().map(|(_, unproject)| *unproject).min().unwrap_or_default();
+        eprintln!("project takes {project_span:?}, unproject {unproject_span:?}");
+
+        let mut moments = Moments(0x5eed_0045);
+        let (mut interrupted, mut round) = (0, 0);
+        let mut state = None;
+        let (mut mid_transaction, mut git_pending, mut half_unprojected, mut named) = (0, 0, 0, 0);
+        while interrupted < PROJECTION_KILLS && round < 3 * PROJECTION_KILLS {
+            round += 1;
+            let copy = round % 4 >= 2;
+            let forward: &[&str] = if copy { &project_copy } else { &project };
+            // Killed: a projection where there is none, else the one there taken out.
+            let (killed, span, inverse): (&[&str], Duration, &[&str]) = match state {
+                None => (forward, project_span, &unproject),
+                Some(copied) => (&unproject, unproject_span, if copied { &project_copy } else { &project }),
+            };
+            let context = format!("round {round}: {} killed", killed[2]);
+            interrupted += usize::from(kill_group_after(root, killed, moments.within(span)));
+            let record = std::fs::read_to_string(work.join(".agent-compose/projection.json")).unwrap_or_default();
+            mid_transaction += usize::from(work.join(".agent-compose/transaction").exists());
+            git_pending += usize::from(record.contains("\"pending\": true") && !record.contains("\"unprojecting\""));
+            half_unprojected += usize::from(record.contains("\"unprojecting\": true"));
+            let unfinished = work.join(".agent-compose/transaction").exists()
+                || record.contains("\"pending\": true")
+                || record.contains("\"unprojecting\": true");
+            if unfinished && round % 4 == 0 {
+                let (_, doctor, _) = run(root, &["--home", "home", "doctor"]);
+                assert!(doctor.contains("git for projection"), "{context}: doctor names what is left: {doctor}");
+                named += 1;
+            }
+            // One run of the tool: the same command again, bare `acompose`, or the inverse.
+            let next: &[&str] = match round % 3 {
+                0 => killed,
+                1 => &bare,
+                _ => inverse,
+            };
+            let (code, stdout, stderr) = run(root, next);
+            let context = format!("{context} ({stdout}{stderr})");
+            let nothing_to_take_out =
+                next[2..].first() == Some(&"unproject") && stderr.contains("there is no projection");
+            assert!(code == 0 || nothing_to_take_out, "{context}, then `{next:?}`: {stdout}{stderr}");
+            state = assert_whole_or_gone(&work, &format!("{context}, then `{next:?}`"));
+        }
+        assert_eq!(interrupted, PROJECTION_KILLS, "kills that interrupted a run, in {round} rounds");
+        let (code, _, stderr) = run(root, &unproject);
+        assert!(code == 0 || stderr.contains("there is no projection"), "{stderr}");
+        assert_eq!(assert_whole_or_gone(&work, "after the last unproject"), None);
+        assert!(!work.join(".agent-compose").exists(), "no record folder left");
+        eprintln!(
+            "{interrupted} kills of project and unproject in {round} rounds: {mid_transaction} inside a transaction, \
+             {git_pending} with git's files pending, {half_unprojected} in an unproject past its transaction; \
+             doctor named what was left {named} times"
+        );
+    }
 }

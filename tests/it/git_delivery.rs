@@ -183,12 +183,16 @@ fn an_earlier_versions_skip_worktree_mark_is_migrated_and_the_users_own_marks_st
     git(&work, &["update-index", "--assume-unchanged", "AGENTS.md"]);
     project(root, &work, "claude");
     // What an earlier version left: the block's file marked `skip-worktree` and recorded
-    // so, and no filter.
+    // so, `.mcp.json` rewritten by its merge (two-space indentation, the servers recorded
+    // by name only), and no filter.
     let record_path = work.join(".agent-compose/projection.json");
-    let record = read(&record_path);
-    let marked = record.replacen("\"separator\":", "\"hidden_from_git\": true,\n        \"separator\":", 1);
-    assert_ne!(record, marked);
-    std::fs::write(&record_path, marked).expect("an earlier record");
+    let mut record: serde_json::Value = serde_json::from_str(&read(&record_path)).expect("record");
+    record["details"]["blocks"][0]["hidden_from_git"] = serde_json::Value::Bool(true);
+    record["details"]["mcp"][0].as_object_mut().expect("the servers' record").remove("inserted");
+    std::fs::write(&record_path, serde_json::to_string_pretty(&record).expect("json")).expect("an earlier record");
+    let merged: serde_json::Value = serde_json::from_str(&read(&work.join(".mcp.json"))).expect("json");
+    let rewritten = format!("{}\n", serde_json::to_string_pretty(&merged).expect("json"));
+    std::fs::write(work.join(".mcp.json"), rewritten).expect("an earlier merge");
     std::fs::remove_file(work.join(".git/info/attributes")).expect("no attributes then");
     git(&work, &["config", "--remove-section", "filter.acompose"]);
     git(&work, &["update-index", "--skip-worktree", "CLAUDE.md"]);
@@ -201,7 +205,8 @@ fn an_earlier_versions_skip_worktree_mark_is_migrated_and_the_users_own_marks_st
         git(&work, &["ls-files", "-v"]),
         "H .codex/config.toml\nH .mcp.json\nh AGENTS.md\nH CLAUDE.md\nS notes.md\n"
     );
-    assert_eq!(git(&work, &["status", "--porcelain"]), "", "the filter hides the block now");
+    assert_eq!(git(&work, &["status", "--porcelain"]), "", "the filter hides the block and the servers now");
+    assert!(read(&work.join(".mcp.json")).starts_with("{\n    \"mcpServers\": {\n"), "the user's layout is back");
     assert!(!read(&record_path).contains("hidden_from_git"), "{}", read(&record_path));
     let listed = acompose(root, &["--home", "home", "projections"]);
     assert!(!listed.stdout.contains("git:"), "{}", listed.stdout);
@@ -298,4 +303,27 @@ fn what_an_earlier_versions_stopped_unproject_left_is_named_and_unproject_takes_
     assert!(read(&exclude).contains("# acompose projection into .\n"), "the root's projection keeps its lines");
     let doctor = acompose(root, &["--home", "home", "doctor"]);
     assert!(!doctor.stdout.contains("git lines in"), "{}", doctor.stdout);
+}
+
+#[test]
+fn git_is_brought_in_line_from_the_record_alone_when_the_bundle_is_gone() {
+    let temporary = home();
+    let root = temporary.path();
+    let work = root.join("work");
+    repository(&work);
+    project(root, &work, "claude");
+    std::fs::remove_file(work.join(".git/info/attributes")).expect("attributes");
+    git(&work, &["config", "--remove-section", "filter.acompose"]);
+    std::fs::write(work.join("CLAUDE.md"), format!("{}\n", read(&work.join("CLAUDE.md")))).expect("touch");
+    assert_ne!(git(&work, &["status", "--porcelain"]), "", "without the filter the block shows");
+    let record: serde_json::Value =
+        serde_json::from_str(&read(&work.join(".agent-compose/projection.json"))).expect("record");
+    let bundle = record["details"]["bundle_path"].as_str().expect("bundle path").to_owned();
+    std::fs::remove_dir_all(&bundle).expect("the bundle gone");
+
+    let converged = acompose(root, &["--home", "home"]);
+    assert_eq!(converged.code, 0, "{}", converged.stderr);
+    assert!(converged.stdout.contains("brought git's files in line"), "{}", converged.stdout);
+    assert_eq!(changed_lines(&git(&work, &["diff"])), ["+"], "the user's own blank line alone");
+    assert!(read(&work.join(".git/info/attributes")).contains("/CLAUDE.md filter=acompose"));
 }

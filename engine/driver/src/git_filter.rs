@@ -30,12 +30,19 @@ fn key() -> String {
 /// The largest file the filter takes anything out of; a larger one passes through.
 pub const FILTER_LIMIT: usize = 4 * 1024 * 1024;
 
+/// The names of the binaries that run the filter (the cli's, under both its names).
+const PROGRAMS: [&str; 2] = ["acompose", "agent-compose"];
+
 /// What git is told to run: this binary by its absolute path (a shell without `acompose`
 /// on `PATH`, an editor's git, still finds it), quoted for the shell git runs it with.
+/// A host that is not one of the cli's binaries (a test, say) names `acompose` on `PATH`.
 pub fn command() -> String {
-    match std::env::current_exe() {
-        Ok(program) => format!("{} {SUBCOMMAND} %f", shell_quoted(&program.to_string_lossy())),
-        Err(_) => format!("acompose {SUBCOMMAND} %f"),
+    let program = std::env::current_exe().ok().filter(|program| {
+        program.file_name().and_then(|name| name.to_str()).is_some_and(|name| PROGRAMS.contains(&name))
+    });
+    match program {
+        Some(program) => format!("{} {SUBCOMMAND} %f", shell_quoted(&program.to_string_lossy())),
+        None => format!("acompose {SUBCOMMAND} %f"),
     }
 }
 
@@ -195,12 +202,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_command_names_this_binary_and_is_read_back() {
-        let command = command();
-        assert!(command.ends_with(" git-clean %f"), "{command}");
-        assert_eq!(program_of(&command), std::env::current_exe().ok());
+    fn the_command_names_the_clis_binary_and_is_read_back() {
+        // This test's own binary is not the cli's: git is told to find `acompose`.
+        assert_eq!(command(), "acompose git-clean %f");
+        assert_eq!(shell_quoted("/opt/it's/acompose"), "'/opt/it'\\''s/acompose'");
         assert_eq!(program_of("'/opt/it'\\''s/acompose' git-clean %f"), Some(PathBuf::from("/opt/it's/acompose")));
         assert_eq!(program_of("acompose git-clean %f"), None);
+    }
+
+    /// A target holding `CLAUDE.md` (the user's text and a block) and `.mcp.json` (the
+    /// user's server and the role's), recorded as a projection would record them.
+    fn projected(target: &Path) -> (Vec<u8>, Vec<u8>) {
+        use acompose_engine::harness_layout::layout;
+        use acompose_engine::mcp::{McpServer, Transport};
+        let with_block = instruction_block::appended(b"# Ours\n", b"Be the platform engineer.\n");
+        let user_mcp = b"{\n\t\"mcpServers\": {}\n}\n";
+        let places = layout("claude").and_then(|layout| layout.mcp).expect("claude reads .mcp.json");
+        let server = McpServer {
+            name: "docs".to_owned(),
+            transport: Transport::Http,
+            command: None,
+            args: Vec::new(),
+            url: Some("https://docs.example.com/mcp".to_owned()),
+            env: Vec::new(),
+        };
+        let spliced = splice::spliced(".mcp.json", user_mcp, &places, &[server]).expect("spliced");
+        std::fs::write(target.join("CLAUDE.md"), &with_block.text).expect("write");
+        std::fs::write(target.join(".mcp.json"), &spliced.bytes).expect("write");
+        let details = serde_json::json!({
+            "bundle": "0123456789abcdef", "bundle_path": "/nowhere", "layout": "claude", "scope": "repository",
+            "mode": "link", "delivery": "native-skills", "role": "platform", "role_name": "Platform",
+            "name": "Ada", "pronouns": "she/her", "model_tier": "frontier", "personalities": [], "skills": [],
+            "approximate_tokens": 0,
+            "blocks": [{"path": "CLAUDE.md", "separator": with_block.separator,
+                        "digest": blake3::hash(&with_block.block).to_hex().to_string()}],
+            "mcp": [{"path": ".mcp.json", "layout": "claude", "servers": ["docs"], "inserted": spliced.inserted}],
+        });
+        let record =
+            serde_json::json!({"format": acompose_engine::projection::FORMAT, "files": [], "details": details});
+        std::fs::create_dir_all(target.join(".agent-compose")).expect("mkdir");
+        std::fs::write(target.join(acompose_engine::projection::RECORD), record.to_string()).expect("record");
+        (with_block.text, spliced.bytes)
+    }
+
+    #[test]
+    fn the_filter_takes_out_exactly_what_the_record_names_and_passes_the_rest_through() {
+        let top = tempfile::tempdir().expect("tempdir");
+        let target = top.path().join("service");
+        std::fs::create_dir(&target).expect("mkdir");
+        let (claude, mcp) = projected(&target);
+        assert_eq!(clean(top.path(), "service/CLAUDE.md", &claude), b"# Ours\n");
+        assert_eq!(clean(top.path(), "service/.mcp.json", &mcp), b"{\n\t\"mcpServers\": {}\n}\n");
+        // The user's own edit outside the block stays.
+        let mut edited = claude.clone();
+        edited.splice(0..0, b"Intro.\n".iter().copied());
+        assert_eq!(clean(top.path(), "service/CLAUDE.md", &edited), b"Intro.\n# Ours\n");
+        // A block edited by hand, a file no record names, a path out of the tree: as they are.
+        let hand = String::from_utf8(claude.clone()).expect("utf-8").replace("platform", "hardware");
+        assert_eq!(clean(top.path(), "service/CLAUDE.md", hand.as_bytes()), hand.as_bytes());
+        assert_eq!(clean(top.path(), "CLAUDE.md", &claude), claude);
+        assert_eq!(clean(top.path(), "service/../service/CLAUDE.md", &claude), claude);
+        assert_eq!(clean(top.path(), "", &claude), claude);
     }
 
     #[test]

@@ -52,7 +52,8 @@ fn read_details(target: &Path) -> Option<Details> {
         return None;
     }
     let record: Record = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    (record.format == plan::FORMAT).then_some(record.details)
+    // A projection being taken out (a stopped `unproject`) shows no role any more.
+    (record.format == plan::FORMAT && !record.details.unprojecting).then_some(record.details)
 }
 
 /// The projection's health from its bundle's manifest, looked at, not read: the bundle

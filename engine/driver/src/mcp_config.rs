@@ -72,9 +72,9 @@ fn user_bytes(
     record: &McpRecord,
 ) -> Result<Option<Vec<u8>>, HostError> {
     if record.inserted.is_empty() {
-        return harness_config::without(path, existing, places, &record.servers, record.created_key)
-            .map(Some)
-            .map_err(|problem| refusal(full, places, &problem));
+        let by_name = harness_config::without(path, existing, places, &record.servers, record.created_key)
+            .map_err(|problem| refusal(full, places, &problem))?;
+        return Ok(Some(committed_equal(full, &by_name).unwrap_or(by_name)));
     }
     if let Some(bytes) = splice::unspliced(existing, &record.inserted) {
         return Ok(Some(bytes));
@@ -94,6 +94,22 @@ fn user_bytes(
             names.join(", ")
         ),
     ))
+}
+
+/// The bytes git holds for the file at `full` (its index entry), when they say in JSON
+/// exactly what `rewritten` says: an earlier version's merge rewrote the user's file, and
+/// taking its servers out by name gives the user's values back but not their layout,
+/// which the committed file still has.
+fn committed_equal(full: &Path, rewritten: &[u8]) -> Option<Vec<u8>> {
+    let folder = full.parent()?;
+    let repository = crate::git_exclude::Repository::of(folder)?;
+    let relative = repository.relative(folder)?;
+    let name = full.file_name()?.to_str()?;
+    let path = if relative.is_empty() { name.to_owned() } else { format!("{relative}/{name}") };
+    let committed = repository.git(&["cat-file", "blob", &format!(":{path}")]).ok()?;
+    let parsed = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).ok();
+    let same = parsed(&committed).is_some_and(|value| Some(value) == parsed(rewritten));
+    same.then_some(committed)
 }
 
 /// The harness MCP file a layout reads at a scope, when it reads one.

@@ -339,6 +339,10 @@ impl GitJournal {
             return outcome;
         }
         details.git = GitRecord::default();
+        // The marks an earlier version recorded are off now.
+        for block in &mut details.blocks {
+            block.hidden_from_git = false;
+        }
         let rewritten = encode(target, details)
             .and_then(|value| transaction::rewrite_details(target, &PROJECTION, &value).map_err(with_hint));
         if let Err(error) = rewritten {
