@@ -225,6 +225,7 @@ mod tests {
             args: Vec::new(),
             url: Some("https://docs.example.com/mcp".to_owned()),
             env: Vec::new(),
+            headers: Vec::new(),
         };
         let spliced = splice::spliced(".mcp.json", user_mcp, &places, &[server]).expect("spliced");
         std::fs::write(target.join("CLAUDE.md"), &with_block.text).expect("write");
