@@ -659,7 +659,12 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     client.goto(&format!("{}/?reloaded#/people/ada", server.handle.origin())).await?;
     // A reload without the token shows how to get in, and nothing else.
     wait_text(client, "h2", "Token needed").await?;
-    // A limit the runner cannot enforce: Start waits for the acknowledgement.
+    // A limit the runner cannot enforce: Start waits for the acknowledgement. (Claude
+    // Code's token limit is enforced from its transcript; a cost limit is not.)
+    let pam = server.path("ws/people/pam-beesly.json");
+    let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&pam)?)?;
+    person["budget"]["max_cost_usd"] = serde_json::json!(5);
+    fs::write(&pam, serde_json::to_vec_pretty(&person)?)?;
     client.goto(&format!("{}#/start/pam-beesly", server.handle.url())).await?;
     wait_for(client, "#start-form").await?;
     click(client, "#review-start").await?;
