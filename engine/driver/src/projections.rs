@@ -210,7 +210,7 @@ fn listed(target: PathBuf, registered: Registered, index: &BTreeMap<String, Stri
     let record = target.is_dir().then(|| find_projection(&target)).flatten().filter(|found| found.target == target);
     let Some(found) = record else {
         let git = crate::projection::needs_repair(&target)
-            .then(|| "a stopped `unproject` left work here; run `acompose` to finish it".to_owned());
+            .then(|| "a stopped `project` or `unproject` left work here; run `acompose` to finish it".to_owned());
         return Listed { target, role, layout: String::new(), bundle: String::new(), state: State::Missing, git };
     };
     let state = if found.details.role != role || found.health == Health::Damaged {
