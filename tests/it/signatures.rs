@@ -99,6 +99,16 @@ fn signatures_interoperate_with_ssh_keygen_both_ways() {
     assert_eq!(checked.code, 0, "{}", checked.stderr);
     assert!(checked.stdout.contains("signed by ada@example.org"), "{}", checked.stdout);
 
+    // The signature travels in `bundle export`'s archive, beside the bundle folder, and
+    // is kept by the home that imports it.
+    let exported = run(root, &["--home", "home", "bundle", "export", "platform", "--out", "platform.tar"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    std::fs::create_dir_all(root.join("fourth")).expect("home");
+    let imported = run(root, &["--home", "fourth", "bundle", "import", "platform.tar"]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let checked = run(root, &["--home", "fourth", "verify", &platform, "--signers", "allowed_signers"]);
+    assert_eq!(checked.code, 0, "{}", checked.stderr);
+
     // OpenSSH signs; acompose verifies.
     std::fs::write(root.join("message"), message(&bundle)).expect("message");
     let made = Command::new("ssh-keygen")
