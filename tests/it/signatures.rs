@@ -2,8 +2,8 @@
 //! verifies with OpenSSH's `ssh-keygen -Y verify`, and one `ssh-keygen -Y sign` makes
 //! verifies in `acompose verify --signers`; through a real `docker-registry` a signed
 //! bundle pushed and pulled verifies, and under `bundle_signers` an unsigned bundle and
-//! one signed by a key no allowed signer holds are refused by `bundle pull` and `project`
-//! with the home unchanged.
+//! one signed by a key no allowed signer holds are refused by `bundle pull`, and a pulled
+//! unsigned one by `project` and `launch --bundle`, with the home unchanged.
 
 use std::path::Path;
 use std::process::Command;
@@ -211,4 +211,11 @@ fn a_signed_bundle_travels_through_a_registry_and_the_policy_refuses_the_others(
     assert!(refused.stderr.contains("it is not signed"), "{}", refused.stderr);
     assert!(before == home_state(&root.join("third")), "the home is unchanged");
     assert_eq!(std::fs::read_dir(&target).expect("target").count(), 0, "nothing projected");
+    // `launch --bundle` refuses it the same way, before anything is prepared.
+    let arguments =
+        ["--home", "third", "launch", "eval", "claude", "--bundle", eval, "--yes", "--projects-root", "projects"];
+    let refused = run(root, &arguments);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("it is not signed"), "{}", refused.stderr);
+    assert!(before == home_state(&root.join("third")), "the home is unchanged");
 }
