@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_driver::export::{export, import};
+use acompose_driver::export::{export_signed, import};
 use acompose_driver::home::{BUNDLES_DIR, resolve_home};
 use acompose_driver::placement::{Target, destination};
 
@@ -109,7 +109,19 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             materialize(home, projects_root.as_deref(), &request, terminal)
         }
         BundleCommand::Export { bundle, out, json } => {
-            match crate::named_bundle(home, &bundle).and_then(|bundle| export(&bundle, &out)) {
+            // The home's signature of the bundle, when it keeps one, travels in the archive.
+            let exported = crate::named_bundle(home, &bundle).and_then(|bundle| {
+                let id = bundle
+                    .canonicalize()
+                    .ok()
+                    .and_then(|path| path.file_name().map(|n| n.to_string_lossy().into_owned()));
+                let signature = match (resolve_home(home).ok(), id) {
+                    (Some(home), Some(id)) => acompose_driver::signature::kept(&home, &id)?,
+                    _ => None,
+                };
+                export_signed(&bundle, &out, signature.as_deref())
+            });
+            match exported {
                 Ok(exported) => {
                     let report = Report {
                         format: "acompose.bundle-export.v1",
@@ -132,8 +144,17 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                 (None, Ok(home)) => home.join(BUNDLES_DIR),
                 (None, Err(error)) => return report_error(error, terminal),
             };
-            let imported =
-                destination(home.ok().as_deref(), &out, &Target::Store(store)).and_then(|to| import(&file, &to));
+            let imported = destination(home.as_ref().ok().map(PathBuf::as_path), &out, &Target::Store(store))
+                .and_then(|to| import(&file, &to))
+                .and_then(|imported| {
+                    // A signature the archive carried is kept when the bundle lands in the home.
+                    if let (Ok(home), Some(signature)) = (&home, &imported.signature)
+                        && out.starts_with(home)
+                    {
+                        acompose_driver::signature::keep(home, &imported.id, signature)?;
+                    }
+                    Ok(imported)
+                });
             match imported {
                 Ok(imported) => {
                     let report = Report {

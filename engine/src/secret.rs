@@ -68,10 +68,45 @@ pub(crate) fn lines_with_secrets(text: &str) -> Vec<usize> {
 
 /// The byte offset in `line` where the first value that looks like a secret starts.
 pub fn secret_in_line(line: &str, reading: Reading) -> Option<usize> {
+    // Prose is most of what is read: a line without a run of token characters as long as
+    // the shortest value prose is judged to hold cannot hold a secret, and costs one pass.
+    if reading == Reading::Prose && !worth_reading(line) {
+        return None;
+    }
     [authorization(line, reading), url_with_password(line, reading), token_run(line, reading)]
         .into_iter()
         .flatten()
         .min()
+}
+
+/// Whether a prose line can hold a secret at all: a run of 16 token characters (an
+/// issued token or a random run), or one of 8 with an authorization header or a URL.
+fn worth_reading(line: &str) -> bool {
+    has_run_of(line, 16)
+        || has_run_of(line, PROSE_VALUE)
+            && (line.contains("://")
+                || contains_ignoring_case(line, b"bearer ")
+                || contains_ignoring_case(line, b"basic "))
+}
+
+fn contains_ignoring_case(line: &str, word: &[u8]) -> bool {
+    line.as_bytes().windows(word.len()).any(|window| window.eq_ignore_ascii_case(word))
+}
+
+/// Whether `line` has `length` token characters in a row.
+fn has_run_of(line: &str, length: usize) -> bool {
+    let mut run = 0;
+    for byte in line.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'+' | b'=' | b'.') {
+            run += 1;
+            if run >= length {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
 }
 
 /// Whether one run of token characters looks like a credential.

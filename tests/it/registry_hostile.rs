@@ -334,3 +334,22 @@ fn a_nine_hundred_megabyte_blob_is_refused_within_128_mib() {
     assert!(peak > 0 && peak <= PEAK_KIB, "peak {peak} KiB");
     assert_no_bundle(temporary.path());
 }
+
+#[test]
+fn a_token_realm_off_loopback_is_refused_naming_it() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let port = hostile_registry(Box::new(|_, _| Answer::Body {
+        status: "401 Unauthorized",
+        headers: vec![(
+            "WWW-Authenticate".to_owned(),
+            "Bearer realm=\"http://10.0.0.1:9/token\",service=\"registry\"".to_owned(),
+        )],
+        length: 0,
+        declared: true,
+        fill: Fill::Text(Arc::new(Vec::new())),
+    }));
+    let (code, stderr, _) = pull(temporary.path(), port, &["--deadline", "60"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("the token service `http://10.0.0.1:9/token` is refused"), "{stderr}");
+    assert_no_bundle(temporary.path());
+}

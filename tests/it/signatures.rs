@@ -2,8 +2,8 @@
 //! verifies with OpenSSH's `ssh-keygen -Y verify`, and one `ssh-keygen -Y sign` makes
 //! verifies in `acompose verify --signers`; through a real `docker-registry` a signed
 //! bundle pushed and pulled verifies, and under `bundle_signers` an unsigned bundle and
-//! one signed by a key no allowed signer holds are refused by `bundle pull` and `project`
-//! with the home unchanged.
+//! one signed by a key no allowed signer holds are refused by `bundle pull`, and a pulled
+//! unsigned one by `project` and `launch --bundle`, with the home unchanged.
 
 use std::path::Path;
 use std::process::Command;
@@ -98,6 +98,16 @@ fn signatures_interoperate_with_ssh_keygen_both_ways() {
     let checked = run(root, &["--home", "home", "verify", "platform", "--signers", "allowed_signers"]);
     assert_eq!(checked.code, 0, "{}", checked.stderr);
     assert!(checked.stdout.contains("signed by ada@example.org"), "{}", checked.stdout);
+
+    // The signature travels in `bundle export`'s archive, beside the bundle folder, and
+    // is kept by the home that imports it.
+    let exported = run(root, &["--home", "home", "bundle", "export", "platform", "--out", "platform.tar"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    std::fs::create_dir_all(root.join("fourth")).expect("home");
+    let imported = run(root, &["--home", "fourth", "bundle", "import", "platform.tar"]);
+    assert_eq!(imported.code, 0, "{}", imported.stderr);
+    let checked = run(root, &["--home", "fourth", "verify", &platform, "--signers", "allowed_signers"]);
+    assert_eq!(checked.code, 0, "{}", checked.stderr);
 
     // OpenSSH signs; acompose verifies.
     std::fs::write(root.join("message"), message(&bundle)).expect("message");
@@ -201,4 +211,11 @@ fn a_signed_bundle_travels_through_a_registry_and_the_policy_refuses_the_others(
     assert!(refused.stderr.contains("it is not signed"), "{}", refused.stderr);
     assert!(before == home_state(&root.join("third")), "the home is unchanged");
     assert_eq!(std::fs::read_dir(&target).expect("target").count(), 0, "nothing projected");
+    // `launch --bundle` refuses it the same way, before anything is prepared.
+    let arguments =
+        ["--home", "third", "launch", "eval", "claude", "--bundle", eval, "--yes", "--projects-root", "projects"];
+    let refused = run(root, &arguments);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("it is not signed"), "{}", refused.stderr);
+    assert!(before == home_state(&root.join("third")), "the home is unchanged");
 }

@@ -40,6 +40,8 @@ pub struct Exported {
 pub struct Imported {
     pub id: String,
     pub materialization: Materialization,
+    /// The signature the archive carried beside the bundle, if any.
+    pub signature: Option<String>,
 }
 
 fn header(size: u64, directory: bool) -> tar::Header {
@@ -54,7 +56,7 @@ fn header(size: u64, directory: bool) -> tar::Header {
 }
 
 /// The archive's bytes: folders then files under `<id>/`, sorted.
-fn archive(id: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, String> {
+fn archive(id: &str, files: &BTreeMap<String, Vec<u8>>, signature: Option<&str>) -> Result<Vec<u8>, String> {
     let mut builder = tar::Builder::new(Vec::new());
     let mut folders: Vec<String> = vec![String::new()];
     for path in files.keys() {
@@ -77,6 +79,11 @@ fn archive(id: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<Vec<u8>, Strin
         let mut header = header(bytes.len() as u64, false);
         builder.append_data(&mut header, &name, bytes.as_slice()).map_err(failed)?;
     }
+    // The signature travels beside the bundle folder, as the home keeps it.
+    if let Some(signature) = signature {
+        let mut header = header(signature.len() as u64, false);
+        builder.append_data(&mut header, signature_entry(id), signature.as_bytes()).map_err(failed)?;
+    }
     builder.into_inner().map_err(failed)
 }
 
@@ -88,9 +95,23 @@ fn problem_lines(problems: Vec<acompose_engine::bundle::Problem>) -> String {
     listed(&lines, "; ")
 }
 
+/// The archive entry of a bundle's signature: `<id>.sig`, beside the `<id>/` folder.
+fn signature_entry(id: &str) -> String {
+    format!("{id}.sig")
+}
+
+/// The largest signature an archive may carry.
+const MAX_SIGNATURE: u64 = 64 << 10;
+
 /// `acompose bundle export BUNDLE --out FILE.tar`: verifies the bundle (through its store
 /// links) and writes it as one archive of real files, atomically.
 pub fn export(bundle: &Path, file: &Path) -> Result<Exported, HostError> {
+    export_signed(bundle, file, None)
+}
+
+/// [`export`] with the bundle's signature (`docs/distribution.md`, "Signatures") as the
+/// archive's last entry, `<id>.sig`.
+pub fn export_signed(bundle: &Path, file: &Path, signature: Option<&str>) -> Result<Exported, HostError> {
     let failed = |problems: String| {
         HostError::invalid(bundle, format!("bundle `{}` failed verification: {problems}", bundle.display()))
     };
@@ -101,7 +122,7 @@ pub fn export(bundle: &Path, file: &Path) -> Result<Exported, HostError> {
         .unwrap_or_default();
     let files = read_bundle(bundle).map_err(|problems| failed(listed(&problems, "; ")))?;
     verify(&id, &files).map_err(|problems| failed(problem_lines(problems)))?;
-    let bytes = archive(&id, &files).map_err(|message| HostError::environment(file, message))?;
+    let bytes = archive(&id, &files, signature).map_err(|message| HostError::environment(file, message))?;
     let folder = match file.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -129,6 +150,8 @@ fn whole_files(scanned: &Scanned) -> WholeFiles<'_> {
 
 struct Scanned {
     id: String,
+    /// The signature the archive carries beside the bundle folder.
+    signature: Option<String>,
     sizes: BTreeMap<String, u64>,
     manifest: Option<Vec<u8>>,
     trace: Option<Vec<u8>>,
@@ -160,6 +183,26 @@ fn entry_path(
     Ok(Some(rest.to_owned()))
 }
 
+/// The signature an entry carries when it is the `<id>.sig` beside the bundle folder
+/// (a regular file of at most 64 KiB).
+fn signature_of(
+    entry: &mut tar::Entry<'_, std::fs::File>,
+    file: &Path,
+    id: Option<&str>,
+) -> Result<Option<String>, String> {
+    let Some(id) = id else { return Ok(None) };
+    let path = entry.path().map_err(|error| not_archive(file, &error))?.to_string_lossy().into_owned();
+    if path != signature_entry(id) || entry.header().entry_type() != tar::EntryType::Regular {
+        return Ok(None);
+    }
+    if entry.size() > MAX_SIGNATURE {
+        return Err(format!("`{}`: the signature is larger than {MAX_SIGNATURE} bytes", file.display()));
+    }
+    let mut text = String::new();
+    entry.read_to_string(&mut text).map_err(|error| not_archive(file, &error))?;
+    Ok(Some(text))
+}
+
 fn not_archive(file: &Path, error: &std::io::Error) -> String {
     format!("`{}` is not a readable tar archive: {error}", file.display())
 }
@@ -175,12 +218,22 @@ fn open_archive(file: &Path) -> Result<tar::Archive<std::fs::File>, String> {
 /// manifest and the trace skipped, not read.
 fn scan(file: &Path) -> Result<Scanned, String> {
     let mut archive = open_archive(file)?;
-    let mut scanned =
-        Scanned { id: String::new(), sizes: BTreeMap::new(), manifest: None, trace: None, trace_index: None };
+    let mut scanned = Scanned {
+        id: String::new(),
+        signature: None,
+        sizes: BTreeMap::new(),
+        manifest: None,
+        trace: None,
+        trace_index: None,
+    };
     let mut id = None;
     let mut total = 0u64;
     for entry in archive.entries_with_seek().map_err(|error| not_archive(file, &error))? {
         let mut entry = entry.map_err(|error| not_archive(file, &error))?;
+        if let Some(signature) = signature_of(&mut entry, file, id.as_deref())? {
+            scanned.signature = Some(signature);
+            continue;
+        }
         let Some(path) = entry_path(&entry, file, &mut id)? else { continue };
         let size = entry.size();
         total = total.saturating_add(size);
@@ -266,6 +319,9 @@ fn unpack_into(file: &Path, staging: &Path) -> Result<BTreeMap<String, FileFacts
         |path: &Path, error: std::io::Error| format!("cannot write `{}`: {}", path.display(), error_kind(&error));
     for entry in archive.entries_with_seek().map_err(|error| not_archive(file, &error))? {
         let mut entry = entry.map_err(|error| not_archive(file, &error))?;
+        if signature_of(&mut entry, file, id.as_deref())?.is_some() {
+            continue;
+        }
         let Some(path) = entry_path(&entry, file, &mut id)? else { continue };
         let target = staging.join(&path);
         if let Some(parent) = target.parent() {
@@ -368,5 +424,5 @@ pub fn import(file: &Path, destination: &Destination) -> Result<Imported, HostEr
         crate::placement::place_locked(destination, &locked, &bundle)
     })();
     let _ = std::fs::remove_dir_all(&staging);
-    Ok(Imported { id, materialization: result? })
+    Ok(Imported { id, materialization: result?, signature: scanned.signature })
 }
