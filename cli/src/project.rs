@@ -88,7 +88,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     };
     let report = match project(&request, &mut NoFaults) {
         Ok(report) => report,
-        Err(error) => return report_error(&error, terminal),
+        Err(error) => return report_error(&acompose_driver::mounts::explain_refusal(home.as_deref(), error), terminal),
     };
     let follows = match home.as_deref().map(|home| projections::register(home, &target, &bundle, &report.details.role))
     {
