@@ -38,6 +38,8 @@ fn document(bundles: &[Listed]) -> String {
         id: &'a str,
         role: &'a str,
         current: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
         place: &'a str,
         path: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +58,7 @@ fn document(bundles: &[Listed]) -> String {
             id: &bundle.id,
             role: &bundle.role,
             current: bundle.current,
+            name: bundle.name.as_deref(),
             place: bundle.place,
             path: bundle.folder.display().to_string(),
             modified_unix: bundle
@@ -70,14 +73,19 @@ fn document(bundles: &[Listed]) -> String {
     String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
 }
 
-/// One line per bundle: role (with `*` for the role's current bundle), id, age, size,
-/// projections.
+/// One line per bundle: role (with `*` for the role's current bundle, `ROLE@{N}` for one
+/// convergence keeps as the role's Nth earlier bundle), id, age, size, projections.
 fn table(bundles: &[Listed], now: SystemTime) -> String {
-    let width = bundles.iter().map(|bundle| bundle.role.len()).max().unwrap_or(0).max(4);
+    let shown = |bundle: &Listed| match (&bundle.name, bundle.role.is_empty()) {
+        (Some(name), _) => name.clone(),
+        (None, true) => "?".to_owned(),
+        (None, false) => bundle.role.clone(),
+    };
+    let width = bundles.iter().map(|bundle| shown(bundle).len()).max().unwrap_or(0).max(4);
     let mut text = format!("  {:<width$}  {:<16}  {:>8}  {:>9}  PROJECTIONS\n", "ROLE", "BUNDLE", "AGE", "SIZE");
     for bundle in bundles {
         let mark = if bundle.current { '*' } else { ' ' };
-        let role = if bundle.role.is_empty() { "?" } else { bundle.role.as_str() };
+        let role = shown(bundle);
         let age = bundle.modified.and_then(|modified| now.duration_since(modified).ok()).map_or("?".to_owned(), age);
         let projections = match bundle.projections.as_slice() {
             [] if bundle.place == "runtime" => "(a launch's)".to_owned(),
@@ -87,7 +95,7 @@ fn table(bundles: &[Listed], now: SystemTime) -> String {
         let _ = writeln!(
             text,
             "{mark} {:<width$}  {:<16}  {:>8}  {:>9}  {}",
-            sanitize(role),
+            sanitize(&role),
             bundle.id,
             age,
             size(bundle.bytes),
@@ -95,6 +103,11 @@ fn table(bundles: &[Listed], now: SystemTime) -> String {
         );
     }
     text.push_str("* the role's current bundle in the home's index\n");
+    if bundles.iter().any(|bundle| !bundle.current && bundle.name.is_some()) {
+        text.push_str(
+            "ROLE@{N}: the role's Nth earlier bundle, newest first, kept by convergence (`bundle_history`)\n",
+        );
+    }
     text
 }
 

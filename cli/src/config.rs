@@ -123,6 +123,9 @@ fn rows(settings: &Settings) -> Vec<Row> {
     rows.push(row("projects_root", &settings.projects_root, root.clone(), root.into()));
     let skill_policy = settings.skill_policy.value.name();
     rows.push(row("skill_policy", &settings.skill_policy, skill_policy.to_owned(), skill_policy.into()));
+    let history = settings.config.bundle_history();
+    let history_origin = from_file(settings.config.bundle_history_span.map(|span| span.offset));
+    rows.push(Row { key: "bundle_history", text: history.to_string(), json: history.into(), origin: history_origin });
     let context: Vec<String> = settings.config.operating_context.iter().map(|(path, _)| path.clone()).collect();
     let context_origin = from_file(settings.config.operating_context.first().map(|(_, span)| span.offset));
     let text = if context.is_empty() { "none".to_owned() } else { context.join(", ") };

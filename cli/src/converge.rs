@@ -94,6 +94,11 @@ fn report_json(found: &Found<'_>, stats: &Stats, args: &ConvergeArgs) -> String 
         queries_reused: usize,
     }
     #[derive(serde::Serialize)]
+    struct Failed<'a> {
+        role: &'a str,
+        missing: &'a [String],
+    }
+    #[derive(serde::Serialize)]
     struct Document<'a> {
         format: &'static str,
         source: &'a str,
@@ -102,6 +107,8 @@ fn report_json(found: &Found<'_>, stats: &Stats, args: &ConvergeArgs) -> String 
         inputs_unchanged: bool,
         files: Files<'a>,
         bundles: Bundles<'a>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        failed: Vec<Failed<'a>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         stats: Option<StatsJson>,
     }
@@ -138,6 +145,12 @@ fn report_json(found: &Found<'_>, stats: &Stats, args: &ConvergeArgs) -> String 
         inputs_unchanged: matches!(found, Found::Unchanged(_)),
         files,
         bundles,
+        failed: match found {
+            Found::Converged(report) => {
+                report.failed.iter().map(|failed| Failed { role: &failed.role, missing: &failed.missing }).collect()
+            }
+            Found::Unchanged(_) => Vec::new(),
+        },
         stats: args.stats.then_some(StatsJson {
             stated: stats.stated,
             read: stats.read,
@@ -188,12 +201,21 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
         Ok(delivered) => delivered,
         Err(error) => return report_error(&error, terminal),
     };
+    // Roles that failed alone (a repository they select is missing) fail the run once the
+    // others are written.
+    let mut code = exit::SUCCESS;
     match run {
         BareRun::Unchanged { summary, stats } => {
             print_report(&home, &Found::Unchanged(&summary), &stats, args, terminal, started.elapsed());
         }
         BareRun::Converged { report, stats, converger } => {
             print_report(&home, &Found::Converged(&report), &stats, args, terminal, started.elapsed());
+            if !report.failed.is_empty() {
+                code = exit::INVALID;
+                if terminal.quiet && !args.json {
+                    print_stderr(&crate::terminal::failed_lines(&report.failed));
+                }
+            }
             print_followed(&report.followed, terminal, args.json);
             if terminal.verbose > 0 {
                 for path in &report.roster.written {
@@ -212,7 +234,7 @@ pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 
     if !args.json {
         print_delivery(&delivered, terminal);
     }
-    exit::SUCCESS
+    code
 }
 
 /// A line for each registered projection whose stopped run was finished (or whose text
@@ -283,14 +305,8 @@ fn print_followed(followed: &[Followed], terminal: &Terminal, json: bool) {
 /// The delivery line of the summary (or the hint that turns delivery on) and a warning
 /// for every path the user's own entry holds.
 fn print_delivery(delivered: &MountReport, terminal: &Terminal) {
-    for path in &delivered.kept {
-        warn(
-            terminal,
-            &format!(
-                "`{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's",
-                sanitize(&path.display().to_string())
-            ),
-        );
+    for kept in &delivered.kept {
+        warn(terminal, &crate::terminal::kept_warning(kept));
     }
     if terminal.quiet {
         return;

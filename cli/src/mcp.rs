@@ -122,6 +122,11 @@ fn line(entry: &InventoryServer, width: usize) -> String {
     if !server.env.is_empty() {
         line.push_str(&format!("  env {}", server.env.join(",")));
     }
+    if !server.headers.is_empty() {
+        let headers: Vec<String> =
+            server.headers.iter().map(|header| format!("{}<-{}", header.name, header.env)).collect();
+        line.push_str(&format!("  headers {}", headers.join(",")));
+    }
     let roles = if entry.roles.is_empty() { "(roles.kdl only)".to_owned() } else { entry.roles.join(",") };
     line.push_str(&format!("  roles {roles}"));
     line

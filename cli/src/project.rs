@@ -113,7 +113,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             if let (Some(home), Some(ahead)) = (home.as_deref(), ahead) {
                 let _ = projections::register_failed(home, &target, ahead);
             }
-            return report_error(&error, terminal);
+            return report_error(&acompose_driver::mounts::explain_refusal(home.as_deref(), error), terminal);
         }
     };
     let report = &in_tree.report;

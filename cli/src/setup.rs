@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use acompose_driver::convergence::converge_home;
-use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::host_config::{CONFIG_FILE, KeyChange};
 use acompose_driver::home::{read_config, resolve_home};
@@ -57,14 +56,8 @@ pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(delivered) => delivered,
         Err(error) => return report_error(&error, terminal),
     };
-    for path in &delivered.kept {
-        crate::terminal::warn(
-            terminal,
-            &format!(
-                "`{}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's",
-                sanitize(&path.display().to_string())
-            ),
-        );
+    for kept in &delivered.kept {
+        crate::terminal::warn(terminal, &crate::terminal::kept_warning(kept));
     }
     if !terminal.quiet {
         let mut text = format!("config    {}\n", home.join(CONFIG_FILE).display());

@@ -339,10 +339,28 @@ pub fn summary(report: &Report, elapsed: Duration) -> String {
             text.push_str(&format!("          {:<width$}  {id}\n", sanitize(role)));
         }
     }
+    if !report.failed.is_empty() {
+        text.push_str(&failed_lines(&report.failed));
+    }
     if outcome.recovered {
         text.push_str("recovered an interrupted convergence before this one\n");
     }
     text.push_str(&format!("time      {} ms\n", elapsed.as_millis()));
+    text
+}
+
+/// The summary's lines for the roles a convergence could not give a bundle: one per
+/// role with the repositories it selects that are missing.
+pub fn failed_lines(failed: &[acompose_driver::convergence::FailedRole]) -> String {
+    let width = failed.iter().map(|failed| failed.role.len()).max().unwrap_or(0);
+    let mut text = format!(
+        "failed    {} of the roles got no bundle (the others are written); their launch is refused until it is fixed\n",
+        failed.len()
+    );
+    for role in failed {
+        let missing: Vec<String> = role.missing.iter().map(|path| format!("`{}`", sanitize(path))).collect();
+        text.push_str(&format!("          {:<width$}  missing {}\n", sanitize(&role.role), missing.join(", ")));
+    }
     text
 }
 
@@ -408,4 +426,20 @@ pub fn diagnostics_json(diagnostics: &[Diagnostic], text_of: &dyn Fn(&str) -> Op
         diagnostics: entries,
     };
     acompose_driver::engine::snapshot::to_json_bytes(&document)
+}
+
+/// The warning for a path host delivery leaves to the user, with the two ways to settle
+/// it: make room for the roster's file, or opt the harness out of that key.
+pub fn kept_warning(kept: &acompose_driver::mounts::Kept) -> String {
+    let path = sanitize(&kept.path.display().to_string());
+    let harness = sanitize(&kept.harness);
+    if kept.instructions {
+        format!(
+            "`{path}` is your own file, so the roster's document is not linked there and yours wins; to settle it, move yours aside and run `acompose` (the roster's `ROSTER.md` is linked in its place), or keep yours and set `load_points.{harness}: null` in agent-compose.yaml (the roster's skills are still delivered)"
+        )
+    } else {
+        format!(
+            "`{path}` is taken by something of yours (at it or on the way to it); it is left as it is and wins over the roster's; rename or remove yours and run `acompose`, or set `skill_load_points.{harness}: null` in agent-compose.yaml to deliver no roster skill there"
+        )
+    }
 }

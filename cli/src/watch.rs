@@ -50,13 +50,18 @@ pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
         match watcher.next(&progress) {
             WatchEvent::Nothing => {}
             WatchEvent::Disconnected => break,
-            WatchEvent::Reconverged { what, report, elapsed } => print_stdout(&format!(
-                "reconverged: {what} changed; queries {} executed, {} reused; {} files written; {} ms\n",
-                report.queries_executed,
-                report.queries_reused,
-                report.files_written,
-                elapsed.as_millis()
-            )),
+            WatchEvent::Reconverged { what, report, elapsed } => {
+                print_stdout(&format!(
+                    "reconverged: {what} changed; queries {} executed, {} reused; {} files written; {} ms\n",
+                    report.queries_executed,
+                    report.queries_reused,
+                    report.files_written,
+                    elapsed.as_millis()
+                ));
+                if !report.failed.is_empty() {
+                    print_stderr(&crate::terminal::failed_lines(&report.failed));
+                }
+            }
             WatchEvent::Failed { what, error } => {
                 report_error(&error, terminal);
                 print_stderr(&format!("reconvergence failed after {what} changed; keeping the last good outputs\n"));

@@ -63,6 +63,8 @@ pub struct CompositionSource {
     /// The resolved identity of the folder, for collapsing duplicates (set by the driver).
     pub path_key: String,
     pub catalogue: Catalogue,
+    /// Where the request file (the composition's `request_path`) names the source.
+    pub span: Option<Span>,
 }
 
 /// A repository a trusted root names, read from the projects root.
@@ -192,6 +194,9 @@ struct Candidate {
     view: Option<RoleView>,
     /// The repository's `skill` selectors, also when it is excluded.
     selectors: Vec<Pattern>,
+    /// Where the source is named: a request source in the request file at this span, a
+    /// trusted root's repository in its `roles.kdl` (the file) at its declaration.
+    declaration: (Option<SourceFile>, Option<Span>),
 }
 
 /// Adds the budget split fields to a provider report.
@@ -220,6 +225,10 @@ struct Resolver<'db> {
     reserved: BTreeMap<String, (&'static str, String)>,
     /// Each overlay's share for the role, in the order given.
     overlays: Vec<overlay::AppliedOverlay>,
+    /// Whether a trusted root could not be read whole (its repository is unavailable or
+    /// its `roles.kdl` has errors): what it would declare is unknown, so an overlay naming
+    /// a repository nobody declares is that failure's consequence, not a mistake of its own.
+    incomplete_roots: bool,
 }
 
 impl Resolver<'_> {
@@ -339,6 +348,7 @@ pub fn resolve(db: &dyn salsa::Database, composition: Composition) -> Parsed<Opt
         taken: BTreeMap::new(),
         reserved: BTreeMap::new(),
         overlays: Vec::new(),
+        incomplete_roots: false,
     };
     let written = RoleAndTier {
         slug: &slug,
@@ -535,12 +545,20 @@ impl Resolver<'_> {
             );
         } else {
             let what = if candidate.is_request_source { "required source" } else { "selected provider" };
+            // Filed under the file that names the repository: the request (or the host
+            // configuration) for a source, the trusted root's roles.kdl for its repository.
+            let (file, span) = candidate.declaration;
+            let file = file.map_or_else(|| self.request_path.clone(), |file| file.display_path(self.db));
+            let hint = match candidate.is_request_source {
+                true => "create or check out the repository, or remove the source where it is named",
+                false => "create or check out the repository, or remove it from roles.kdl",
+            };
             self.error(
                 "source-unavailable",
-                self.request_path.clone(),
-                None,
+                file,
+                span,
                 format!("{what} `{}` is unavailable: `{}` does not exist", candidate.id, candidate.location),
-                "create or check out the repository, or remove it from the request or roles.kdl",
+                hint,
             );
         }
         None

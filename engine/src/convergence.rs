@@ -102,11 +102,65 @@ pub fn repository_plan_json(
 struct Index<'a> {
     format: &'static str,
     bundles: BTreeMap<&'a str, &'a str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    history: BTreeMap<&'a str, &'a [String]>,
 }
 
-/// `bundles/index.json`: role → bundle id.
-pub fn index_json(entries: &[(&str, &str)]) -> Vec<u8> {
-    to_json_bytes(&Index { format: INDEX_FORMAT, bundles: entries.iter().copied().collect() })
+/// `bundles/index.json`: role → bundle id, and (when any role has one) role → its earlier
+/// bundles, newest first (`ROLE@{1}`, `ROLE@{2}`, …).
+pub fn index_json(entries: &[(&str, &str)], history: &BTreeMap<String, Vec<String>>) -> Vec<u8> {
+    let history =
+        history.iter().filter(|(_, ids)| !ids.is_empty()).map(|(role, ids)| (role.as_str(), ids.as_slice())).collect();
+    to_json_bytes(&Index { format: INDEX_FORMAT, bundles: entries.iter().copied().collect(), history })
+}
+
+/// Reads each role's earlier bundles, newest first, from `index.json` bytes; empty when
+/// the index keeps none or is not one. Entries that are not bundle ids are skipped.
+pub fn parse_history(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else { return BTreeMap::new() };
+    if value.get("format").and_then(serde_json::Value::as_str) != Some(INDEX_FORMAT) {
+        return BTreeMap::new();
+    }
+    let Some(history) = value.get("history").and_then(serde_json::Value::as_object) else { return BTreeMap::new() };
+    let is_id =
+        |id: &&str| id.len() == 16 && id.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+    history
+        .iter()
+        .filter_map(|(role, ids)| {
+            let ids: Vec<String> =
+                ids.as_array()?.iter().filter_map(serde_json::Value::as_str).filter(is_id).map(str::to_owned).collect();
+            Some((role.clone(), ids))
+        })
+        .collect()
+}
+
+/// Each role's earlier bundles after a convergence: the bundle `previous` named for a
+/// role whose bundle changed (or that has none now) goes first, then what it kept before;
+/// no role keeps its current bundle or one id twice, nor more than `keep`. Only roles of
+/// `roles` keep a history.
+pub fn next_history(
+    previous: &BTreeMap<String, String>,
+    previous_history: &BTreeMap<String, Vec<String>>,
+    current: &BTreeMap<&str, &str>,
+    roles: &[&str],
+    keep: usize,
+) -> BTreeMap<String, Vec<String>> {
+    let mut history = BTreeMap::new();
+    for role in roles {
+        let now = current.get(role).copied();
+        let replaced = previous.get(*role).map(String::as_str).filter(|id| Some(*id) != now);
+        let mut ids: Vec<String> = Vec::new();
+        for id in replaced.into_iter().chain(previous_history.get(*role).into_iter().flatten().map(String::as_str)) {
+            if Some(id) != now && !ids.iter().any(|kept| kept == id) {
+                ids.push(id.to_owned());
+            }
+        }
+        ids.truncate(keep);
+        if !ids.is_empty() {
+            history.insert((*role).to_owned(), ids);
+        }
+    }
+    history
 }
 
 /// Reads the role → id map back from `index.json` bytes; `None` when it is not one.
@@ -151,4 +205,33 @@ pub fn roster_artifact(db: &dyn salsa::Database, source: PersonSource) -> Parsed
         return Parsed::new(None, model.diagnostics.clone());
     }
     Parsed::new(Some(roster_files(&model.value)), model.diagnostics.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_keeps_the_replaced_bundle_first_and_is_bounded() {
+        let id = |digit: char| digit.to_string().repeat(16);
+        let previous = BTreeMap::from([("platform".to_owned(), id('a')), ("builder".to_owned(), id('b'))]);
+        let earlier = BTreeMap::from([("platform".to_owned(), vec![id('c'), id('d')])]);
+        let (e, b) = (id('e'), id('b'));
+        let current = BTreeMap::from([("platform", e.as_str()), ("builder", b.as_str())]);
+        let roles = ["platform", "builder", "gone"];
+        let history = next_history(&previous, &earlier, &current, &roles, 2);
+        assert_eq!(history, BTreeMap::from([("platform".to_owned(), vec![id('a'), id('c')])]));
+        // An edit undone: the current bundle leaves the history.
+        let current = BTreeMap::from([("platform", previous["platform"].as_str())]);
+        let after = next_history(&BTreeMap::from([("platform".to_owned(), e.clone())]), &history, &current, &roles, 3);
+        assert_eq!(after["platform"], vec![e.clone(), id('c')]);
+        // A role without a bundle now keeps the one it had.
+        let failed = next_history(&previous, &earlier, &BTreeMap::new(), &["platform"], 3);
+        assert_eq!(failed["platform"], vec![id('a'), id('c'), id('d')]);
+        assert!(next_history(&previous, &earlier, &current, &roles, 0).is_empty());
+        let bytes = index_json(&[("platform", e.as_str())], &history);
+        assert_eq!(parse_history(&bytes), history);
+        assert_eq!(parse_index(&bytes), Some(BTreeMap::from([("platform".to_owned(), e)])));
+        assert!(!String::from_utf8_lossy(&index_json(&[], &BTreeMap::new())).contains("history"));
+    }
 }

@@ -52,6 +52,23 @@ pub struct HostConfig {
     /// `bundle_signers`: an allowed-signers file (git's format); when set, a pulled
     /// bundle must carry a signature by one of them to be pulled, launched or projected.
     pub bundle_signers: Option<(String, Span)>,
+    /// `bundle_history`: how many earlier bundles convergence keeps per role (`ROLE@{1}`
+    /// …); `None` when the key is absent ([`DEFAULT_BUNDLE_HISTORY`]).
+    pub bundle_history: Option<usize>,
+    /// Where `bundle_history` was written.
+    pub bundle_history_span: Option<Span>,
+}
+
+/// How many earlier bundles convergence keeps per role when `bundle_history` is absent.
+pub const DEFAULT_BUNDLE_HISTORY: usize = 3;
+/// The most earlier bundles `bundle_history` may keep per role.
+pub const MAX_BUNDLE_HISTORY: usize = 50;
+
+impl HostConfig {
+    /// How many earlier bundles convergence keeps per role.
+    pub fn bundle_history(&self) -> usize {
+        self.bundle_history.unwrap_or(DEFAULT_BUNDLE_HISTORY)
+    }
 }
 
 /// Where one harness's delivery goes.
@@ -74,7 +91,7 @@ pub struct LoadPoint {
 }
 
 /// Every key the host configuration knows, in the order the documentation lists them.
-pub const KNOWN_KEYS: [&str; 11] = [
+pub const KNOWN_KEYS: [&str; 12] = [
     "person_source",
     "person_policy",
     "personality_libraries",
@@ -86,6 +103,7 @@ pub const KNOWN_KEYS: [&str; 11] = [
     "overlays",
     "audit_policy",
     "bundle_signers",
+    "bundle_history",
 ];
 
 /// The byte offset of a 1-based line and column (columns count characters).
@@ -212,6 +230,21 @@ impl Reader<'_> {
         }
     }
 
+    /// A whole number from 0 to `most`.
+    fn count(&mut self, value: &serde_json::Value, pointer: &str, key: &str, most: usize) -> Option<usize> {
+        let number = value.as_u64().and_then(|number| usize::try_from(number).ok()).filter(|number| *number <= most);
+        if number.is_none() {
+            let span = self.span(pointer, 1);
+            self.error(
+                "config-value",
+                format!("`{key}` expects a whole number from 0 to {most}, found {}", kind_name(value)),
+                span,
+                format!("write `{key}: 3`, or `{key}: 0` to keep no earlier bundles"),
+            );
+        }
+        number
+    }
+
     fn list(&mut self, value: &serde_json::Value, pointer: &str, key: &str) -> Vec<(String, Span)> {
         match value {
             serde_json::Value::Array(items) => items
@@ -290,6 +323,10 @@ impl Reader<'_> {
             "overlays" => config.overlays = self.list(value, &pointer, key),
             "audit_policy" => self.read_audit_policy(config, value, &pointer, key),
             "bundle_signers" => config.bundle_signers = self.scalar(value, &pointer, key),
+            "bundle_history" => {
+                config.bundle_history = self.count(value, &pointer, key, MAX_BUNDLE_HISTORY);
+                config.bundle_history_span = Some(self.span(&pointer, 1));
+            }
             _ => {
                 let key_span = self.key_span(&pointer, key);
                 let mut diagnostic =
@@ -450,6 +487,18 @@ mod tests {
         let parsed = parse_host_config("projects_root: ~/src\n", "c.yaml");
         assert_eq!(parsed.value.projects_root.map(|(root, _)| root).as_deref(), Some("~/src"));
         assert!(parse_host_config("", "c.yaml").diagnostics.is_empty());
+    }
+
+    #[test]
+    fn reads_the_bundle_history() {
+        assert_eq!(parse_host_config("", "c.yaml").value.bundle_history(), DEFAULT_BUNDLE_HISTORY);
+        let parsed = parse_host_config("bundle_history: 0\n", "c.yaml");
+        assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+        assert_eq!(parsed.value.bundle_history(), 0);
+        assert_eq!(parse_host_config("bundle_history: 7\n", "c.yaml").value.bundle_history, Some(7));
+        assert_eq!(codes("bundle_history: -1\n"), ["config-value"]);
+        assert_eq!(codes("bundle_history: 51\n"), ["config-value"]);
+        assert_eq!(codes("bundle_history: many\n"), ["config-value"]);
     }
 
     #[test]

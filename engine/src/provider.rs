@@ -441,3 +441,141 @@ pub fn role_view(db: &dyn salsa::Database, catalogue: crate::catalogue::Catalogu
     };
     Parsed::new(view, parsed.diagnostics.clone())
 }
+
+/// One trusted root's repository as a role meets it: which root (its position among the
+/// roots), the declaration, and the root's `roles.kdl`.
+#[derive(Clone, Copy)]
+struct Met<'a> {
+    root: usize,
+    roles_file: SourceFile,
+    repository: &'a RepositoryDeclaration,
+}
+
+/// The trusted roots' repositories a role meets, in precedence order (every root's
+/// globals, then every root's repositories the role uses), each once.
+fn met_by_role<'a>(roots: &'a [(SourceFile, &'a TrustedRoot)], slug: &str) -> Vec<Met<'a>> {
+    let mut met: Vec<Met<'a>> = Vec::new();
+    let mut listed: BTreeSet<(usize, &str)> = BTreeSet::new();
+    let globals = roots
+        .iter()
+        .enumerate()
+        .flat_map(|(root, (_, trusted))| trusted.globals.iter().map(move |(id, _)| (root, id.as_str())));
+    let used = roots.iter().enumerate().flat_map(|(root, (_, trusted))| {
+        trusted.role(slug).into_iter().flat_map(|role| &role.repositories).map(move |(id, _)| (root, id.as_str()))
+    });
+    for (root, id) in globals.chain(used) {
+        let (roles_file, trusted) = roots[root];
+        let Some(repository) = trusted.repositories.iter().find(|repository| repository.id == id) else { continue };
+        if listed.insert((root, id)) {
+            met.push(Met { root, roles_file, repository });
+        }
+    }
+    met
+}
+
+/// The patterns of `loser` a role loses when `winner`, a slice of the same folder, comes
+/// first: `None` when nothing is lost (the winner takes the whole catalogue, or every
+/// pattern of the loser is the winner's too); an empty list when the loser would have
+/// taken the whole catalogue.
+fn dropped_patterns(winner: &RepositoryDeclaration, loser: &RepositoryDeclaration) -> Option<Vec<String>> {
+    if !winner.is_skill_provider() {
+        return None;
+    }
+    let kept: BTreeSet<&str> = winner.selectors.iter().map(|pattern| pattern.text.as_str()).collect();
+    let dropped: Vec<String> = loser
+        .selectors
+        .iter()
+        .map(|pattern| pattern.text.clone())
+        .filter(|pattern| !kept.contains(pattern.as_str()))
+        .collect();
+    (loser.selectors.is_empty() || !dropped.is_empty()).then_some(dropped)
+}
+
+/// A repository declared twice that drops a selection: the same `owner/repo` path under
+/// two ids, in one trusted root or in two, where a role meets both and the first is a
+/// `skill` slice that does not hold what the second selects (a folder is read once per
+/// role: the second is excluded as `duplicate-path`). One diagnostic per pair, at the
+/// second declaration, naming the first's file, line and column, the roles and what they
+/// lose: a warning, an error when `strict`. A path the operating context names is read
+/// whole first and drops nothing. `roots` are the trusted roots' `roles.kdl` in
+/// operating-context order; `roles` the roster's slugs.
+pub fn duplicate_paths(
+    db: &dyn salsa::Database,
+    roots: &[SourceFile],
+    context: &[String],
+    roles: &[&str],
+    strict: bool,
+) -> Vec<crate::diagnostic::Diagnostic> {
+    let parsed: Vec<(SourceFile, &TrustedRoot)> =
+        roots.iter().map(|file| (*file, &trusted_root(db, *file).value)).collect();
+    let mut pairs: BTreeMap<PairKey<'_>, Dropped<'_>> = BTreeMap::new();
+    for slug in roles {
+        let mut first: BTreeMap<&str, Met<'_>> = BTreeMap::new();
+        for met in met_by_role(&parsed, slug) {
+            if context.contains(&met.repository.path) {
+                continue;
+            }
+            let Some(winner) = first.get(met.repository.path.as_str()).copied() else {
+                first.insert(&met.repository.path, met);
+                continue;
+            };
+            let Some(dropped) = dropped_patterns(winner.repository, met.repository) else { continue };
+            let key = ((met.root, met.repository.id.as_str()), (winner.root, winner.repository.id.as_str()));
+            pairs
+                .entry(key)
+                .or_insert_with(|| Dropped { loser: met, winner, roles: Vec::new(), dropped })
+                .roles
+                .push(slug);
+        }
+    }
+    let diagnostics = pairs.into_values().map(|pair| duplicate_path_diagnostic(db, &pair, strict)).collect();
+    crate::diagnostic::bound_per_file(diagnostics)
+}
+
+/// Two declarations of one folder as (root, id): the one dropped, then the one first.
+type PairKey<'a> = ((usize, &'a str), (usize, &'a str));
+
+/// What one pair of declarations of a folder drops: for which roles, which patterns.
+struct Dropped<'a> {
+    loser: Met<'a>,
+    winner: Met<'a>,
+    roles: Vec<&'a str>,
+    dropped: Vec<String>,
+}
+
+/// The diagnostic of one repository declared twice (see [`duplicate_paths`]).
+fn duplicate_path_diagnostic(
+    db: &dyn salsa::Database,
+    pair: &Dropped<'_>,
+    strict: bool,
+) -> crate::diagnostic::Diagnostic {
+    let Dropped { loser, winner, roles: slugs, dropped } = pair;
+    let winner_file = winner.roles_file.display_path(db);
+    let (line, column) = crate::diagnostic::line_column(
+        &String::from_utf8_lossy(winner.roles_file.bytes(db)),
+        winner.repository.span.offset,
+    );
+    let roles = slugs.iter().map(|slug| format!("`{slug}`")).collect::<Vec<_>>().join(", ");
+    let lost = match dropped.as_slice() {
+        [] => "the rest of its catalogue".to_owned(),
+        patterns => patterns.iter().map(|pattern| format!("`{}`", sanitize(pattern))).collect::<Vec<_>>().join(", "),
+    };
+    let (first, second) = (&winner.repository.id, &loser.repository.id);
+    let message = format!(
+        "repository `{second}` reads the same folder `{}` as `{first}`, which comes first: role(s) {roles} receive only `{first}`'s slice and lose {lost}",
+        sanitize(&loser.repository.path)
+    );
+    let diagnostic = if strict {
+        crate::diagnostic::Diagnostic::error("duplicate-path", message)
+    } else {
+        crate::diagnostic::Diagnostic::warning("duplicate-path", message)
+    };
+    diagnostic
+        .in_file(loser.roles_file.display_path(db))
+        .at(Some(loser.repository.span))
+        .hint(format!("`{first}` is declared at {winner_file}:{line}:{column}"))
+        .hint(format!(
+            "a folder is read once per role: declare `{}` once with every `skill` selector the roles need, or give the two slices to different roles",
+            sanitize(&loser.repository.path)
+        ))
+}

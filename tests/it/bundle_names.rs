@@ -120,3 +120,61 @@ fn bundle_list_shows_role_id_size_and_the_projections_that_use_each() {
     assert!(entry["bytes"].as_u64().expect("bytes") > 0);
     assert_eq!(entry["projections"].as_array().expect("projections").len(), 1);
 }
+
+#[test]
+fn a_roles_earlier_bundles_are_kept_named_role_at_n_and_survive_gc() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    let first = converged(root)["platform"].as_str().expect("platform").to_owned();
+    let home = |arguments: &[&str]| {
+        let mut all = vec!["--home", "home"];
+        all.extend_from_slice(arguments);
+        acompose(root, &all)
+    };
+    let projects = root.join("projects").display().to_string();
+    let edit = |round: usize| {
+        common::write_file(
+            &root.join("projects/example/repo0/.agents/skills/skill0-alpha/SKILL.md"),
+            &format!("---\nname: skill0-alpha\ndescription: Round {round}.\n---\n\nRound {round}.\n"),
+        );
+        let output = home(&["--projects-root", &projects]);
+        assert_eq!(output.code, 0, "{}", output.stderr);
+    };
+    edit(1);
+    // The before and after of the last change: the edited skill differs, and diff exits 1.
+    let diff = home(&["diff", "platform@{1}", "platform"]);
+    assert_eq!(diff.code, 1, "{}{}", diff.stdout, diff.stderr);
+    assert!(diff.stdout.contains("skill0-alpha"), "{}", diff.stdout);
+    assert_eq!(home(&["diff", "platform@{1}", &first[..8]]).code, 0, "platform@{{1}} is the first bundle");
+    assert_eq!(home(&["diff", "platform@{0}", "platform"]).code, 0);
+    let described = home(&["describe", "platform@{1}", "--json"]);
+    assert_eq!(described.code, 0, "{}", described.stderr);
+    assert!(described.stdout.contains(&first), "{}", described.stdout);
+    assert_eq!(home(&["verify", "platform@{1}"]).code, 0);
+    let target = root.join("checkout");
+    std::fs::create_dir_all(&target).expect("target");
+    let target_text = target.to_str().expect("utf-8");
+    let projected = home(&["project", "platform@{1}", "--layout", "claude", "--target", target_text]);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    assert_eq!(home(&["unproject", "--target", target_text]).code, 0);
+    // `bundle list` names it; `gc` keeps it and every store entry it links.
+    let listed = home(&["bundle", "list"]);
+    let line = listed.stdout.lines().find(|line| line.contains(&first)).expect("the earlier bundle is listed");
+    assert!(line.starts_with("  platform@{1}"), "{line}");
+    assert_eq!(home(&["gc"]).code, 0);
+    assert_eq!(home(&["verify", "platform@{1}"]).code, 0, "gc kept it whole");
+    // Newest first, and bounded: with `bundle_history: 2` the third edit drops the first.
+    let config = std::fs::read_to_string(root.join("home/agent-compose.yaml")).expect("config");
+    common::write_file(&root.join("home/agent-compose.yaml"), &format!("{config}bundle_history: 2\n"));
+    edit(2);
+    assert!(home(&["describe", "platform@{2}", "--json"]).stdout.contains(&first));
+    edit(3);
+    let gone = home(&["describe", "platform@{3}"]);
+    assert_eq!(gone.code, 1);
+    assert!(gone.stderr.contains("keeps 2 earlier bundle(s) of `platform`"), "{}", gone.stderr);
+    assert!(!root.join("home/bundles").join(&first).exists(), "the bundle that fell off is pruned");
+    // An id that is gone says how earlier bundles are named.
+    let unknown = home(&["diff", &first[..8], "platform"]);
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("platform@{1}…platform@{2}"), "{}", unknown.stderr);
+}

@@ -140,3 +140,24 @@ fn a_console_block_is_split_into_commands_and_their_output() {
     assert_eq!(commands[1].1, "");
     assert!(script.contains("{ cd x\n} > \"$DOC_OUTPUT/1\""), "{script}");
 }
+
+#[test]
+fn every_relative_link_of_the_readme_and_docs_names_a_file_that_exists() {
+    let mut broken = Vec::new();
+    for document in documents() {
+        let text = std::fs::read_to_string(&document).expect("read");
+        let folder = document.parent().expect("folder");
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or_default();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            if !folder.join(target).exists() {
+                broken.push(format!("{}: {target}", document.file_name().expect("name").to_string_lossy()));
+            }
+        }
+    }
+    assert_eq!(broken, Vec::<String>::new(), "links to files that do not exist");
+}

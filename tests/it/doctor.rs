@@ -100,3 +100,39 @@ fn a_damaged_bundle_a_missing_projection_and_a_harness_on_path_are_seen() {
     assert_eq!(damaged.code, 1, "{}", damaged.stdout);
     assert!(line(&damaged.stdout, "store").contains("damaged: tpm"), "{}", damaged.stdout);
 }
+
+#[test]
+fn a_repository_a_trusted_root_declares_that_is_missing_fails_with_the_roles_it_fails() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    write_file(
+        &root.join("home/agent-compose.yaml"),
+        "operating_context:\n  - acme/root\nprojects_root: ../projects\n",
+    );
+    write_file(
+        &root.join("projects/acme/root/.agents/roles.kdl"),
+        "repositories {\n    repository hardware path=\"example/hardware\" { skill \"machine-*\"; }\n    repository web path=\"acme/web-skills\"\n}\nroles {\n    role platform { use-repository hardware; }\n    role frontend { use-repository web; }\n}\n",
+    );
+    write_file(
+        &root.join("projects/example/hardware/.agents/skills/machine-cpu/SKILL.md"),
+        "---\nname: machine-cpu\ndescription: CPU.\n---\n",
+    );
+    let output = acompose(root, &["--home", "home", "doctor"]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    let failed = line(&output.stdout, "repository acme/web-skills");
+    assert!(failed.starts_with("fail"), "{failed}");
+    assert!(failed.contains("acme/web-skills` does not exist"), "{failed}");
+    assert!(failed.contains("declared by `acme/root` as `web` (used by frontend)"), "{failed}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    let at = lines.iter().position(|candidate| *candidate == failed).expect("line");
+    assert!(lines[at + 1].trim_start().starts_with("fix: check it out under the projects root"), "{}", output.stdout);
+    assert!(line(&output.stdout, "declared repositories").contains("1 of 2"), "{}", output.stdout);
+    // Once it is there, every check passes.
+    write_file(
+        &root.join("projects/acme/web-skills/.agents/skills/web-a11y/SKILL.md"),
+        "---\nname: web-a11y\ndescription: A.\n---\n",
+    );
+    let output = acompose(root, &["--home", "home", "doctor"]);
+    assert_eq!(output.code, 0, "{}", output.stdout);
+    assert!(line(&output.stdout, "declared repositories").starts_with("ok"), "{}", output.stdout);
+}

@@ -495,8 +495,8 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
     let watching = Watching::start(temporary.path());
     watching.wait_for("watching");
     let before = index(&home);
-    // roles.kdl names a repository that is not there yet: the reconvergence fails and
-    // the outputs stay.
+    // roles.kdl names a repository that is not there yet: the role that selects it fails
+    // alone (seed 001) and keeps its bundle as `eval@{1}`; the others converge.
     let roles = ROLES
         .replace(
             "    repository benchmarks path=\"example/benchmarks\"\n",
@@ -505,11 +505,14 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
         .replace("role eval { use-repository benchmarks;", "role eval { use-repository benchmarks; use-repository tools;");
     assert_ne!(roles, ROLES);
     write(&projects.join("acme/root/.agents/roles.kdl"), &roles);
-    watching.wait_for("stderr: reconvergence failed");
-    assert_eq!(index(&home), before, "a failed reconvergence keeps the outputs");
+    watching.wait_for("stderr: failed    1 of the roles got no bundle");
+    assert!(watching.wait_for("stderr:").contains("eval  missing `vendor/tools`"));
+    assert!(!index(&home).contains_key("eval"), "the failed role has no bundle");
+    assert_eq!(index(&home).len(), before.len() - 1, "every other role has one");
+    assert_eq!(acompose_driver::home::read_history(&home)["eval"], [before["eval"].clone()]);
     // The repository is cloned (its parent folder did not exist either).
     let in_eval_bundle = |skill_name: &str, words: &str| {
-        let eval = index(&home)["eval"].clone();
+        let Some(eval) = index(&home).get("eval").cloned() else { return false };
         std::fs::read_to_string(
             home.join("bundles").join(eval).join(format!("content/skills/tools/{skill_name}/SKILL.md")),
         )
@@ -522,7 +525,7 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
 
     // Removed and cloned again: still watched, and its new skill is seen.
     std::fs::remove_dir_all(projects.join("vendor")).expect("remove");
-    watching.wait_for("stderr: reconvergence failed");
+    watching.wait_for("stderr: failed    1 of the roles got no bundle");
     write(&projects.join("vendor/tools/.agents/skills/tool-mill/SKILL.md"), &skill("tool-mill", "Mill parts."));
     watching.reconverged_until("the re-cloned skill part of the eval bundle", || {
         in_eval_bundle("tool-mill", "Mill parts.")
@@ -571,7 +574,14 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
     let composed_id = composed.stdout.split_whitespace().nth(1).expect("id").to_owned();
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Changed."));
     let output = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
-    assert!(output.stdout.contains("bundles   1 new, 6 reused, 1 pruned"), "{}", output.stdout);
+    // The replaced bundle is kept as the role's earlier one (`platform@{1}`), not pruned.
+    assert!(output.stdout.contains("bundles   1 new, 6 reused, 0 pruned"), "{}", output.stdout);
+    assert!(home.join("bundles").join(&before["platform"]).is_dir(), "kept as platform@{{1}}");
+    // With no history kept, the next convergence prunes it, and only it.
+    let config = std::fs::read_to_string(home.join("agent-compose.yaml")).expect("config");
+    write(&home.join("agent-compose.yaml"), &format!("{config}bundle_history: 0\n"));
+    let output = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
+    assert!(output.stdout.contains("bundles   0 new, 7 reused, 1 pruned"), "{}", output.stdout);
     assert!(!home.join("bundles").join(&before["platform"]).exists(), "the stale platform bundle is gone");
     assert!(home.join("bundles").join(&composed_id).is_dir(), "the composed bundle stays");
 }
@@ -620,9 +630,16 @@ fn a_bundle_a_failed_convergence_wrote_is_removed_before_it_reports_the_failure(
     assert_eq!(orphans, Vec::<String>::new(), "the failed run took back its new platform bundle");
     assert_eq!(common::unused_space(&home), Vec::<String>::new(), "and the store entries only it used");
 
-    // Another edit, and a convergence that succeeds: the stale bundle goes.
+    // Another edit, and a convergence that succeeds: the replaced bundle is kept as the
+    // role's earlier one, and with no history kept it goes.
     write(&gpu, &skill("machine-gpu", "Third."));
     let report = Converger::default().converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("ok");
+    assert_eq!(report.bundles_pruned, 0, "the previously named platform bundle is platform@{{1}}");
+    assert_eq!(acompose_driver::home::read_history(&home)["platform"], [first["platform"].clone()]);
+    let mut no_history = config.clone();
+    no_history.bundle_history = Some(0);
+    let report =
+        Converger::default().converge(&home, &projects, &no_history, &quiet(), &mut NoFaults, true).expect("ok");
     assert_eq!(report.bundles_pruned, 1, "the previously named platform bundle");
     let now = index(&home);
     let mut named: Vec<String> = now.values().cloned().collect();
@@ -837,7 +854,9 @@ fn a_deleted_projection_target_is_reported_and_not_recreated() {
 fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the_role() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut converger, config) = live_converger(&home, &projects);
+    let (mut converger, mut config) = live_converger(&home, &projects);
+    // No earlier bundles are kept: a replaced bundle is pruned unless a projection shows it.
+    config.bundle_history = Some(0);
     converger.defer_pruning = true;
     let old = index(&home)["platform"].clone();
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
@@ -914,4 +933,76 @@ fn watch_reconverges_when_a_private_overlay_is_added_and_edited() {
     assert_ne!(after["platform"], before["platform"]);
     assert_eq!(after["eval"], before["eval"], "a role the overlay does not name keeps its bundle");
     assert!(watching.stop().success());
+}
+
+#[test]
+fn a_repository_declared_twice_that_drops_a_selection_names_both_declarations() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    // `runbooks` (global) and `infra` (platform's) read one folder: platform meets the
+    // global slice first, and `infra`'s selection would vanish without a word.
+    let roles = "repositories {\n    repository runbooks path=\"example/hardware\" { skill \"machine-cpu\"; }\n    global runbooks\n    repository infra path=\"example/hardware\" { skill \"machine-*\"; }\n}\nroles {\n    role platform { use-repository infra; }\n}\n";
+    write(&projects.join("acme/root/.agents/roles.kdl"), roles);
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    let output = acompose(temporary.path(), &bare);
+    assert_eq!(output.code, 0, "a warning: {}", output.stderr);
+    let roles_file = "projects/acme/root/.agents/roles.kdl";
+    assert!(output.stderr.contains(&format!("{roles_file}:4:16")), "the second declaration: {}", output.stderr);
+    assert!(output.stderr.contains(&format!("`runbooks` is declared at {roles_file}:2:16")), "{}", output.stderr);
+    assert!(output.stderr.contains("role(s) `platform` receive only `runbooks`'s slice and lose `machine-*`"));
+    assert!(output.stderr.contains("duplicate-path"), "{}", output.stderr);
+    // Under `strict` it is an error, and nothing is written.
+    let before = std::fs::read(home.join("bundles/index.json")).expect("index");
+    write(&home.join("agent-compose.yaml"), "operating_context:\n  - acme/root\nskill_policy: strict\n");
+    let strict = acompose(temporary.path(), &bare);
+    assert_eq!(strict.code, 1, "{}", strict.stderr);
+    assert!(strict.stderr.contains("error") && strict.stderr.contains("duplicate-path"), "{}", strict.stderr);
+    assert_eq!(std::fs::read(home.join("bundles/index.json")).expect("index"), before);
+}
+
+#[test]
+fn a_missing_provider_fails_only_the_roles_that_select_it_and_the_others_follow_edits() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &bare).code, 0);
+    let before = index(&home);
+    // Only eval selects the benchmarks repository.
+    std::fs::rename(projects.join("example/benchmarks"), temporary.path().join("benchmarks-moved")).expect("move");
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Edited."));
+    let output = acompose(temporary.path(), &bare);
+    assert_eq!(output.code, 1, "some roles failed: {}", output.stdout);
+    assert!(output.stdout.contains("failed    1 of the roles got no bundle"), "{}", output.stdout);
+    assert!(output.stdout.contains("eval  missing `example/benchmarks`"), "{}", output.stdout);
+    assert!(output.stderr.contains("selected provider `benchmarks` is unavailable"), "{}", output.stderr);
+    assert!(output.stderr.contains("acme/root/.agents/roles.kdl:"), "filed where it is named: {}", output.stderr);
+    let after = index(&home);
+    assert!(!after.contains_key("eval"), "the failed role has no bundle: {after:?}");
+    assert_ne!(after["platform"], before["platform"], "the edit reached platform's bundle");
+    assert_eq!(after.len(), before.len() - 1, "every other role converged");
+    assert_eq!(acompose_driver::home::read_history(&home)["eval"], [before["eval"].clone()], "kept as eval@{{1}}");
+    let json = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--json"]);
+    assert_eq!(json.code, 1);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(report["failed"], serde_json::json!([{"role": "eval", "missing": ["example/benchmarks"]}]));
+    // Every run says so again; back in place, the role converges and the run succeeds.
+    std::fs::rename(temporary.path().join("benchmarks-moved"), projects.join("example/benchmarks")).expect("back");
+    let fixed = acompose(temporary.path(), &bare);
+    assert_eq!(fixed.code, 0, "{}", fixed.stderr);
+    assert_eq!(index(&home)["eval"], before["eval"]);
+}
+
+#[test]
+fn a_missing_operating_context_still_fails_every_role_and_writes_nothing() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let bare = ["--home", "home", "--projects-root", "projects"];
+    assert_eq!(acompose(temporary.path(), &bare).code, 0);
+    let before = std::fs::read(home.join("bundles/index.json")).expect("index");
+    std::fs::rename(projects.join("acme/root"), temporary.path().join("root-moved")).expect("move");
+    let output = acompose(temporary.path(), &bare);
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(output.stderr.contains("required source `root` is unavailable"), "{}", output.stderr);
+    assert!(output.stderr.contains("agent-compose.yaml:2:5"), "filed where it is named: {}", output.stderr);
+    assert_eq!(std::fs::read(home.join("bundles/index.json")).expect("index"), before);
 }

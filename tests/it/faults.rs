@@ -74,6 +74,10 @@ fn assert_indexed_bundles_verify(home: &Path, context: &str) {
 fn changed_estate() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, [Option<String>; 3]) {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = generated_estate(temporary.path(), 3);
+    // No earlier bundles are kept, so the change's convergence prunes the replaced ones
+    // and a fault can meet every step, the prune's included.
+    let config = std::fs::read_to_string(home.join("agent-compose.yaml")).expect("config");
+    common::write_file(&home.join("agent-compose.yaml"), &format!("{config}bundle_history: 0\n"));
     let (first, warnings) = converge(&home, &projects, &mut NoFaults);
     assert!(matches!(first, Ok(BareRun::Converged { .. })), "the first run converges");
     assert!(warnings.is_empty(), "{warnings:?}");

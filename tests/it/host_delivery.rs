@@ -226,3 +226,68 @@ fn harnesses_that_read_each_others_folders_get_each_skill_once() {
     assert_eq!(host.run(&[]).code, 0);
     assert_eq!(std::fs::read_dir(host.user_home.join("elsewhere/skills")).expect("moved").count(), skills.len());
 }
+
+#[test]
+fn a_users_own_instructions_file_is_kept_with_a_fix_that_ends_the_warning() {
+    let host = host();
+    let own = host.user_home.join(".claude/CLAUDE.md");
+    std::fs::create_dir_all(own.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&own, "my own instructions\n").expect("write");
+    let setup = host.run(&["setup", "claude"]);
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    assert!(setup.stderr.contains("CLAUDE.md` is your own file"), "{}", setup.stderr);
+    assert!(setup.stderr.contains("set `load_points.claude: null`"), "the fix is named: {}", setup.stderr);
+    // Every run repeats it while the configuration asks for what cannot be done.
+    assert!(host.run(&[]).stderr.contains("CLAUDE.md` is your own file"));
+    // The fix it names: opt the instructions file out; the skills stay delivered.
+    let config = std::fs::read_to_string(host.acompose_home.join("agent-compose.yaml")).expect("config");
+    assert!(config.contains("claude: ~/.claude/CLAUDE.md"), "{config}");
+    let fixed = config.replace("claude: ~/.claude/CLAUDE.md", "claude: null");
+    host.configure(&fixed);
+    let after = host.run(&[]);
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert!(!after.stderr.contains("your own file"), "{fixed}\n{}", after.stderr);
+    assert_eq!(std::fs::read_to_string(&own).expect("own"), "my own instructions\n");
+    assert!(host.user_home.join(".claude/skills/role-platform").is_symlink(), "skills are still delivered");
+}
+
+#[test]
+fn a_home_projection_over_the_roster_host_delivery_names_the_conflict_and_its_fix() {
+    let host = host();
+    assert_eq!(host.run(&["setup", "claude"]).code, 0);
+    let request = host.root.join("request.kdl");
+    std::fs::write(&request, "compose {\n    role \"platform\"\n    delivery \"native-skills\"\n}\n").expect("request");
+    let composed = host.run(&["compose", "request.kdl", "--out", "out"]);
+    assert_eq!(composed.code, 0, "{}", composed.stderr);
+    let bundle = std::fs::read_dir(host.root.join("out"))
+        .expect("out")
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| path.join("manifest.json").is_file())
+        .expect("a bundle");
+    let claude = host.user_home.join(".claude");
+    let project = [
+        "project",
+        bundle.to_str().expect("utf-8"),
+        "--layout",
+        "claude",
+        "--scope",
+        "home",
+        "--target",
+        host.user_home.to_str().expect("utf-8"),
+    ];
+    let refused = host.run(&project);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("is the roster's host delivery (`acompose setup claude`"), "{}", refused.stderr);
+    assert!(!refused.stderr.contains("did not make"), "{}", refused.stderr);
+    // The fix it names: opt the harness out of host delivery, converge, project again.
+    let config = std::fs::read_to_string(host.acompose_home.join("agent-compose.yaml")).expect("config");
+    let config = config
+        .replace("claude: ~/.claude/CLAUDE.md", "claude: null")
+        .replace("claude: ~/.claude/skills", "claude: null");
+    host.configure(&config);
+    assert_eq!(host.run(&[]).code, 0);
+    let projected = host.run(&project);
+    assert_eq!(projected.code, 0, "{}", projected.stderr);
+    assert!(claude.join("skills/role-platform").exists(), "the role's bundle is projected at home scope");
+}

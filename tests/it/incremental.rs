@@ -183,6 +183,7 @@ impl Estate {
             location: root_label.to_owned(),
             path_key: format!("projects/{root_label}"),
             catalogue: root,
+            span: None,
         }];
         let repositories: Vec<RepositoryInput> = catalogues[1..]
             .iter()

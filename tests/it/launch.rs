@@ -576,3 +576,35 @@ fn the_launch_exits_as_the_harness_did() {
     std::fs::write(&path, "#!/bin/sh\nkill -TERM $$\n").expect("write");
     assert_eq!(machine.run(&["launch", "platform", "claude", "--yes"], &[]).code, 128 + 15);
 }
+
+#[test]
+fn a_missing_provider_refuses_the_launch_of_the_role_that_selects_it_only() {
+    let machine = estate_machine();
+    let benchmarks = machine.root.join("projects/example/benchmarks");
+    std::fs::rename(&benchmarks, machine.root.join("benchmarks-moved")).expect("move away");
+    // Seed 001: the role that selects the unavailable provider cannot launch ...
+    let refused = machine.launch(&["launch", "eval", "claude"]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(refused.stderr.contains("selected provider `benchmarks` is unavailable"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("roles.kdl"), "filed under the file that names it: {}", refused.stderr);
+    assert!(!machine.records.join("claude.txt").exists(), "the harness never started");
+    // ... and every other role still does.
+    let launched = machine.launch(&["launch", "platform", "claude"]);
+    assert_eq!(launched.code, 0, "{}", launched.stderr);
+    assert!(lines_with(&machine.record("claude"), "skill: ").contains(&"machine-cpu"));
+}
+
+#[test]
+fn launch_takes_a_roles_earlier_bundle_as_role_at_n() {
+    let machine = estate_machine();
+    let projects = machine.root.join("projects");
+    assert_eq!(machine.launch(&["launch", "platform", "claude"]).code, 0);
+    let first = machine.record("claude");
+    std::fs::remove_dir_all(projects.join("example/hardware/.agents/skills/machine-gpu")).expect("drop a skill");
+    let current = machine.launch(&["launch", "platform", "claude"]);
+    assert_eq!(current.code, 0, "{}", current.stderr);
+    assert!(!lines_with(&machine.record("claude"), "skill: ").contains(&"machine-gpu"), "the edit is launched");
+    let earlier = machine.launch(&["launch", "platform", "claude", "--bundle", "platform@{1}"]);
+    assert_eq!(earlier.code, 0, "{}", earlier.stderr);
+    assert_eq!(lines_with(&machine.record("claude"), "skill: "), lines_with(&first, "skill: "), "the bundle before it");
+}

@@ -451,3 +451,31 @@ fn an_overlay_instruction_is_in_every_harnesss_instructions_at_both_scopes_and_u
     gemini launch: team true, hooks false, sandbox true
     ");
 }
+
+#[test]
+fn with_an_overlay_present_the_root_cause_is_the_only_error_printed() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let root = temporary.path();
+    estate(root);
+    assert_eq!(converge(root).code, 0);
+    write(&root.join("home/overlays/team.kdl"), TEAM_OVERLAY);
+    assert_eq!(converge(root).code, 0);
+    let before = std::fs::read(root.join("home/bundles/index.json")).expect("index");
+    // An unclosed brace in roles.kdl: the KDL error first, not the overlay naming a
+    // repository the broken file no longer declares.
+    write(&root.join("projects/acme/root/.agents/roles.kdl"), &ROLES.replacen('}', "", 1));
+    let broken = converge(root);
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
+    let first_error = broken.stderr.lines().find(|line| line.contains("roles.kdl") || line.contains("team.kdl"));
+    assert!(first_error.is_some_and(|line| line.contains("roles.kdl")), "{}", broken.stderr);
+    assert!(!broken.stderr.contains("overlay-unknown-repository"), "{}", broken.stderr);
+    assert_eq!(std::fs::read(root.join("home/bundles/index.json")).expect("index"), before);
+    // A projects root that is not there: the repository that cannot be read, filed
+    // under the configuration that names it; no overlay error follows from it.
+    write(&root.join("projects/acme/root/.agents/roles.kdl"), ROLES);
+    let missing = acompose(root, &["--home", "home", "--projects-root", "nowhere"]);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("agent-compose.yaml:2:5"), "{}", missing.stderr);
+    assert!(missing.stderr.contains("required source `root` is unavailable"), "{}", missing.stderr);
+    assert!(!missing.stderr.contains("overlay-unknown-repository"), "{}", missing.stderr);
+}

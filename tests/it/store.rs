@@ -135,7 +135,11 @@ fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
         }
     }
     let gone: Vec<&String> = before.keys().filter(|name| !after.contains_key(*name)).collect();
-    assert_eq!(gone.len(), 2, "the old tree and the old slice are pruned with the bundles: {gone:?}");
+    // The replaced bundles are kept as their roles' earlier ones (`platform@{1}`), and
+    // with them what they link.
+    assert_eq!(gone, Vec::<&String>::new(), "the earlier bundles' entries stay");
+    let history = acompose_driver::home::read_history(&home);
+    assert_eq!(history.len(), 2, "platform and eval keep their earlier bundle: {history:?}");
     // Two new bundles (platform and eval), each its own files plus one link per provider.
     assert_eq!(report.bundles_new, 2);
     let own_and_links = |role: &str| {
@@ -151,6 +155,15 @@ fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
         report.files_written,
         written_by_bundles + 2 + report.roster.written.len() + report.estate_files_written
     );
+    // Keeping no earlier bundles, the next convergence prunes them with the old tree and
+    // the old slice, which only they linked.
+    let config = std::fs::read_to_string(home.join("agent-compose.yaml")).expect("config");
+    write(&home.join("agent-compose.yaml"), &format!("{config}bundle_history: 0\n"));
+    let report = converge(&mut Converger::default(), &home, &projects);
+    assert_eq!(report.bundles_pruned, 2);
+    let pruned = store_listing(&store);
+    let gone: Vec<&String> = before.keys().filter(|name| !pruned.contains_key(*name)).collect();
+    assert_eq!(gone.len(), 2, "the old tree and the old slice are pruned with the bundles: {gone:?}");
 }
 
 #[test]

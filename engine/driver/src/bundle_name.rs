@@ -1,8 +1,10 @@
 //! Naming a bundle the way a person does: the path of its folder, a role slug (the home's
-//! current bundle of that role, from `<home>/bundles/index.json`), or a prefix of at
-//! least four hex digits of its id among the home's bundles (`<home>/bundles` and the
-//! launches' `<home>/runtime/bundles`); and the home's bundles listed for `bundle list`.
-//! Reads only; a name that fits nothing, or several bundles, is an error that says so.
+//! current bundle of that role, from `<home>/bundles/index.json`), `ROLE@{N}` (the role's
+//! Nth earlier bundle, newest first, as the index keeps them; `ROLE@{0}` is the current
+//! one), or a prefix of at least four hex digits of its id among the home's bundles
+//! (`<home>/bundles` and the launches' `<home>/runtime/bundles`); and the home's bundles
+//! listed for `bundle list`. Reads only; a name that fits nothing, or several bundles,
+//! is an error that says so.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,7 @@ use std::time::SystemTime;
 use acompose_engine::diagnostic::sanitize;
 
 use crate::error::HostError;
-use crate::home::BUNDLES_DIR;
+use crate::home::{BUNDLES_DIR, INDEX_FILE};
 
 /// The fewest hex digits an id prefix must have.
 pub const MIN_PREFIX: usize = 4;
@@ -21,7 +23,7 @@ const LISTED: usize = 10;
 /// Where the home keeps bundles, and what each folder is called in a listing.
 const FOLDERS: [(&str, &str); 2] = [(BUNDLES_DIR, "bundles"), (crate::launch::RUNTIME_BUNDLES_DIR, "runtime")];
 
-pub use crate::home::read_index;
+pub use crate::home::{read_history, read_index};
 
 fn is_bundle_id(name: &str) -> bool {
     name.len() == 16 && name.bytes().all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
@@ -56,6 +58,9 @@ pub fn resolve(home: Option<&Path>, name: &Path) -> Result<PathBuf, HostError> {
         return Err(HostError::invalid(name, format!("`{shown}` is not a bundle directory")));
     };
     let index = read_index(home);
+    if let Some((role, back)) = earlier_name(&text) {
+        return earlier(home, &index, role, back, &shown);
+    }
     if let Some(id) = index.get(text.as_ref()) {
         let folder = home.join(BUNDLES_DIR).join(id);
         return if folder.is_dir() {
@@ -76,7 +81,11 @@ pub fn resolve(home: Option<&Path>, name: &Path) -> Result<PathBuf, HostError> {
             [(_, folder, _)] => Ok(folder.clone()),
             [] => Err(HostError::invalid(
                 name,
-                format!("no bundle of the home `{}` has an id starting with `{shown}`", home.display()),
+                format!(
+                    "no bundle of the home `{}` has an id starting with `{shown}`; {}",
+                    home.display(),
+                    earlier_hint(&read_history(home))
+                ),
             )),
             several => Err(ambiguous(name, &shown, several, &index)),
         };
@@ -96,6 +105,78 @@ pub fn resolve(home: Option<&Path>, name: &Path) -> Result<PathBuf, HostError> {
             suggestion.unwrap_or_default()
         ),
     ))
+}
+
+/// `ROLE@{N}` read as the role and N; `None` for anything else.
+pub fn earlier_name(text: &str) -> Option<(&str, usize)> {
+    let (role, rest) = text.split_once("@{")?;
+    let back = rest.strip_suffix('}')?;
+    if role.is_empty() || back.is_empty() || !back.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    Some((role, back.parse().ok()?))
+}
+
+/// What the home keeps of earlier bundles, for an error about a name that fits none: the
+/// names to use, or why there are none.
+fn earlier_hint(history: &BTreeMap<String, Vec<String>>) -> String {
+    let names: Vec<String> = history
+        .iter()
+        .take(LISTED)
+        .map(|(role, ids)| match ids.len() {
+            1 => format!("{role}@{{1}}"),
+            count => format!("{role}@{{1}}…{role}@{{{count}}}"),
+        })
+        .collect();
+    if names.is_empty() {
+        "convergence keeps a role's earlier bundles as `ROLE@{1}`, `ROLE@{2}`… (`bundle_history` in agent-compose.yaml), and keeps none yet; `acompose bundle list` shows the home's bundles".to_owned()
+    } else {
+        format!(
+            "a role's earlier bundles are named `ROLE@{{N}}`: {}; `acompose bundle list` shows them",
+            sanitize(&names.join(", "))
+        )
+    }
+}
+
+/// The bundle `ROLE@{back}` names: the role's current bundle for 0, else its earlier
+/// bundle `back` steps back, newest first, as the home's index keeps them.
+fn earlier(
+    home: &Path,
+    index: &BTreeMap<String, String>,
+    role: &str,
+    back: usize,
+    shown: &str,
+) -> Result<PathBuf, HostError> {
+    let history = read_history(home);
+    let kept = history.get(role).map_or(&[][..], Vec::as_slice);
+    let id = match back {
+        0 => index.get(role),
+        _ => kept.get(back - 1),
+    };
+    let Some(id) = id else {
+        let role_shown = sanitize(role);
+        let known = index.contains_key(role) || history.contains_key(role);
+        let message = match (known, kept.len()) {
+            (false, _) => {
+                let roles = index.keys().chain(history.keys()).map(String::as_str);
+                let suggestion = acompose_engine::suggest::did_you_mean(role, roles).map(|hint| format!(" ({hint})"));
+                format!("`{shown}`: the home's index knows no role `{role_shown}`{}", suggestion.unwrap_or_default())
+            }
+            (true, 0) => {
+                format!("`{shown}`: the home keeps no earlier bundle of `{role_shown}` yet; {}", earlier_hint(&history))
+            }
+            (true, count) => format!(
+                "`{shown}`: the home keeps {count} earlier bundle(s) of `{role_shown}`, `{role_shown}@{{1}}` to `{role_shown}@{{{count}}}`"
+            ),
+        };
+        return Err(HostError::invalid(home.join(BUNDLES_DIR).join(INDEX_FILE), message));
+    };
+    let folder = home.join(BUNDLES_DIR).join(id);
+    if folder.is_dir() {
+        Ok(folder)
+    } else {
+        Err(HostError::invalid(&folder, format!("the home's index names bundle {id} for `{shown}`, but it is gone")))
+    }
 }
 
 /// The error of a prefix several bundles start with, listing them.
@@ -134,6 +215,9 @@ pub struct Listed {
     pub role: String,
     /// Whether the home's index names it: the role's current bundle.
     pub current: bool,
+    /// What names it besides its id: `ROLE` for a role's current bundle, `ROLE@{N}` for
+    /// one the index keeps as a role's Nth earlier bundle.
+    pub name: Option<String>,
     pub modified: Option<SystemTime>,
     /// Bytes of every file it shows (its own and the store entries it links).
     pub bytes: u64,
@@ -141,15 +225,26 @@ pub struct Listed {
     pub projections: Vec<PathBuf>,
 }
 
-/// Every bundle of the home: current ones first (by role), then the others by id.
+/// Every bundle of the home: current ones first (by role), then the roles' earlier ones
+/// (by role, newest first), then the others by id.
 pub fn list(home: &Path) -> Vec<Listed> {
     let index = read_index(home);
+    let history = read_history(home);
+    let back_of = |id: &str| {
+        history.iter().find_map(|(role, ids)| Some((role.clone(), ids.iter().position(|kept| kept == id)? + 1)))
+    };
     let registered = crate::projections::list(home);
-    let mut listed: Vec<Listed> = bundle_folders(home)
+    let mut listed: Vec<((u8, usize), Listed)> = bundle_folders(home)
         .into_iter()
         .map(|(id, folder, place)| {
             let role = crate::bundle::read_manifest(&folder).map(|manifest| manifest.role.slug).unwrap_or_default();
             let current = place == "bundles" && index.get(&role) == Some(&id);
+            let back = (place == "bundles" && !current).then(|| back_of(&id)).flatten();
+            let (order, name) = match back {
+                Some((role, back)) => ((1, back), Some(format!("{role}@{{{back}}}"))),
+                None if current => ((0, 0), Some(role.clone())),
+                None => ((2, 0), None),
+            };
             let projections = registered
                 .iter()
                 .filter(|projection| projection.bundle == id)
@@ -157,11 +252,13 @@ pub fn list(home: &Path) -> Vec<Listed> {
                 .collect();
             let modified = std::fs::metadata(&folder).and_then(|metadata| metadata.modified()).ok();
             let bytes = shown_bytes(&folder);
-            Listed { id, folder, place, role, current, modified, bytes, projections }
+            (order, Listed { id, folder, place, role, current, name, modified, bytes, projections })
         })
         .collect();
-    listed.sort_by(|a, b| (!a.current, &a.role, &a.id).cmp(&(!b.current, &b.role, &b.id)));
-    listed
+    listed.sort_by(|(a_order, a), (b_order, b)| {
+        (a_order.0, &a.role, a_order.1, &a.id).cmp(&(b_order.0, &b.role, b_order.1, &b.id))
+    });
+    listed.into_iter().map(|(_, listed)| listed).collect()
 }
 
 /// The bytes of every regular file a bundle shows, its links into the store followed
@@ -213,5 +310,37 @@ mod tests {
         let Err(error) = resolve(Some(home), Path::new("buildr")) else { panic!("unknown") };
         assert!(error.to_string().contains("did you mean `builder`?"), "{error}");
         assert!(resolve(Some(home), Path::new("abc")).is_err(), "three digits are too few");
+    }
+
+    #[test]
+    fn role_at_n_names_the_roles_earlier_bundles_newest_first() {
+        assert_eq!(earlier_name("platform@{2}"), Some(("platform", 2)));
+        for not_one in ["platform", "platform@{}", "@{1}", "platform@{x}", "platform@{1", "platform@{-1}"] {
+            assert_eq!(earlier_name(not_one), None, "{not_one}");
+        }
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let home = temporary.path();
+        for id in ["1111111111111111", "2222222222222222", "3333333333333333"] {
+            bundle(home, "bundles", id);
+        }
+        std::fs::write(
+            home.join("bundles/index.json"),
+            "{\"format\":\"acompose.bundle-index.v1\",\"bundles\":{\"platform\":\"1111111111111111\"},\"history\":{\"platform\":[\"2222222222222222\",\"3333333333333333\"]}}",
+        )
+        .expect("index");
+        let named = |name: &str| resolve(Some(home), Path::new(name));
+        assert_eq!(named("platform@{0}").expect("current"), home.join("bundles/1111111111111111"));
+        assert_eq!(named("platform@{1}").expect("previous"), home.join("bundles/2222222222222222"));
+        assert_eq!(named("platform@{2}").expect("before that"), home.join("bundles/3333333333333333"));
+        let Err(error) = named("platform@{3}") else { panic!("too far back") };
+        assert!(error.to_string().contains("keeps 2 earlier bundle(s)"), "{error}");
+        let Err(error) = named("platfrom@{1}") else { panic!("unknown role") };
+        assert!(error.to_string().contains("did you mean `platform`?"), "{error}");
+        let Err(error) = named("abcd") else { panic!("no such id") };
+        assert!(error.to_string().contains("platform@{1}…platform@{2}"), "{error}");
+        let listed = list(home);
+        let names: Vec<Option<&str>> = listed.iter().map(|listed| listed.name.as_deref()).collect();
+        // The manifests are missing here, so the roles are unknown: none is current.
+        assert_eq!(names, [Some("platform@{1}"), Some("platform@{2}"), None]);
     }
 }

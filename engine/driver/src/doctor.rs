@@ -206,18 +206,170 @@ fn projects_checks(settings: &Settings) -> Vec<Check> {
         )];
     }
     let mut checks = vec![check("projects root", Status::Ok, format!("`{}` ({origin})", shown(root)), None)];
+    let mut declared = Vec::new();
     for (repository, _) in context {
         let folder = root.join(repository);
-        checks.push(if folder.is_dir() {
-            check(format!("repository {repository}"), Status::Ok, format!("`{}`", shown(&folder)), None)
-        } else {
-            check(
-                format!("repository {repository}"),
+        let name = format!("repository {repository}");
+        match repository_state(&folder) {
+            RepositoryState::Present => {
+                checks.push(check(name, Status::Ok, format!("`{}`", shown(&folder)), None));
+                checks.extend(read_trusted_root(repository, &folder, &mut declared));
+            }
+            RepositoryState::NoCatalogue => checks.push(check(
+                name,
+                Status::Warning,
+                format!("`{}` {}", shown(&folder), RepositoryState::NoCatalogue.finding()),
+                Some("add skills under `.agents/skills/` (or a trusted root's `.agents/roles.kdl`), or remove it from `operating_context`".to_owned()),
+            )),
+            state => checks.push(check(
+                name,
                 Status::Failure,
-                format!("`{}` does not exist", shown(&folder)),
+                format!("`{}` {}; every role fails while it is", shown(&folder), state.finding()),
                 Some(format!("check it out there, remove it from `operating_context`, or {change}")),
-            )
+            )),
+        }
+    }
+    checks.extend(declared_checks(root, &declared));
+    checks
+}
+
+/// How a repository folder under the projects root stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RepositoryState {
+    Present,
+    Missing,
+    NotAFolder,
+    Unreadable,
+    /// There, but with no `.agents` catalogue: it gives no skill.
+    NoCatalogue,
+}
+
+impl RepositoryState {
+    fn finding(self) -> &'static str {
+        match self {
+            RepositoryState::Present => "is there",
+            RepositoryState::Missing => "does not exist",
+            RepositoryState::NotAFolder => "is not a folder",
+            RepositoryState::Unreadable => "cannot be read",
+            RepositoryState::NoCatalogue => "has no `.agents/` catalogue, so it gives no skill",
+        }
+    }
+}
+
+fn repository_state(folder: &Path) -> RepositoryState {
+    match std::fs::metadata(folder) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => RepositoryState::Missing,
+        Err(_) => RepositoryState::Unreadable,
+        Ok(metadata) if !metadata.is_dir() => RepositoryState::NotAFolder,
+        Ok(_) if std::fs::read_dir(folder).is_err() => RepositoryState::Unreadable,
+        Ok(_) if !folder.join(".agents").is_dir() => RepositoryState::NoCatalogue,
+        Ok(_) => RepositoryState::Present,
+    }
+}
+
+/// A repository a trusted root's `roles.kdl` declares: its path, and where and for whom.
+struct Declared {
+    path: String,
+    /// `owner/repo` of the trusted root and the repository's id there.
+    named_by: String,
+    /// The roles that use it, or `every role` for a global one.
+    roles: Vec<String>,
+}
+
+/// Reads the `roles.kdl` of an operating-context repository, when it has one, and adds
+/// what it declares to `declared`; a file that cannot be read or has errors is a check.
+fn read_trusted_root(repository: &str, folder: &Path, declared: &mut Vec<Declared>) -> Option<Check> {
+    let path = folder.join(".agents/roles.kdl");
+    if !path.is_file() {
+        return None;
+    }
+    let label = crate::load::label_of(folder);
+    let name = format!("roles.kdl of {repository}");
+    let fix = Some("run `acompose`: it shows each problem with its line".to_owned());
+    let bytes = match crate::load::read_limited(&path, &label, acompose_engine::limits::ROLES_KDL) {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(too_large)) => return Some(check(name, Status::Failure, too_large.message, fix)),
+        Err(error) => {
+            let detail = format!("`{}` cannot be read: {}", shown(&path), crate::load::error_kind(&error));
+            return Some(check(name, Status::Failure, detail, fix));
+        }
+    };
+    let db = acompose_engine::Database::default();
+    let file = acompose_engine::SourceFile::new(&db, label, ".agents/roles.kdl".to_owned(), bytes.into());
+    let parsed = acompose_engine::provider::trusted_root(&db, file);
+    for declaration in &parsed.value.repositories {
+        let global = parsed.value.globals.iter().any(|(id, _)| *id == declaration.id);
+        let mut roles: Vec<String> = parsed
+            .value
+            .roles
+            .iter()
+            .filter(|role| role.repositories.iter().any(|(id, _)| *id == declaration.id))
+            .map(|role| role.slug.clone())
+            .collect();
+        if global {
+            roles = vec!["every role".to_owned()];
+        }
+        declared.push(Declared {
+            path: declaration.path.clone(),
+            named_by: format!("`{repository}` as `{}`", declaration.id),
+            roles,
         });
+    }
+    let errors = parsed.diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).count();
+    (errors > 0).then(|| check(name, Status::Failure, format!("`{}` has {errors} error(s)", shown(&path)), fix))
+}
+
+/// How many missing repositories doctor names one by one; the rest are counted.
+const LISTED_PROBLEMS: usize = 20;
+
+/// The repositories the trusted roots declare: one check for those present, and one per
+/// repository that is missing, unreadable or without a catalogue, with the roles it
+/// fails and the fix.
+fn declared_checks(root: &Path, declared: &[Declared]) -> Vec<Check> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut present = 0;
+    let mut problems = Vec::new();
+    for repository in declared.iter().filter(|repository| seen.insert((&repository.path, &repository.named_by))) {
+        let folder = root.join(&repository.path);
+        match repository_state(&folder) {
+            RepositoryState::Present => present += 1,
+            state => problems.push((repository, folder, state)),
+        }
+    }
+    if present + problems.len() == 0 {
+        return Vec::new();
+    }
+    let total = present + problems.len();
+    let summary_status = if problems.is_empty() { Status::Ok } else { Status::Failure };
+    let mut checks = vec![check(
+        "declared repositories",
+        summary_status,
+        format!("{present} of {total} repositories the trusted roots declare are there with a catalogue"),
+        None,
+    )];
+    for (repository, folder, state) in problems.iter().take(LISTED_PROBLEMS) {
+        let roles = match repository.roles.as_slice() {
+            [] => "no role uses it".to_owned(),
+            roles => format!("used by {}", roles.join(", ")),
+        };
+        let (status, consequence) = match state {
+            RepositoryState::NoCatalogue => (Status::Warning, "those roles receive nothing from it"),
+            _ => (Status::Failure, "those roles get no bundle until it is there"),
+        };
+        checks.push(check(
+            format!("repository {}", repository.path),
+            status,
+            format!("`{}` {}; declared by {} ({roles})", shown(folder), state.finding(), repository.named_by),
+            Some(format!("check it out under the projects root, or remove it from that roles.kdl; {consequence}")),
+        ));
+    }
+    if problems.len() > LISTED_PROBLEMS {
+        checks.push(check(
+            "declared repositories",
+            Status::Failure,
+            format!("and {} more missing or unreadable", problems.len() - LISTED_PROBLEMS),
+            Some("`acompose` names each with the roles it fails".to_owned()),
+        ));
     }
     checks
 }

@@ -132,16 +132,17 @@ pub fn gc(home: &Path, dry_run: bool) -> Result<GcReport, HostError> {
     Ok(report)
 }
 
-/// The bundles convergence must keep: those the index names, those a registered
-/// projection shows, and `current` (the bundles of the run under way).
+/// The bundles convergence must keep: those the index names, the roles' earlier bundles
+/// it keeps (`ROLE@{1}` …), those a registered projection shows, and `current` (the
+/// bundles of the run under way).
 pub fn kept_bundles(home: &Path, current: &[String]) -> BTreeSet<String> {
     let bundles_dir = home.join(BUNDLES_DIR);
-    let indexed = std::fs::read(bundles_dir.join(INDEX_FILE))
-        .ok()
-        .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
+    let bytes = std::fs::read(bundles_dir.join(INDEX_FILE)).unwrap_or_default();
+    let indexed = acompose_engine::convergence::parse_index(&bytes)
         .map(|index| index.into_values().collect::<Vec<_>>())
         .unwrap_or_default();
-    indexed.into_iter().chain(crate::projections::showing(home)).chain(current.iter().cloned()).collect()
+    let earlier = acompose_engine::convergence::parse_history(&bytes).into_values().flatten();
+    indexed.into_iter().chain(earlier).chain(crate::projections::showing(home)).chain(current.iter().cloned()).collect()
 }
 
 /// The ids in the bundle record (`bundles/.acompose-written`): every bundle convergence

@@ -46,6 +46,14 @@ pub fn read_index(home: &Path) -> std::collections::BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Each role's earlier bundles, newest first, as the home's index keeps them (empty when
+/// there is none): `ROLE@{1}` is the first.
+pub fn read_history(home: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
+    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
+        .map(|bytes| acompose_engine::convergence::parse_history(&bytes))
+        .unwrap_or_default()
+}
+
 /// Refuses a home that is a symbolic link or not a directory.
 pub fn check_home(home: &Path) -> Result<(), HostError> {
     match std::fs::symlink_metadata(home) {

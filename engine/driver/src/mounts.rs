@@ -32,7 +32,25 @@ pub struct MountReport {
     pub removed: Vec<PathBuf>,
     /// Paths we would link that hold the user's own file, folder or link, or have a file
     /// of the user's on the way: left alone.
-    pub kept: Vec<PathBuf>,
+    pub kept: Vec<Kept>,
+}
+
+/// A path host delivery leaves to the user, and what it would have delivered there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub path: PathBuf,
+    /// The harness whose load point it is.
+    pub harness: String,
+    /// The roster's document (`load_points`), else one of its skills
+    /// (`skill_load_points`).
+    pub instructions: bool,
+}
+
+impl Kept {
+    fn of(mount: Mount) -> Self {
+        let instructions = mount.target.file_name().is_some_and(|name| name == "ROSTER.md");
+        Kept { path: mount.path, harness: mount.harness, instructions }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -212,7 +230,7 @@ struct Plan {
     stale: Vec<Mount>,
     create: Vec<Mount>,
     unchanged: Vec<Mount>,
-    kept: Vec<PathBuf>,
+    kept: Vec<Kept>,
 }
 
 fn plan(previous: &[Mount], wanted: BTreeMap<PathBuf, Mount>) -> Result<Plan, HostError> {
@@ -226,13 +244,13 @@ fn plan(previous: &[Mount], wanted: BTreeMap<PathBuf, Mount>) -> Result<Plan, Ho
         match std::fs::symlink_metadata(&mount.path) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => plan.create.push(mount),
             // A file of the user's where a folder on the way would be.
-            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => plan.kept.push(mount.path),
+            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => plan.kept.push(Kept::of(mount)),
             Err(error) => {
                 let message = format!("cannot look at `{}`: {}", mount.path.display(), error_kind(&error));
                 return Err(HostError::environment(&mount.path, message));
             }
             Ok(_) if link_target(&mount.path).as_deref() == Some(mount.target.as_path()) => plan.unchanged.push(mount),
-            Ok(_) => plan.kept.push(mount.path),
+            Ok(_) => plan.kept.push(Kept::of(mount)),
         }
     }
     Ok(plan)
@@ -297,6 +315,37 @@ fn write_record(home: &Path, previous: &[Mount], mut owned: Vec<Mount>) -> Resul
     }
     let bytes = acompose_engine::snapshot::to_json_bytes(&Record { format: MOUNTS_FORMAT.to_owned(), links: owned });
     crate::atomic::replace(home, MOUNTS_FILE, &bytes).map_err(|error| HostError::environment(&path, error.to_string()))
+}
+
+/// A projection refused at a path host delivery made (a link `<home>/skill-mounts.json`
+/// records) said as that: a role projected at home scope and the roster delivered by
+/// `setup` want the same paths, and neither replaces the other behind the user's back.
+/// Any other error comes back as it was.
+pub fn explain_refusal(home: Option<&Path>, error: HostError) -> HostError {
+    // The projection words a refusal of its transaction as an invalid input at the path.
+    let path = match &error {
+        HostError::Transaction(crate::transaction::TransactionError::Refused { path, .. }) => path,
+        HostError::Invalid { path, message } if message.starts_with("refused to write") => path,
+        _ => return error,
+    };
+    let Some(mount) = home.and_then(|home| read_record(home).ok()).and_then(|links| {
+        links.into_iter().find(|mount| mount.path == *path && link_target(path).as_deref() == Some(&mount.target))
+    }) else {
+        return error;
+    };
+    let key = if mount.target.file_name().is_some_and(|name| name == "ROSTER.md") {
+        "load_points"
+    } else {
+        "skill_load_points"
+    };
+    let harness = &mount.harness;
+    HostError::invalid(
+        path,
+        format!(
+            "`{}` is the roster's host delivery (`acompose setup {harness}`, `{key}.{harness}`), not a projection's: a role projected at home scope and the whole roster delivered there want the same paths, and acompose replaces neither with the other; to project the role at home scope, set `load_points.{harness}: null` and `skill_load_points.{harness}: null` in agent-compose.yaml and run `acompose` (it takes the roster's links out), then project again; or project into a repository (`--scope repository`), or start the role with `acompose launch ROLE {harness}`, which uses a runtime home of its own",
+            path.display()
+        ),
+    )
 }
 
 /// `acompose setup HARNESS`: wires the harness into `load_points` and

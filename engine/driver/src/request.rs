@@ -240,6 +240,7 @@ fn request_sources(
             location,
             path_key: key,
             catalogue,
+            span: Some(request_source.span),
         });
     }
     (sources, diagnostics)
@@ -387,7 +388,8 @@ pub fn prepare<'db>(
     }
     let policy = skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy);
     let model = &acompose_engine::person::person_model(db, source).value;
-    diagnostics.extend(crate::convergence::converger::roster_role_diagnostics(db, &sources, model, policy));
+    let role = request.role.as_ref().map_or("", |(slug, _)| slug.as_str());
+    diagnostics.extend(crate::convergence::converger::estate_diagnostics(db, &sources, model, policy, &[role]));
     let repositories =
         crate::convergence::converger::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let trusted_paths: Vec<String> = repositories.iter().map(|repository| repository.path.clone()).collect();

@@ -44,6 +44,7 @@ fn converge_locked(
 }
 
 /// What one round of the watch loop did.
+#[expect(clippy::large_enum_variant, reason = "one value per run, moved once; a box would only add an allocation")]
 pub enum WatchEvent {
     /// Inputs changed and the estate was converged again.
     Reconverged { what: String, report: Report, elapsed: Duration },

@@ -40,7 +40,7 @@ impl<'a> RepositoryInputs<'a> {
     /// A provider for a trusted root's repository, with its catalogue when the projects root holds it.
     fn candidate(
         &self,
-        id: &str,
+        (id, declared): (&str, (SourceFile, crate::diagnostic::Span)),
         path: &str,
         category: &'static str,
         scope: String,
@@ -62,6 +62,7 @@ impl<'a> RepositoryInputs<'a> {
             },
             admission,
             view: None,
+            declaration: (Some(declared.0), Some(declared.1)),
         }
     }
 }
@@ -94,8 +95,12 @@ impl Resolver<'_> {
         let mut trusted_roots = Vec::new();
         for source in self.composition.sources(db) {
             let mut view = None;
+            if source.kind == SourceKind::Root && !source.catalogue.available(db) {
+                self.incomplete_roots = true;
+            }
             if source.kind == SourceKind::Root && source.catalogue.available(db) {
                 let parsed = role_view(db, source.catalogue, self.slug.clone());
+                self.incomplete_roots |= parsed.has_errors();
                 self.diagnostics.extend(parsed.diagnostics.iter().cloned());
                 if let Some(roles_file) = parsed.value.roles_file {
                     trusted_roots.push(TrustedRootSource {
@@ -121,6 +126,7 @@ impl Resolver<'_> {
                 },
                 view,
                 selectors: Vec::new(),
+                declaration: (None, source.span),
             });
         }
         (request_sources, trusted_roots)
@@ -175,7 +181,7 @@ fn list_global_repositories(
             };
             let category = repository_category(repository);
             list.candidates.push(repositories.candidate(
-                id,
+                (id, (root.roles_file, repository.span)),
                 &repository.path,
                 category,
                 "global".to_owned(),
@@ -218,7 +224,8 @@ fn list_used_repositories(
             };
             let category = repository_category(repository);
             let scope = format!("role:{slug}");
-            list.candidates.push(repositories.candidate(id, &repository.path, category, scope, admission));
+            let declared = (id.as_str(), (root.roles_file, repository.span));
+            list.candidates.push(repositories.candidate(declared, &repository.path, category, scope, admission));
         }
     }
 }
@@ -250,7 +257,7 @@ fn list_other_repositories(
                 )
             };
             let mut candidate = repositories.candidate(
-                &repository.id,
+                (&repository.id, (root.roles_file, repository.span)),
                 &repository.path,
                 repository_category(repository),
                 scope,

@@ -152,6 +152,11 @@ impl Resolver<'_> {
     /// An overlay entry that names no provider of this composition is an error: it would
     /// silently do nothing.
     fn overlay_names_nothing(&mut self, overlay: &AppliedOverlay, entry: &OverlayEntry, repository: &str) {
+        // A trusted root that could not be read reports its own error; what the overlay
+        // names may well be declared there (root cause first).
+        if self.incomplete_roots {
+            return;
+        }
         let path = overlay.file.display_path(self.db);
         self.diagnostics.push(
             crate::Diagnostic::error(

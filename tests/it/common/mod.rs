@@ -342,11 +342,14 @@ pub fn debris(home: &Path) -> Vec<PathBuf> {
 /// index does not name, and entries of the home's store no bundle of the home reaches.
 /// Empty when space came back.
 pub fn unused_space(home: &Path) -> Vec<String> {
-    let indexed: Vec<String> = std::fs::read(home.join("bundles/index.json"))
-        .ok()
-        .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
-        .map(|index| index.into_values().collect())
-        .unwrap_or_default();
+    // The index's bundles and the roles' earlier ones it keeps (`ROLE@{1}` …) are used.
+    let bytes = std::fs::read(home.join("bundles/index.json")).unwrap_or_default();
+    let indexed: Vec<String> = acompose_engine::convergence::parse_index(&bytes)
+        .map(|index| index.into_values().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(acompose_engine::convergence::parse_history(&bytes).into_values().flatten())
+        .collect();
     let names = |folder: PathBuf| -> Vec<String> {
         std::fs::read_dir(folder)
             .map(|entries| entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect())

@@ -12,7 +12,7 @@ use acompose_engine::compose::{
 use acompose_engine::convergence::roster_files;
 use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
 use acompose_engine::diagnostic::sanitize;
-use acompose_engine::host_config::HostConfig;
+use acompose_engine::host_config::{CONFIG_FILE, HostConfig};
 use acompose_engine::person::PersonModel;
 use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
@@ -55,6 +55,18 @@ pub struct Report {
     pub warnings: usize,
     /// Each role whose bundle this convergence changed, with its new bundle id, by role.
     pub changed: Vec<(String, String)>,
+    /// The roles that got no bundle because a repository they select is unavailable (the
+    /// other roles converged): by role, with the missing `owner/repo` paths. Their
+    /// errors went to `Progress`; the index names none of them.
+    pub failed: Vec<FailedRole>,
+}
+
+/// A role a convergence could not give a bundle, and the repositories it selects that
+/// are unavailable.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FailedRole {
+    pub role: String,
+    pub missing: Vec<String>,
 }
 
 /// The live state: database, loader and one composition input per role.
@@ -77,6 +89,9 @@ pub struct Converger {
     mcp_inventory: Option<acompose_engine::SourceFile>,
     /// The host's `audit_policy`, set on every composition.
     audit_policy: acompose_engine::audit::AuditPolicy,
+    /// The host configuration as diagnostics name it: the file that names the operating
+    /// context, so a composition's problems with it are filed there.
+    config_label: String,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -248,13 +263,16 @@ impl Converger {
     /// caller holds the home lock.
     pub fn prune(&mut self) -> usize {
         let pending = std::mem::take(&mut self.prune_pending);
-        // A bundle a later index names again (an edit undone) is kept.
-        let named: Vec<String> = pending
-            .last()
-            .and_then(|(folder, _)| std::fs::read(folder.join(INDEX_FILE)).ok())
-            .and_then(|bytes| parse_index(&bytes))
-            .map(|index| index.into_values().collect())
-            .unwrap_or_default();
+        // A bundle a later index names again (an edit undone), or keeps as a role's earlier
+        // bundle, is kept.
+        let bytes = pending.last().and_then(|(folder, _)| std::fs::read(folder.join(INDEX_FILE)).ok());
+        let bytes = bytes.unwrap_or_default();
+        let named: Vec<String> = parse_index(&bytes)
+            .map(|index| index.into_values().collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(acompose_engine::convergence::parse_history(&bytes).into_values().flatten())
+            .collect();
         let folders: BTreeSet<PathBuf> = pending.iter().map(|(folder, _)| folder.clone()).collect();
         let pruned = pending
             .into_iter()
@@ -287,6 +305,7 @@ impl Converger {
         let _ = self.db.take_query_counts();
         progress.phase_clock_reset();
         self.audit_policy = config.audit_policy;
+        self.config_label = config_label(home);
         // Estate bundles link their skills from the store: the skill files are kept as
         // summaries and read again when a store entry is written.
         self.loader.summarize_skills(true);
@@ -303,10 +322,14 @@ impl Converger {
         let held = self.loader.take_held();
         let roles = self.resolve_roles(source, &model, &estate, config.skill_policy, &overlays);
         progress.phase("resolve and build bundles");
-        let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
-        let (bundles, warnings) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
-            .map_err(|error| name_projects_root(error, projects, &estate.repository_paths()))?;
+        let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+        let estate_wide = estate_diagnostics(&self.db, &estate.sources, &model, config.skill_policy, &slugs);
+        let texts = Texts { db: &self.db, loader: &self.loader, config_label: &self.config_label, home };
+        let paths = estate.repository_paths();
+        let ResolvedRoles { bundles, warnings, failed } =
+            resolved_bundles(&texts, &roles, estate_wide, (projects, &paths), progress)?;
         let mut report = Report {
+            failed,
             warnings: warnings + self.person_warnings,
             source: model.source.clone(),
             roles: model.roles.len(),
@@ -327,7 +350,9 @@ impl Converger {
         // bundle links: after such a run the prune ends with a collection of the store.
         let after_failed_run = crate::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
         let (written, created) = record_new_bundles(&bundles_dir, &current, hooks)?;
-        let outputs = Outputs { model: &model, estate: &estate, bundles: &bundles, current: &current, written };
+        let history = role_history(home, &bundles, &slugs, config.bundle_history());
+        let outputs =
+            Outputs { model: &model, estate: &estate, bundles: &bundles, current: &current, written, history };
         let targets = Targets { home, store: &mut self.store, verified: &self.verified, held };
         let (newly_verified, stale) = match write(targets, outputs, progress, hooks, &mut report) {
             Ok(written) => written,
@@ -415,6 +440,7 @@ impl Converger {
     /// declare, with their revisions (fingerprinted so a commit is noticed).
     fn read_estate(&mut self, projects: &Path, config: &HostConfig, reload: bool, progress: &dyn Progress) -> Estate {
         let repositories: Vec<String> = config.operating_context.iter().map(|(path, _)| path.clone()).collect();
+        let spans = config.operating_context.iter().map(|(_, span)| span);
         let ids = context_ids(&repositories);
         progress.begin("reading repositories", repositories.len());
         let context_roots = roots_under(&self.loader, projects, &repositories);
@@ -422,8 +448,8 @@ impl Converger {
         progress.advance(context_roots.len());
         let context_facts = facts(&mut self.loader, &context_roots, reload);
         let mut estate = Estate::default();
-        for (((repository, id), catalogue), (revision, path_key)) in
-            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts)
+        for ((((repository, id), catalogue), (revision, path_key)), span) in
+            repositories.iter().zip(&ids).zip(context_catalogues).zip(context_facts).zip(spans)
         {
             if let Some(revision) = &revision {
                 estate.revisions.insert(repository.clone(), revision.clone());
@@ -440,6 +466,7 @@ impl Converger {
                 location: repository.clone(),
                 path_key,
                 catalogue,
+                span: Some(*span),
             });
         }
         let trusted = trusted_repositories(&mut self.db, &mut self.loader, &estate.sources, projects, reload);
@@ -512,6 +539,7 @@ impl Converger {
     ) -> Result<(PathBuf, PersonModel), HostError> {
         let RoleRequest { role, tier, bundles } = *request;
         self.audit_policy = config.audit_policy;
+        self.config_label = config_label(home);
         self.loader.summarize_skills(true);
         self.loader.hold_selected_skills(false);
         let (source, model) = self.read_person_source(home, config, true, progress)?;
@@ -535,10 +563,11 @@ impl Converger {
             self.composition(source, role, tier, &estate.sources, &estate.repositories, config.skill_policy);
         self.set_overlays(composition, &overlays);
         let roles = vec![(role.to_owned(), tier.to_owned(), composition)];
-        let roster_roles = roster_role_diagnostics(&self.db, &estate.sources, &model, config.skill_policy);
-        let (resolved, _) = resolved_bundles(&self.db, &self.loader, &roles, roster_roles, progress)
-            .map_err(|error| name_projects_root(error, projects, &estate.repository_paths()))?;
-        let Some(bundle) = resolved.first().map(|resolved| resolved.bundle) else {
+        let estate_wide = estate_diagnostics(&self.db, &estate.sources, &model, config.skill_policy, &[role]);
+        let texts = Texts { db: &self.db, loader: &self.loader, config_label: &self.config_label, home };
+        let paths = estate.repository_paths();
+        let resolved = resolved_bundles(&texts, &roles, estate_wide, (projects, &paths), progress)?;
+        let Some(bundle) = resolved.bundles.first().map(|resolved| resolved.bundle) else {
             return Err(HostError::invalid(home, format!("role `{role}` resolved to no bundle")));
         };
         materialize_with(bundles, bundle, Verification::Full)?;
@@ -606,6 +635,9 @@ impl Converger {
                 if composition.audit_policy(db) != self.audit_policy {
                     composition.set_audit_policy(db).to(self.audit_policy);
                 }
+                if composition.request_path(db) != &self.config_label {
+                    composition.set_request_path(db).to(self.config_label.clone());
+                }
                 composition
             }
             None => {
@@ -617,7 +649,7 @@ impl Converger {
                     tier.to_owned(),
                     sources.to_vec(),
                     repositories.to_vec(),
-                    PLAN_FILE.to_owned(),
+                    self.config_label.clone(),
                     None,
                     None,
                     skill_policy,
@@ -662,27 +694,39 @@ impl Estate {
     }
 }
 
+/// The `owner/repo` path a `source-unavailable` diagnostic names: the engine's message
+/// ends "… is unavailable: `<location>` does not exist".
+fn unavailable_location(diagnostic: &Diagnostic) -> Option<&str> {
+    (diagnostic.code == "source-unavailable")
+        .then(|| diagnostic.message.rsplit_once("is unavailable: `")?.1.strip_suffix("` does not exist"))
+        .flatten()
+}
+
 /// `error` with the projects root named in every `source-unavailable` diagnostic about a
 /// repository read under it: where it was looked for, and how to change the root.
 pub(crate) fn name_projects_root(error: HostError, projects: &Path, repositories: &[String]) -> HostError {
     let HostError::Diagnostics { subject, mut findings } = error else { return error };
+    name_projects_root_in(&mut findings, projects, repositories);
+    HostError::Diagnostics { subject, findings }
+}
+
+/// [`name_projects_root`] on findings.
+fn name_projects_root_in(findings: &mut Findings, projects: &Path, repositories: &[String]) {
     let root = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
     // A set: a roles.kdl may name 100,000 repositories, each one missing.
     let repositories: std::collections::HashSet<&str> = repositories.iter().map(String::as_str).collect();
-    for diagnostic in findings.diagnostics.iter_mut().filter(|diagnostic| diagnostic.code == "source-unavailable") {
-        // The engine's message ends "… is unavailable: `<location>` does not exist".
-        let location = diagnostic
-            .message
-            .rsplit_once("is unavailable: `")
-            .and_then(|(_, rest)| rest.strip_suffix("` does not exist"));
-        let Some(repository) = location.filter(|location| repositories.contains(location)) else { continue };
-        diagnostic.hints.push(format!(
+    for diagnostic in &mut findings.diagnostics {
+        let Some(repository) = unavailable_location(diagnostic).filter(|location| repositories.contains(location))
+        else {
+            continue;
+        };
+        let hint = format!(
             "looked for `{}` under the projects root `{}`; change the root with `--projects-root DIR`, `$PROJECTS_ROOT` or `projects_root:` in agent-compose.yaml",
             sanitize(repository),
             sanitize(&root.display().to_string())
-        ));
+        );
+        diagnostic.hints.push(hint);
     }
-    HostError::Diagnostics { subject, findings }
 }
 
 /// One role's bundle and the trace of its resolution, borrowed from the database.
@@ -692,32 +736,101 @@ struct Resolved<'db> {
     bundle: &'db Bundle,
 }
 
-/// Resolve: every role's bundle, or every diagnostic when any role has an error.
+/// What resolution gave: the roles' bundles, how many warnings it met, and the roles that
+/// failed alone.
+struct ResolvedRoles<'db> {
+    bundles: Vec<Resolved<'db>>,
+    warnings: usize,
+    failed: Vec<FailedRole>,
+}
+
+/// Where the text of a file a diagnostic names comes from: the loader's inputs, and the
+/// host configuration (read again here, only when a diagnostic names it).
+struct Texts<'a> {
+    db: &'a Database,
+    loader: &'a Loader,
+    config_label: &'a str,
+    home: &'a Path,
+}
+
+impl Texts<'_> {
+    fn findings(&self, diagnostics: Vec<Diagnostic>) -> Findings {
+        Findings::collect(diagnostics, |path| {
+            self.loader.text_of(self.db, path).or_else(|| {
+                let config = (path == self.config_label).then(|| self.home.join(CONFIG_FILE))?;
+                crate::home::read_config_file(&config).ok().flatten().map(|file| file.text)
+            })
+        })
+    }
+}
+
+/// The label diagnostics give the host configuration of `home`.
+fn config_label(home: &Path) -> String {
+    home.join(CONFIG_FILE).display().to_string()
+}
+
+/// Whether a role's resolution failed only because repositories it selects are
+/// unavailable: then it fails alone, and the other roles converge (seed 001: a selected
+/// provider's unavailable catalogue fails that role's launch).
+fn fails_alone(diagnostics: &[Diagnostic]) -> bool {
+    let mut errors = diagnostics.iter().filter(|diagnostic| diagnostic.is_error()).peekable();
+    errors.peek().is_some() && errors.all(|diagnostic| unavailable_location(diagnostic).is_some())
+}
+
+/// Sorts diagnostics root cause first and drops repeats: every file's own problems in
+/// file order, then those that can follow from another file's (an overlay naming a
+/// repository the estate could not read), so the first one printed is the one to fix.
+fn root_cause_first(diagnostics: &mut Vec<Diagnostic>) {
+    let consequence = |diagnostic: &Diagnostic| usize::from(diagnostic.code.starts_with("overlay-"));
+    diagnostics.sort_by(|a, b| {
+        (consequence(a), &a.file, a.span, &a.message).cmp(&(consequence(b), &b.file, b.span, &b.message))
+    });
+    diagnostics.dedup();
+}
+
+/// Resolve: every role's bundle. A role whose only errors are repositories it selects
+/// being unavailable fails alone (its diagnostics are shown, its name and the missing
+/// paths returned); any other error, or every role failing, is an error with every
+/// diagnostic.
 fn resolved_bundles<'db>(
-    db: &'db Database,
-    loader: &Loader,
+    texts: &Texts<'db>,
     roles: &'db [(String, String, Composition)],
     mut diagnostics: Vec<Diagnostic>,
+    (projects, repositories): (&Path, &[String]),
     progress: &dyn Progress,
-) -> Result<(Vec<Resolved<'db>>, usize), HostError> {
+) -> Result<ResolvedRoles<'db>, HostError> {
+    let db = texts.db;
     let mut bundles = Vec::new();
+    let mut failed = Vec::new();
+    let mut alone = true;
     for (role, tier, composition) in roles {
         let result = composition_bundle(db, *composition);
         diagnostics.extend(result.diagnostics.iter().cloned());
-        if let Some(bundle) = &result.value {
-            bundles.push(Resolved { role, tier, bundle });
+        match &result.value {
+            Some(bundle) => bundles.push(Resolved { role, tier, bundle }),
+            None if fails_alone(&result.diagnostics) => {
+                let mut missing: Vec<String> =
+                    result.diagnostics.iter().filter_map(unavailable_location).map(str::to_owned).collect();
+                missing.sort();
+                missing.dedup();
+                failed.push(FailedRole { role: role.clone(), missing });
+            }
+            None => alone = false,
         }
     }
-    diagnostics.sort_by(|a, b| (&a.file, a.span, &a.message).cmp(&(&b.file, b.span, &b.message)));
-    diagnostics.dedup();
-    let findings = Findings::collect(diagnostics, |path| loader.text_of(db, path));
-    if findings.has_errors() {
+    let estate_errors =
+        diagnostics.iter().any(|diagnostic| diagnostic.is_error() && unavailable_location(diagnostic).is_none());
+    root_cause_first(&mut diagnostics);
+    let mut findings = texts.findings(diagnostics);
+    name_projects_root_in(&mut findings, projects, repositories);
+    if !alone || estate_errors || bundles.is_empty() && !failed.is_empty() {
         return Err(HostError::Diagnostics { subject: "the estate cannot be converged".to_owned(), findings });
     }
     if !findings.is_empty() {
         progress.diagnostics(&findings);
     }
-    Ok((bundles, findings.diagnostics.len()))
+    failed.sort_by(|a, b| a.role.cmp(&b.role));
+    Ok(ResolvedRoles { bundles, warnings: findings.diagnostics.len(), failed })
 }
 
 /// The roles whose bundle differs from the one the home's index names now (read before
@@ -733,24 +846,47 @@ fn changed_roles(home: &Path, bundles: &[Resolved<'_>]) -> Vec<(String, String)>
     changed
 }
 
-/// Roles the trusted roots among `sources` name that `model` lacks: a warning each (an
-/// error under skill policy `strict`), with the closest roster role.
-pub(crate) fn roster_role_diagnostics(
+/// What the trusted roots among `sources` say wrongly about the whole estate, each a
+/// warning (an error under skill policy `strict`): roles they name that `model` lacks
+/// (with the closest roster role), and a repository path declared twice so that one of
+/// `roles` loses a selection (`provider::duplicate_paths`).
+pub(crate) fn estate_diagnostics(
     db: &Database,
     sources: &[CompositionSource],
     model: &PersonModel,
     policy: acompose_engine::skill_rules::SkillPolicy,
+    roles: &[&str],
 ) -> Vec<Diagnostic> {
     let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
     let strict = policy == acompose_engine::skill_rules::SkillPolicy::Strict;
-    sources
+    let roots: Vec<acompose_engine::SourceFile> = sources
         .iter()
-        .filter(|source| source.kind == SourceKind::Root)
+        .filter(|source| source.kind == SourceKind::Root && source.catalogue.available(db))
         .filter_map(|source| acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles)
+        .collect();
+    let context: Vec<String> = sources.iter().map(|source| source.location.clone()).collect();
+    let mut diagnostics: Vec<Diagnostic> = roots
+        .iter()
         .flat_map(|roles_file| {
-            acompose_engine::provider::roles_missing_from_roster(db, roles_file, &model.source, &slugs, strict)
+            acompose_engine::provider::roles_missing_from_roster(db, *roles_file, &model.source, &slugs, strict)
         })
-        .collect()
+        .collect();
+    diagnostics.extend(acompose_engine::provider::duplicate_paths(db, &roots, &context, roles, strict));
+    diagnostics
+}
+
+/// Each role's earlier bundles once this convergence's index is in: the previous index's
+/// bundle of a role whose bundle changed (or that failed) first, then those kept before,
+/// at most `keep` per role of the roster. None when the estate has no bundle.
+fn role_history(home: &Path, bundles: &[Resolved<'_>], roles: &[&str], keep: usize) -> BTreeMap<String, Vec<String>> {
+    if bundles.is_empty() {
+        return BTreeMap::new();
+    }
+    let current: BTreeMap<&str, &str> =
+        bundles.iter().map(|resolved| (resolved.role, resolved.bundle.id.as_str())).collect();
+    let previous = crate::home::read_index(home);
+    let earlier = crate::home::read_history(home);
+    acompose_engine::convergence::next_history(&previous, &earlier, &current, roles, keep)
 }
 
 /// Materialize, first step: records the bundles this run will create before any folder
@@ -795,6 +931,8 @@ struct Outputs<'a, 'db> {
     bundles: &'a [Resolved<'db>],
     current: &'a [String],
     written: BTreeSet<String>,
+    /// Each role's earlier bundles, kept from pruning and written into the index.
+    history: BTreeMap<String, Vec<String>>,
 }
 
 /// After a failed run: removes the bundles it `created` (none was on disk before it, so
@@ -851,7 +989,7 @@ fn write(
     let (materialized, prepared) = rayon::join(
         || materialize_bundles(&bundles_dir, &store, outputs.bundles, targets.verified),
         || {
-            let files = index_and_plan(outputs.model, outputs.bundles, outputs.estate);
+            let files = index_and_plan(outputs.model, outputs.bundles, outputs.estate, &outputs.history);
             prepare_outputs(home, &artifact, outputs.model, files, &mut *hooks)
         },
     );
@@ -864,7 +1002,9 @@ fn write(
         ids
     })?;
     progress.phase("materialize bundles");
-    let stale = stale_bundles(&bundles_dir, &outputs.written, outputs.current);
+    let kept: Vec<String> =
+        outputs.current.iter().cloned().chain(outputs.history.values().flatten().cloned()).collect();
+    let stale = stale_bundles(&bundles_dir, &outputs.written, &kept);
     report.changed = changed_roles(home, outputs.bundles);
     commit_outputs(prepared?, hooks, report)?;
     progress.phase("write artifact, index and plan; prune");
@@ -940,20 +1080,25 @@ fn materialize_bundles(
     Ok((newly_verified, new, reused, written))
 }
 
-/// The bundles this convergence may prune: those the previous index named (a `compose
-/// --out` into the same folder is not ours to remove) and those an earlier convergence
-/// materialized but never got to name, less the current ones. Read before the new index
-/// is written.
-fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, current: &[String]) -> Vec<String> {
+/// The bundles this convergence may prune: those the previous index named or kept as a
+/// role's earlier bundle (a `compose --out` into the same folder is not ours to remove)
+/// and those an earlier convergence materialized but never got to name, less the `kept`
+/// ones (the current bundles and the new index's earlier ones). Read before the new
+/// index is written.
+fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, kept: &[String]) -> Vec<String> {
     let previously_named: Vec<String> = std::fs::read(bundles_dir.join(INDEX_FILE))
         .ok()
         .and_then(|bytes| parse_index(&bytes))
         .map(|index| index.into_values().collect())
         .unwrap_or_default();
+    let previously_kept = std::fs::read(bundles_dir.join(INDEX_FILE))
+        .map(|bytes| acompose_engine::convergence::parse_history(&bytes))
+        .unwrap_or_default();
     previously_named
         .into_iter()
+        .chain(previously_kept.into_values().flatten())
         .chain(written.iter().cloned())
-        .filter(|id| !current.contains(id))
+        .filter(|id| !kept.contains(id))
         .collect::<BTreeSet<String>>()
         .into_iter()
         .collect()
@@ -1008,6 +1153,7 @@ fn index_and_plan(
     model: &PersonModel,
     bundles: &[Resolved<'_>],
     estate: &Estate,
+    history: &BTreeMap<String, Vec<String>>,
 ) -> (Vec<OutputFile>, Vec<OutputFile>) {
     if bundles.is_empty() {
         (Vec::new(), Vec::new())
@@ -1024,7 +1170,7 @@ fn index_and_plan(
             })
             .collect();
         (
-            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries).into() }],
+            vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries, history).into() }],
             vec![OutputFile {
                 path: PLAN_FILE.to_owned(),
                 bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions).into(),

@@ -4,7 +4,7 @@
 
 pub mod converger;
 
-pub use converger::{Converger, Report};
+pub use converger::{Converger, FailedRole, Report};
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +32,7 @@ pub struct Stats {
 }
 
 /// What one bare run found.
+#[expect(clippy::large_enum_variant, reason = "one value per run, moved once; a box would only add an allocation")]
 pub enum BareRun {
     /// Nothing changed since the last convergence; nothing was written but the cache.
     Unchanged { summary: cache::Summary, stats: Stats },

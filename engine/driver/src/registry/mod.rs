@@ -123,27 +123,10 @@ async fn within<T>(
     }
 }
 
-/// The bundle a `bundle push` names: a bundle folder, a role of the home (its indexed
-/// bundle) or a bundle id in the home's bundles.
+/// The bundle a `bundle push` names, as every command names one (`bundle_name::resolve`):
+/// a bundle folder, a role of the home (its indexed bundle), `ROLE@{N}` or an id prefix.
 pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostError> {
-    let path = Path::new(given);
-    if path.exists() {
-        return Ok(path.to_path_buf());
-    }
-    let by_role = home.and_then(|home| crate::projections::bundle_of_role(home, path));
-    let by_id = home
-        .filter(|_| given.len() == 16 && given.bytes().all(|byte| byte.is_ascii_hexdigit()))
-        .map(|home| home.join(BUNDLES_DIR).join(given))
-        .filter(|bundle| bundle.is_dir());
-    by_role.or(by_id).ok_or_else(|| {
-        HostError::invalid(
-            path,
-            format!(
-                "`{}` is no bundle folder, and no role or bundle id of the home",
-                acompose_engine::diagnostic::sanitize(given)
-            ),
-        )
-    })
+    crate::bundle_name::resolve(home, Path::new(given))
 }
 
 /// `acompose bundle push BUNDLE REF`: verifies the bundle (through its store links) as
