@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use acompose_driver::NoProgress;
 use acompose_driver::convergence::Converger;
-use acompose_driver::transaction::NoFaults;
+use acompose_driver::home::transaction::NoFaults;
 use divan::Bencher;
 use rayon::prelude::*;
 use reference_estate::{REPOSITORIES, ROLES, skill_text};
@@ -615,10 +615,10 @@ fn noop_check_in_process(bencher: Bencher) {
     converge_process(estate, &home);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     converge_process(estate, &home);
-    let text = acompose_driver::cache::read(&home).expect("cache").expect("written");
+    let text = acompose_driver::home::cache::read(&home).expect("cache").expect("written");
     let identity = text.lines().nth(1).and_then(|line| line.strip_prefix("identity\t")).expect("identity").to_owned();
     bencher.bench_local(|| {
-        let mut counters = acompose_driver::cache::CheckCounters::default();
-        assert!(acompose_driver::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
+        let mut counters = acompose_driver::home::cache::CheckCounters::default();
+        assert!(acompose_driver::home::cache::unchanged_at_a_glance(&text, &identity, &mut counters).is_some());
     });
 }

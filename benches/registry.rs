@@ -20,8 +20,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acompose_driver::registry::client::Access;
-use acompose_driver::registry::{PullRequest, Transfer, pull, push};
+use acompose_driver::compose::registry::client::Access;
+use acompose_driver::compose::registry::{PullRequest, Transfer, pull, push};
 use divan::Bencher;
 use reference_estate::skill_text;
 use registry::Registry;

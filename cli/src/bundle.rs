@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_driver::export::{export_signed, import};
+use acompose_driver::compose::export::{export_signed, import};
+use acompose_driver::compose::placement::{Target, destination};
 use acompose_driver::home::{BUNDLES_DIR, resolve_home};
-use acompose_driver::placement::{Target, destination};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
@@ -116,7 +116,7 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                     .ok()
                     .and_then(|path| path.file_name().map(|n| n.to_string_lossy().into_owned()));
                 let signature = match (resolve_home(home).ok(), id) {
-                    (Some(home), Some(id)) => acompose_driver::signature::kept(&home, &id)?,
+                    (Some(home), Some(id)) => acompose_driver::compose::signature::kept(&home, &id)?,
                     _ => None,
                 };
                 export_signed(&bundle, &out, signature.as_deref())
@@ -151,7 +151,7 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                     if let (Ok(home), Some(signature)) = (&home, &imported.signature)
                         && out.starts_with(home)
                     {
-                        acompose_driver::signature::keep(home, &imported.id, signature)?;
+                        acompose_driver::compose::signature::keep(home, &imported.id, signature)?;
                     }
                     Ok(imported)
                 });
@@ -207,7 +207,7 @@ fn materialize(
     };
     let out = request.out.map_or_else(|| home.join(BUNDLES_DIR), Path::to_path_buf);
     let progress = crate::progress::TerminalProgress::new(terminal);
-    let made = match acompose_driver::materialize::materialize(
+    let made = match acompose_driver::compose::materialize::materialize(
         &home,
         &projects,
         request.role,

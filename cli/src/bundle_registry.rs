@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use acompose_driver::compose::registry::client::Access;
+use acompose_driver::compose::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push_signed, resolve_bundle};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::resolve_home;
-use acompose_driver::registry::client::Access;
-use acompose_driver::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push_signed, resolve_bundle};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
@@ -124,8 +124,10 @@ pub fn run_sign(args: &SignArgs, home: Option<&Path>, terminal: &Terminal) -> u8
         Err(error) => return report_error(&error, terminal),
     };
     let signed = resolve_bundle(Some(&home), &args.bundle)
-        .and_then(|bundle| acompose_driver::signature::sign(&bundle, &args.key))
-        .and_then(|(armored, id)| acompose_driver::signature::keep(&home, &id, &armored).map(|path| (id, path)));
+        .and_then(|bundle| acompose_driver::compose::signature::sign(&bundle, &args.key))
+        .and_then(|(armored, id)| {
+            acompose_driver::compose::signature::keep(&home, &id, &armored).map(|path| (id, path))
+        });
     match signed {
         Ok((id, path)) => {
             if !terminal.quiet {

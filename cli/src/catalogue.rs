@@ -128,8 +128,8 @@ pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Termina
         print_stderr("error: `--role` applies to `catalog seats` only\n");
         return exit::USAGE;
     }
-    let selection =
-        acompose_driver::settings::resolve(&args.source.flags(home)).and_then(|settings| settings.selection(false));
+    let selection = acompose_driver::home::settings::resolve(&args.source.flags(home))
+        .and_then(|settings| settings.selection(false));
     let model = match selection.and_then(|selection| Sources::default().load_model(&selection)) {
         Ok(valid) => {
             report_warnings(&valid.warnings, terminal);

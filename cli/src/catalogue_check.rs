@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_driver::catalogue_check::{Options, check_with};
+use acompose_driver::doctor::catalogue_check::{Options, check_with};
 
 use crate::exit;
 use crate::output::CommandOutput;
@@ -27,8 +27,8 @@ pub fn run(
     home: Option<&Path>,
     terminal: &Terminal,
 ) -> u8 {
-    let flags = acompose_driver::settings::Flags { home: home.map(Path::to_path_buf), ..Default::default() };
-    let policy = match acompose_driver::settings::resolve(&flags) {
+    let flags = acompose_driver::home::settings::Flags { home: home.map(Path::to_path_buf), ..Default::default() };
+    let policy = match acompose_driver::home::settings::resolve(&flags) {
         Ok(settings) => settings.config.audit_policy,
         Err(error) => return crate::terminal::report_error(&error, terminal),
     };

@@ -5,15 +5,15 @@
 use std::path::{Path, PathBuf};
 
 use acompose_driver::Sources;
-use acompose_driver::bundle::Materialized;
-use acompose_driver::compose_cache;
+use acompose_driver::compose::bundle::Materialized;
+use acompose_driver::compose::placement::{Target, destination, place};
+use acompose_driver::compose::request::{Prepared, RequestDefaults};
 use acompose_driver::convergence::Stats;
 use acompose_driver::engine::Bundle;
 use acompose_driver::engine::render;
 use acompose_driver::home::BUNDLES_DIR;
-use acompose_driver::placement::{Target, destination, place};
-use acompose_driver::request::{Prepared, RequestDefaults};
-use acompose_driver::settings::{self, Flags};
+use acompose_driver::home::compose_cache;
+use acompose_driver::home::settings::{self, Flags};
 
 use crate::exit;
 use crate::output::CommandOutput;
@@ -101,7 +101,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     }
     let code = output.print_to_stderr();
     let Some(bundle) = output.bundle().filter(|_| code == exit::SUCCESS) else { return code };
-    match acompose_driver::run_with::run_with_bundle(bundle, &args.command) {
+    match acompose_driver::delivery::run_with::run_with_bundle(bundle, &args.command) {
         Ok(code) => code,
         Err(error) => report_error(&error, terminal),
     }

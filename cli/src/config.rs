@@ -1,17 +1,17 @@
 //! `acompose config show [--json]` (every resolved setting and where it came from) and
 //! `acompose config validate [FILE] [--json]` (every problem of a configuration file).
-//! The resolution and the reading are the host's (`acompose_driver::settings`,
+//! The resolution and the reading are the host's (`acompose_driver::home::settings`,
 //! `acompose_driver::home`); this module prints them.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use acompose_driver::Findings;
+use acompose_driver::compose::load::{Location, label_of};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::host_config::{CONFIG_FILE, Destination, LoadPoint};
 use acompose_driver::home::read_config_file;
-use acompose_driver::load::{Location, label_of};
-use acompose_driver::settings::{self, Environment, Flags, Origin, Setting, Settings};
+use acompose_driver::home::settings::{self, Environment, Flags, Origin, Setting, Settings};
 
 use crate::terminal::{Terminal, count_summary, diagnostics_json, render_diagnostics, report_error};
 use crate::{SourceArgs, exit, print_stderr, print_stdout};
@@ -72,7 +72,7 @@ struct Row {
 
 fn location_text(location: &Location) -> String {
     match location {
-        Location::Embedded => acompose_driver::load::EMBEDDED.to_owned(),
+        Location::Embedded => acompose_driver::compose::load::EMBEDDED.to_owned(),
         Location::Directory(path) => label_of(path),
     }
 }
@@ -232,7 +232,7 @@ fn run_validate(args: &ValidateArgs, home: Option<&Path>, terminal: &Terminal) -
     let mut diagnostics = file.parsed.diagnostics.clone();
     let config = &file.parsed.value;
     if config.person_policy == acompose_driver::engine::host_config::PersonPolicy::ExternalOnly
-        && config.person_source.as_ref().is_none_or(|(source, _)| source == acompose_driver::load::EMBEDDED)
+        && config.person_source.as_ref().is_none_or(|(source, _)| source == acompose_driver::compose::load::EMBEDDED)
     {
         diagnostics
             .push(acompose_driver::engine::host_config::external_only_refusal(&file.label, config.person_policy_span));

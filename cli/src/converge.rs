@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acompose_driver::NoProgress;
-use acompose_driver::cache;
 use acompose_driver::convergence::Report;
 use acompose_driver::convergence::{BareRun, Stats, converge_home};
+use acompose_driver::delivery::mounts::{MountReport, deliver};
+use acompose_driver::delivery::projection::Repair;
+use acompose_driver::delivery::projections::{Followed, Repaired, repair};
 use acompose_driver::engine::diagnostic::sanitize;
+use acompose_driver::home::cache;
 use acompose_driver::home::{ARTIFACT_DIR, read_config};
-use acompose_driver::mounts::{MountReport, deliver};
-use acompose_driver::projection::Repair;
-use acompose_driver::projections::{Followed, Repaired, repair};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary, warn};

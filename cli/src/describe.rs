@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use acompose_driver::bundle::read_provenance;
+use acompose_driver::compose::bundle::read_provenance;
+use acompose_driver::compose::why::{WhyFailure, why};
 use acompose_driver::engine::describe::{self, WhyError};
-use acompose_driver::why::{WhyFailure, why};
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, named_bundle, print_stderr, print_stdout};
@@ -69,7 +69,7 @@ fn listing(bundle: &std::path::Path, harness: &str, json: bool) -> u8 {
         ));
         return exit::USAGE;
     };
-    match acompose_driver::projection::listing_of_bundle(bundle, layout) {
+    match acompose_driver::delivery::projection::listing_of_bundle(bundle, layout) {
         Ok(warnings) if warnings.is_empty() => {
             let line = format!("{}: every skill fits its listing\n", layout.display_name);
             if json {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::doctor::{Check, Status, config_failure, examine};
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::settings::{self, Flags};
+use acompose_driver::home::settings::{self, Flags};
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stdout};

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
+use acompose_driver::compose::gc::gc;
+use acompose_driver::delivery::launch::collect_runtime;
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::gc::gc;
 use acompose_driver::home::resolve_home;
-use acompose_driver::launch::collect_runtime;
 
 use crate::progress::TerminalProgress;
 

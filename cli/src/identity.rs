@@ -7,9 +7,9 @@
 use std::io::{IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 
+use acompose_driver::delivery::identity::nearest;
+use acompose_driver::delivery::tree_sight::start_folder_notes;
 use acompose_driver::engine::projection::{Health, identity_row, whoami_text};
-use acompose_driver::identity::nearest;
-use acompose_driver::tree_sight::start_folder_notes;
 
 use crate::terminal::Terminal;
 use crate::{exit, print_stderr, print_stdout};

@@ -8,11 +8,11 @@ use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
+use acompose_driver::delivery::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
+use acompose_driver::delivery::tree_sight::launch_same_name_warnings;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Layout};
 use acompose_driver::engine::render;
-use acompose_driver::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
-use acompose_driver::tree_sight::launch_same_name_warnings;
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, error_text, report_error};
@@ -186,7 +186,7 @@ pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     };
     // A pulled bundle must pass the home's `bundle_signers` policy.
     if let Some(bundle) = &bundle
-        && let Err(error) = acompose_driver::signature::enforce_for_use(&home, bundle)
+        && let Err(error) = acompose_driver::compose::signature::enforce_for_use(&home, bundle)
     {
         return report_error(&error, terminal);
     }

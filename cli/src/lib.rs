@@ -38,7 +38,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use acompose_driver::engine::diagnostic::terminal_safe;
-use acompose_driver::settings::Flags;
+use acompose_driver::home::settings::Flags;
 use clap::{Args, Parser, Subcommand};
 
 use crate::terminal::{ColorChoice, Terminal, report_error};
@@ -233,7 +233,7 @@ pub fn home_and_projects(
         projects_root: projects_root.map(Path::to_path_buf),
         ..Flags::default()
     };
-    let settings = acompose_driver::settings::resolve(&flags)?;
+    let settings = acompose_driver::home::settings::resolve(&flags)?;
     Ok((settings.home()?.to_path_buf(), settings.projects_root.value))
 }
 
@@ -241,7 +241,7 @@ pub fn home_and_projects(
 /// index (its current bundle) or a bundle id prefix of at least four hex digits.
 pub fn named_bundle(home: Option<&Path>, name: &Path) -> Result<PathBuf, acompose_driver::HostError> {
     let home = acompose_driver::home::resolve_home(home).ok();
-    acompose_driver::bundle_name::resolve(home.as_deref(), name)
+    acompose_driver::compose::bundle_name::resolve(home.as_deref(), name)
 }
 
 /// Whether the tool's own colour sequences may pass [`print_stdout`]'s and

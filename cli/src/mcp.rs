@@ -1,6 +1,6 @@
 //! `acompose mcp list [--json]`: the servers of the home's MCP inventory, each with its
 //! transport, command or URL, the variables it needs and the roles it is tagged for.
-//! Reading and checking the file is the driver's (`acompose_driver::mcp_inventory`).
+//! Reading and checking the file is the driver's (`acompose_driver::compose::mcp_inventory`).
 
 use std::path::Path;
 
@@ -56,7 +56,7 @@ fn run_list(args: &ListArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),
     };
-    let (inventory, warnings) = match acompose_driver::mcp_inventory::read(&home) {
+    let (inventory, warnings) = match acompose_driver::compose::mcp_inventory::read(&home) {
         Ok(Some(read)) => read,
         Ok(None) => {
             if args.json {

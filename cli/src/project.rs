@@ -5,19 +5,19 @@
 
 use std::path::{Path, PathBuf};
 
+use acompose_driver::delivery::git_exclude::Excluded;
+use acompose_driver::delivery::git_filter;
+use acompose_driver::delivery::projection::{
+    GitExclusion, Report, Request, TakenOut, Unprojected, default_target, unproject, unproject_layout,
+};
+use acompose_driver::delivery::projection_git::GitOutcome;
+use acompose_driver::delivery::projections;
+use acompose_driver::delivery::tree_sight::{self, ForeignContext, TreeReport, project_in_tree};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Scope};
 use acompose_driver::engine::projection::Mode;
-use acompose_driver::git_exclude::Excluded;
-use acompose_driver::git_filter;
 use acompose_driver::home::resolve_home;
-use acompose_driver::projection::{
-    GitExclusion, Report, Request, TakenOut, Unprojected, default_target, unproject, unproject_layout,
-};
-use acompose_driver::projection_git::GitOutcome;
-use acompose_driver::projections;
-use acompose_driver::transaction::NoFaults;
-use acompose_driver::tree_sight::{self, ForeignContext, TreeReport, project_in_tree};
+use acompose_driver::home::transaction::NoFaults;
 
 use crate::terminal::{Terminal, report_error, warn};
 use crate::{exit, print_stderr, print_stdout};
@@ -73,13 +73,13 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         return exit::USAGE;
     };
     let home = resolve_home(home).ok();
-    let bundle = match acompose_driver::bundle_name::resolve(home.as_deref(), &args.bundle) {
+    let bundle = match acompose_driver::compose::bundle_name::resolve(home.as_deref(), &args.bundle) {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };
     // A pulled bundle must pass the home's `bundle_signers` policy.
     if let Some(home) = &home
-        && let Err(error) = acompose_driver::signature::enforce_for_use(home, &bundle)
+        && let Err(error) = acompose_driver::compose::signature::enforce_for_use(home, &bundle)
     {
         return report_error(&error, terminal);
     }
@@ -113,7 +113,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             if let (Some(home), Some(ahead)) = (home.as_deref(), ahead) {
                 let _ = projections::register_failed(home, &target, ahead);
             }
-            return report_error(&acompose_driver::mounts::explain_refusal(home.as_deref(), error), terminal);
+            return report_error(&acompose_driver::delivery::mounts::explain_refusal(home.as_deref(), error), terminal);
         }
     };
     let report = &in_tree.report;
@@ -318,7 +318,7 @@ pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Termin
         }
         Err(error) => {
             // A target holding no projection leaves the register too.
-            if !acompose_driver::projection::has_record(&target)
+            if !acompose_driver::delivery::projection::has_record(&target)
                 && let Ok(home) = resolve_home(home)
             {
                 let _ = projections::unregister(&home, &target);

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use acompose_driver::Sources;
-use acompose_driver::artifact::write_roster;
+use acompose_driver::compose::artifact::write_roster;
+use acompose_driver::compose::load::{EMBEDDED, Location, Selection, label_of};
 use acompose_driver::engine::render;
-use acompose_driver::load::{EMBEDDED, Location, Selection, label_of};
-use acompose_driver::settings;
+use acompose_driver::home::settings;
 
 use crate::output::CommandOutput;
 use crate::terminal::{
@@ -140,7 +140,7 @@ pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal
 
 /// `roster init DIR`: the scaffold package written into a new or empty folder.
 fn run_init(init: &InitArgs, terminal: &Terminal) -> u8 {
-    match acompose_driver::scaffold::init_package(&init.folder) {
+    match acompose_driver::compose::scaffold::init_package(&init.folder) {
         Ok(made) => {
             if !terminal.quiet {
                 let folder = acompose_driver::engine::diagnostic::sanitize(&init.folder.display().to_string());

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use acompose_driver::convergence::converge_home;
+use acompose_driver::delivery::mounts::{deliver, enable};
 use acompose_driver::engine::harness_layout;
 use acompose_driver::engine::host_config::{CONFIG_FILE, KeyChange};
 use acompose_driver::home::{read_config, resolve_home};
-use acompose_driver::mounts::{deliver, enable};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error};

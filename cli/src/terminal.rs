@@ -430,7 +430,7 @@ pub fn diagnostics_json(diagnostics: &[Diagnostic], text_of: &dyn Fn(&str) -> Op
 
 /// The warning for a path host delivery leaves to the user, with the two ways to settle
 /// it: make room for the roster's file, or opt the harness out of that key.
-pub fn kept_warning(kept: &acompose_driver::mounts::Kept) -> String {
+pub fn kept_warning(kept: &acompose_driver::delivery::mounts::Kept) -> String {
     let path = sanitize(&kept.path.display().to_string());
     let harness = sanitize(&kept.harness);
     if kept.instructions {

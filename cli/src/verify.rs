@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use acompose_driver::bundle::verify_directory;
+use acompose_driver::compose::bundle::verify_directory;
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, named_bundle, print_stderr, print_stdout};
@@ -33,7 +33,7 @@ pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8
     };
     if let Some(signers) = &args.signers {
         let home = acompose_driver::home::resolve_home(home).ok();
-        let checked = acompose_driver::signature::verify_bundle(
+        let checked = acompose_driver::compose::signature::verify_bundle(
             &args.bundle,
             home.as_deref(),
             args.signature.as_deref(),

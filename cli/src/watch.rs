@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use acompose_driver::watch::{WatchEvent, Watcher};
+use acompose_driver::convergence::watch::{WatchEvent, Watcher};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, summary};

@@ -100,14 +100,14 @@ fn assert_index_matches_plan(home: &Path, context: &str) {
 /// Whether a kill landed inside the output transaction: its journal is on disk, and the
 /// outputs are mid-commit until the next run rolls the journal back.
 fn mid_commit(home: &Path) -> bool {
-    home.join(acompose_driver::transaction::JOURNAL_DIR).exists()
+    home.join(acompose_driver::home::transaction::JOURNAL_DIR).exists()
 }
 
 fn assert_consistent(home: &Path, context: &str) {
     if let Ok(bytes) = std::fs::read(home.join("bundles/index.json")) {
         let index = acompose_engine::convergence::parse_index(&bytes).expect("the index parses");
         for id in index.values() {
-            let verified = acompose_driver::bundle::verify_directory(&home.join("bundles").join(id));
+            let verified = acompose_driver::compose::bundle::verify_directory(&home.join("bundles").join(id));
             assert!(verified.is_ok(), "{context}: indexed bundle {id} does not verify: {verified:?}");
         }
     }
@@ -228,7 +228,7 @@ fn assert_out_holds_whole_bundles(out: &Path, context: &str) -> usize {
         if name.starts_with('.') || !entry.path().is_dir() {
             continue;
         }
-        let verified = acompose_driver::bundle::verify_directory(&entry.path());
+        let verified = acompose_driver::compose::bundle::verify_directory(&entry.path());
         assert!(verified.is_ok(), "{context}: {name} does not verify: {verified:?}");
         bundles += 1;
     }

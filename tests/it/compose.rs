@@ -61,7 +61,7 @@ fn check(case: &Path) -> String {
     let (_temporary, root) = stage(case);
     let output = common::compose_in_process(&root, Some("projects"));
     if let Some(bundle) = bundle_dir(&root) {
-        let verified = acompose_driver::bundle::verify_directory(&bundle);
+        let verified = acompose_driver::compose::bundle::verify_directory(&bundle);
         assert!(verified.is_ok(), "{}: {verified:?}", case.display());
     }
     report(&root, &output)

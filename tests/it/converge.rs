@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use acompose_driver::transaction::{self, Hooks, Step};
+use acompose_driver::home::transaction::{self, Hooks, Step};
 use acompose_engine::OutputFile;
 use common::{acompose, acompose_with};
 

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use acompose_driver::projection::{GitExclusion, Request, project};
-use acompose_driver::transaction::{Hooks, NoFaults, Step};
+use acompose_driver::delivery::projection::{GitExclusion, Request, project};
+use acompose_driver::home::transaction::{Hooks, NoFaults, Step};
 use acompose_engine::harness_layout::{Scope, layouts};
 use acompose_engine::projection::Mode;
 use common::{acompose, copy_dir, git, tree_of};

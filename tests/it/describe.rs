@@ -214,9 +214,9 @@ fn hostile_numbers_in_a_trace_are_not_a_crash() {
 
 /// One `--why` answer as the cli prints it: text, JSON, or the error.
 fn why_answer(bundle: &Path, item: &str) -> String {
+    use acompose_driver::compose::why::{WhyFailure, why};
     use acompose_driver::engine::describe::why_text;
     use acompose_driver::engine::render::Palette;
-    use acompose_driver::why::{WhyFailure, why};
     match why(bundle, item) {
         Ok(why) => {
             let json = acompose_driver::engine::snapshot::to_json_bytes(&why);

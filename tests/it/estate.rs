@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use acompose_driver::NoProgress;
 use acompose_driver::convergence::Converger;
-use acompose_driver::transaction::NoFaults;
+use acompose_driver::home::transaction::NoFaults;
 use acompose_engine::Database;
 use common::{acompose, backdate_folders, git, tree_of};
 
@@ -301,7 +301,7 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     let cache = acompose_driver::convergence::fingerprints(&converger, &home, &projects, &report);
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
     match recorded {
-        Some(acompose_driver::load::Observed::File(stat, _)) => {
+        Some(acompose_driver::compose::load::Observed::File(stat, _)) => {
             assert_eq!(stat.modified_nanos, 0, "the fresh file's time is smudged")
         }
         other => panic!("the fresh file is not recorded as a file: {other:?}"),
@@ -590,10 +590,12 @@ fn pruning_removes_only_bundles_a_previous_index_named() {
 /// bundles are written.
 struct FailingWrites;
 
-impl acompose_driver::transaction::Hooks for FailingWrites {
-    fn before(&mut self, step: acompose_driver::transaction::Step<'_>) -> std::io::Result<()> {
+impl acompose_driver::home::transaction::Hooks for FailingWrites {
+    fn before(&mut self, step: acompose_driver::home::transaction::Step<'_>) -> std::io::Result<()> {
         match step {
-            acompose_driver::transaction::Step::WriteTemporary(path) if path.ends_with(".acompose-written") => Ok(()),
+            acompose_driver::home::transaction::Step::WriteTemporary(path) if path.ends_with(".acompose-written") => {
+                Ok(())
+            }
             _ => Err(std::io::Error::other("injected failure")),
         }
     }

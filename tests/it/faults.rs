@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use acompose_driver::convergence::{BareRun, converge_home_with};
-use acompose_driver::transaction::{Hooks, NoFaults, Step};
+use acompose_driver::home::transaction::{Hooks, NoFaults, Step};
 use acompose_driver::{HostError, Progress};
 use common::{change_estate, debris, generated_estate, generation, unused_space};
 
@@ -64,7 +64,7 @@ fn assert_indexed_bundles_verify(home: &Path, context: &str) {
     let Ok(bytes) = std::fs::read(home.join("bundles/index.json")) else { return };
     let index = acompose_engine::convergence::parse_index(&bytes).expect("the index parses");
     for id in index.values() {
-        let verified = acompose_driver::bundle::verify_directory(&home.join("bundles").join(id));
+        let verified = acompose_driver::compose::bundle::verify_directory(&home.join("bundles").join(id));
         assert!(verified.is_ok(), "{context}: bundle {id} does not verify: {verified:?}");
     }
 }
@@ -253,7 +253,7 @@ fn what_a_killed_run_left_is_pruned_by_the_next_run_even_when_nothing_changed_an
         assert_eq!(unused_space(&home).iter().filter(|unused| unused.starts_with("bundle")).count(), left);
         let context = if through_gc { "gc" } else { "the next run" };
         if through_gc {
-            let report = acompose_driver::gc::gc(&home, false).expect("gc");
+            let report = acompose_driver::compose::gc::gc(&home, false).expect("gc");
             assert_eq!(report.bundles_pruned, left, "{context}");
         } else {
             // Nothing changed in the estate: before, this was the no-op path ("0 pruned").

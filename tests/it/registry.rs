@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use acompose_driver::bundle::read_bundle;
+use acompose_driver::compose::bundle::read_bundle;
 use common::registry::Registry;
 use common::{Output, acompose_with, tree_of};
 

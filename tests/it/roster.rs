@@ -13,7 +13,7 @@ use acompose_cli::SourceArgs;
 use acompose_cli::roster::{ValidateArgs, validate_output};
 use acompose_cli::terminal::Terminal;
 use acompose_driver::Sources;
-use acompose_driver::load::{Location, Selection};
+use acompose_driver::compose::load::{Location, Selection};
 use common::{Output, acompose, materialize_case};
 
 /// `acompose roster validate --person-source pkg [ARGS]` in the folder holding the

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use acompose_driver::NoProgress;
-use acompose_driver::bundle::{Placement, Verification, materialize_into, verify_directory};
+use acompose_driver::compose::bundle::{Placement, Verification, materialize_into, verify_directory};
+use acompose_driver::compose::load::Loader;
+use acompose_driver::compose::store::Store;
 use acompose_driver::convergence::Converger;
-use acompose_driver::load::Loader;
-use acompose_driver::store::Store;
-use acompose_driver::transaction::NoFaults;
+use acompose_driver::home::transaction::NoFaults;
 use acompose_engine::Database;
 use common::{acompose, copy_dir};
 
@@ -201,13 +201,13 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
     let (_temporary, root) = stage("selector-slice");
     let mut db = Database::default();
     let mut loader = Loader::default();
-    let prepared = acompose_driver::request::prepare(
+    let prepared = acompose_driver::compose::request::prepare(
         &mut db,
         &mut loader,
         &root.join("request.kdl"),
         &root.join("projects"),
         None,
-        &acompose_driver::request::RequestDefaults::default(),
+        &acompose_driver::compose::request::RequestDefaults::default(),
     )
     .expect("prepare");
     let out = root.join("out");
@@ -228,7 +228,7 @@ fn a_crash_between_the_store_and_the_bundle_rename_leaves_nothing_half_visible()
     }
     let again = materialize_into(&out, prepared.bundle, Placement::Linked(&store), Verification::Full, &mut || Ok(()))
         .expect("the next run recovers");
-    assert_eq!(again.outcome, acompose_driver::bundle::Materialized::New);
+    assert_eq!(again.outcome, acompose_driver::compose::bundle::Materialized::New);
     let placed = out.join(&prepared.bundle.id);
     let own_and_links =
         walkdir::WalkDir::new(&placed).into_iter().flatten().filter(|entry| !entry.file_type().is_dir()).count();
@@ -538,7 +538,7 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
     let (mut watcher, _) =
-        acompose_driver::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress)
+        acompose_driver::convergence::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress)
             .expect("watch");
     let home_flag = home.to_str().expect("utf-8");
     let collect = || {
@@ -551,7 +551,7 @@ fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Watched."));
     // Bounded: the watcher reports each batch of events; a few hundred rounds is ample.
     for _ in 0..300 {
-        if let acompose_driver::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
+        if let acompose_driver::convergence::watch::WatchEvent::Reconverged { .. } = watcher.next(&NoProgress) {
             break;
         }
     }

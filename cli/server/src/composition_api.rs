@@ -16,12 +16,13 @@ use axum::http::Uri;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use acompose_driver::bundle::read_provenance;
+use acompose_driver::compose::bundle::read_provenance;
+use acompose_driver::compose::why::{WhyFailure, why};
+use acompose_driver::compose::{bundle_name, store};
+use acompose_driver::delivery::projections;
 use acompose_driver::engine::describe::{self, WhyError};
 use acompose_driver::engine::snapshot::to_json_bytes;
 use acompose_driver::people::document;
-use acompose_driver::why::{WhyFailure, why};
-use acompose_driver::{bundle_name, projections, store};
 
 use crate::error::ApiError;
 use crate::people_api::{blocking, json_response};

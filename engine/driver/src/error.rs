@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use acompose_engine::Diagnostic;
 
-pub use crate::blame::Blame;
-use crate::transaction::TransactionError;
+pub use crate::compose::blame::Blame;
+use crate::home::transaction::TransactionError;
 
 /// Diagnostics and the printable text of the files they name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -13,60 +13,18 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod anchor;
-pub mod artifact;
-pub mod atomic;
-pub mod audit;
-pub mod blame;
-pub mod bundle;
-pub mod bundle_name;
-pub mod cache;
-pub mod catalogue_check;
-pub mod compose_cache;
+pub mod compose;
 pub mod convergence;
-pub mod debris;
+pub mod delivery;
 pub mod doctor;
 pub mod error;
-pub mod export;
-pub mod gc;
-pub mod git_exclude;
-pub mod git_filter;
 pub mod home;
-pub mod identity;
-pub mod instruction_block;
-pub mod launch;
-pub mod load;
-pub mod materialize;
-pub mod mcp_config;
-pub mod mcp_inventory;
-pub mod mounts;
-pub mod observe;
-pub mod overlays;
 pub mod people;
-pub mod placement;
 pub mod progress;
-pub mod projection;
-pub mod projection_git;
-pub mod projection_record;
-pub mod projections;
-pub mod registry;
-pub mod request;
-pub mod run_with;
-pub mod runtime_home;
 
-pub mod scaffold;
-pub mod settings;
-pub mod signature;
-pub mod sources;
-pub mod store;
-pub mod transaction;
-pub mod tree_sight;
-pub mod watch;
-pub mod why;
-
+pub use compose::sources::Sources;
 pub use error::{Blame, Findings, HostError};
 pub use progress::{NoProgress, Progress};
-pub use sources::Sources;
 
 /// The composition engine's values and pure renderings a face shows: diagnostics and
 /// their escaping, identity cards and roster transcripts, harness layouts, `describe`,

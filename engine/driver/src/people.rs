@@ -15,7 +15,7 @@ pub mod swarm;
 use acompose_people::workspace::PEOPLE_DIRECTORY;
 use acompose_people::{Bindings, contract};
 
-pub use crate::atomic::FileError;
+pub use crate::home::atomic::FileError;
 pub use storage::{Stop, Workspace};
 
 // The People core's values and pure functions a face shows or hands back (reports,
@@ -214,7 +214,7 @@ pub fn mcp_reference_findings(
     people: &[acompose_people::Person],
     home: &std::path::Path,
 ) -> Vec<acompose_people::Diagnostic> {
-    let known: Option<std::collections::BTreeSet<String>> = match crate::mcp_inventory::read(home) {
+    let known: Option<std::collections::BTreeSet<String>> = match crate::compose::mcp_inventory::read(home) {
         Ok(Some((inventory, _))) => Some(inventory.servers.into_iter().map(|entry| entry.server.name).collect()),
         Ok(None) | Err(_) => None,
     };

@@ -361,8 +361,8 @@ pub fn unused_space(home: &Path) -> Vec<String> {
         .filter(|name| is_id(name) && !indexed.contains(name))
         .map(|name| format!("bundle {name}"))
         .collect();
-    let store = acompose_driver::store::Store::of_home(home);
-    let referenced = acompose_driver::gc::referenced(home, &store);
+    let store = acompose_driver::compose::store::Store::of_home(home);
+    let referenced = acompose_driver::compose::gc::referenced(home, &store);
     unused.extend(
         names(store.root().to_path_buf())
             .into_iter()
@@ -440,7 +440,7 @@ pub fn compose_in_process(root: &Path, projects_root: Option<&str>) -> Output {
         home: Some(root.join("no-home/.agent-compose")),
         out: PathBuf::from("out"),
         projects: projects_root.map_or_else(|| root.join("no-home/projects"), PathBuf::from),
-        defaults: acompose_driver::request::RequestDefaults::default(),
+        defaults: acompose_driver::compose::request::RequestDefaults::default(),
     };
     Output::from(compose_output(&args, &places, &acompose_cli::terminal::Terminal::plain()))
 }

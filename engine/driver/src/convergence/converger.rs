@@ -21,12 +21,12 @@ use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
-use crate::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
+use crate::compose::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
+use crate::compose::load::{Loader, label_of};
 use crate::error::{Findings, HostError};
+use crate::home::transaction::{self, Hooks, Outcome};
 use crate::home::{refuse_symlinked_parents, selection_for};
-use crate::load::{Loader, label_of};
 use crate::progress::Progress;
-use crate::transaction::{self, Hooks, Outcome};
 
 pub use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, PLAN_FILE, WRITTEN_FILE};
 
@@ -48,7 +48,7 @@ pub struct Report {
     pub queries_reused: usize,
     /// The registered projections whose role got a new bundle: re-projected, or left
     /// alone and why.
-    pub followed: Vec<crate::projections::Followed>,
+    pub followed: Vec<crate::delivery::projections::Followed>,
     /// How many warnings the convergence met (shown through `Progress`). A convergence
     /// that warned leaves no fast-path fingerprints, so its warnings are shown on every
     /// run until they are fixed.
@@ -82,7 +82,7 @@ pub struct Converger {
     pub defer_pruning: bool,
     prune_pending: Vec<(PathBuf, Vec<String>)>,
     /// The home's store, with the slices this converger already wrote or checked.
-    store: Option<crate::store::Store>,
+    store: Option<crate::compose::store::Store>,
     /// Warnings the last reading of the person source met.
     person_warnings: usize,
     /// The home's MCP inventory as last read (`<home>/mcp.kdl`), when there is one.
@@ -136,7 +136,7 @@ fn roots_under(loader: &Loader, projects: &Path, repositories: &[String]) -> Vec
 /// The revision and resolved identity of each root (looked up again where `fresh`, or
 /// where the loader re-read the root since).
 fn facts(loader: &mut Loader, roots: &[(PathBuf, String)], fresh: bool) -> Vec<(Option<String>, String)> {
-    let keys = crate::load::PathKeys::default();
+    let keys = crate::compose::load::PathKeys::default();
     loader.root_facts(roots, fresh, |path| (git_revision(path), keys.path_key(path)))
 }
 
@@ -278,14 +278,14 @@ impl Converger {
             .into_iter()
             .map(|(folder, stale)| {
                 // Nor is one a registered projection shows now.
-                let showing = folder.parent().map(crate::projections::showing).unwrap_or_default();
+                let showing = folder.parent().map(crate::delivery::projections::showing).unwrap_or_default();
                 let stale: Vec<String> =
                     stale.into_iter().filter(|id| !named.contains(id) && !showing.contains(id)).collect();
-                crate::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
+                crate::compose::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
             })
             .sum();
         for folder in &folders {
-            crate::gc::forget_pruned(folder);
+            crate::compose::gc::forget_pruned(folder);
         }
         pruned
     }
@@ -343,12 +343,12 @@ impl Converger {
         // so nothing live there is taken for debris (nor is this run's staging by it).
         let _bundles_lock = lock_and_clean(home, &bundles_dir, fresh)?;
         // A prune a kill interrupted is finished before anything new is written.
-        let kept = crate::gc::kept_bundles(home, &current);
-        crate::gc::finish_interrupted_prune(&bundles_dir, &kept);
+        let kept = crate::compose::gc::kept_bundles(home, &current);
+        crate::compose::gc::finish_interrupted_prune(&bundles_dir, &kept);
         // Recorded bundles neither indexed, shown nor current are a failed or killed run's;
         // it may also have left store entries of a bundle it never finished, which no
         // bundle links: after such a run the prune ends with a collection of the store.
-        let after_failed_run = crate::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
+        let after_failed_run = crate::compose::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
         let (written, created) = record_new_bundles(&bundles_dir, &current, hooks)?;
         let history = role_history(home, &bundles, &slugs, config.bundle_history());
         let outputs =
@@ -365,8 +365,8 @@ impl Converger {
         };
         self.verified.extend(newly_verified);
         self.prune_or_defer(&bundles_dir, stale, &mut report, hooks);
-        if after_failed_run && !self.defer_pruning && !crate::gc::has_interrupted_prune(&bundles_dir) {
-            let _ = crate::gc::collect_unreferenced(home, false);
+        if after_failed_run && !self.defer_pruning && !crate::compose::gc::has_interrupted_prune(&bundles_dir) {
+            let _ = crate::compose::gc::collect_unreferenced(home, false);
         }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
@@ -521,8 +521,8 @@ impl Converger {
             // edits keep coming.
             self.prune_pending.push((bundles_dir.to_path_buf(), stale));
         } else {
-            report.bundles_pruned = crate::gc::prune_bundles(bundles_dir, &stale, hooks);
-            crate::gc::forget_pruned(bundles_dir);
+            report.bundles_pruned = crate::compose::gc::prune_bundles(bundles_dir, &stale, hooks);
+            crate::compose::gc::forget_pruned(bundles_dir);
         }
     }
 
@@ -583,10 +583,12 @@ impl Converger {
         source: PersonSource,
     ) -> Result<(Vec<acompose_engine::SourceFile>, PersonModel), HostError> {
         let subject = "a private overlay is invalid".to_owned();
-        let overlays =
-            crate::overlays::read_overlays(&mut self.loader, &mut self.db, home, config).map_err(|diagnostics| {
-                HostError::Diagnostics { subject: subject.clone(), findings: Findings::collect(diagnostics, |_| None) }
-            })?;
+        let overlays = crate::compose::overlays::read_overlays(&mut self.loader, &mut self.db, home, config).map_err(
+            |diagnostics| HostError::Diagnostics {
+                subject: subject.clone(),
+                findings: Findings::collect(diagnostics, |_| None),
+            },
+        )?;
         let parsed = acompose_engine::overlay::overlaid_model(&self.db, source, &overlays);
         if parsed.has_errors() {
             let findings = Findings::collect(parsed.diagnostics, |path| self.loader.text_of(&self.db, path));
@@ -898,7 +900,7 @@ fn record_new_bundles(
     current: &[String],
     hooks: &mut dyn Hooks,
 ) -> Result<(BTreeSet<String>, Vec<String>), HostError> {
-    let mut written = crate::gc::recorded_bundles(bundles_dir);
+    let mut written = crate::compose::gc::recorded_bundles(bundles_dir);
     let new: Vec<String> = current
         .iter()
         .filter(|id| !written.contains(*id) && std::fs::symlink_metadata(bundles_dir.join(id)).is_err())
@@ -913,7 +915,7 @@ fn record_new_bundles(
                 format!(
                     "cannot record the bundles in `{}`: {}; nothing was changed",
                     bundles_dir.display(),
-                    crate::load::error_kind(&error)
+                    crate::compose::load::error_kind(&error)
                 ),
             )
         })?;
@@ -946,21 +948,21 @@ fn discard_created(home: &Path, bundles_dir: &Path, created: &[String]) {
     }
     // A commit that failed and could not be rolled back leaves an index that may name
     // them until the next run rolls it back: those stay.
-    let kept = crate::gc::kept_bundles(home, &[]);
+    let kept = crate::compose::gc::kept_bundles(home, &[]);
     for id in created.iter().filter(|id| !kept.contains(*id)) {
         let _ = std::fs::remove_dir_all(bundles_dir.join(id));
     }
-    let _ = crate::gc::collect_unreferenced(home, false);
-    crate::gc::forget_pruned(bundles_dir);
+    let _ = crate::compose::gc::collect_unreferenced(home, false);
+    crate::compose::gc::forget_pruned(bundles_dir);
 }
 
 /// Where [`write`] writes, and what this converger already knows is there.
 struct Targets<'a> {
     home: &'a Path,
-    store: &'a mut Option<crate::store::Store>,
+    store: &'a mut Option<crate::compose::store::Store>,
     verified: &'a BTreeSet<String>,
     /// The source bytes the read kept for the store trees (see `Loader::take_held`).
-    held: crate::load::HeldSources,
+    held: crate::compose::load::HeldSources,
 }
 
 /// Materialize and record: writes every bundle, swaps in the artifact, index and plan
@@ -976,8 +978,8 @@ fn write(
     let home = targets.home;
     let bundles_dir = home.join(BUNDLES_DIR);
     let store = match targets.store.take() {
-        Some(store) if store == crate::store::Store::of_home(home) => store,
-        _ => crate::store::Store::of_home(home),
+        Some(store) if store == crate::compose::store::Store::of_home(home) => store,
+        _ => crate::compose::store::Store::of_home(home),
     }
     .holding(targets.held);
     // The index and plan are serialized and staged (written and flushed, nothing swapped
@@ -1011,7 +1013,7 @@ fn write(
     report.files_written += report.estate_files_written;
     // Projections follow their role before the old bundles go, so no harness reads a
     // dangling link; a bundle one still shows (its re-projection failed) is kept.
-    let following = crate::projections::follow(home);
+    let following = crate::delivery::projections::follow(home);
     report.followed = following.followed;
     let stale = stale.into_iter().filter(|id| !following.showing.contains(id)).collect();
     Ok((newly_verified, stale))
@@ -1029,13 +1031,16 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option
         return Ok(None);
     }
     let lock = transaction::lock(bundles_dir, crate::home::LOCK_TIMEOUT)?;
-    for folder in
-        [home.to_path_buf(), bundles_dir.to_path_buf(), home.join(crate::cache::CACHE_DIR), home.join(ARTIFACT_DIR)]
-    {
-        crate::debris::remove(&folder);
+    for folder in [
+        home.to_path_buf(),
+        bundles_dir.to_path_buf(),
+        home.join(crate::home::cache::CACHE_DIR),
+        home.join(ARTIFACT_DIR),
+    ] {
+        crate::home::debris::remove(&folder);
     }
     if store {
-        crate::store::Store::of_home(home).remove_staging();
+        crate::compose::store::Store::of_home(home).remove_staging();
     }
     Ok(Some(lock))
 }
@@ -1045,15 +1050,15 @@ fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option
 /// were new and reused and how many files were written.
 fn materialize_bundles(
     bundles_dir: &Path,
-    store: &crate::store::Store,
+    store: &crate::compose::store::Store,
     bundles: &[Resolved<'_>],
     verified: &BTreeSet<String>,
 ) -> Result<(Vec<String>, usize, usize, usize), HostError> {
-    let outcomes: Vec<Result<crate::bundle::Materialization, HostError>> = bundles
+    let outcomes: Vec<Result<crate::compose::bundle::Materialization, HostError>> = bundles
         .par_iter()
         .map(|resolved| {
             if verified.contains(&resolved.bundle.id) && bundles_dir.join(&resolved.bundle.id).is_dir() {
-                return Ok(crate::bundle::Materialization { outcome: Materialized::Reused, written: 0 });
+                return Ok(crate::compose::bundle::Materialization { outcome: Materialized::Reused, written: 0 });
             }
             materialize_into(
                 bundles_dir,
@@ -1182,14 +1187,18 @@ fn index_and_plan(
 /// Replaces `bundles/.acompose-written` atomically.
 fn write_written(bundles_dir: &Path, ids: &BTreeSet<String>) -> Result<(), String> {
     let problem = |error: std::io::Error| {
-        format!("cannot record the bundles in `{}`: {}", bundles_dir.display(), crate::load::error_kind(&error))
+        format!(
+            "cannot record the bundles in `{}`: {}",
+            bundles_dir.display(),
+            crate::compose::load::error_kind(&error)
+        )
     };
     if std::fs::symlink_metadata(bundles_dir).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
         return Err(format!("`{}` is a symbolic link", bundles_dir.display()));
     }
     std::fs::create_dir_all(bundles_dir).map_err(problem)?;
     let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
-    crate::atomic::replace(bundles_dir, WRITTEN_FILE, text.as_bytes()).map_err(|error| match error.cause {
+    crate::home::atomic::replace(bundles_dir, WRITTEN_FILE, text.as_bytes()).map_err(|error| match error.cause {
         Some(cause) => problem(cause),
         None => error.message,
     })
@@ -1203,7 +1212,7 @@ fn append_written(bundles_dir: &Path, ids: &[String]) -> Result<(), String> {
     use std::io::Write as _;
     let path = bundles_dir.join(WRITTEN_FILE);
     let cannot = |error: std::io::Error| {
-        format!("cannot record the bundles in `{}`: {}", path.display(), crate::load::error_kind(&error))
+        format!("cannot record the bundles in `{}`: {}", path.display(), crate::compose::load::error_kind(&error))
     };
     if !std::fs::symlink_metadata(bundles_dir).is_ok_and(|metadata| metadata.is_dir())
         || !std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file())
@@ -1231,7 +1240,7 @@ mod tests {
         std::fs::write(bundles.join(WRITTEN_FILE), text).expect("tear");
         append_written(bundles, &["fedcba9876543210".to_owned()]).expect("append");
         assert_eq!(
-            crate::gc::recorded_bundles(bundles),
+            crate::compose::gc::recorded_bundles(bundles),
             BTreeSet::from(["0123456789abcdef".to_owned(), "fedcba9876543210".to_owned()])
         );
     }

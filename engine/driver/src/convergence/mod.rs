@@ -2,6 +2,8 @@
 //! then a full convergence under the home lock, and the fingerprints it leaves for the
 //! next run. Renders nothing; the caller prints the returned `BareRun`.
 
+pub mod watch;
+
 pub mod converger;
 
 pub use converger::{Converger, FailedRole, Report};
@@ -11,14 +13,14 @@ use std::path::{Path, PathBuf};
 use acompose_engine::host_config::CONFIG_FILE;
 use rayon::prelude::*;
 
-use crate::cache;
 use crate::error::HostError;
+use crate::home::cache;
+use crate::home::observe::{Observed, Stat, observe};
+use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 use crate::home::{
     ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, WRITTEN_FILE, check_home, create_home, read_config,
 };
-use crate::observe::{Observed, Stat, observe};
 use crate::progress::Progress;
-use crate::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 
 /// Counts for `--stats`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,7 +62,7 @@ pub fn converge_home_with(
     check_home(home)?;
     // What a launched harness wrote to its launch copy reaches the user's own file on
     // every run, not only at the next launch.
-    for failure in crate::runtime_home::carry_back_all(home) {
+    for failure in crate::delivery::runtime_home::carry_back_all(home) {
         progress.warn(&failure.to_string());
     }
     if let Some(unchanged) = fast_path(home, projects, progress) {
@@ -108,7 +110,7 @@ pub fn keep_fingerprints(
 /// hashing the files whose metadata moved.
 fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
     // A prune a kill (or a fault) interrupted is finished by a full run.
-    if crate::gc::has_interrupted_prune(&home.join(BUNDLES_DIR)) {
+    if crate::compose::gc::has_interrupted_prune(&home.join(BUNDLES_DIR)) {
         return None;
     }
     let identity = cache::identity(projects);
@@ -142,10 +144,13 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
 /// store tree the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
 /// when there is no store.
 fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
-    let store = crate::store::Store::of_home(home);
+    let store = crate::compose::store::Store::of_home(home);
     let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
-    let slices: std::collections::BTreeSet<String> =
-        ids.iter().flat_map(|id| crate::store::linked_slices(&bundles.join(id))).map(|(_, name)| name).collect();
+    let slices: std::collections::BTreeSet<String> = ids
+        .iter()
+        .flat_map(|id| crate::compose::store::linked_slices(&bundles.join(id)))
+        .map(|(_, name)| name)
+        .collect();
     let trees: Vec<String> = store.reachable_known(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
     let per_tree: Vec<Vec<(PathBuf, Stat)>> = trees
         .par_iter()
@@ -157,7 +162,7 @@ fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::S
         .collect();
     Some(cache::StoreRecord {
         folder: store.root().to_path_buf(),
-        stat: crate::observe::smudge_folder_if_racy(Stat::of(&metadata)),
+        stat: crate::home::observe::smudge_folder_if_racy(Stat::of(&metadata)),
         trees: per_tree.into_iter().flatten().collect(),
     })
 }

@@ -10,7 +10,7 @@ use acompose_people::{Diagnostic, is_slug};
 
 use super::sessions::{PROJECTS_DIRECTORY, project_folder};
 use super::{Project, Stop, Workspace, storage};
-use crate::atomic::FileError;
+use crate::home::atomic::FileError;
 
 /// The workspace folder the page keeps recipes in.
 pub const RECIPES_DIRECTORY: &str = "recipes";

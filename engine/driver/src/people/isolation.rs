@@ -18,7 +18,7 @@ use acompose_people::{Isolation, printable};
 
 use super::sessions::{Clock, lock, reconcile_locked, sessions_folder};
 use super::storage::{Stop, Workspace};
-use crate::atomic::FileError;
+use crate::home::atomic::FileError;
 
 /// Where the worktrees of sessions live, relative to the workspace.
 pub const WORKTREES_DIRECTORY: &str = ".agent-toolkit/worktrees";

@@ -23,7 +23,7 @@ use super::sessions::{
 };
 use super::storage::{Stop, Workspace};
 use super::{isolation, process};
-use crate::atomic::FileError;
+use crate::home::atomic::FileError;
 
 /// The size of a terminal in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,7 +294,7 @@ fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
     reviewed
         .environment
         .iter()
-        .find(|(name, _)| name == crate::launch::RUNTIME_VARIABLE)
+        .find(|(name, _)| name == crate::delivery::launch::RUNTIME_VARIABLE)
         .map(|(_, value)| PathBuf::from(value))
 }
 
@@ -434,7 +434,7 @@ impl SessionHandle {
         drop(guard);
         if let Some(runtime) = &self.runtime {
             // A failure is met again, and reported, by the next start or convergence.
-            let _ = crate::runtime_home::carry_back(runtime);
+            let _ = crate::delivery::runtime_home::carry_back(runtime);
         }
         Ok(Finished { record, group_empty })
     }

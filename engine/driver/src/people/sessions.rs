@@ -24,8 +24,8 @@ use acompose_people::{Diagnostic, Roster, SourceFile, finding, is_slug, printabl
 use super::as_role::{RosterPlace, bound_role, prepare_role};
 use super::storage::{Stop, Workspace};
 use super::{checked_id, existing_person, process};
-use crate::atomic::{At as _, FileError};
-use crate::transaction;
+use crate::home::atomic::{At as _, FileError};
+use crate::home::transaction;
 use acompose_people::roster_role::Bound;
 use acompose_people::session::SessionLinks;
 use std::ffi::OsString;
@@ -146,14 +146,14 @@ fn read_record_file(path: &Path, inspected: &Metadata) -> Result<Vec<u8>, Stop> 
 /// later listing accepts are written.
 pub(crate) fn create_record(folder: &Path, record: &SessionRecord) -> Result<bool, Stop> {
     let (name, bytes) = record_file(folder, record)?;
-    Ok(crate::atomic::create_new(folder, &name, &bytes)?)
+    Ok(crate::home::atomic::create_new(folder, &name, &bytes)?)
 }
 
 /// Writes `record` over its existing file in `folder`. Only bytes a later listing
 /// accepts are written.
 pub(crate) fn replace_record(folder: &Path, record: &SessionRecord) -> Result<(), Stop> {
     let (name, bytes) = record_file(folder, record)?;
-    crate::atomic::replace(folder, &name, &bytes)?;
+    crate::home::atomic::replace(folder, &name, &bytes)?;
     Ok(())
 }
 

@@ -11,8 +11,8 @@ use acompose_people::contract::{self, ContractFiles};
 use acompose_people::workspace::{PEOPLE_DIRECTORY, TEMPLATES_DIRECTORY};
 use acompose_people::{Diagnostic, MAX_FILE_BYTES, SourceFile, WorkspaceFiles, finding};
 
-use crate::atomic::{At as _, FileError, Result};
-pub use crate::atomic::{create_new, replace};
+use crate::home::atomic::{At as _, FileError, Result};
+pub use crate::home::atomic::{create_new, replace};
 
 /// Why a command stopped before finishing.
 #[derive(Debug)]

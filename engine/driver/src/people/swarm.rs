@@ -21,7 +21,7 @@ use super::as_role::RosterPlace;
 use super::session_runner::{LaunchOptions, SessionHandle, start_session};
 use super::sessions::{Clock, Reviewed, StartOptions, Stopped, list_sessions, review_person, stop_session};
 use super::storage::{Stop, Workspace};
-use crate::atomic::At as _;
+use crate::home::atomic::At as _;
 
 /// What a swarm start asks for besides the recipe.
 #[derive(Debug, Clone, Default)]
@@ -136,7 +136,7 @@ pub fn start_swarm(
         roles,
     };
     let folder = runs_folder(workspace, true)?.unwrap_or_default();
-    crate::atomic::create_new(&folder, &format!("{}.json", record.id), &swarm::run_bytes(&record))?;
+    crate::home::atomic::create_new(&folder, &format!("{}.json", record.id), &swarm::run_bytes(&record))?;
     Ok((record, handles))
 }
 

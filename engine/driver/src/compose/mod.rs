@@ -1,0 +1,28 @@
+//! Composition: what a bundle is made of and where it is kept. Loading packages and
+//! catalogues into salsa inputs (`load`, `sources`, `request`), the host's overlays, MCP
+//! inventory and content audit, bundles and their materialization, placement, the
+//! content-addressed store and its garbage collection, export and import, the OCI
+//! registry, signatures, and the `--why` decision trace.
+//!
+//! May call the home (`crate::home`) for its layout, settings, transactions and atomic
+//! writes; never delivers into a harness and never converges.
+
+pub mod artifact;
+pub mod audit;
+pub mod blame;
+pub mod bundle;
+pub mod bundle_name;
+pub mod export;
+pub mod gc;
+pub mod load;
+pub mod materialize;
+pub mod mcp_inventory;
+pub mod overlays;
+pub mod placement;
+pub mod registry;
+pub mod request;
+pub mod scaffold;
+pub mod signature;
+pub mod sources;
+pub mod store;
+pub mod why;
