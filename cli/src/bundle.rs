@@ -207,7 +207,7 @@ fn materialize(
     };
     let out = request.out.map_or_else(|| home.join(BUNDLES_DIR), Path::to_path_buf);
     let progress = crate::progress::TerminalProgress::new(terminal);
-    let made = match acompose_driver::compose::materialize::materialize(
+    let made = match acompose_driver::convergence::materialize::materialize(
         &home,
         &projects,
         request.role,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use acompose_engine::Diagnostic;
 
-pub use crate::compose::blame::Blame;
+pub use crate::blame::Blame;
 use crate::home::transaction::TransactionError;
 
 /// Diagnostics and the printable text of the files they name.

@@ -13,6 +13,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod blame;
 pub mod compose;
 pub mod convergence;
 pub mod delivery;
@@ -22,7 +23,7 @@ pub mod home;
 pub mod people;
 pub mod progress;
 
-pub use compose::sources::Sources;
+pub use compose::Sources;
 pub use error::{Blame, Findings, HostError};
 pub use progress::{NoProgress, Progress};
 

@@ -9,13 +9,11 @@
 
 pub mod artifact;
 pub mod audit;
-pub mod blame;
 pub mod bundle;
 pub mod bundle_name;
 pub mod export;
 pub mod gc;
 pub mod load;
-pub mod materialize;
 pub mod mcp_inventory;
 pub mod overlays;
 pub mod placement;
@@ -23,6 +21,8 @@ pub mod registry;
 pub mod request;
 pub mod scaffold;
 pub mod signature;
-pub mod sources;
+mod sources;
 pub mod store;
 pub mod why;
+
+pub use sources::Sources;

@@ -389,9 +389,8 @@ pub fn prepare<'db>(
     let policy = skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy);
     let model = &acompose_engine::person::person_model(db, source).value;
     let role = request.role.as_ref().map_or("", |(slug, _)| slug.as_str());
-    diagnostics.extend(crate::convergence::converger::estate_diagnostics(db, &sources, model, policy, &[role]));
-    let repositories =
-        crate::convergence::converger::trusted_repositories(db, loader, &sources, projects, false).inputs;
+    diagnostics.extend(crate::convergence::estate_diagnostics(db, &sources, model, policy, &[role]));
+    let repositories = crate::convergence::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let trusted_paths: Vec<String> = repositories.iter().map(|repository| repository.path.clone()).collect();
     let composition = Composition::new(
         db,
@@ -422,7 +421,7 @@ pub fn prepare<'db>(
             let model = acompose_engine::overlay::overlaid_model(db, source, &overlays).value;
             Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
-        _ => Err(crate::convergence::converger::name_projects_root(
+        _ => Err(crate::convergence::name_projects_root(
             HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all },
             projects,
             &trusted_paths,

@@ -2,11 +2,13 @@
 //! then a full convergence under the home lock, and the fingerprints it leaves for the
 //! next run. Renders nothing; the caller prints the returned `BareRun`.
 
+pub mod materialize;
 pub mod watch;
 
-pub mod converger;
+mod converger;
 
-pub use converger::{Converger, FailedRole, Report};
+pub use converger::{Converger, FailedRole, Report, RoleRequest, trusted_repositories};
+pub(crate) use converger::{estate_diagnostics, name_projects_root};
 
 use std::path::{Path, PathBuf};
 

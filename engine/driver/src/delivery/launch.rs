@@ -14,8 +14,8 @@ use acompose_engine::harness_layout::{Layout, Scope};
 use acompose_engine::person::PersonModel;
 use acompose_engine::projection::Mode;
 
-use crate::convergence::converger::{Converger, RoleRequest};
 use crate::convergence::{BareRun, converge_home};
+use crate::convergence::{Converger, RoleRequest};
 use crate::delivery::projection::{self, Report};
 use crate::delivery::runtime_home::{self, InSight};
 use crate::error::HostError;

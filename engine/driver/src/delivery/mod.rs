@@ -9,9 +9,9 @@
 pub mod git_exclude;
 pub mod git_filter;
 pub mod identity;
-pub mod instruction_block;
+mod instruction_block;
 pub mod launch;
-pub mod mcp_config;
+mod mcp_config;
 pub mod mounts;
 pub mod projection;
 pub mod projection_git;

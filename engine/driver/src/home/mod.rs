@@ -7,7 +7,7 @@
 //! Calls nothing of composition, delivery or convergence but the loader's path
 //! printing and embedded roster (`crate::compose::load`); every other folder calls it.
 
-pub mod anchor;
+mod anchor;
 pub mod atomic;
 pub mod cache;
 pub mod compose_cache;

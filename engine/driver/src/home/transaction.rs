@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use acompose_engine::OutputFile;
 use rayon::prelude::*;
 
-use crate::compose::blame::Blame;
+use crate::blame::Blame;
 
 /// The record of what an output directory owns.
 pub const OWNERSHIP_FILE: &str = ".acompose-owned.json";

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use acompose_engine::harness_layout;
 
 use crate::convergence::Converger;
-use crate::convergence::converger::RoleRequest;
+use crate::convergence::RoleRequest;
 use crate::error::HostError;
 use crate::progress::Progress;
 
