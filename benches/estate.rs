@@ -330,10 +330,13 @@ fn edit_one_skill(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "watch");
     let progress = NoProgress;
-    let config = acompose_driver::home::read_config(&home, &progress).expect("config");
+    let config =
+        acompose_driver::home::read_config(&acompose_driver::home::Home::at(&home), &progress).expect("config");
     let mut converger = Converger::default();
     converger.defer_pruning = true;
-    converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &estate.projects, &config, &progress, &mut NoFaults, true)
+        .expect("converge");
     settle();
     // repo-000 is used by the first role; skill 05 is inside its selected slice.
     let edited = estate.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
@@ -345,7 +348,16 @@ fn edit_one_skill(bencher: Bencher) {
         })
         .bench_local_values(|()| {
             converger.loader.refresh(&mut converger.db, &edited);
-            converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, false).expect("reconverge");
+            converger
+                .converge(
+                    &acompose_driver::home::Home::at(&home),
+                    &estate.projects,
+                    &config,
+                    &progress,
+                    &mut NoFaults,
+                    false,
+                )
+                .expect("reconverge");
         });
 }
 
@@ -356,9 +368,12 @@ fn edit_one_skill_recompute_only(bencher: Bencher) {
     let estate = estate();
     let home = new_home(estate, "recompute");
     let progress = NoProgress;
-    let config = acompose_driver::home::read_config(&home, &progress).expect("config");
+    let config =
+        acompose_driver::home::read_config(&acompose_driver::home::Home::at(&home), &progress).expect("config");
     let mut converger = Converger::default();
-    converger.converge(&home, &estate.projects, &config, &progress, &mut NoFaults, true).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &estate.projects, &config, &progress, &mut NoFaults, true)
+        .expect("converge");
     let edited = estate.projects.join("estate/repo-001/.agents/skills/skill-001-05/SKILL.md");
     let mut round = 0;
     bencher
@@ -615,7 +630,8 @@ fn noop_check_in_process(bencher: Bencher) {
     converge_process(estate, &home);
     std::thread::sleep(std::time::Duration::from_millis(2500));
     converge_process(estate, &home);
-    let text = acompose_driver::home::cache::read(&home).expect("cache").expect("written");
+    let text =
+        acompose_driver::home::cache::read(&acompose_driver::home::Home::at(&home)).expect("cache").expect("written");
     let identity = text.lines().nth(1).and_then(|line| line.strip_prefix("identity\t")).expect("identity").to_owned();
     bencher.bench_local(|| {
         let mut counters = acompose_driver::home::cache::CheckCounters::default();

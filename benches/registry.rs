@@ -96,7 +96,9 @@ impl Setup {
     }
 
     fn pull(&self, reference: &str, home: &Path) -> Transfer {
-        pull(&PullRequest { reference, home, access: Access::default() }).expect("pull").transfer
+        pull(&PullRequest { reference, home: &acompose_driver::home::Home::at(home), access: Access::default() })
+            .expect("pull")
+            .transfer
     }
 
     /// The platform bundle before the edit in `reference`'s repository.

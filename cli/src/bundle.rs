@@ -144,7 +144,7 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
                 (None, Ok(home)) => home.join(BUNDLES_DIR),
                 (None, Err(error)) => return report_error(error, terminal),
             };
-            let imported = destination(home.as_ref().ok().map(PathBuf::as_path), &out, &Target::Store(store))
+            let imported = destination(home.as_ref().ok(), &out, &Target::Store(store))
                 .and_then(|to| import(&file, &to))
                 .and_then(|imported| {
                     // A signature the archive carried is kept when the bundle lands in the home.

@@ -193,7 +193,7 @@ fn pull_summary(pulled: &Pulled, reference: &str) -> String {
 pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = resolve_home(home).ok();
     let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
-    let pushed = resolve_bundle(home.as_deref(), &args.bundle)
+    let pushed = resolve_bundle(home.as_ref(), &args.bundle)
         .and_then(|bundle| push_signed(&bundle, &args.reference, access, args.sign.as_deref()));
     match pushed {
         Ok(pushed) if args.json => {

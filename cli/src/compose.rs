@@ -11,7 +11,6 @@ use acompose_driver::compose::request::{Prepared, RequestDefaults};
 use acompose_driver::convergence::Stats;
 use acompose_driver::engine::Bundle;
 use acompose_driver::engine::render;
-use acompose_driver::home::BUNDLES_DIR;
 use acompose_driver::home::compose_cache;
 use acompose_driver::home::settings::{self, Flags};
 
@@ -82,15 +81,15 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         Ok(settings) => settings,
         Err(error) => return report_error(&error, terminal),
     };
-    let home = settings.home().map(Path::to_path_buf);
+    let home = settings.home().cloned();
     let out = match (&args.out, &home) {
         (Some(out), _) => out.clone(),
-        (None, Ok(home)) => home.join(BUNDLES_DIR),
+        (None, Ok(home)) => home.bundles(),
         (None, Err(error)) => return report_error(error, terminal),
     };
     let places = Places {
         working_directory: PathBuf::new(),
-        home: home.ok(),
+        home: home.ok().map(|home| home.root().to_path_buf()),
         out,
         projects: settings.projects_root.value.clone(),
         defaults: settings.request_defaults(),
@@ -114,9 +113,9 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     let mut output = CommandOutput::default();
     let on_disk = |path: &Path| places.working_directory.join(path);
     let (out, projects) = (on_disk(&places.out), on_disk(&places.projects));
-    let home = places.home.as_deref().map(on_disk);
+    let home = places.home.as_ref().map(|home| acompose_driver::home::Home::at(on_disk(home)));
     let key = cache_key(args, places, terminal);
-    if let Some(warm) = home.as_deref().and_then(|home| compose_cache::lookup(home, &projects, &key)) {
+    if let Some(warm) = home.as_ref().and_then(|home| compose_cache::lookup(home, &projects, &key)) {
         let mut text = warm.report;
         if args.stats && !args.json {
             text.push_str(&stats_line(&Stats { stated: warm.stated, ..Stats::default() }));
@@ -134,7 +133,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     };
     output.stderr(warnings_text(&prepared.warnings, terminal));
     let target = if args.standalone { Target::Standalone } else { Target::Store(args.store.as_deref().map(on_disk)) };
-    let materialization = match destination(home.as_deref(), &out, &target).and_then(|to| place(&to, prepared.bundle)) {
+    let materialization = match destination(home.as_ref(), &out, &target).and_then(|to| place(&to, prepared.bundle)) {
         Ok(materialization) => materialization,
         Err(error) => return ended_by_error(output, &error, terminal),
     };
@@ -143,7 +142,7 @@ pub fn compose_output(args: &ComposeArgs, places: &Places, terminal: &Terminal) 
     let (executed, reused) = prepared.queries;
     // A composition that warned is not answered from the cache: its warnings are shown
     // every time.
-    let cached = home.as_deref().filter(|_| prepared.warnings.is_empty());
+    let cached = home.as_ref().filter(|_| prepared.warnings.is_empty());
     let repeat = cached.map(|_| render(args, &prepared, &places.out, Materialized::Reused, terminal));
     let mut text = render(args, &prepared, &places.out, materialized, terminal);
     drop(prepared);

@@ -227,21 +227,21 @@ pub fn main() -> ExitCode {
 pub fn home_and_projects(
     home: Option<&Path>,
     projects_root: Option<&Path>,
-) -> Result<(PathBuf, PathBuf), acompose_driver::HostError> {
+) -> Result<(acompose_driver::home::Home, PathBuf), acompose_driver::HostError> {
     let flags = Flags {
         home: home.map(Path::to_path_buf),
         projects_root: projects_root.map(Path::to_path_buf),
         ..Flags::default()
     };
     let settings = acompose_driver::home::settings::resolve(&flags)?;
-    Ok((settings.home()?.to_path_buf(), settings.projects_root.value))
+    Ok((settings.home()?.clone(), settings.projects_root.value))
 }
 
 /// The bundle folder a command's BUNDLE argument names: a path, a role of the home's
 /// index (its current bundle) or a bundle id prefix of at least four hex digits.
 pub fn named_bundle(home: Option<&Path>, name: &Path) -> Result<PathBuf, acompose_driver::HostError> {
     let home = acompose_driver::home::resolve_home(home).ok();
-    acompose_driver::compose::bundle_name::resolve(home.as_deref(), name)
+    acompose_driver::compose::bundle_name::resolve(home.as_ref(), name)
 }
 
 /// Whether the tool's own colour sequences may pass [`print_stdout`]'s and

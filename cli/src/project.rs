@@ -73,7 +73,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         return exit::USAGE;
     };
     let home = resolve_home(home).ok();
-    let bundle = match acompose_driver::compose::bundle_name::resolve(home.as_deref(), &args.bundle) {
+    let bundle = match acompose_driver::compose::bundle_name::resolve(home.as_ref(), &args.bundle) {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };
@@ -101,7 +101,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     };
     // Registered before anything is written: a run stopped anywhere is one bare
     // `acompose` finishes.
-    let ahead = match home.as_deref().map(|home| projections::register_ahead(home, &target, &bundle)) {
+    let ahead = match home.as_ref().map(|home| projections::register_ahead(home, &target, &bundle)) {
         Some(Ok(ahead)) => Some(ahead),
         Some(Err(error)) => return report_error(&error, terminal),
         None => None,
@@ -110,15 +110,14 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let in_tree = match project_in_tree(&request, context, &mut NoFaults) {
         Ok(in_tree) => in_tree,
         Err(error) => {
-            if let (Some(home), Some(ahead)) = (home.as_deref(), ahead) {
+            if let (Some(home), Some(ahead)) = (home.as_ref(), ahead) {
                 let _ = projections::register_failed(home, &target, ahead);
             }
-            return report_error(&acompose_driver::delivery::mounts::explain_refusal(home.as_deref(), error), terminal);
+            return report_error(&acompose_driver::delivery::mounts::explain_refusal(home.as_ref(), error), terminal);
         }
     };
     let report = &in_tree.report;
-    let follows = match home.as_deref().map(|home| projections::register(home, &target, &bundle, &report.details.role))
-    {
+    let follows = match home.as_ref().map(|home| projections::register(home, &target, &bundle, &report.details.role)) {
         Some(Ok(follows)) => follows,
         Some(Err(error)) => return report_error(&error, terminal),
         None => false,

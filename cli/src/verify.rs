@@ -35,7 +35,7 @@ pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8
         let home = acompose_driver::home::resolve_home(home).ok();
         let checked = acompose_driver::compose::signature::verify_bundle(
             &args.bundle,
-            home.as_deref(),
+            home.as_ref(),
             args.signature.as_deref(),
             signers,
         );

@@ -68,7 +68,7 @@ fn quiet() -> NoProgress {
 }
 
 fn config(home: &Path) -> acompose_engine::host_config::HostConfig {
-    acompose_driver::home::read_config(home, &quiet()).expect("config")
+    acompose_driver::home::read_config(&acompose_driver::home::Home::at(home), &quiet()).expect("config")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
@@ -80,7 +80,9 @@ fn index(home: &Path) -> BTreeMap<String, String> {
 fn live_converger(home: &Path, projects: &Path) -> (Converger, acompose_engine::host_config::HostConfig) {
     let mut converger = Converger::with_database(Database::with_execution_log());
     let config = config(home);
-    converger.converge(home, projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(home), projects, &config, &quiet(), &mut NoFaults, true)
+        .expect("converge");
     converger.db.take_executed();
     (converger, config)
 }
@@ -100,7 +102,9 @@ fn editing_one_skill_body_reruns_its_summary_and_the_roles_that_admit_it() {
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Hardware, revised."));
     assert!(converger.loader.refresh(&mut converger.db, &edited));
-    let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    let report = converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("reconverge");
     let executed = converger.db.take_executed();
     // The loader summarized the edited file as it read it again: no per-file query runs.
     assert_eq!(count(&executed, "summary_of_bytes"), 0, "{executed:#?}");
@@ -130,7 +134,9 @@ fn memos_validated_by_three_edits(extra: usize) -> [usize; 3] {
     let mut edit = |body: &str| {
         write(&edited, &skill("machine-gpu", body));
         assert!(converger.loader.refresh(&mut converger.db, &edited));
-        let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        let report = converger
+            .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+            .expect("reconverge");
         let executed = converger.db.take_executed();
         assert_eq!(count(&executed, "catalogue_listing"), 1, "{executed:#?}");
         assert_eq!(count(&executed, "composition_bundle"), 1, "only the platform role: {executed:#?}");
@@ -163,7 +169,9 @@ fn adding_a_skill_file_is_picked_up() {
     let added = projects.join("example/hardware/.agents/skills/machine-npu/SKILL.md");
     write(&added, &skill("machine-npu", "New hardware."));
     assert!(converger.loader.refresh(&mut converger.db, &added));
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("reconverge");
     let platform = home.join("bundles").join(&index(&home)["platform"]);
     assert!(platform.join("content/skills/hardware/machine-npu/SKILL.md").is_file());
 }
@@ -179,7 +187,9 @@ fn a_file_added_beside_a_skill_replans_only_the_role_that_admits_it() {
         let added = projects.join(format!("example/hardware/.agents/skills/machine-gpu/SKILL.md.~{round}~"));
         write(&added, "backup");
         assert!(converger.loader.refresh(&mut converger.db, &added));
-        converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+        converger
+            .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+            .expect("reconverge");
         let executed = converger.db.take_executed();
         assert_eq!(count(&executed, "composition_bundle"), 1, "round {round}: only the platform role: {executed:#?}");
     }
@@ -194,7 +204,9 @@ fn editing_roles_kdl_replans_only_the_affected_role() {
     let roles = projects.join("acme/root/.agents/roles.kdl");
     write(&roles, &ROLES.replace("composed-skill \"metrics-*\"", "composed-skill \"metrics-board\""));
     assert!(converger.loader.refresh(&mut converger.db, &roles));
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("reconverge");
     let executed = converger.db.take_executed();
     assert_eq!(count(&executed, "trusted_root"), 1, "{executed:#?}");
     assert_eq!(count(&executed, "composition_bundle"), 1, "only eval re-plans: {executed:#?}");
@@ -292,13 +304,20 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     std::fs::write(&fresh, skill("machine-npu", "Fresh.")).expect("write");
     let mut converger = Converger::default();
     let config = config(&home);
-    let report = converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    let report = converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, true)
+        .expect("converge");
     // The cache is written later than two seconds after the read (a long convergence,
     // or watch mode waiting for the inputs to settle). A real wait, not a fake clock: the
     // claim is that no clock is asked again when the cache is written, the system's
     // included, and only the passing of real time shows that.
     std::thread::sleep(Duration::from_millis(2200));
-    let cache = acompose_driver::convergence::fingerprints(&converger, &home, &projects, &report);
+    let cache = acompose_driver::convergence::fingerprints(
+        &converger,
+        &acompose_driver::home::Home::at(&home),
+        &projects,
+        &report,
+    );
     let recorded = cache.inputs.iter().find(|(path, _)| path == &fresh).map(|(_, observed)| *observed);
     match recorded {
         Some(acompose_driver::compose::load::Observed::File(stat, _)) => {
@@ -509,7 +528,10 @@ fn watch_sees_a_repository_cloned_after_roles_kdl_names_it() {
     assert!(watching.wait_for("stderr:").contains("eval  missing `vendor/tools`"));
     assert!(!index(&home).contains_key("eval"), "the failed role has no bundle");
     assert_eq!(index(&home).len(), before.len() - 1, "every other role has one");
-    assert_eq!(acompose_driver::home::read_history(&home)["eval"], [before["eval"].clone()]);
+    assert_eq!(
+        acompose_driver::home::read_history(&acompose_driver::home::Home::at(&home))["eval"],
+        [before["eval"].clone()]
+    );
     // The repository is cloned (its parent folder did not exist either).
     let in_eval_bundle = |skill_name: &str, words: &str| {
         let Some(eval) = index(&home).get("eval").cloned() else { return false };
@@ -607,14 +629,20 @@ fn a_bundle_a_failed_convergence_wrote_is_removed_before_it_reports_the_failure(
     let (home, projects) = estate(temporary.path());
     let config = config(&home);
     let mut converger = Converger::default();
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, true)
+        .expect("converge");
     let first = index(&home);
     let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
 
     // An edit, then a convergence whose writes fail after the new bundle is on disk.
     write(&gpu, &skill("machine-gpu", "Second."));
     let mut failing = Converger::default();
-    assert!(failing.converge(&home, &projects, &config, &quiet(), &mut FailingWrites, true).is_err());
+    assert!(
+        failing
+            .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut FailingWrites, true)
+            .is_err()
+    );
     assert_eq!(index(&home), first, "the failed run changed nothing that is named");
     let listed = |home: &Path| -> Vec<String> {
         let mut ids: Vec<String> = std::fs::read_dir(home.join("bundles"))
@@ -635,13 +663,19 @@ fn a_bundle_a_failed_convergence_wrote_is_removed_before_it_reports_the_failure(
     // Another edit, and a convergence that succeeds: the replaced bundle is kept as the
     // role's earlier one, and with no history kept it goes.
     write(&gpu, &skill("machine-gpu", "Third."));
-    let report = Converger::default().converge(&home, &projects, &config, &quiet(), &mut NoFaults, true).expect("ok");
+    let report = Converger::default()
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, true)
+        .expect("ok");
     assert_eq!(report.bundles_pruned, 0, "the previously named platform bundle is platform@{{1}}");
-    assert_eq!(acompose_driver::home::read_history(&home)["platform"], [first["platform"].clone()]);
+    assert_eq!(
+        acompose_driver::home::read_history(&acompose_driver::home::Home::at(&home))["platform"],
+        [first["platform"].clone()]
+    );
     let mut no_history = config.clone();
     no_history.bundle_history = Some(0);
-    let report =
-        Converger::default().converge(&home, &projects, &no_history, &quiet(), &mut NoFaults, true).expect("ok");
+    let report = Converger::default()
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &no_history, &quiet(), &mut NoFaults, true)
+        .expect("ok");
     assert_eq!(report.bundles_pruned, 1, "the previously named platform bundle");
     let now = index(&home);
     let mut named: Vec<String> = now.values().cloned().collect();
@@ -692,11 +726,15 @@ fn a_live_converger_follows_a_commit_it_is_told_of_and_only_then() {
     write(&branch, "2222222222222222222222222222222222222222\n");
     // Facts about the roots are kept between edits: without being told, the converger
     // still names the revision it read.
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("converge");
     assert!(!plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
     // Watch mode refreshes the path that changed: the next convergence reads it.
     assert!(converger.loader.refresh(&mut converger.db, &branch));
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("converge");
     assert!(plan().contains("2222222222222222222222222222222222222222"), "{}", plan());
 }
 
@@ -715,7 +753,9 @@ fn a_refresh_reads_only_the_files_that_changed() {
         1,
         "the edited file is read; its two unchanged neighbours are kept"
     );
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("converge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("converge");
     let after = index(&home);
     assert_ne!(after["platform"], before["platform"], "the edit reached the bundle");
     let bundle = home.join("bundles").join(&after["platform"]);
@@ -863,7 +903,9 @@ fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the
     let old = index(&home)["platform"].clone();
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Revised."));
     converger.loader.refresh(&mut converger.db, &projects.join("example/hardware"));
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("reconverge");
     assert_ne!(index(&home)["platform"], old, "the role is indexed anew");
     let old_bundle = home.join("bundles").join(&old);
     assert!(old_bundle.is_dir(), "watch mode prunes later");
@@ -888,7 +930,9 @@ fn a_pinned_projection_keeps_its_bundle_through_a_convergence_that_reindexes_the
     assert_eq!(acompose(temporary.path(), &arguments).code, 0);
     write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Again."));
     converger.loader.refresh(&mut converger.db, &projects.join("example/hardware"));
-    converger.converge(&home, &projects, &config, &quiet(), &mut NoFaults, false).expect("reconverge");
+    converger
+        .converge(&acompose_driver::home::Home::at(&home), &projects, &config, &quiet(), &mut NoFaults, false)
+        .expect("reconverge");
     converger.prune();
     assert!(!old_bundle.exists(), "without the projection the old bundle goes");
 }
@@ -982,7 +1026,11 @@ fn a_missing_provider_fails_only_the_roles_that_select_it_and_the_others_follow_
     assert!(!after.contains_key("eval"), "the failed role has no bundle: {after:?}");
     assert_ne!(after["platform"], before["platform"], "the edit reached platform's bundle");
     assert_eq!(after.len(), before.len() - 1, "every other role converged");
-    assert_eq!(acompose_driver::home::read_history(&home)["eval"], [before["eval"].clone()], "kept as eval@{{1}}");
+    assert_eq!(
+        acompose_driver::home::read_history(&acompose_driver::home::Home::at(&home))["eval"],
+        [before["eval"].clone()],
+        "kept as eval@{{1}}"
+    );
     let json = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--json"]);
     assert_eq!(json.code, 1);
     let report: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");

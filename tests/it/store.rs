@@ -51,8 +51,11 @@ fn estate(root: &Path) -> (PathBuf, PathBuf) {
 }
 
 fn converge(converger: &mut Converger, home: &Path, projects: &Path) -> acompose_driver::convergence::Report {
-    let config = acompose_driver::home::read_config(home, &NoProgress).expect("config");
-    converger.converge(home, projects, &config, &NoProgress, &mut NoFaults, true).expect("converge")
+    let config =
+        acompose_driver::home::read_config(&acompose_driver::home::Home::at(home), &NoProgress).expect("config");
+    converger
+        .converge(&acompose_driver::home::Home::at(home), projects, &config, &NoProgress, &mut NoFaults, true)
+        .expect("converge")
 }
 
 fn index(home: &Path) -> BTreeMap<String, String> {
@@ -138,7 +141,7 @@ fn an_edit_writes_one_new_tree_and_touches_no_other_entry() {
     // The replaced bundles are kept as their roles' earlier ones (`platform@{1}`), and
     // with them what they link.
     assert_eq!(gone, Vec::<&String>::new(), "the earlier bundles' entries stay");
-    let history = acompose_driver::home::read_history(&home);
+    let history = acompose_driver::home::read_history(&acompose_driver::home::Home::at(&home));
     assert_eq!(history.len(), 2, "platform and eval keep their earlier bundle: {history:?}");
     // Two new bundles (platform and eval), each its own files plus one link per provider.
     assert_eq!(report.bundles_new, 2);
@@ -249,10 +252,13 @@ fn a_skill_changed_after_it_was_read_is_never_stored_as_the_one_composed() {
     let edited = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
     write(&edited, &skill("machine-gpu", "Edited after it was read."));
     // The same converger, not told about the edit, converges into a home with an empty store.
-    let config = acompose_driver::home::read_config(&other, &NoProgress).expect("config");
-    let error = converger.converge(&other, &projects, &config, &NoProgress, &mut NoFaults, false).expect_err("refused");
+    let config =
+        acompose_driver::home::read_config(&acompose_driver::home::Home::at(&other), &NoProgress).expect("config");
+    let error = converger
+        .converge(&acompose_driver::home::Home::at(&other), &projects, &config, &NoProgress, &mut NoFaults, false)
+        .expect_err("refused");
     assert!(error.to_string().contains("changed while it was being composed"), "{error}");
-    let store = Store::of_home(&other);
+    let store = Store::of_home(&acompose_driver::home::Home::at(&other));
     for name in std::fs::read_dir(store.root()).expect("store").map(|entry| entry.expect("entry").file_name()) {
         let name = name.to_string_lossy().into_owned();
         if let Ok(text) = std::fs::read_to_string(store.root().join(&name).join("SKILL.md")) {
@@ -537,9 +543,13 @@ fn a_flipped_byte_in_a_store_entry_fails_verify_naming_it() {
 fn a_live_watch_keeps_the_entries_its_bundles_reference() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let (home, projects) = estate(temporary.path());
-    let (mut watcher, _) =
-        acompose_driver::convergence::watch::Watcher::start(&home, &projects, Duration::from_millis(20), &NoProgress)
-            .expect("watch");
+    let (mut watcher, _) = acompose_driver::convergence::watch::Watcher::start(
+        &acompose_driver::home::Home::at(&home),
+        &projects,
+        Duration::from_millis(20),
+        &NoProgress,
+    )
+    .expect("watch");
     let home_flag = home.to_str().expect("utf-8");
     let collect = || {
         let run = acompose(temporary.path(), &["--home", home_flag, "gc"]);

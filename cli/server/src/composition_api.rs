@@ -28,8 +28,8 @@ use crate::error::ApiError;
 use crate::people_api::{blocking, json_response};
 use crate::state::AppState;
 
-fn home(state: &AppState) -> Result<&Path, ApiError> {
-    state.home.as_deref().ok_or_else(|| {
+fn home(state: &AppState) -> Result<&acompose_driver::home::Home, ApiError> {
+    state.home.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "no-home",

@@ -26,7 +26,7 @@ pub struct AppState {
     /// The versions of what the page shows, published while a page listens.
     pub changes: watch::Sender<Versions>,
     /// The acompose home whose composition the page shows, when one can be named.
-    pub home: Option<std::path::PathBuf>,
+    pub home: Option<acompose_driver::home::Home>,
     /// Where the roster People bind roles against is; `None`: no role binds.
     pub roster: Option<RosterPlace>,
 }

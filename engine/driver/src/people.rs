@@ -212,7 +212,7 @@ pub fn projects(workspace: &Workspace) -> Result<Vec<Project>, Stop> {
 /// reported; its own problems are `acompose mcp list`'s to show.
 pub fn mcp_reference_findings(
     people: &[acompose_people::Person],
-    home: &std::path::Path,
+    home: &crate::home::Home,
 ) -> Vec<acompose_people::Diagnostic> {
     let known: Option<std::collections::BTreeSet<String>> = match crate::compose::mcp_inventory::read(home) {
         Ok(Some((inventory, _))) => Some(inventory.servers.into_iter().map(|entry| entry.server.name).collect()),

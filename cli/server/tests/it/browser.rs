@@ -261,8 +261,12 @@ fn converged_home(root: &Path) {
     }
     fs::create_dir_all(root.join("home")).expect("home");
     fs::write(root.join("home/agent-compose.yaml"), "operating_context:\n  - acme/root\n").expect("config");
-    acompose_driver::convergence::converge_home(&root.join("home"), &projects, &acompose_driver::NoProgress)
-        .expect("the home converges");
+    acompose_driver::convergence::converge_home(
+        &acompose_driver::home::Home::at(root.join("home")),
+        &projects,
+        &acompose_driver::NoProgress,
+    )
+    .expect("the home converges");
 }
 
 fn sandbox() -> Server {

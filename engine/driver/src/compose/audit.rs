@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use acompose_engine::audit::{self, AuditAction, AuditFinding, AuditPolicy};
 use acompose_engine::diagnostic::{Diagnostic, sanitize};
 
+use crate::home::Home;
 use crate::home::{BUNDLES_DIR, read_index};
 
 /// The most files of one skill folder the audit reads; the rest are named in one note.
@@ -99,7 +100,7 @@ pub struct Refusal {
 
 /// The skills and instructions the content audit kept out of the bundles the home's
 /// index names, in index order: what `doctor` reports.
-pub fn refusals_in_home(home: &Path) -> Vec<Refusal> {
+pub fn refusals_in_home(home: &Home) -> Vec<Refusal> {
     let mut refusals = Vec::new();
     for (role, id) in read_index(home) {
         let bundle = home.join(BUNDLES_DIR).join(&id);

@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use acompose_engine::diagnostic::sanitize;
 
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::{BUNDLES_DIR, INDEX_FILE};
 
 /// The fewest hex digits an id prefix must have.
@@ -32,7 +33,7 @@ fn is_bundle_id(name: &str) -> bool {
 
 /// Every bundle folder of the home: `(id, folder, place)`, ids in order, an id in both
 /// places given once (the estate's folder first).
-fn bundle_folders(home: &Path) -> Vec<(String, PathBuf, &'static str)> {
+fn bundle_folders(home: &Home) -> Vec<(String, PathBuf, &'static str)> {
     let mut found: BTreeMap<String, (PathBuf, &'static str)> = BTreeMap::new();
     for (relative, place) in FOLDERS {
         let Ok(entries) = std::fs::read_dir(home.join(relative)) else { continue };
@@ -49,7 +50,7 @@ fn bundle_folders(home: &Path) -> Vec<(String, PathBuf, &'static str)> {
 /// The bundle folder `name` means: an existing path as it is; else, in `home`, the
 /// current bundle of the role `name`, or the one bundle whose id starts with `name` (at
 /// least [`MIN_PREFIX`] hex digits).
-pub fn resolve(home: Option<&Path>, name: &Path) -> Result<PathBuf, HostError> {
+pub fn resolve(home: Option<&Home>, name: &Path) -> Result<PathBuf, HostError> {
     if std::fs::symlink_metadata(name).is_ok() {
         return Ok(name.to_path_buf());
     }
@@ -142,7 +143,7 @@ fn earlier_hint(history: &BTreeMap<String, Vec<String>>) -> String {
 /// The bundle `ROLE@{back}` names: the role's current bundle for 0, else its earlier
 /// bundle `back` steps back, newest first, as the home's index keeps them.
 fn earlier(
-    home: &Path,
+    home: &Home,
     index: &BTreeMap<String, String>,
     role: &str,
     back: usize,
@@ -228,7 +229,7 @@ pub struct Listed {
 
 /// Every bundle of the home: current ones first (by role), then the roles' earlier ones
 /// (by role, newest first), then the others by id.
-pub fn list(home: &Path) -> Vec<Listed> {
+pub fn list(home: &Home) -> Vec<Listed> {
     let index = read_index(home);
     let history = read_history(home);
     let back_of = |id: &str| {
@@ -287,7 +288,7 @@ mod tests {
     #[test]
     fn a_role_or_a_unique_prefix_names_a_bundle_and_an_ambiguous_one_lists_the_candidates() {
         let temporary = tempfile::tempdir().expect("tempdir");
-        let home = temporary.path();
+        let home = &Home::at(temporary.path());
         bundle(home, "bundles", "73c60467df2fb2dc");
         bundle(home, "bundles", "73c6aaaaaaaaaaaa");
         bundle(home, "runtime/bundles", "0123456789abcdef");
@@ -321,7 +322,7 @@ mod tests {
             assert_eq!(earlier_name(not_one), None, "{not_one}");
         }
         let temporary = tempfile::tempdir().expect("tempdir");
-        let home = temporary.path();
+        let home = &Home::at(temporary.path());
         for id in ["1111111111111111", "2222222222222222", "3333333333333333"] {
             bundle(home, "bundles", id);
         }

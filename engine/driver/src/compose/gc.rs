@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::compose::store::{STORE_DIR, Store, linked_slices};
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::transaction::{self, Hooks, NoFaults, Step};
 use crate::home::{BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE};
 
@@ -35,7 +36,7 @@ fn is_bundle_id(name: &str) -> bool {
 
 /// Every bundle folder of a home: a folder named like a bundle id with a `manifest.json`,
 /// at most three levels down, outside the store. Links are not followed.
-pub fn bundles_of_home(home: &Path) -> Vec<PathBuf> {
+pub fn bundles_of_home(home: &Home) -> Vec<PathBuf> {
     let mut bundles = Vec::new();
     let walker = walkdir::WalkDir::new(home).follow_links(false).max_depth(3).into_iter().filter_entry(|entry| {
         entry.depth() == 0
@@ -57,7 +58,7 @@ pub fn bundles_of_home(home: &Path) -> Vec<PathBuf> {
 
 /// The store entries (slices and the trees they link) the bundles of `home` reach in the
 /// home's store.
-pub fn referenced(home: &Path, store: &Store) -> BTreeSet<String> {
+pub fn referenced(home: &Home, store: &Store) -> BTreeSet<String> {
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
     let mut slices = BTreeSet::new();
     // Bundles pinned projections show count as the home's, wherever they are.
@@ -72,7 +73,7 @@ pub fn referenced(home: &Path, store: &Store) -> BTreeSet<String> {
 }
 
 /// The home store's entries the bundles in `bundles` reach (read before they are pruned).
-pub fn reached_by(home: &Path, bundles: &[PathBuf]) -> BTreeSet<String> {
+pub fn reached_by(home: &Home, bundles: &[PathBuf]) -> BTreeSet<String> {
     let store = Store::of_home(home);
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
     let slices: BTreeSet<String> = bundles
@@ -86,7 +87,7 @@ pub fn reached_by(home: &Path, bundles: &[PathBuf]) -> BTreeSet<String> {
 
 /// Removes the `candidates` (entries pruned bundles reached) that no bundle left in the
 /// home references; returns how many went. The caller holds the home lock.
-pub fn prune_candidates(home: &Path, candidates: &BTreeSet<String>) -> usize {
+pub fn prune_candidates(home: &Home, candidates: &BTreeSet<String>) -> usize {
     if candidates.is_empty() {
         return 0;
     }
@@ -96,7 +97,7 @@ pub fn prune_candidates(home: &Path, candidates: &BTreeSet<String>) -> usize {
 }
 
 /// Removes the home store's unreferenced entries. The caller holds the home lock.
-pub fn collect_unreferenced(home: &Path, dry_run: bool) -> Result<GcReport, HostError> {
+pub fn collect_unreferenced(home: &Home, dry_run: bool) -> Result<GcReport, HostError> {
     let store = Store::of_home(home);
     if !store.root().is_dir() {
         return Ok(GcReport { dry_run, ..GcReport::default() });
@@ -111,7 +112,7 @@ pub fn collect_unreferenced(home: &Path, dry_run: bool) -> Result<GcReport, Host
 /// reconvergence finishes first), finishes a prune a kill interrupted and removes the
 /// stale bundles of convergence (what a failed or killed run left: recorded, never
 /// indexed), then removes what no bundle of the home references.
-pub fn gc(home: &Path, dry_run: bool) -> Result<GcReport, HostError> {
+pub fn gc(home: &Home, dry_run: bool) -> Result<GcReport, HostError> {
     crate::home::check_home(home)?;
     if !home.is_dir() {
         return Ok(GcReport { dry_run, ..GcReport::default() });
@@ -135,7 +136,7 @@ pub fn gc(home: &Path, dry_run: bool) -> Result<GcReport, HostError> {
 /// The bundles convergence must keep: those the index names, the roles' earlier bundles
 /// it keeps (`ROLE@{1}` …), those a registered projection shows, and `current` (the
 /// bundles of the run under way).
-pub fn kept_bundles(home: &Path, current: &[String]) -> BTreeSet<String> {
+pub fn kept_bundles(home: &Home, current: &[String]) -> BTreeSet<String> {
     let bundles_dir = home.join(BUNDLES_DIR);
     let bytes = std::fs::read(bundles_dir.join(INDEX_FILE)).unwrap_or_default();
     let indexed = acompose_engine::convergence::parse_index(&bytes)
@@ -192,8 +193,8 @@ pub fn prune_bundles(bundles_dir: &Path, stale: &[String], hooks: &mut dyn Hooks
     if folders.is_empty() {
         return 0;
     }
-    let home = bundles_dir.parent().unwrap_or(bundles_dir);
-    let candidates = reached_by(home, &folders);
+    let home = Home::at(bundles_dir.parent().unwrap_or(bundles_dir));
+    let candidates = reached_by(&home, &folders);
     // A journal that cannot be written (a full disk) does not stop the prune, which frees
     // space; only a kill in the middle of it would then leave entries for `gc`.
     let journalled =
@@ -205,7 +206,7 @@ pub fn prune_bundles(bundles_dir: &Path, stale: &[String], hooks: &mut dyn Hooks
         }
         pruned += usize::from(std::fs::remove_dir_all(folder).is_ok());
     }
-    prune_candidates(home, &candidates);
+    prune_candidates(&home, &candidates);
     if journalled {
         let _ = std::fs::remove_file(bundles_dir.join(PRUNE_JOURNAL));
     }
@@ -228,7 +229,7 @@ pub fn finish_interrupted_prune(bundles_dir: &Path, keep: &BTreeSet<String>) -> 
         let _ = std::fs::remove_file(&path);
         return 0;
     };
-    let home = bundles_dir.parent().unwrap_or(bundles_dir);
+    let home = Home::at(bundles_dir.parent().unwrap_or(bundles_dir));
     let mut pruned = 0;
     let mut entries = BTreeSet::new();
     for line in text.lines() {
@@ -242,7 +243,7 @@ pub fn finish_interrupted_prune(bundles_dir: &Path, keep: &BTreeSet<String>) -> 
             _ => {}
         }
     }
-    prune_candidates(home, &entries);
+    prune_candidates(&home, &entries);
     let _ = std::fs::remove_file(&path);
     pruned
 }

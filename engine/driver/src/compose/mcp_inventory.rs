@@ -2,17 +2,16 @@
 //! bounded and checked, every mistake returned with the file's text for rendering. Every
 //! composition reads the same file through the converger's loader instead.
 
-use std::path::Path;
-
 use acompose_engine::mcp::{self, Inventory};
 
 use crate::compose::load::{error_kind, printable, read_limited};
 use crate::error::{Findings, HostError};
+use crate::home::Home;
 
 /// The inventory of `home`: `Ok(None)` when there is no `mcp.kdl`; its problems as
 /// `HostError::Diagnostics` (a secret-looking value is named by line only, never shown).
 /// Warnings come back beside the inventory.
-pub fn read(home: &Path) -> Result<Option<(Inventory, Findings)>, HostError> {
+pub fn read(home: &Home) -> Result<Option<(Inventory, Findings)>, HostError> {
     let path = home.join(mcp::FILE);
     match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),

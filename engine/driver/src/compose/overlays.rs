@@ -3,12 +3,13 @@
 //! repository: the files `agent-compose.yaml` names under `overlays:` (in that order), or
 //! else every `*.kdl` file of `<home>/overlays/` in name order.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use acompose_engine::host_config::HostConfig;
 use acompose_engine::{Database, Diagnostic, SourceFile};
 
 use crate::compose::load::Loader;
+use crate::home::Home;
 
 /// The folder of a home whose `*.kdl` files are its overlays when the configuration
 /// names none.
@@ -16,7 +17,7 @@ pub const OVERLAYS_DIR: &str = "overlays";
 
 /// The overlay files of a home, in the order they apply; the folder listed when the
 /// configuration names none (`None` for it then, so the caller can watch it).
-pub fn overlay_paths(home: &Path, config: &HostConfig) -> (Vec<PathBuf>, Option<PathBuf>) {
+pub fn overlay_paths(home: &Home, config: &HostConfig) -> (Vec<PathBuf>, Option<PathBuf>) {
     if !config.overlays.is_empty() {
         let paths = config.overlays.iter().map(|(text, _)| crate::home::config_path(text, home)).collect();
         return (paths, None);
@@ -43,7 +44,7 @@ pub fn overlay_paths(home: &Path, config: &HostConfig) -> (Vec<PathBuf>, Option<
 pub fn read_overlays(
     loader: &mut Loader,
     db: &mut Database,
-    home: &Path,
+    home: &Home,
     config: &HostConfig,
 ) -> Result<Vec<SourceFile>, Vec<Diagnostic>> {
     let (paths, folder) = overlay_paths(home, config);

@@ -11,6 +11,7 @@ use crate::compose::bundle::{Materialization, Placement, Verification, materiali
 use crate::compose::load::error_kind;
 use crate::compose::store::{LOCAL_STORE_DIR, Store};
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::LOCK_TIMEOUT;
 use crate::home::transaction;
 
@@ -30,7 +31,7 @@ pub struct Destination {
     /// `None` for a standalone bundle.
     pub store: Option<Store>,
     /// The home whose lock guards the store, when the store is the home's.
-    home: Option<PathBuf>,
+    home: Option<Home>,
 }
 
 fn canonical_or_self(path: &Path) -> PathBuf {
@@ -39,13 +40,13 @@ fn canonical_or_self(path: &Path) -> PathBuf {
 
 /// Resolves where a bundle goes. Creates the output folder (to resolve it); the store
 /// is created when written.
-pub fn destination(home: Option<&Path>, out: &Path, target: &Target) -> Result<Destination, HostError> {
+pub fn destination(home: Option<&Home>, out: &Path, target: &Target) -> Result<Destination, HostError> {
     std::fs::create_dir_all(out).map_err(|error| {
         HostError::environment(out, format!("cannot create `{}`: {}", out.display(), error_kind(&error)))
     })?;
     let out_resolved = canonical_or_self(out);
-    let home_resolved = home.filter(|home| home.is_dir()).map(canonical_or_self);
-    let in_home = home_resolved.as_ref().filter(|home| out_resolved.starts_with(home));
+    let home_resolved = home.filter(|home| home.is_dir()).map(|home| Home::at(canonical_or_self(home)));
+    let in_home = home_resolved.as_ref().filter(|home| out_resolved.starts_with(home.root()));
     let store = match target {
         Target::Standalone => None,
         Target::Store(Some(store)) => Some(Store::at(store)),

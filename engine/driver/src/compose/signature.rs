@@ -12,6 +12,7 @@ use sha2::Digest as _;
 use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
 
 use crate::error::HostError;
+use crate::home::Home;
 
 /// The SSHSIG namespace of a bundle signature.
 pub const NAMESPACE: &str = "acompose-bundle";
@@ -193,16 +194,16 @@ fn sanitize(text: &str) -> String {
 }
 
 /// Where a home keeps the signature of bundle `id`.
-pub fn signature_path(home: &Path, id: &str) -> PathBuf {
+pub fn signature_path(home: &Home, id: &str) -> PathBuf {
     home.join(SIGNATURES_DIR).join(format!("{id}.sig"))
 }
 
-fn pulled_path(home: &Path, id: &str) -> PathBuf {
+fn pulled_path(home: &Home, id: &str) -> PathBuf {
     home.join(SIGNATURES_DIR).join(format!("{id}.{PULLED_SUFFIX}"))
 }
 
 /// Keeps a signature of bundle `id` in the home.
-pub fn keep(home: &Path, id: &str, armored: &str) -> Result<PathBuf, HostError> {
+pub fn keep(home: &Home, id: &str, armored: &str) -> Result<PathBuf, HostError> {
     let path = signature_path(home, id);
     let folder = home.join(SIGNATURES_DIR);
     std::fs::create_dir_all(&folder).map_err(|error| {
@@ -217,11 +218,11 @@ pub fn keep(home: &Path, id: &str, armored: &str) -> Result<PathBuf, HostError> 
 }
 
 /// Records that the home pulled bundle `id` (the policy applies to it from then on).
-pub fn record_pulled(home: &Path, id: &str) -> Result<(), HostError> {
+pub fn record_pulled(home: &Home, id: &str) -> Result<(), HostError> {
     keep_marker(home, id)
 }
 
-fn keep_marker(home: &Path, id: &str) -> Result<(), HostError> {
+fn keep_marker(home: &Home, id: &str) -> Result<(), HostError> {
     let path = pulled_path(home, id);
     let folder = home.join(SIGNATURES_DIR);
     std::fs::create_dir_all(&folder).and_then(|()| std::fs::write(&path, b"")).map_err(|error| {
@@ -233,7 +234,7 @@ fn keep_marker(home: &Path, id: &str) -> Result<(), HostError> {
 }
 
 /// The home's signature of bundle `id`, when it keeps one.
-pub fn kept(home: &Path, id: &str) -> Result<Option<String>, HostError> {
+pub fn kept(home: &Home, id: &str) -> Result<Option<String>, HostError> {
     let path = signature_path(home, id);
     if !path.is_file() {
         return Ok(None);
@@ -243,7 +244,7 @@ pub fn kept(home: &Path, id: &str) -> Result<Option<String>, HostError> {
 
 /// The allowed-signers file the host's `bundle_signers` names, resolved against home;
 /// `None` when the policy is off.
-pub fn policy(home: &Path) -> Result<Option<PathBuf>, HostError> {
+pub fn policy(home: &Home) -> Result<Option<PathBuf>, HostError> {
     let config = crate::home::read_config(home, &crate::NoProgress)?;
     Ok(config.bundle_signers.map(|(path, _)| crate::home::config_path(&path, home)))
 }
@@ -251,7 +252,7 @@ pub fn policy(home: &Path) -> Result<Option<PathBuf>, HostError> {
 /// Under the `bundle_signers` policy: the bundle `id` (with `manifest`) and `armored`, its
 /// signature if any, must verify against the allowed signers. The principals on success.
 pub fn enforce(
-    home: &Path,
+    home: &Home,
     label: &str,
     id: &str,
     manifest: &[u8],
@@ -275,7 +276,7 @@ pub fn enforce(
 /// The check `launch --bundle` and `project` make: a bundle the home pulled must pass
 /// the policy with the signature the home keeps for it. Bundles the home composed itself
 /// are not concerned.
-pub fn enforce_for_use(home: &Path, bundle: &Path) -> Result<(), HostError> {
+pub fn enforce_for_use(home: &Home, bundle: &Path) -> Result<(), HostError> {
     let id = bundle
         .canonicalize()
         .ok()
@@ -298,7 +299,7 @@ pub fn enforce_for_use(home: &Path, bundle: &Path) -> Result<(), HostError> {
 /// home's, or `signature` when given) against the allowed signers. The principals.
 pub fn verify_bundle(
     bundle: &Path,
-    home: Option<&Path>,
+    home: Option<&Home>,
     signature: Option<&Path>,
     signers: &Path,
 ) -> Result<String, HostError> {

@@ -14,6 +14,7 @@ use acompose_engine::store::{
 };
 
 use crate::compose::load::error_kind;
+use crate::home::Home;
 
 /// The store folder inside home.
 pub const STORE_DIR: &str = "store";
@@ -272,7 +273,7 @@ impl Store {
     }
 
     /// The store of a home.
-    pub fn of_home(home: &Path) -> Self {
+    pub fn of_home(home: &Home) -> Self {
         Store::at(home.join(STORE_DIR))
     }
 

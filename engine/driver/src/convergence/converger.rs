@@ -24,6 +24,7 @@ use salsa::Setter;
 use crate::compose::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
 use crate::compose::load::{Loader, label_of};
 use crate::error::{Findings, HostError};
+use crate::home::Home;
 use crate::home::transaction::{self, Hooks, Outcome};
 use crate::home::{refuse_symlinked_parents, selection_for};
 use crate::progress::Progress;
@@ -278,7 +279,10 @@ impl Converger {
             .into_iter()
             .map(|(folder, stale)| {
                 // Nor is one a registered projection shows now.
-                let showing = folder.parent().map(crate::delivery::projections::showing).unwrap_or_default();
+                let showing = folder
+                    .parent()
+                    .map(|home| crate::delivery::projections::showing(&Home::at(home)))
+                    .unwrap_or_default();
                 let stale: Vec<String> =
                     stale.into_iter().filter(|id| !named.contains(id) && !showing.contains(id)).collect();
                 crate::compose::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
@@ -295,7 +299,7 @@ impl Converger {
     /// role resolved without errors.
     pub fn converge(
         &mut self,
-        home: &Path,
+        home: &Home,
         projects: &Path,
         config: &HostConfig,
         progress: &dyn Progress,
@@ -379,7 +383,7 @@ impl Converger {
     /// The roster the host configuration selects, read and validated.
     pub fn person_model(
         &mut self,
-        home: &Path,
+        home: &Home,
         config: &HostConfig,
         progress: &dyn Progress,
     ) -> Result<PersonModel, HostError> {
@@ -388,7 +392,7 @@ impl Converger {
 
     fn read_person_source(
         &mut self,
-        home: &Path,
+        home: &Home,
         config: &HostConfig,
         reload: bool,
         progress: &dyn Progress,
@@ -416,7 +420,7 @@ impl Converger {
 
     /// Reads `<home>/mcp.kdl` for every role's composition; its mistakes are each
     /// composition's (so they fail it), a file that cannot be read is refused here.
-    fn read_mcp_inventory(&mut self, home: &Path) -> Result<(), HostError> {
+    fn read_mcp_inventory(&mut self, home: &Home) -> Result<(), HostError> {
         let path = home.join(acompose_engine::mcp::FILE);
         let read = self.loader.home_file(
             &mut self.db,
@@ -531,7 +535,7 @@ impl Converger {
     /// an assigned launch delivers. An unknown role is refused with the valid slugs.
     pub fn compose_role(
         &mut self,
-        home: &Path,
+        home: &Home,
         projects: &Path,
         config: &HostConfig,
         request: &RoleRequest<'_>,
@@ -578,7 +582,7 @@ impl Converger {
     /// (what `person.json` shows). A missing or invalid overlay stops the convergence.
     fn read_overlays(
         &mut self,
-        home: &Path,
+        home: &Home,
         config: &HostConfig,
         source: PersonSource,
     ) -> Result<(Vec<acompose_engine::SourceFile>, PersonModel), HostError> {
@@ -752,7 +756,7 @@ struct Texts<'a> {
     db: &'a Database,
     loader: &'a Loader,
     config_label: &'a str,
-    home: &'a Path,
+    home: &'a Home,
 }
 
 impl Texts<'_> {
@@ -767,7 +771,7 @@ impl Texts<'_> {
 }
 
 /// The label diagnostics give the host configuration of `home`.
-fn config_label(home: &Path) -> String {
+fn config_label(home: &Home) -> String {
     home.join(CONFIG_FILE).display().to_string()
 }
 
@@ -837,7 +841,7 @@ fn resolved_bundles<'db>(
 
 /// The roles whose bundle differs from the one the home's index names now (read before
 /// the new index is committed), with the new id, by role.
-fn changed_roles(home: &Path, bundles: &[Resolved<'_>]) -> Vec<(String, String)> {
+fn changed_roles(home: &Home, bundles: &[Resolved<'_>]) -> Vec<(String, String)> {
     let previous = crate::home::read_index(home);
     let mut changed: Vec<(String, String)> = bundles
         .iter()
@@ -880,7 +884,7 @@ pub(crate) fn estate_diagnostics(
 /// Each role's earlier bundles once this convergence's index is in: the previous index's
 /// bundle of a role whose bundle changed (or that failed) first, then those kept before,
 /// at most `keep` per role of the roster. None when the estate has no bundle.
-fn role_history(home: &Path, bundles: &[Resolved<'_>], roles: &[&str], keep: usize) -> BTreeMap<String, Vec<String>> {
+fn role_history(home: &Home, bundles: &[Resolved<'_>], roles: &[&str], keep: usize) -> BTreeMap<String, Vec<String>> {
     if bundles.is_empty() {
         return BTreeMap::new();
     }
@@ -942,7 +946,7 @@ struct Outputs<'a, 'db> {
 /// of the home references, which takes those of half-written bundles too; then forgets
 /// them in the record. Best effort: whatever stays is pruned by the next run. The caller
 /// holds the home and bundles locks.
-fn discard_created(home: &Path, bundles_dir: &Path, created: &[String]) {
+fn discard_created(home: &Home, bundles_dir: &Path, created: &[String]) {
     if created.is_empty() {
         return;
     }
@@ -958,7 +962,7 @@ fn discard_created(home: &Path, bundles_dir: &Path, created: &[String]) {
 
 /// Where [`write`] writes, and what this converger already knows is there.
 struct Targets<'a> {
-    home: &'a Path,
+    home: &'a Home,
     store: &'a mut Option<crate::compose::store::Store>,
     verified: &'a BTreeSet<String>,
     /// The source bytes the read kept for the store trees (see `Loader::take_held`).
@@ -1026,7 +1030,7 @@ fn write(
 /// into the same folder. Listing the store means reading every entry's name, so a live
 /// converger does it only when it reads its sources afresh: staging debris has hidden
 /// names, is never reached from a bundle, and waits for that run or for `gc`.
-fn lock_and_clean(home: &Path, bundles_dir: &Path, store: bool) -> Result<Option<transaction::Lock>, HostError> {
+fn lock_and_clean(home: &Home, bundles_dir: &Path, store: bool) -> Result<Option<transaction::Lock>, HostError> {
     if !bundles_dir.is_dir() {
         return Ok(None);
     }
@@ -1115,7 +1119,7 @@ fn stale_bundles(bundles_dir: &Path, written: &BTreeSet<String>, kept: &[String]
 /// (after [`commit_outputs`]) all three new. The index and plan are removed when the
 /// estate has no bundles any more.
 fn prepare_outputs<'h>(
-    home: &'h Path,
+    home: &'h Home,
     artifact: &Path,
     model: &PersonModel,
     (index_files, plan_files): (Vec<OutputFile>, Vec<OutputFile>),

@@ -9,6 +9,7 @@ use acompose_engine::harness_layout;
 use crate::convergence::Converger;
 use crate::convergence::RoleRequest;
 use crate::error::HostError;
+use crate::home::Home;
 use crate::progress::Progress;
 
 /// The tier a role composes at when its seat for the harness names none.
@@ -28,7 +29,7 @@ pub struct Materialized {
 
 /// Composes `role` for `harness` and writes the bundle into `out`.
 pub fn materialize(
-    home: &Path,
+    home: &Home,
     projects: &Path,
     role: &str,
     harness: &str,

@@ -16,6 +16,7 @@ use acompose_engine::host_config::CONFIG_FILE;
 use rayon::prelude::*;
 
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::cache;
 use crate::home::observe::{Observed, Stat, observe};
 use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
@@ -48,7 +49,7 @@ pub enum BareRun {
 /// Runs bare `acompose` in `home`: the fast path when nothing changed, else a full
 /// convergence under the home lock; either way the fingerprint cache is brought up to
 /// date. Warnings (a discarded cache, diagnostics) go to `progress`.
-pub fn converge_home(home: &Path, projects: &Path, progress: &dyn Progress) -> Result<BareRun, HostError> {
+pub fn converge_home(home: &Home, projects: &Path, progress: &dyn Progress) -> Result<BareRun, HostError> {
     converge_home_with(home, projects, progress, &mut NoFaults)
 }
 
@@ -56,7 +57,7 @@ pub fn converge_home(home: &Path, projects: &Path, progress: &dyn Progress) -> R
 /// journal, the bundle record, the fingerprint cache) going through `hooks` first, so a
 /// test can fail any one of them.
 pub fn converge_home_with(
-    home: &Path,
+    home: &Home,
     projects: &Path,
     progress: &dyn Progress,
     hooks: &mut dyn Hooks,
@@ -96,7 +97,7 @@ pub fn converge_home_with(
 /// the fast path prints none.
 pub fn keep_fingerprints(
     converger: &Converger,
-    home: &Path,
+    home: &Home,
     projects: &Path,
     report: &Report,
     hooks: &mut dyn Hooks,
@@ -110,7 +111,7 @@ pub fn keep_fingerprints(
 
 /// The fast path: the cache says nothing changed, at a glance (stats only) or after
 /// hashing the files whose metadata moved.
-fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
+fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
     // A prune a kill (or a fault) interrupted is finished by a full run.
     if crate::compose::gc::has_interrupted_prune(&home.join(BUNDLES_DIR)) {
         return None;
@@ -145,7 +146,7 @@ fn fast_path(home: &Path, projects: &Path, progress: &dyn Progress) -> Option<Ba
 /// The home's store as the fingerprints record it: its folder, and the folders of every
 /// store tree the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
 /// when there is no store.
-fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
+fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
     let store = crate::compose::store::Store::of_home(home);
     let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
     let slices: std::collections::BTreeSet<String> = ids
@@ -171,7 +172,7 @@ fn store_record(home: &Path, bundles: &Path, ids: &[&String]) -> Option<cache::S
 
 /// The fingerprints of a finished convergence: every input the converger read and every
 /// output it owns.
-pub fn fingerprints(converger: &Converger, home: &Path, projects: &Path, report: &Report) -> cache::Cache {
+pub fn fingerprints(converger: &Converger, home: &Home, projects: &Path, report: &Report) -> cache::Cache {
     let mut outputs = Vec::new();
     let mut stores = Vec::new();
     cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);

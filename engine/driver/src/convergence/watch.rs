@@ -15,6 +15,7 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 use crate::convergence::converger::{Converger, Report};
 use crate::convergence::keep_fingerprints;
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::cache;
 use crate::home::observe::Observed;
 use crate::home::transaction::{self, JOURNAL_DIR, NoFaults};
@@ -22,7 +23,7 @@ use crate::home::{ARTIFACT_DIR, BUNDLES_DIR, LOCK_TIMEOUT, create_home, read_con
 use crate::progress::Progress;
 
 /// Whether a changed path is one of our own outputs (never an input).
-fn is_output(home: &Path, path: &Path) -> bool {
+fn is_output(home: &Home, path: &Path) -> bool {
     [ARTIFACT_DIR, BUNDLES_DIR, cache::CACHE_DIR, crate::compose::store::STORE_DIR]
         .iter()
         .any(|folder| path.starts_with(home.join(folder)))
@@ -33,7 +34,7 @@ fn is_output(home: &Path, path: &Path) -> bool {
 /// Converges under the home lock.
 fn converge_locked(
     converger: &mut Converger,
-    home: &Path,
+    home: &Home,
     projects: &Path,
     config: &HostConfig,
     progress: &dyn Progress,
@@ -61,7 +62,7 @@ pub enum WatchEvent {
 /// A converged home kept converged: the live converger, its watches and the event channel.
 pub struct Watcher {
     converger: Converger,
-    home: PathBuf,
+    home: Home,
     projects: PathBuf,
     config: HostConfig,
     debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
@@ -84,12 +85,12 @@ impl Watcher {
     /// Converges `home` once and starts watching; returns the first report too. `home`
     /// and `projects` are made absolute: watch events name absolute paths.
     pub fn start(
-        home: &Path,
+        home: &Home,
         projects: &Path,
         debounce: Duration,
         progress: &dyn Progress,
     ) -> Result<(Watcher, Report), HostError> {
-        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        let home = Home::at(std::path::absolute(home.root()).unwrap_or_else(|_| home.to_path_buf()));
         let projects = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
         let config = read_config(&home, progress)?;
         create_home(&home)?;
@@ -243,7 +244,7 @@ impl Watcher {
 /// Prunes the bundles deferred convergences left, under the home lock (a bare run may be
 /// recording and materializing bundles meanwhile). Without the lock it waits for the next
 /// quiet moment.
-fn prune_locked(converger: &mut Converger, home: &Path, timeout: Duration) {
+fn prune_locked(converger: &mut Converger, home: &Home, timeout: Duration) {
     if !converger.has_pending_prune() {
         return;
     }
@@ -278,7 +279,7 @@ impl Watches {
     fn update<W: notify_debouncer_full::notify::Watcher, C: notify_debouncer_full::FileIdCache>(
         &mut self,
         converger: &Converger,
-        home: &Path,
+        home: &Home,
         debouncer: &mut notify_debouncer_full::Debouncer<W, C>,
         progress: &dyn Progress,
     ) -> Vec<PathBuf> {
@@ -306,7 +307,7 @@ impl Watches {
             if self.roots.iter().any(|(watched, _)| watched == &root) {
                 continue;
             }
-            let mode = if root == home { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
+            let mode = if root == home.root() { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
             if let Some(inode) = folder_inode(&root) {
                 if self.failed.contains(&(root.clone(), inode)) {
                     continue;
@@ -328,8 +329,11 @@ impl Watches {
             }
             let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
             // Already seen through the home watch or a recursive root watch.
-            let covered = ancestor == home
-                || self.roots.iter().any(|(watched, _)| watched.as_path() != home && ancestor.starts_with(watched));
+            let covered = ancestor == home.root()
+                || self
+                    .roots
+                    .iter()
+                    .any(|(watched, _)| watched.as_path() != home.root() && ancestor.starts_with(watched));
             if !covered
                 && !self.ancestors.iter().any(|watched| watched == ancestor)
                 && debouncer.watch(ancestor, RecursiveMode::NonRecursive).is_ok()
@@ -352,10 +356,10 @@ impl Watches {
 
     /// Whether a changed path can matter: inside a root, the host configuration or the
     /// MCP inventory (not a sibling in a watched ancestor).
-    fn is_relevant(&self, converger: &Converger, home: &Path, path: &Path) -> bool {
+    fn is_relevant(&self, converger: &Converger, home: &Home, path: &Path) -> bool {
         path == home.join(CONFIG_FILE)
             || path == home.join(acompose_engine::mcp::FILE)
-            || self.roots.iter().any(|(root, _)| root != home && path.starts_with(root))
+            || self.roots.iter().any(|(root, _)| root != home.root() && path.starts_with(root))
             || {
                 // A root not watched directly (it is being re-watched) still counts.
                 converger.loader.roots().iter().any(|root| path.starts_with(root))

@@ -19,6 +19,7 @@ use crate::convergence::{Converger, RoleRequest};
 use crate::delivery::projection::{self, Report};
 use crate::delivery::runtime_home::{self, InSight};
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::read_config;
 use crate::home::transaction::NoFaults;
 use crate::progress::Progress;
@@ -38,7 +39,7 @@ pub const DEFAULT_TIER: &str = "frontier";
 /// One launch to prepare.
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRequest<'a> {
-    pub home: &'a Path,
+    pub home: &'a Home,
     pub projects: &'a Path,
     pub role: &'a str,
     pub layout: &'static Layout,
@@ -129,7 +130,7 @@ struct UserEnvironment {
 }
 
 impl UserEnvironment {
-    fn read(layout: &Layout, acompose_home: &Path) -> Option<UserEnvironment> {
+    fn read(layout: &Layout, acompose_home: &Home) -> Option<UserEnvironment> {
         let home = std::env::home_dir().filter(|home| !home.as_os_str().is_empty())?;
         let home = home.canonicalize().unwrap_or(home);
         let acompose_home = acompose_home.canonicalize().unwrap_or_else(|_| acompose_home.to_path_buf());
@@ -172,7 +173,7 @@ pub const RUNTIME_VARIABLE: &str = "AGENT_COMPOSE_RUNTIME_HOME";
 fn environment(
     layout: &Layout,
     role: &str,
-    home: &Path,
+    home: &Home,
     runtime: &Path,
     repositories: &[PathBuf],
 ) -> Vec<(String, OsString)> {
@@ -241,7 +242,7 @@ fn requested_tier(request: &LaunchRequest<'_>) -> Option<String> {
 
 /// The role's bundle in the home's index when it is at `tier` (any tier when `None`):
 /// the bundle and its tier.
-fn indexed_bundle(home: &Path, role: &str, tier: Option<&str>) -> Option<(PathBuf, Manifest)> {
+fn indexed_bundle(home: &Home, role: &str, tier: Option<&str>) -> Option<(PathBuf, Manifest)> {
     let bundle = crate::delivery::projections::bundle_of_role(home, Path::new(role))?;
     let manifest = read_manifest(&bundle)?;
     (manifest.role.slug == role && tier.is_none_or(|tier| manifest.model_tier == tier)).then_some((bundle, manifest))
@@ -452,7 +453,7 @@ fn shows_already(runtime: &Path, bundle: &Path, links: &[(String, PathBuf)]) -> 
 }
 
 /// The roster of the home's configuration, for a launch's identity card.
-pub fn person_model(home: &Path, progress: &dyn Progress) -> Result<PersonModel, HostError> {
+pub fn person_model(home: &Home, progress: &dyn Progress) -> Result<PersonModel, HostError> {
     let config = read_config(home, progress)?;
     let mut converger = Converger::default();
     converger.person_model(home, &config, progress)
@@ -496,7 +497,7 @@ pub struct RuntimeCollected {
 /// longer has and those of the earlier per-bundle naming, then the launch bundles no
 /// remaining runtime home shows. Takes the home lock. A roster that cannot be read
 /// removes no runtime home of the current naming.
-pub fn collect_runtime(home: &Path, dry_run: bool, progress: &dyn Progress) -> Result<RuntimeCollected, HostError> {
+pub fn collect_runtime(home: &Home, dry_run: bool, progress: &dyn Progress) -> Result<RuntimeCollected, HostError> {
     if !home.join(RUNTIME_DIR).is_dir() {
         return Ok(RuntimeCollected::default());
     }
@@ -509,7 +510,7 @@ pub fn collect_runtime(home: &Path, dry_run: bool, progress: &dyn Progress) -> R
 }
 
 fn collect_with(
-    home: &Path,
+    home: &Home,
     roles: Option<&std::collections::BTreeSet<String>>,
     dry_run: bool,
 ) -> Result<RuntimeCollected, HostError> {

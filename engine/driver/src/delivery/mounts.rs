@@ -15,6 +15,7 @@ use acompose_engine::host_config::{CONFIG_FILE, Destination, HostConfig, KeyChan
 use crate::compose::load::error_kind;
 use crate::error::HostError;
 use crate::home::ARTIFACT_DIR;
+use crate::home::Home;
 
 /// The record of the links host delivery made, inside home.
 pub const MOUNTS_FILE: &str = "skill-mounts.json";
@@ -68,7 +69,7 @@ struct Record {
     links: Vec<Mount>,
 }
 
-fn read_record(home: &Path) -> Result<Vec<Mount>, HostError> {
+fn read_record(home: &Home) -> Result<Vec<Mount>, HostError> {
     let path = home.join(MOUNTS_FILE);
     let invalid = || {
         HostError::invalid(
@@ -109,7 +110,7 @@ pub struct RecordedLink {
 }
 
 /// The links `<home>/skill-mounts.json` records (for `acompose doctor`).
-pub fn recorded_links(home: &Path) -> Result<Vec<RecordedLink>, HostError> {
+pub fn recorded_links(home: &Home) -> Result<Vec<RecordedLink>, HostError> {
     Ok(read_record(home)?
         .into_iter()
         .map(|mount| RecordedLink { harness: mount.harness, path: mount.path, target: mount.target })
@@ -186,7 +187,7 @@ fn artifact_skills(artifact: &Path) -> Vec<String> {
 }
 
 /// Every link the configuration wants: path → mount.
-fn desired(home: &Path, config: &HostConfig, user_home: Option<&Path>) -> BTreeMap<PathBuf, Mount> {
+fn desired(home: &Home, config: &HostConfig, user_home: Option<&Path>) -> BTreeMap<PathBuf, Mount> {
     let artifact = std::path::absolute(home.join(ARTIFACT_DIR)).unwrap_or_else(|_| home.join(ARTIFACT_DIR));
     let mut wanted = BTreeMap::new();
     for (harness, path) in destinations(config.load_points.as_ref(), |row| row.home.instructions, user_home) {
@@ -260,7 +261,7 @@ fn plan(previous: &[Mount], wanted: BTreeMap<PathBuf, Mount>) -> Result<Plan, Ho
 /// record is written first with every link this run may leave behind (stale ones not yet
 /// removed, new ones about to be made), so a run that stops part-way leaves no link the
 /// next run would not recognise as ours.
-pub fn deliver(home: &Path, config: &HostConfig) -> Result<MountReport, HostError> {
+pub fn deliver(home: &Home, config: &HostConfig) -> Result<MountReport, HostError> {
     let user_home = std::env::home_dir().filter(|path| !path.as_os_str().is_empty());
     let previous = read_record(home)?;
     let plan = plan(&previous, desired(home, config, user_home.as_deref()))?;
@@ -293,7 +294,7 @@ pub fn deliver(home: &Path, config: &HostConfig) -> Result<MountReport, HostErro
     Ok(report)
 }
 
-fn write_record(home: &Path, previous: &[Mount], mut owned: Vec<Mount>) -> Result<(), HostError> {
+fn write_record(home: &Home, previous: &[Mount], mut owned: Vec<Mount>) -> Result<(), HostError> {
     owned.sort();
     let path = home.join(MOUNTS_FILE);
     if owned.is_empty() {
@@ -322,7 +323,7 @@ fn write_record(home: &Path, previous: &[Mount], mut owned: Vec<Mount>) -> Resul
 /// records) said as that: a role projected at home scope and the roster delivered by
 /// `setup` want the same paths, and neither replaces the other behind the user's back.
 /// Any other error comes back as it was.
-pub fn explain_refusal(home: Option<&Path>, error: HostError) -> HostError {
+pub fn explain_refusal(home: Option<&Home>, error: HostError) -> HostError {
     // The projection words a refusal of its transaction as an invalid input at the path.
     let path = match &error {
         HostError::Transaction(crate::home::transaction::TransactionError::Refused { path, .. }) => path,
@@ -352,7 +353,7 @@ pub fn explain_refusal(home: Option<&Path>, error: HostError) -> HostError {
 /// `acompose setup HARNESS`: wires the harness into `load_points` and
 /// `skill_load_points` of `<home>/agent-compose.yaml` (created when missing), adding lines
 /// only. Returns what happened to each key; the file is written only when a key changed.
-pub fn enable(home: &Path, harness: &str) -> Result<Vec<KeyChange>, HostError> {
+pub fn enable(home: &Home, harness: &str) -> Result<Vec<KeyChange>, HostError> {
     let path = home.join(CONFIG_FILE);
     let text = match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::delivery::projection::{GitExclusion, Request, find_projection, project};
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::transaction::NoFaults;
 use crate::home::{BUNDLES_DIR, INDEX_FILE};
 
@@ -106,7 +107,7 @@ pub struct Followed {
 
 /// The bundle the home's index names for `role` (a role slug given where a bundle path
 /// is expected), when there is one on disk.
-pub fn bundle_of_role(home: &Path, role: &Path) -> Option<PathBuf> {
+pub fn bundle_of_role(home: &Home, role: &Path) -> Option<PathBuf> {
     let role = role.to_str().filter(|role| !role.contains(['/', '.']))?;
     let bundle = home.join(BUNDLES_DIR).join(read_index(home).get(role)?);
     bundle.is_dir().then_some(bundle)
@@ -115,7 +116,7 @@ pub fn bundle_of_role(home: &Path, role: &Path) -> Option<PathBuf> {
 /// Registers the projection just made into `target`: it follows `role` when `bundle` is
 /// the bundle the home's index names for the role, and is pinned to `bundle` otherwise.
 /// Returns whether it follows its role. A home that does not exist registers nothing.
-pub fn register(home: &Path, target: &Path, bundle: &Path, role: &str) -> Result<bool, HostError> {
+pub fn register(home: &Home, target: &Path, bundle: &Path, role: &str) -> Result<bool, HostError> {
     // Without a home folder there is no register to keep, and nothing prunes or collects.
     if !home.is_dir() {
         return Ok(false);
@@ -140,7 +141,7 @@ pub struct Ahead(Option<Registered>);
 /// stopped anywhere in the projection leaves one that bare `acompose` knows to finish.
 /// A projection that then fails gives back what the register said with
 /// [`register_failed`]. A home that does not exist registers nothing.
-pub fn register_ahead(home: &Path, target: &Path, bundle: &Path) -> Result<Ahead, HostError> {
+pub fn register_ahead(home: &Home, target: &Path, bundle: &Path) -> Result<Ahead, HostError> {
     let canonical = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
     let before = read(home).targets.get(&canonical.display().to_string()).cloned();
     let Ok(manifest) = crate::compose::bundle::read_manifest(bundle) else {
@@ -152,7 +153,7 @@ pub fn register_ahead(home: &Path, target: &Path, bundle: &Path) -> Result<Ahead
 }
 
 /// Puts back what the register said of `target` before [`register_ahead`].
-pub fn register_failed(home: &Path, target: &Path, ahead: Ahead) -> Result<(), HostError> {
+pub fn register_failed(home: &Home, target: &Path, ahead: Ahead) -> Result<(), HostError> {
     match ahead.0 {
         Some(registered) => {
             let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
@@ -163,7 +164,7 @@ pub fn register_failed(home: &Path, target: &Path, ahead: Ahead) -> Result<(), H
 }
 
 /// Registers an assigned launch's runtime home, pinned to the bundle it shows now.
-pub fn register_runtime(home: &Path, runtime: &Path, bundle: &Path, role: &str) -> Result<(), HostError> {
+pub fn register_runtime(home: &Home, runtime: &Path, bundle: &Path, role: &str) -> Result<(), HostError> {
     let bundle = bundle.canonicalize().unwrap_or_else(|_| bundle.to_path_buf());
     let runtime = runtime.canonicalize().unwrap_or_else(|_| runtime.to_path_buf());
     let registered = Registered { role: role.to_owned(), pinned: Some(bundle.display().to_string()), runtime: true };
@@ -171,7 +172,7 @@ pub fn register_runtime(home: &Path, runtime: &Path, bundle: &Path, role: &str) 
 }
 
 /// Writes `registered` for `target`, unless the register already says exactly that.
-fn insert(home: &Path, target: &Path, registered: Registered) -> Result<(), HostError> {
+fn insert(home: &Home, target: &Path, registered: Registered) -> Result<(), HostError> {
     let mut register = read(home);
     if register.targets.get(&target.display().to_string()) != Some(&registered) {
         register.targets.insert(target.display().to_string(), registered);
@@ -181,7 +182,7 @@ fn insert(home: &Path, target: &Path, registered: Registered) -> Result<(), Host
 }
 
 /// Takes `target` out of the register, if it is there.
-pub fn unregister(home: &Path, target: &Path) -> Result<(), HostError> {
+pub fn unregister(home: &Home, target: &Path) -> Result<(), HostError> {
     let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
     let mut register = read(home);
     if register.targets.remove(&target.display().to_string()).is_some() {
@@ -191,7 +192,7 @@ pub fn unregister(home: &Path, target: &Path) -> Result<(), HostError> {
 }
 
 /// Every registered projection and where it stands against the home's index.
-pub fn list(home: &Path) -> Vec<Listed> {
+pub fn list(home: &Home) -> Vec<Listed> {
     let index = read_index(home);
     read(home)
         .targets
@@ -201,7 +202,7 @@ pub fn list(home: &Path) -> Vec<Listed> {
 }
 
 /// The bundles pinned projections show: `gc` keeps the store entries they link.
-pub fn pinned_bundles(home: &Path) -> Vec<PathBuf> {
+pub fn pinned_bundles(home: &Home) -> Vec<PathBuf> {
     read(home).targets.into_values().filter_map(|registered| registered.pinned.map(PathBuf::from)).collect()
 }
 
@@ -258,7 +259,7 @@ pub struct Repaired {
 /// took out of the user's files ([`crate::delivery::projection::repair`]). A projection whose
 /// `unproject` is finished leaves the register. Only the projections needing it are
 /// touched; the others are only looked at.
-pub fn repair(home: &Path) -> Vec<Repaired> {
+pub fn repair(home: &Home) -> Vec<Repaired> {
     let mut repaired = Vec::new();
     for (target, registered) in read(home).targets {
         if registered.runtime {
@@ -299,7 +300,7 @@ pub struct Following {
 /// Re-projects every registered projection whose role's bundle in the home's new index
 /// is not the one it shows. A failure leaves that projection as it was, still showing
 /// its bundle, which the caller then keeps from pruning.
-pub fn follow(home: &Path) -> Following {
+pub fn follow(home: &Home) -> Following {
     let index = read_index(home);
     let bundles = home.join(BUNDLES_DIR);
     let mut following = Following::default();
@@ -326,7 +327,7 @@ pub fn follow(home: &Path) -> Following {
 }
 
 /// The bundle ids registered projections show now: bundles pruning must keep.
-pub fn showing(home: &Path) -> Vec<String> {
+pub fn showing(home: &Home) -> Vec<String> {
     list(home).into_iter().filter(|entry| entry.state != State::Missing).map(|entry| entry.bundle).collect()
 }
 
@@ -349,7 +350,7 @@ fn reproject(entry: &Listed, bundle: &Path) -> Result<(), String> {
     project(&request, &mut NoFaults).map(|_| ()).map_err(|error| error.to_string())
 }
 
-fn read_index(home: &Path) -> BTreeMap<String, String> {
+fn read_index(home: &Home) -> BTreeMap<String, String> {
     std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
         .ok()
         .and_then(|bytes| parse_index(&bytes))
@@ -357,7 +358,7 @@ fn read_index(home: &Path) -> BTreeMap<String, String> {
 }
 
 /// The register, empty when there is none (or it is not one this build wrote).
-fn read(home: &Path) -> Register {
+fn read(home: &Home) -> Register {
     let path = home.join(REGISTER_FILE);
     let readable =
         std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file() && metadata.len() <= REGISTER_LIMIT);
@@ -369,7 +370,7 @@ fn read(home: &Path) -> Register {
         .unwrap_or_default()
 }
 
-fn write(home: &Path, register: &Register) -> Result<(), HostError> {
+fn write(home: &Home, register: &Register) -> Result<(), HostError> {
     let register = Register { format: REGISTER_FORMAT.to_owned(), targets: register.targets.clone() };
     let bytes = acompose_engine::snapshot::to_json_bytes(&register);
     crate::home::atomic::replace(home, REGISTER_FILE, &bytes)

@@ -12,6 +12,7 @@ use acompose_engine::projection::LAYOUT_SEPARATOR;
 
 use crate::compose::load::error_kind;
 use crate::error::HostError;
+use crate::home::Home;
 
 /// The folder of runtime homes inside home.
 pub const RUNTIME_DIR: &str = "runtime";
@@ -249,7 +250,7 @@ fn rebuild(root: &Path, wanted: &BTreeSet<(PathBuf, PathBuf)>) -> Result<(), Hos
 
 /// The runtime homes `gc` removes: those of roles `roles` does not name, and those left
 /// by the earlier naming (`<harness>-<role>-<bundle id>`). The bundles folder stays.
-pub fn unused(home: &Path, roles: &BTreeSet<String>) -> Vec<PathBuf> {
+pub fn unused(home: &Home, roles: &BTreeSet<String>) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(home.join(RUNTIME_DIR)) else {
         return Vec::new();
     };
@@ -458,7 +459,7 @@ pub fn carry_back(runtime: &Path) -> Result<Option<PathBuf>, HostError> {
 
 /// [`carry_back`] for every runtime home of the acompose home; the failures, each
 /// naming its file (the runtime homes after a failed one are still done).
-pub fn carry_back_all(home: &Path) -> Vec<HostError> {
+pub fn carry_back_all(home: &Home) -> Vec<HostError> {
     let Ok(entries) = std::fs::read_dir(home.join(RUNTIME_DIR)) else { return Vec::new() };
     let mut runtimes: Vec<PathBuf> = entries.filter_map(Result::ok).map(|entry| entry.path()).collect();
     runtimes.sort();

@@ -13,6 +13,7 @@ use acompose_engine::host_config::{Destination, LoadPoint};
 
 use crate::delivery::projections::State;
 use crate::error::HostError;
+use crate::home::Home;
 use crate::home::settings::Settings;
 use crate::home::{BUNDLES_DIR, read_index};
 
@@ -85,7 +86,7 @@ pub fn examine(settings: &Settings, path_variable: Option<&std::ffi::OsStr>) -> 
 }
 
 /// What the content audit kept out of the indexed bundles (`crate::compose::audit`).
-fn audit_check(home: &Path) -> Check {
+fn audit_check(home: &Home) -> Check {
     let refusals = crate::compose::audit::refusals_in_home(home);
     if refusals.is_empty() {
         return check("audit", Status::Ok, "the content audit refused nothing in the indexed bundles", None);
@@ -115,7 +116,7 @@ pub fn config_failure(error: &HostError) -> Check {
     )
 }
 
-fn home_check(home: &Path) -> Check {
+fn home_check(home: &Home) -> Check {
     match std::fs::symlink_metadata(home) {
         Err(_) => check(
             "home",
@@ -135,7 +136,7 @@ fn home_check(home: &Path) -> Check {
             format!("`{}` is not a directory", shown(home)),
             Some("move it away, or pass another `--home DIR`".to_owned()),
         ),
-        Ok(_) if rustix::fs::access(home, rustix::fs::Access::WRITE_OK).is_err() => check(
+        Ok(_) if rustix::fs::access(home.root(), rustix::fs::Access::WRITE_OK).is_err() => check(
             "home",
             Status::Failure,
             format!("`{}` is not writable", shown(home)),
@@ -418,7 +419,7 @@ fn harness_folder_checks(load_points: &Option<Vec<LoadPoint>>, skill_points: &Op
     checks
 }
 
-fn mount_checks(home: &Path) -> Vec<Check> {
+fn mount_checks(home: &Home) -> Vec<Check> {
     let links = match crate::delivery::mounts::recorded_links(home) {
         Ok(links) => links,
         Err(error) => {
@@ -481,7 +482,7 @@ fn path_checks(path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
     ]
 }
 
-fn projection_checks(home: &Path) -> Vec<Check> {
+fn projection_checks(home: &Home) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut repositories = Vec::new();
     for entry in crate::delivery::projections::list(home) {
@@ -551,7 +552,7 @@ fn leftover_checks(target: &Path) -> Vec<Check> {
 
 /// A note per registered repository projection for each of its harnesses that reads a
 /// repository's skills only in the folder it starts in (Gemini CLI).
-fn start_folder_checks(home: &Path) -> Vec<Check> {
+fn start_folder_checks(home: &Home) -> Vec<Check> {
     let mut checks = Vec::new();
     for entry in crate::delivery::projections::list(home) {
         if matches!(entry.state, State::Missing | State::Runtime) {
@@ -576,7 +577,7 @@ fn start_folder_checks(home: &Path) -> Vec<Check> {
     checks
 }
 
-fn store_checks(home: &Path) -> Vec<Check> {
+fn store_checks(home: &Home) -> Vec<Check> {
     let store = crate::compose::store::Store::of_home(home);
     let entries = std::fs::read_dir(store.root()).map(|entries| entries.flatten().count()).unwrap_or(0);
     let index = read_index(home);

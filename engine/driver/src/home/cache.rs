@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::home::Home;
 use crate::home::anchor::{Anchor, Kind};
 use crate::home::observe::{Observed, Stat};
 
@@ -501,19 +502,19 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
 
 /// Reads `<home>/cache/fingerprints`: `Ok(None)` when there is none, `Err` with the
 /// reason for a warning when it cannot be used.
-pub fn read(home: &Path) -> Result<Option<String>, String> {
+pub fn read(home: &Home) -> Result<Option<String>, String> {
     read_named(home, CACHE_FILE)
 }
 
 /// [`read`] of another cache file in `<home>/cache` (a composition's).
-pub fn read_named(home: &Path, name: &str) -> Result<Option<String>, String> {
+pub fn read_named(home: &Home, name: &str) -> Result<Option<String>, String> {
     let Some(path) = cache_file(home, name)? else { return Ok(None) };
     std::fs::read_to_string(&path).map(Some).map_err(|_| "it cannot be read as text".to_owned())
 }
 
 /// The path of `<home>/cache/<name>`: `Ok(None)` when there is none, `Err` when it is
 /// not a regular file.
-fn cache_file(home: &Path, name: &str) -> Result<Option<PathBuf>, String> {
+fn cache_file(home: &Home, name: &str) -> Result<Option<PathBuf>, String> {
     let path = home.join(CACHE_DIR).join(name);
     match std::fs::symlink_metadata(&path) {
         Err(_) => Ok(None),
@@ -526,7 +527,7 @@ fn cache_file(home: &Path, name: &str) -> Result<Option<PathBuf>, String> {
 /// section, not the detail behind them (the hashes and the store trees, about half of
 /// the file). `Ok(None)` when there is none; a text that is not a cache of this format is
 /// returned as it is, for [`unchanged_at_a_glance`] to refuse.
-pub fn read_glance_named(home: &Path, name: &str) -> Result<Option<String>, String> {
+pub fn read_glance_named(home: &Home, name: &str) -> Result<Option<String>, String> {
     use std::io::Read as _;
     let Some(path) = cache_file(home, name)? else { return Ok(None) };
     let unreadable = |_| "it cannot be read as text".to_owned();
@@ -664,7 +665,7 @@ fn pieces_at_anchors(text: &str, count: usize) -> Vec<&str> {
 
 /// Writes the cache atomically (`atomic::replace`). A failure is returned as the warning
 /// to show (the cache only saves time; the temporary never stays behind).
-pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::home::transaction::Hooks) -> Result<(), String> {
+pub fn store(home: &Home, cache: &Cache, hooks: &mut dyn crate::home::transaction::Hooks) -> Result<(), String> {
     write_named(home, CACHE_FILE, &mut |out| cache.write_text(out), hooks)
 }
 
@@ -672,19 +673,19 @@ pub fn store(home: &Path, cache: &Cache, hooks: &mut dyn crate::home::transactio
 /// that warned, whose warnings must be shown again). A cache that cannot be removed is
 /// left: the next run still checks it and, finding the warning's input unchanged, says
 /// so.
-pub fn forget(home: &Path) {
+pub fn forget(home: &Home) {
     let _ = std::fs::remove_file(home.join(CACHE_DIR).join(CACHE_FILE));
 }
 
 /// Writes a cache as `<home>/cache/<name>`; any failure writes nothing (a composition's
 /// cache only saves time).
-pub fn store_cache_named(home: &Path, name: &str, cache: &Cache) {
+pub fn store_cache_named(home: &Home, name: &str, cache: &Cache) {
     let _ = write_named(home, name, &mut |out| cache.write_text(out), &mut crate::home::transaction::NoFaults);
 }
 
 /// Writes `bytes` as `<home>/cache/<name>` atomically; `None` or any failure writes
 /// nothing (a composition's cache only saves time, and its compose still succeeded).
-pub fn store_named(home: &Path, name: &str, bytes: Option<&[u8]>) {
+pub fn store_named(home: &Home, name: &str, bytes: Option<&[u8]>) {
     if let Some(bytes) = bytes {
         let _ = write_named(home, name, &mut |out| out.write_all(bytes), &mut crate::home::transaction::NoFaults);
     }
@@ -694,7 +695,7 @@ pub fn store_named(home: &Path, name: &str, bytes: Option<&[u8]>) {
 /// A cache path with a newline or a tab (`InvalidData` from the writer) is not an error:
 /// no cache is written and the next run converges in full.
 fn write_named(
-    home: &Path,
+    home: &Home,
     name: &str,
     write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     hooks: &mut dyn crate::home::transaction::Hooks,
@@ -824,7 +825,8 @@ mod tests {
 
     #[test]
     fn the_glance_reads_the_header_and_glance_section_only() {
-        let home = tempfile::tempdir().expect("tempdir");
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(temporary.path());
         let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
         let long = "x".repeat(70_000);
         for index in 0..3_000 {
@@ -833,9 +835,9 @@ mod tests {
         }
         for identity in ["test".to_owned(), long] {
             cache.identity = identity;
-            store_cache_named(home.path(), "named", &cache);
-            let whole = read_named(home.path(), "named").expect("read").expect("there");
-            let glance = read_glance_named(home.path(), "named").expect("read").expect("there");
+            store_cache_named(&home, "named", &cache);
+            let whole = read_named(&home, "named").expect("read").expect("there");
+            let glance = read_glance_named(&home, "named").expect("read").expect("there");
             let (header, section, _) = sections(&whole).expect("sections");
             if header.len() < 64 * 1024 {
                 assert_eq!(glance, format!("{header}{section}"));
@@ -844,9 +846,9 @@ mod tests {
                 assert_eq!(glance, whole, "a header past 64 KiB: the whole file");
             }
         }
-        std::fs::write(home.path().join(CACHE_DIR).join("other"), "not a cache\n").expect("write");
-        assert_eq!(read_glance_named(home.path(), "other").expect("read").as_deref(), Some("not a cache\n"));
-        assert_eq!(read_glance_named(home.path(), "absent"), Ok(None));
+        std::fs::write(home.cache().join("other"), "not a cache\n").expect("write");
+        assert_eq!(read_glance_named(&home, "other").expect("read").as_deref(), Some("not a cache\n"));
+        assert_eq!(read_glance_named(&home, "absent"), Ok(None));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use acompose_engine::store::is_slice_name;
 
 use crate::compose::load::Observations;
 use crate::compose::store::linked_slices;
+use crate::home::Home;
 use crate::home::cache::{self, Cache, CheckCounters, StoreRecord};
 use crate::home::observe::Stat;
 
@@ -42,7 +43,7 @@ fn names(key: &str) -> (String, String) {
 }
 
 /// The recorded report, when every fingerprint of the composition is unchanged.
-pub fn lookup(home: &Path, projects: &Path, key: &str) -> Option<Warm> {
+pub fn lookup(home: &Home, projects: &Path, key: &str) -> Option<Warm> {
     if !home.is_dir() {
         return None;
     }
@@ -113,7 +114,7 @@ pub struct Composed<'a> {
 
 /// Records a finished composition: every input the loader looked at, the bundle's own
 /// files, the store trees it links, and the report.
-pub fn record(home: &Path, projects: &Path, key: &str, observations: Observations, composed: &Composed<'_>) {
+pub fn record(home: &Home, projects: &Path, key: &str, observations: Observations, composed: &Composed<'_>) {
     let Composed { id, bundle, report } = *composed;
     if !home.is_dir() {
         return;

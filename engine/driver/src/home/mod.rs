@@ -38,22 +38,148 @@ pub const WRITTEN_FILE: &str = ".acompose-written";
 /// How long a convergence waits for another one to finish.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The acompose home and its layout: every path under the home comes from a method of
+/// it, so no module joins the home's folder and file names itself. Opened once per
+/// command ([`resolve_home`]) and passed as `&Home`. It dereferences to the home's own
+/// path, for messages and for the few places that need the folder itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// The home at `root` (not read: nothing is checked or created).
+    pub fn at(root: impl Into<PathBuf>) -> Home {
+        Home { root: root.into() }
+    }
+
+    /// The home folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `agent-compose.yaml`, the host configuration.
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join(CONFIG_FILE)
+    }
+
+    /// `layouts.kdl`, the user's own harness rows.
+    pub fn layouts_file(&self) -> PathBuf {
+        self.root.join(LAYOUTS_FILE)
+    }
+
+    /// `bundles/`, every role's bundles and their index.
+    pub fn bundles(&self) -> PathBuf {
+        self.root.join(BUNDLES_DIR)
+    }
+
+    /// One bundle's folder by its id.
+    pub fn bundle(&self, id: &str) -> PathBuf {
+        self.bundles().join(id)
+    }
+
+    /// `bundles/index.json`: each role's bundle and the earlier ones kept.
+    pub fn index_file(&self) -> PathBuf {
+        self.bundles().join(INDEX_FILE)
+    }
+
+    /// `bundles/.acompose-written`: bundles convergence wrote and has not pruned yet.
+    pub fn written_file(&self) -> PathBuf {
+        self.bundles().join(WRITTEN_FILE)
+    }
+
+    /// `repository-plan.json`: the repositories the estate reads.
+    pub fn plan_file(&self) -> PathBuf {
+        self.root.join(PLAN_FILE)
+    }
+
+    /// `sources/personality/`, the roster artifact.
+    pub fn artifact(&self) -> PathBuf {
+        self.root.join(ARTIFACT_DIR)
+    }
+
+    /// `store/`, the content-addressed skill trees and slices bundles link into.
+    pub fn store(&self) -> PathBuf {
+        self.root.join(crate::compose::store::STORE_DIR)
+    }
+
+    /// `cache/`, the fingerprint caches.
+    pub fn cache(&self) -> PathBuf {
+        self.root.join(cache::CACHE_DIR)
+    }
+
+    /// `overlays/`, the private overlays read when `overlays:` is not set.
+    pub fn overlays(&self) -> PathBuf {
+        self.root.join(crate::compose::overlays::OVERLAYS_DIR)
+    }
+
+    /// `mcp.kdl`, the MCP inventory.
+    pub fn mcp_inventory(&self) -> PathBuf {
+        self.root.join(acompose_engine::mcp::FILE)
+    }
+
+    /// `signatures/`, each signed bundle's signature by its id.
+    pub fn signatures(&self) -> PathBuf {
+        self.root.join(crate::compose::signature::SIGNATURES_DIR)
+    }
+
+    /// `runtime/`, the runtime homes of launched harnesses.
+    pub fn runtime(&self) -> PathBuf {
+        self.root.join(crate::delivery::runtime_home::RUNTIME_DIR)
+    }
+
+    /// `runtime/bundles/`, bundles composed for a launch outside the index.
+    pub fn runtime_bundles(&self) -> PathBuf {
+        self.root.join(crate::delivery::runtime_home::RUNTIME_BUNDLES_DIR)
+    }
+
+    /// `projections.json`, the projections register.
+    pub fn projections_register(&self) -> PathBuf {
+        self.root.join(crate::delivery::projections::REGISTER_FILE)
+    }
+
+    /// `skill-mounts.json`, the record of skills delivered into harness folders.
+    pub fn mounts_record(&self) -> PathBuf {
+        self.root.join(crate::delivery::mounts::MOUNTS_FILE)
+    }
+}
+
+impl std::ops::Deref for Home {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl From<&Home> for PathBuf {
+    fn from(home: &Home) -> PathBuf {
+        home.root.clone()
+    }
+}
+
+impl AsRef<Path> for Home {
+    fn as_ref(&self) -> &Path {
+        &self.root
+    }
+}
+
 /// Resolves home: `--home`, else `$ACOMPOSE_HOME`, else `~/.agent-compose`.
-pub fn resolve_home(flag: Option<&Path>) -> Result<PathBuf, HostError> {
+pub fn resolve_home(flag: Option<&Path>) -> Result<Home, HostError> {
     if let Some(path) = flag {
-        return Ok(path.to_path_buf());
+        return Ok(Home::at(path));
     }
     if let Some(value) = std::env::var_os("ACOMPOSE_HOME").filter(|value| !value.is_empty()) {
-        return Ok(PathBuf::from(value));
+        return Ok(Home::at(value));
     }
     match std::env::home_dir() {
-        Some(home) if !home.as_os_str().is_empty() => Ok(home.join(".agent-compose")),
+        Some(home) if !home.as_os_str().is_empty() => Ok(Home::at(home.join(".agent-compose"))),
         _ => Err(HostError::environment("", "cannot find a home directory; pass `--home DIR` or set `ACOMPOSE_HOME`")),
     }
 }
 
 /// The role → bundle id index of the home's bundles (empty when there is none).
-pub fn read_index(home: &Path) -> std::collections::BTreeMap<String, String> {
+pub fn read_index(home: &Home) -> std::collections::BTreeMap<String, String> {
     std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
         .ok()
         .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
@@ -62,14 +188,14 @@ pub fn read_index(home: &Path) -> std::collections::BTreeMap<String, String> {
 
 /// Each role's earlier bundles, newest first, as the home's index keeps them (empty when
 /// there is none): `ROLE@{1}` is the first.
-pub fn read_history(home: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
+pub fn read_history(home: &Home) -> std::collections::BTreeMap<String, Vec<String>> {
     std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
         .map(|bytes| acompose_engine::convergence::parse_history(&bytes))
         .unwrap_or_default()
 }
 
 /// Refuses a home that is a symbolic link or not a directory.
-pub fn check_home(home: &Path) -> Result<(), HostError> {
+pub fn check_home(home: &Home) -> Result<(), HostError> {
     match std::fs::symlink_metadata(home) {
         Ok(metadata) if metadata.file_type().is_symlink() => Err(HostError::invalid(
             home,
@@ -83,7 +209,7 @@ pub fn check_home(home: &Path) -> Result<(), HostError> {
 }
 
 /// Creates home when it does not exist yet.
-pub fn create_home(home: &Path) -> Result<(), HostError> {
+pub fn create_home(home: &Home) -> Result<(), HostError> {
     std::fs::create_dir_all(home).map_err(|error| {
         HostError::environment(home, format!("cannot create home `{}`: {}", home.display(), error_kind(&error)))
     })
@@ -149,7 +275,7 @@ pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, HostError> {
 
 /// Reads `<home>/agent-compose.yaml` as a command uses it: absent is the default, a file
 /// with errors stops the command.
-pub fn read_config_checked(home: &Path) -> Result<Option<ConfigFile>, HostError> {
+pub fn read_config_checked(home: &Home) -> Result<Option<ConfigFile>, HostError> {
     let Some(file) = read_config_file(&home.join(CONFIG_FILE))? else { return Ok(None) };
     if file.parsed.has_errors() {
         return Err(HostError::Diagnostics {
@@ -161,7 +287,7 @@ pub fn read_config_checked(home: &Path) -> Result<Option<ConfigFile>, HostError>
 }
 
 /// Reads and parses `<home>/agent-compose.yaml` when present. Warnings go to `progress`.
-pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, HostError> {
+pub fn read_config(home: &Home, progress: &dyn Progress) -> Result<HostConfig, HostError> {
     let Some(file) = read_config_checked(home)? else { return Ok(HostConfig::default()) };
     let findings = file.findings();
     if !findings.is_empty() {
@@ -172,7 +298,7 @@ pub fn read_config(home: &Path, progress: &dyn Progress) -> Result<HostConfig, H
 
 /// Resolves a path written in the configuration: `~/…` under the user's home, an
 /// absolute path as it is, anything else relative to the acompose home.
-pub fn config_path(text: &str, home: &Path) -> PathBuf {
+pub fn config_path(text: &str, home: &Home) -> PathBuf {
     if let Some(rest) = text.strip_prefix("~/")
         && let Some(user) = std::env::home_dir().filter(|user| !user.as_os_str().is_empty())
     {
@@ -188,7 +314,7 @@ pub const LAYOUTS_FILE: &str = "layouts.kdl";
 /// Lays `<home>/layouts.kdl`, when there is one, over the built-in harness table for the
 /// rest of the process. A file with any error is not used, and its problems come back
 /// with its text, for rendering with file, line and snippet.
-pub fn install_layouts(home: &Path) -> Result<(), HostError> {
+pub fn install_layouts(home: &Home) -> Result<(), HostError> {
     let path = home.join(LAYOUTS_FILE);
     match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -223,7 +349,7 @@ pub fn install_layouts(home: &Path) -> Result<(), HostError> {
 /// Under `person_policy: external-only` a configuration that selects no external source
 /// is refused with [`acompose_engine::host_config::external_only_refusal`], shown with
 /// the configuration's text: the same refusal every roster-loading command gives.
-pub fn selection_for(config: &HostConfig, home: &Path) -> Result<Selection, HostError> {
+pub fn selection_for(config: &HostConfig, home: &Home) -> Result<Selection, HostError> {
     let resolve =
         |text: &str| if text == EMBEDDED { Location::Embedded } else { Location::Directory(config_path(text, home)) };
     let person = config.person_source.as_ref().map_or(Location::Embedded, |(text, _)| resolve(text));
@@ -239,7 +365,7 @@ pub fn selection_for(config: &HostConfig, home: &Path) -> Result<Selection, Host
 
 /// The refusal of the embedded roster under `person_policy: external-only`, with the
 /// configuration's text when it can still be read.
-pub fn external_only_error(home: &Path, span: Option<acompose_engine::diagnostic::Span>) -> HostError {
+pub fn external_only_error(home: &Home, span: Option<acompose_engine::diagnostic::Span>) -> HostError {
     let path = home.join(CONFIG_FILE);
     let label = path.display().to_string();
     let diagnostic = acompose_engine::host_config::external_only_refusal(&label, span);
@@ -252,7 +378,7 @@ pub fn external_only_error(home: &Path, span: Option<acompose_engine::diagnostic
 pub const EXTERNAL_ONLY_SUBJECT: &str = "no external person source is selected";
 
 /// Refuses symbolic links between home and the artifact directory.
-pub fn refuse_symlinked_parents(home: &Path, artifact: &Path) -> Result<(), HostError> {
+pub fn refuse_symlinked_parents(home: &Home, artifact: &Path) -> Result<(), HostError> {
     let mut current = home.to_path_buf();
     let relative = artifact.strip_prefix(home).unwrap_or(artifact);
     for component in relative.components() {

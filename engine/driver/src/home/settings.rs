@@ -5,13 +5,14 @@
 //! default. Reads the configuration and the environment; writes nothing.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use acompose_engine::host_config::{CONFIG_FILE, HostConfig, PersonPolicy};
 use acompose_engine::skill_rules::SkillPolicy;
 
 use crate::compose::load::{EMBEDDED, Location, Selection};
 use crate::error::{Findings, HostError};
+use crate::home::Home;
 use crate::home::{ConfigFile, config_path, read_config_checked};
 
 /// Where a setting's value came from.
@@ -99,7 +100,7 @@ impl Environment {
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// `None` when no home can be named (no flag, variable or user home).
-    pub home: Option<Setting<PathBuf>>,
+    pub home: Option<Setting<Home>>,
     /// The host configuration file, read when home has one.
     pub config_file: Option<ConfigFile>,
     /// The configuration as written (the default when there is no file).
@@ -125,7 +126,7 @@ pub fn resolve_with(flags: &Flags, environment: &Environment) -> Result<Settings
         None => None,
     };
     let config = config_file.as_ref().map(|file| file.parsed.value.clone()).unwrap_or_default();
-    let home_folder = home.as_ref().map(|home| home.value.clone()).unwrap_or_default();
+    let home_folder = home.as_ref().map_or_else(|| Home::at(PathBuf::new()), |home| home.value.clone());
     let from_file = |offset: usize| match &config_file {
         Some(file) => Origin::File { path: file.path.clone(), line: file.line_of(offset) },
         None => Origin::Default,
@@ -157,14 +158,14 @@ pub fn resolve_with(flags: &Flags, environment: &Environment) -> Result<Settings
 }
 
 /// Home alone: `--home`, `$ACOMPOSE_HOME`, `~/.agent-compose`; `None` when none can be named.
-pub fn home_setting(flags: &Flags, environment: &Environment) -> Option<Setting<PathBuf>> {
+pub fn home_setting(flags: &Flags, environment: &Environment) -> Option<Setting<Home>> {
     if let Some(home) = &flags.home {
-        return Some(Setting::new(home.clone(), Origin::Flag("--home")));
+        return Some(Setting::new(Home::at(home), Origin::Flag("--home")));
     }
     if let Some(home) = &environment.acompose_home {
-        return Some(Setting::new(PathBuf::from(home), Origin::Environment("ACOMPOSE_HOME")));
+        return Some(Setting::new(Home::at(home), Origin::Environment("ACOMPOSE_HOME")));
     }
-    environment.user_home.as_ref().map(|user| Setting::new(user.join(".agent-compose"), Origin::Default))
+    environment.user_home.as_ref().map(|user| Setting::new(Home::at(user.join(".agent-compose")), Origin::Default))
 }
 
 /// The person source and its libraries. Libraries follow the person source: a
@@ -198,7 +199,7 @@ fn projects_setting(
     flags: &Flags,
     environment: &Environment,
     config: &HostConfig,
-    home: &Path,
+    home: &Home,
     from_file: &dyn Fn(usize) -> Origin,
 ) -> Setting<PathBuf> {
     if let Some(root) = &flags.projects_root {
@@ -220,8 +221,8 @@ fn projects_setting(
 
 impl Settings {
     /// Home, or the error of a command that needs one.
-    pub fn home(&self) -> Result<&Path, HostError> {
-        self.home.as_ref().map(|home| home.value.as_path()).ok_or_else(|| {
+    pub fn home(&self) -> Result<&Home, HostError> {
+        self.home.as_ref().map(|home| &home.value).ok_or_else(|| {
             HostError::environment("", "cannot find a home directory; pass `--home DIR` or set `ACOMPOSE_HOME`")
         })
     }
@@ -289,6 +290,8 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn environment(home: &Path) -> Environment {

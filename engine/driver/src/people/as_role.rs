@@ -13,13 +13,14 @@ use acompose_people::start::RoleSight;
 
 use super::storage::Stop;
 use crate::delivery::launch::{LaunchRequest, Prepared, prepare};
+use crate::home::Home;
 use crate::progress::NoProgress;
 
 /// Where the roster People bind against lives: the acompose home and the projects root
 /// a launch isolates (`acompose --home`, `$ACOMPOSE_HOME`, `agent-compose.yaml`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RosterPlace {
-    pub home: PathBuf,
+    pub home: Home,
     pub projects: PathBuf,
 }
 

@@ -74,7 +74,7 @@ impl Server {
     /// the acompose home `dir/acompose-home` (`roster:core`).
     pub fn start_with_roster(dir: tempfile::TempDir, workspace: &str, path_variable: std::ffi::OsString) -> Self {
         let roster = acompose_driver::people::as_role::RosterPlace {
-            home: dir.path().join("acompose-home"),
+            home: acompose_driver::home::Home::at(dir.path().join("acompose-home")),
             projects: dir.path().join("projects-root"),
         };
         let options = Options {

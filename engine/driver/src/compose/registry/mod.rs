@@ -26,6 +26,7 @@ use crate::compose::placement::{Target, destination, place};
 use crate::compose::store::Store;
 use crate::error::HostError;
 use crate::home::BUNDLES_DIR;
+use crate::home::Home;
 
 /// How many blobs are in flight at once.
 const IN_FLIGHT: usize = 16;
@@ -128,7 +129,7 @@ async fn within<T>(
 
 /// The bundle a `bundle push` names, as every command names one (`bundle_name::resolve`):
 /// a bundle folder, a role of the home (its indexed bundle), `ROLE@{N}` or an id prefix.
-pub fn resolve_bundle(home: Option<&Path>, given: &str) -> Result<PathBuf, HostError> {
+pub fn resolve_bundle(home: Option<&Home>, given: &str) -> Result<PathBuf, HostError> {
     crate::compose::bundle_name::resolve(home, Path::new(given))
 }
 
@@ -217,7 +218,7 @@ async fn upload_blob(connection: &Connection, blob: &Blob) -> Result<Option<Uplo
 #[derive(Debug, Clone, Copy)]
 pub struct PullRequest<'a> {
     pub reference: &'a str,
-    pub home: &'a Path,
+    pub home: &'a Home,
     pub access: Access,
 }
 
@@ -270,7 +271,7 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
 
 /// Verifies the bundle's files as `verify` does and places it in the home.
 fn settle(
-    home: &Path,
+    home: &Home,
     connection: &Connection,
     remote: &Remote,
     mut files: BTreeMap<String, Vec<u8>>,
