@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::compose::export::{export_signed, import};
 use acompose_driver::compose::placement::{Target, destination};
-use acompose_driver::home::{BUNDLES_DIR, resolve_home};
+use acompose_driver::home::resolve_home;
 
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
@@ -141,7 +141,7 @@ pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             let home = resolve_home(home);
             let out = match (out, &home) {
                 (Some(out), _) => out,
-                (None, Ok(home)) => home.join(BUNDLES_DIR),
+                (None, Ok(home)) => home.bundles(),
                 (None, Err(error)) => return report_error(error, terminal),
             };
             let imported = destination(home.as_ref().ok(), &out, &Target::Store(store))
@@ -205,7 +205,7 @@ fn materialize(
         Ok(places) => places,
         Err(error) => return report_error(&error, terminal),
     };
-    let out = request.out.map_or_else(|| home.join(BUNDLES_DIR), Path::to_path_buf);
+    let out = request.out.map_or_else(|| home.bundles(), Path::to_path_buf);
     let progress = crate::progress::TerminalProgress::new(terminal);
     let made = match acompose_driver::convergence::materialize::materialize(
         &home,

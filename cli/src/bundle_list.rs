@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use acompose_driver::compose::bundle_name::{Listed, list};
+use acompose_driver::convergence::bundle_name::{Listed, list};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::resolve_home;
 

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use acompose_driver::compose::registry::client::Access;
-use acompose_driver::compose::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push_signed, resolve_bundle};
+use acompose_driver::compose::registry::{PullRequest, Pulled, Pushed, Transfer, pull, push_signed};
+use acompose_driver::convergence::bundle_name::resolve as resolve_bundle;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::resolve_home;
 
@@ -123,7 +124,7 @@ pub fn run_sign(args: &SignArgs, home: Option<&Path>, terminal: &Terminal) -> u8
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),
     };
-    let signed = resolve_bundle(Some(&home), &args.bundle)
+    let signed = resolve_bundle(Some(&home), std::path::Path::new(&args.bundle))
         .and_then(|bundle| acompose_driver::compose::signature::sign(&bundle, &args.key))
         .and_then(|(armored, id)| {
             acompose_driver::compose::signature::keep(&home, &id, &armored).map(|path| (id, path))
@@ -193,7 +194,7 @@ fn pull_summary(pulled: &Pulled, reference: &str) -> String {
 pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = resolve_home(home).ok();
     let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
-    let pushed = resolve_bundle(home.as_ref(), &args.bundle)
+    let pushed = resolve_bundle(home.as_ref(), std::path::Path::new(&args.bundle))
         .and_then(|bundle| push_signed(&bundle, &args.reference, access, args.sign.as_deref()));
     match pushed {
         Ok(pushed) if args.json => {

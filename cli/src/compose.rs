@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use acompose_driver::Sources;
 use acompose_driver::compose::bundle::Materialized;
+use acompose_driver::compose::compose_cache;
 use acompose_driver::compose::placement::{Target, destination, place};
 use acompose_driver::compose::request::{Prepared, RequestDefaults};
 use acompose_driver::convergence::Stats;
 use acompose_driver::engine::Bundle;
 use acompose_driver::engine::render;
-use acompose_driver::home::compose_cache;
 use acompose_driver::home::settings::{self, Flags};
 
 use crate::exit;
@@ -92,7 +92,7 @@ pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         home: home.ok().map(|home| home.root().to_path_buf()),
         out,
         projects: settings.projects_root.value.clone(),
-        defaults: settings.request_defaults(),
+        defaults: acompose_driver::compose::request::RequestDefaults::of(&settings),
     };
     let output = compose_output(&args, &places, terminal);
     if args.command.is_empty() {

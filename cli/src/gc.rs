@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use acompose_driver::compose::gc::gc;
-use acompose_driver::delivery::launch::collect_runtime;
+use acompose_driver::convergence::gc::gc;
+use acompose_driver::convergence::launch::collect_runtime;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::resolve_home;
 

@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
-use acompose_driver::delivery::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
+use acompose_driver::convergence::launch::{LaunchRequest, Prepared, finish, person_model, prepare, spawn};
 use acompose_driver::delivery::tree_sight::launch_same_name_warnings;
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::engine::harness_layout::{self, Layout};

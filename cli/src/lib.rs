@@ -241,7 +241,7 @@ pub fn home_and_projects(
 /// index (its current bundle) or a bundle id prefix of at least four hex digits.
 pub fn named_bundle(home: Option<&Path>, name: &Path) -> Result<PathBuf, acompose_driver::HostError> {
     let home = acompose_driver::home::resolve_home(home).ok();
-    acompose_driver::compose::bundle_name::resolve(home.as_ref(), name)
+    acompose_driver::convergence::bundle_name::resolve(home.as_ref(), name)
 }
 
 /// Whether the tool's own colour sequences may pass [`print_stdout`]'s and

@@ -73,7 +73,7 @@ pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         return exit::USAGE;
     };
     let home = resolve_home(home).ok();
-    let bundle = match acompose_driver::compose::bundle_name::resolve(home.as_ref(), &args.bundle) {
+    let bundle = match acompose_driver::convergence::bundle_name::resolve(home.as_ref(), &args.bundle) {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),
     };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use acompose_driver::convergence::converge_home;
 use acompose_driver::delivery::mounts::{deliver, enable};
 use acompose_driver::engine::harness_layout;
-use acompose_driver::engine::host_config::{CONFIG_FILE, KeyChange};
+use acompose_driver::engine::host_config::KeyChange;
 use acompose_driver::home::{read_config, resolve_home};
 
 use crate::progress::TerminalProgress;
@@ -60,7 +60,7 @@ pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
         crate::terminal::warn(terminal, &crate::terminal::kept_warning(kept));
     }
     if !terminal.quiet {
-        let mut text = format!("config    {}\n", home.join(CONFIG_FILE).display());
+        let mut text = format!("config    {}\n", home.config_file().display());
         for change in changes {
             text.push_str(&change_line(change, &args.harness));
         }

@@ -253,7 +253,8 @@ fn what_a_killed_run_left_is_pruned_by_the_next_run_even_when_nothing_changed_an
         assert_eq!(unused_space(&home).iter().filter(|unused| unused.starts_with("bundle")).count(), left);
         let context = if through_gc { "gc" } else { "the next run" };
         if through_gc {
-            let report = acompose_driver::compose::gc::gc(&acompose_driver::home::Home::at(&home), false).expect("gc");
+            let report =
+                acompose_driver::convergence::gc::gc(&acompose_driver::home::Home::at(&home), false).expect("gc");
             assert_eq!(report.bundles_pruned, left, "{context}");
         } else {
             // Nothing changed in the estate: before, this was the no-op path ("0 pruned").

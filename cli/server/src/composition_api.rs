@@ -17,8 +17,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use acompose_driver::compose::bundle::read_provenance;
+use acompose_driver::compose::store;
 use acompose_driver::compose::why::{WhyFailure, why};
-use acompose_driver::compose::{bundle_name, store};
+use acompose_driver::convergence::bundle_name;
 use acompose_driver::delivery::projections;
 use acompose_driver::engine::describe::{self, WhyError};
 use acompose_driver::engine::snapshot::to_json_bytes;

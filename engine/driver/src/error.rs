@@ -3,12 +3,13 @@
 //! snippets without asking the host again. Renders nothing itself.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use acompose_engine::Diagnostic;
 
 pub use crate::blame::Blame;
-use crate::home::transaction::TransactionError;
 
 /// Diagnostics and the printable text of the files they name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,6 +78,59 @@ impl HostError {
             HostError::Diagnostics { .. } | HostError::Invalid { .. } => Blame::Input,
             HostError::Environment { .. } => Blame::Environment,
             HostError::Transaction(error) => error.blame(),
+        }
+    }
+}
+
+/// A short, stable description of an I/O error (no OS-specific wording).
+pub fn error_kind(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::NotADirectory => "not a directory".to_owned(),
+        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        other => other.to_string().to_lowercase(),
+    }
+}
+
+/// The journal folder of a transaction in progress.
+pub const JOURNAL_DIR: &str = ".acompose-transaction";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionError {
+    /// The directory or a path in it is not ours to write (symlink, foreign file, a
+    /// file where a folder belongs). Nothing was changed.
+    #[error("refused to write `{}`: {reason}", path.display())]
+    Refused { path: PathBuf, reason: String },
+    /// An I/O failure. `restored` tells whether something had been changed and was rolled
+    /// back (the message says "restored" only then); otherwise nothing was changed.
+    #[error(
+        "cannot write `{}`: {}; {}",
+        path.display(),
+        crate::error::error_kind(error),
+        if *restored { "the previous contents were restored" } else { "nothing was changed" }
+    )]
+    Io { path: PathBuf, error: io::Error, restored: bool },
+    /// An I/O failure while restoring; the journal folder was kept for the next run.
+    #[error(
+        "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
+        path.display(),
+        crate::error::error_kind(error)
+    )]
+    RollbackFailed { path: PathBuf, error: io::Error },
+    /// Another writer held the lock for longer than the timeout.
+    #[error("another convergence holds `{}`; gave up after {} s", path.display(), waited.as_secs())]
+    LockTimeout { path: PathBuf, waited: Duration },
+}
+
+impl TransactionError {
+    /// Whose fault it is: refusals are the input's, I/O failures the environment's.
+    pub fn blame(&self) -> Blame {
+        match self {
+            TransactionError::Refused { .. } => Blame::Input,
+            TransactionError::Io { .. }
+            | TransactionError::RollbackFailed { .. }
+            | TransactionError::LockTimeout { .. } => Blame::Environment,
         }
     }
 }

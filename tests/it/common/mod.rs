@@ -362,7 +362,7 @@ pub fn unused_space(home: &Path) -> Vec<String> {
         .map(|name| format!("bundle {name}"))
         .collect();
     let store = acompose_driver::compose::store::Store::of_home(&acompose_driver::home::Home::at(home));
-    let referenced = acompose_driver::compose::gc::referenced(&acompose_driver::home::Home::at(home), &store);
+    let referenced = acompose_driver::convergence::gc::referenced(&acompose_driver::home::Home::at(home), &store);
     unused.extend(
         names(store.root().to_path_buf())
             .into_iter()

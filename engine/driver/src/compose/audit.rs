@@ -9,7 +9,7 @@ use acompose_engine::audit::{self, AuditAction, AuditFinding, AuditPolicy};
 use acompose_engine::diagnostic::{Diagnostic, sanitize};
 
 use crate::home::Home;
-use crate::home::{BUNDLES_DIR, read_index};
+use crate::home::read_index;
 
 /// The most files of one skill folder the audit reads; the rest are named in one note.
 const MAX_FILES: usize = 10_000;
@@ -103,7 +103,7 @@ pub struct Refusal {
 pub fn refusals_in_home(home: &Home) -> Vec<Refusal> {
     let mut refusals = Vec::new();
     for (role, id) in read_index(home) {
-        let bundle = home.join(BUNDLES_DIR).join(&id);
+        let bundle = home.bundles().join(&id);
         let Ok((_, _, trace)) = crate::compose::bundle::read_provenance(&bundle) else { continue };
         for decision in trace.decisions.into_iter().filter(|decision| decision.cause == "audit-refused") {
             refusals.push(Refusal { role: role.clone(), subject: decision.subject, reason: decision.reason });

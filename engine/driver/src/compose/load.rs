@@ -18,35 +18,8 @@ use acompose_engine::{Bytes, Database, Diagnostic, Package, PackageKind, PersonS
 use salsa::Durability;
 use salsa::Setter;
 
-/// The spelling that selects the embedded default.
-pub const EMBEDDED: &str = "roster:core";
-
-/// Where a person source comes from: the embedded default or a directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Embedded,
-    Directory(PathBuf),
-}
-
-impl Location {
-    pub fn parse(text: &str) -> Self {
-        if text == EMBEDDED { Location::Embedded } else { Location::Directory(PathBuf::from(text)) }
-    }
-}
-
-/// What to load: a person package and its libraries.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selection {
-    pub person: Location,
-    pub libraries: Vec<Location>,
-    pub core_rules: bool,
-}
-
-impl Selection {
-    pub fn embedded() -> Self {
-        Selection { person: Location::Embedded, libraries: Vec::new(), core_rules: true }
-    }
-}
+pub use crate::error::error_kind;
+pub use crate::home::read::{EMBEDDED, Location, Selection, printable, read_limited};
 
 /// Files read from disk: `(relative path, bytes)`, the problems met and every path
 /// looked at.
@@ -250,17 +223,6 @@ impl PathKeys {
     }
 }
 
-/// A short, stable description of an I/O error (no OS-specific wording).
-pub fn error_kind(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::NotFound => "not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        std::io::ErrorKind::NotADirectory => "not a directory".to_owned(),
-        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        other => other.to_string().to_lowercase(),
-    }
-}
-
 /// The warning for a hidden name inside a skill folder: left out of the skill.
 fn hidden_member(label: &str, relative: &str) -> Diagnostic {
     use acompose_engine::diagnostic::sanitize;
@@ -364,7 +326,7 @@ fn read_catalogue_knowing(
     let observed = crate::home::observe::observe(&record);
     // Only a record that is there is read for what it owns.
     if matches!(observed, Observed::File(..)) {
-        read.owned_by_projection = crate::delivery::projection_record::owned_paths(root);
+        read.owned_by_projection = crate::home::projection_record::owned_paths(root);
     }
     read.observed.push((record, observed));
     for part in CATALOGUE_PARTS {
@@ -955,36 +917,6 @@ impl Loader {
     pub fn roots(&self) -> Vec<PathBuf> {
         self.roots.keys().cloned().collect()
     }
-}
-
-/// Replaces control characters (other than newline, tab and carriage return) with `?`,
-/// one per byte so diagnostic offsets still point at the same places.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|character| {
-            let keep = !character.is_control() || matches!(character, '\n' | '\t' | '\r');
-            if keep { vec![character] } else { vec!['?'; character.len_utf8()] }
-        })
-        .collect()
-}
-
-/// Reads a whole file unless its size, asked before any byte is read, is over `limit`:
-/// then the limit's diagnostic (labelled with the path) and nothing read. The read itself
-/// stops one byte past the limit, so a file that grows while read costs no more.
-pub fn read_limited(
-    path: &Path,
-    label: &str,
-    limit: acompose_engine::limits::Limit,
-) -> std::io::Result<Result<Vec<u8>, Diagnostic>> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
-    let length = file.metadata()?.len();
-    if let Some(too_large) = limit.check(usize::try_from(length).unwrap_or(usize::MAX), label) {
-        return Ok(Err(too_large));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0).saturating_add(1));
-    file.take(limit.bytes as u64 + 1).read_to_end(&mut bytes)?;
-    Ok(limit.check(bytes.len(), label).map_or(Ok(bytes), Err))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::home::Home;
 /// `HostError::Diagnostics` (a secret-looking value is named by line only, never shown).
 /// Warnings come back beside the inventory.
 pub fn read(home: &Home) -> Result<Option<(Inventory, Findings)>, HostError> {
-    let path = home.join(mcp::FILE);
+    let path = home.mcp_inventory();
     match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Ok(metadata) if metadata.is_file() => {}

@@ -10,9 +10,9 @@
 pub mod artifact;
 pub mod audit;
 pub mod bundle;
-pub mod bundle_name;
+pub mod compose_cache;
+pub mod estate;
 pub mod export;
-pub mod gc;
 pub mod load;
 pub mod mcp_inventory;
 pub mod overlays;

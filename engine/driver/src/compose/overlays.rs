@@ -3,41 +3,15 @@
 //! repository: the files `agent-compose.yaml` names under `overlays:` (in that order), or
 //! else every `*.kdl` file of `<home>/overlays/` in name order.
 
-use std::path::PathBuf;
-
 use acompose_engine::host_config::HostConfig;
 use acompose_engine::{Database, Diagnostic, SourceFile};
 
 use crate::compose::load::Loader;
 use crate::home::Home;
 
-/// The folder of a home whose `*.kdl` files are its overlays when the configuration
-/// names none.
-pub const OVERLAYS_DIR: &str = "overlays";
+pub use crate::home::OVERLAYS_DIR;
 
-/// The overlay files of a home, in the order they apply; the folder listed when the
-/// configuration names none (`None` for it then, so the caller can watch it).
-pub fn overlay_paths(home: &Home, config: &HostConfig) -> (Vec<PathBuf>, Option<PathBuf>) {
-    if !config.overlays.is_empty() {
-        let paths = config.overlays.iter().map(|(text, _)| crate::home::config_path(text, home)).collect();
-        return (paths, None);
-    }
-    let folder = home.join(OVERLAYS_DIR);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|entry| {
-                    let name = entry.file_name().to_string_lossy().into_owned();
-                    !name.starts_with('.') && name.ends_with(".kdl")
-                })
-                .map(|entry| entry.path())
-                .collect()
-        })
-        .unwrap_or_default();
-    paths.sort();
-    (paths, Some(folder))
-}
+pub use crate::home::overlay_paths;
 
 /// Reads a home's overlays into the loader's inputs: the same inputs again for an
 /// unchanged file, so nothing that depends on it runs again.

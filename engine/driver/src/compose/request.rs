@@ -136,7 +136,7 @@ fn declared_files(
 }
 
 /// What a request that names no `person-source` (or no `skill-policy`) composes with:
-/// the home's settings (`Settings::request_defaults` makes them).
+/// the home's settings (`RequestDefaults::of` makes them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestDefaults {
     /// The person source and libraries; `Err` holds the refusal of a home whose
@@ -147,6 +147,23 @@ pub struct RequestDefaults {
     pub audit_policy: acompose_engine::audit::AuditPolicy,
     /// The home's private overlays in order, and home's folder of them when listed from it.
     pub overlays: (Vec<PathBuf>, Option<PathBuf>),
+}
+
+impl RequestDefaults {
+    /// What a `compose` request that names no person source composes with.
+    pub fn of(settings: &crate::home::settings::Settings) -> RequestDefaults {
+        RequestDefaults {
+            selection: settings.selection(false).map_err(|error| match error {
+                HostError::Diagnostics { findings, .. } => findings,
+                other => {
+                    Findings::collect(vec![acompose_engine::Diagnostic::error("settings", other.to_string())], |_| None)
+                }
+            }),
+            skill_policy: settings.skill_policy.value,
+            audit_policy: settings.config.audit_policy,
+            overlays: settings.overlay_paths(),
+        }
+    }
 }
 
 impl Default for RequestDefaults {
@@ -389,8 +406,8 @@ pub fn prepare<'db>(
     let policy = skill_policy.or(request.skill_policy).unwrap_or(defaults.skill_policy);
     let model = &acompose_engine::person::person_model(db, source).value;
     let role = request.role.as_ref().map_or("", |(slug, _)| slug.as_str());
-    diagnostics.extend(crate::convergence::estate_diagnostics(db, &sources, model, policy, &[role]));
-    let repositories = crate::convergence::trusted_repositories(db, loader, &sources, projects, false).inputs;
+    diagnostics.extend(crate::compose::estate::estate_diagnostics(db, &sources, model, policy, &[role]));
+    let repositories = crate::compose::estate::trusted_repositories(db, loader, &sources, projects, false).inputs;
     let trusted_paths: Vec<String> = repositories.iter().map(|repository| repository.path.clone()).collect();
     let composition = Composition::new(
         db,
@@ -421,7 +438,7 @@ pub fn prepare<'db>(
             let model = acompose_engine::overlay::overlaid_model(db, source, &overlays).value;
             Ok(Prepared { bundle, warnings: all, model, queries: db.take_query_counts() })
         }
-        _ => Err(crate::convergence::name_projects_root(
+        _ => Err(crate::compose::estate::name_projects_root(
             HostError::Diagnostics { subject: format!("cannot compose `{label}`"), findings: all },
             projects,
             &trusted_paths,

@@ -16,8 +16,7 @@ use crate::home::Home;
 
 /// The SSHSIG namespace of a bundle signature.
 pub const NAMESPACE: &str = "acompose-bundle";
-/// Where a home keeps signatures: `<home>/signatures/<id>.sig`.
-pub const SIGNATURES_DIR: &str = "signatures";
+pub use crate::home::SIGNATURES_DIR;
 /// Where a home records the bundles it pulled: `<home>/signatures/<id>.pulled`.
 const PULLED_SUFFIX: &str = "pulled";
 /// The largest signature or allowed-signers file read.
@@ -195,17 +194,17 @@ fn sanitize(text: &str) -> String {
 
 /// Where a home keeps the signature of bundle `id`.
 pub fn signature_path(home: &Home, id: &str) -> PathBuf {
-    home.join(SIGNATURES_DIR).join(format!("{id}.sig"))
+    home.signatures().join(format!("{id}.sig"))
 }
 
 fn pulled_path(home: &Home, id: &str) -> PathBuf {
-    home.join(SIGNATURES_DIR).join(format!("{id}.{PULLED_SUFFIX}"))
+    home.signatures().join(format!("{id}.{PULLED_SUFFIX}"))
 }
 
 /// Keeps a signature of bundle `id` in the home.
 pub fn keep(home: &Home, id: &str, armored: &str) -> Result<PathBuf, HostError> {
     let path = signature_path(home, id);
-    let folder = home.join(SIGNATURES_DIR);
+    let folder = home.signatures();
     std::fs::create_dir_all(&folder).map_err(|error| {
         HostError::environment(
             &folder,
@@ -224,7 +223,7 @@ pub fn record_pulled(home: &Home, id: &str) -> Result<(), HostError> {
 
 fn keep_marker(home: &Home, id: &str) -> Result<(), HostError> {
     let path = pulled_path(home, id);
-    let folder = home.join(SIGNATURES_DIR);
+    let folder = home.signatures();
     std::fs::create_dir_all(&folder).and_then(|()| std::fs::write(&path, b"")).map_err(|error| {
         HostError::environment(
             &path,

@@ -16,8 +16,7 @@ use acompose_engine::store::{
 use crate::compose::load::error_kind;
 use crate::home::Home;
 
-/// The store folder inside home.
-pub const STORE_DIR: &str = "store";
+pub use crate::home::STORE_DIR;
 /// The store folder beside bundles composed outside the home.
 pub const LOCAL_STORE_DIR: &str = ".store";
 /// The name prefix of a store entry being written; never a final entry name.
@@ -274,7 +273,7 @@ impl Store {
 
     /// The store of a home.
     pub fn of_home(home: &Home) -> Self {
-        Store::at(home.join(STORE_DIR))
+        Store::at(home.store())
     }
 
     pub fn root(&self) -> &Path {

@@ -14,15 +14,17 @@ use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_ind
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::host_config::{CONFIG_FILE, HostConfig};
 use acompose_engine::person::PersonModel;
-use acompose_engine::provider::trusted_root;
 use acompose_engine::request::Delivery;
-use acompose_engine::selector::Pattern;
 use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
 use rayon::prelude::*;
 use salsa::Setter;
 
 use crate::compose::bundle::{Materialized, Placement, Verification, materialize_into, materialize_with};
-use crate::compose::load::{Loader, label_of};
+use crate::compose::estate::{
+    estate_diagnostics, facts, name_projects_root_in, revision_sources, roots_under, trusted_repositories,
+    unavailable_location,
+};
+use crate::compose::load::Loader;
 use crate::error::{Findings, HostError};
 use crate::home::Home;
 use crate::home::transaction::{self, Hooks, Outcome};
@@ -121,121 +123,6 @@ fn context_ids(repositories: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `owner/repo` paths as folders under the projects root: where the loader finds each on
-/// disk, and its label made from the path as given.
-fn roots_under(loader: &Loader, projects: &Path, repositories: &[String]) -> Vec<(PathBuf, String)> {
-    repositories
-        .iter()
-        .map(|repository| {
-            let path = projects.join(repository);
-            let label = label_of(&path);
-            (loader.on_disk(&path), label)
-        })
-        .collect()
-}
-
-/// The revision and resolved identity of each root (looked up again where `fresh`, or
-/// where the loader re-read the root since).
-fn facts(loader: &mut Loader, roots: &[(PathBuf, String)], fresh: bool) -> Vec<(Option<String>, String)> {
-    let keys = crate::compose::load::PathKeys::default();
-    loader.root_facts(roots, fresh, |path| (git_revision(path), keys.path_key(path)))
-}
-
-/// The repositories trusted roots declare, as read under the projects root.
-pub struct TrustedRepositories {
-    pub inputs: Vec<RepositoryInput>,
-    /// Their folders and labels, in the same order.
-    pub roots: Vec<(PathBuf, String)>,
-    /// `owner/repo` → the revision its `.git` names.
-    pub revisions: BTreeMap<String, String>,
-}
-
-/// Reads (in parallel; only those not read yet unless `fresh`) every repository the
-/// trusted roots among `sources` declare. Shared by `compose` and estate convergence.
-pub fn trusted_repositories(
-    db: &mut Database,
-    loader: &mut Loader,
-    sources: &[CompositionSource],
-    projects: &Path,
-    fresh: bool,
-) -> TrustedRepositories {
-    // First-seen order, deduplicated through a set: a roles.kdl may name 100,000 paths.
-    let mut paths: Vec<String> = Vec::new();
-    // The `skill` selectors of each path's declarations (empty: one uses it whole).
-    let mut selectors: std::collections::HashMap<String, Option<Vec<Pattern>>> = std::collections::HashMap::new();
-    for source in sources.iter().filter(|source| source.kind == SourceKind::Root) {
-        let Some(roles_file) = acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles else {
-            continue;
-        };
-        for repository in &trusted_root(db, roles_file).value.repositories {
-            let held = selectors.entry(repository.path.clone()).or_insert_with(|| {
-                paths.push(repository.path.clone());
-                Some(Vec::new())
-            });
-            match held {
-                Some(patterns) if !repository.selectors.is_empty() => patterns.extend(repository.selectors.clone()),
-                _ => *held = None,
-            }
-        }
-    }
-    let roots = roots_under(loader, projects, &paths);
-    for ((root, _), path) in roots.iter().zip(&paths) {
-        // A path some declaration uses whole keeps every skill (an empty list).
-        let held = selectors.remove(path).map(Option::unwrap_or_default);
-        loader.hold_skills(root, held);
-    }
-    let catalogues = loader.catalogues(db, &roots, fresh);
-    let mut revisions = BTreeMap::new();
-    let mut inputs = Vec::new();
-    for ((path, catalogue), (revision, path_key)) in paths.iter().zip(catalogues).zip(facts(loader, &roots, fresh)) {
-        if let Some(revision) = revision {
-            revisions.insert(path.clone(), revision);
-        }
-        inputs.push(RepositoryInput { path: path.clone(), path_key, catalogue });
-    }
-    TrustedRepositories { inputs, roots, revisions }
-}
-
-/// The files a revision is read from (`.git/HEAD`, the branch's ref, `packed-refs`), to
-/// fingerprint: a commit must make the next run converge again.
-pub fn revision_sources(repository: &Path) -> Vec<PathBuf> {
-    let git = repository.join(".git");
-    let mut paths = vec![git.join("HEAD")];
-    if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
-        && let Some(reference) = head.trim().strip_prefix("ref: ")
-        && !reference.contains("..")
-    {
-        paths.push(git.join(reference));
-        paths.push(git.join("packed-refs"));
-    }
-    paths
-}
-
-/// The revision `.git/HEAD` names, without running git: a detached hash, or the hash of
-/// the branch it points to (loose ref or packed-refs), or the branch name.
-pub fn git_revision(repository: &Path) -> Option<String> {
-    let git = repository.join(".git");
-    let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
-    let head = head.trim();
-    let Some(reference) = head.strip_prefix("ref: ") else {
-        return Some(head.to_owned())
-            .filter(|hash| hash.len() >= 7 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()));
-    };
-    if reference.contains("..") {
-        return None;
-    }
-    if let Ok(hash) = std::fs::read_to_string(git.join(reference)) {
-        return Some(hash.trim().to_owned());
-    }
-    let packed = std::fs::read_to_string(git.join("packed-refs")).unwrap_or_default();
-    packed
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .find(|(_, name)| *name == reference)
-        .map(|(hash, _)| hash.to_owned())
-        .or_else(|| Some(reference.trim_start_matches("refs/heads/").to_owned()))
-}
-
 impl Converger {
     /// A converger over a given database (tests pass one that logs executed queries).
     pub fn with_database(db: Database) -> Self {
@@ -285,11 +172,11 @@ impl Converger {
                     .unwrap_or_default();
                 let stale: Vec<String> =
                     stale.into_iter().filter(|id| !named.contains(id) && !showing.contains(id)).collect();
-                crate::compose::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
+                crate::convergence::gc::prune_bundles(&folder, &stale, &mut transaction::NoFaults)
             })
             .sum();
         for folder in &folders {
-            crate::compose::gc::forget_pruned(folder);
+            crate::convergence::gc::forget_pruned(folder);
         }
         pruned
     }
@@ -338,21 +225,22 @@ impl Converger {
             source: model.source.clone(),
             roles: model.roles.len(),
             personalities: model.personalities.len(),
-            artifact: home.join(ARTIFACT_DIR),
+            artifact: home.artifact(),
             ..Report::default()
         };
-        let bundles_dir = home.join(BUNDLES_DIR);
+        let bundles_dir = home.bundles();
         let current: Vec<String> = bundles.iter().map(|resolved| resolved.bundle.id.clone()).collect();
         // Held until the outputs are written: a `compose --out` into the same folder waits,
         // so nothing live there is taken for debris (nor is this run's staging by it).
         let _bundles_lock = lock_and_clean(home, &bundles_dir, fresh)?;
         // A prune a kill interrupted is finished before anything new is written.
-        let kept = crate::compose::gc::kept_bundles(home, &current);
-        crate::compose::gc::finish_interrupted_prune(&bundles_dir, &kept);
+        let kept = crate::convergence::gc::kept_bundles(home, &current);
+        crate::convergence::gc::finish_interrupted_prune(&bundles_dir, &kept);
         // Recorded bundles neither indexed, shown nor current are a failed or killed run's;
         // it may also have left store entries of a bundle it never finished, which no
         // bundle links: after such a run the prune ends with a collection of the store.
-        let after_failed_run = crate::compose::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
+        let after_failed_run =
+            crate::convergence::gc::recorded_bundles(&bundles_dir).iter().any(|id| !kept.contains(id));
         let (written, created) = record_new_bundles(&bundles_dir, &current, hooks)?;
         let history = role_history(home, &bundles, &slugs, config.bundle_history());
         let outputs =
@@ -369,8 +257,8 @@ impl Converger {
         };
         self.verified.extend(newly_verified);
         self.prune_or_defer(&bundles_dir, stale, &mut report, hooks);
-        if after_failed_run && !self.defer_pruning && !crate::compose::gc::has_interrupted_prune(&bundles_dir) {
-            let _ = crate::compose::gc::collect_unreferenced(home, false);
+        if after_failed_run && !self.defer_pruning && !crate::convergence::gc::has_interrupted_prune(&bundles_dir) {
+            let _ = crate::convergence::gc::collect_unreferenced(home, false);
         }
         let (executed, reused) = self.db.take_query_counts();
         report.queries_executed = executed;
@@ -421,7 +309,7 @@ impl Converger {
     /// Reads `<home>/mcp.kdl` for every role's composition; its mistakes are each
     /// composition's (so they fail it), a file that cannot be read is refused here.
     fn read_mcp_inventory(&mut self, home: &Home) -> Result<(), HostError> {
-        let path = home.join(acompose_engine::mcp::FILE);
+        let path = home.mcp_inventory();
         let read = self.loader.home_file(
             &mut self.db,
             &path,
@@ -525,8 +413,8 @@ impl Converger {
             // edits keep coming.
             self.prune_pending.push((bundles_dir.to_path_buf(), stale));
         } else {
-            report.bundles_pruned = crate::compose::gc::prune_bundles(bundles_dir, &stale, hooks);
-            crate::compose::gc::forget_pruned(bundles_dir);
+            report.bundles_pruned = crate::convergence::gc::prune_bundles(bundles_dir, &stale, hooks);
+            crate::convergence::gc::forget_pruned(bundles_dir);
         }
     }
 
@@ -700,41 +588,6 @@ impl Estate {
     }
 }
 
-/// The `owner/repo` path a `source-unavailable` diagnostic names: the engine's message
-/// ends "… is unavailable: `<location>` does not exist".
-fn unavailable_location(diagnostic: &Diagnostic) -> Option<&str> {
-    (diagnostic.code == "source-unavailable")
-        .then(|| diagnostic.message.rsplit_once("is unavailable: `")?.1.strip_suffix("` does not exist"))
-        .flatten()
-}
-
-/// `error` with the projects root named in every `source-unavailable` diagnostic about a
-/// repository read under it: where it was looked for, and how to change the root.
-pub(crate) fn name_projects_root(error: HostError, projects: &Path, repositories: &[String]) -> HostError {
-    let HostError::Diagnostics { subject, mut findings } = error else { return error };
-    name_projects_root_in(&mut findings, projects, repositories);
-    HostError::Diagnostics { subject, findings }
-}
-
-/// [`name_projects_root`] on findings.
-fn name_projects_root_in(findings: &mut Findings, projects: &Path, repositories: &[String]) {
-    let root = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
-    // A set: a roles.kdl may name 100,000 repositories, each one missing.
-    let repositories: std::collections::HashSet<&str> = repositories.iter().map(String::as_str).collect();
-    for diagnostic in &mut findings.diagnostics {
-        let Some(repository) = unavailable_location(diagnostic).filter(|location| repositories.contains(location))
-        else {
-            continue;
-        };
-        let hint = format!(
-            "looked for `{}` under the projects root `{}`; change the root with `--projects-root DIR`, `$PROJECTS_ROOT` or `projects_root:` in agent-compose.yaml",
-            sanitize(repository),
-            sanitize(&root.display().to_string())
-        );
-        diagnostic.hints.push(hint);
-    }
-}
-
 /// One role's bundle and the trace of its resolution, borrowed from the database.
 struct Resolved<'db> {
     role: &'db str,
@@ -772,7 +625,7 @@ impl Texts<'_> {
 
 /// The label diagnostics give the host configuration of `home`.
 fn config_label(home: &Home) -> String {
-    home.join(CONFIG_FILE).display().to_string()
+    home.config_file().display().to_string()
 }
 
 /// Whether a role's resolution failed only because repositories it selects are
@@ -852,35 +705,6 @@ fn changed_roles(home: &Home, bundles: &[Resolved<'_>]) -> Vec<(String, String)>
     changed
 }
 
-/// What the trusted roots among `sources` say wrongly about the whole estate, each a
-/// warning (an error under skill policy `strict`): roles they name that `model` lacks
-/// (with the closest roster role), and a repository path declared twice so that one of
-/// `roles` loses a selection (`provider::duplicate_paths`).
-pub(crate) fn estate_diagnostics(
-    db: &Database,
-    sources: &[CompositionSource],
-    model: &PersonModel,
-    policy: acompose_engine::skill_rules::SkillPolicy,
-    roles: &[&str],
-) -> Vec<Diagnostic> {
-    let slugs: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
-    let strict = policy == acompose_engine::skill_rules::SkillPolicy::Strict;
-    let roots: Vec<acompose_engine::SourceFile> = sources
-        .iter()
-        .filter(|source| source.kind == SourceKind::Root && source.catalogue.available(db))
-        .filter_map(|source| acompose_engine::catalogue::catalogue_names(db, source.catalogue).roles)
-        .collect();
-    let context: Vec<String> = sources.iter().map(|source| source.location.clone()).collect();
-    let mut diagnostics: Vec<Diagnostic> = roots
-        .iter()
-        .flat_map(|roles_file| {
-            acompose_engine::provider::roles_missing_from_roster(db, *roles_file, &model.source, &slugs, strict)
-        })
-        .collect();
-    diagnostics.extend(acompose_engine::provider::duplicate_paths(db, &roots, &context, roles, strict));
-    diagnostics
-}
-
 /// Each role's earlier bundles once this convergence's index is in: the previous index's
 /// bundle of a role whose bundle changed (or that failed) first, then those kept before,
 /// at most `keep` per role of the roster. None when the estate has no bundle.
@@ -904,7 +728,7 @@ fn record_new_bundles(
     current: &[String],
     hooks: &mut dyn Hooks,
 ) -> Result<(BTreeSet<String>, Vec<String>), HostError> {
-    let mut written = crate::compose::gc::recorded_bundles(bundles_dir);
+    let mut written = crate::convergence::gc::recorded_bundles(bundles_dir);
     let new: Vec<String> = current
         .iter()
         .filter(|id| !written.contains(*id) && std::fs::symlink_metadata(bundles_dir.join(id)).is_err())
@@ -952,12 +776,12 @@ fn discard_created(home: &Home, bundles_dir: &Path, created: &[String]) {
     }
     // A commit that failed and could not be rolled back leaves an index that may name
     // them until the next run rolls it back: those stay.
-    let kept = crate::compose::gc::kept_bundles(home, &[]);
+    let kept = crate::convergence::gc::kept_bundles(home, &[]);
     for id in created.iter().filter(|id| !kept.contains(*id)) {
         let _ = std::fs::remove_dir_all(bundles_dir.join(id));
     }
-    let _ = crate::compose::gc::collect_unreferenced(home, false);
-    crate::compose::gc::forget_pruned(bundles_dir);
+    let _ = crate::convergence::gc::collect_unreferenced(home, false);
+    crate::convergence::gc::forget_pruned(bundles_dir);
 }
 
 /// Where [`write`] writes, and what this converger already knows is there.
@@ -980,7 +804,7 @@ fn write(
     report: &mut Report,
 ) -> Result<(Vec<String>, Vec<String>), HostError> {
     let home = targets.home;
-    let bundles_dir = home.join(BUNDLES_DIR);
+    let bundles_dir = home.bundles();
     let store = match targets.store.take() {
         Some(store) if store == crate::compose::store::Store::of_home(home) => store,
         _ => crate::compose::store::Store::of_home(home),
@@ -1035,12 +859,7 @@ fn lock_and_clean(home: &Home, bundles_dir: &Path, store: bool) -> Result<Option
         return Ok(None);
     }
     let lock = transaction::lock(bundles_dir, crate::home::LOCK_TIMEOUT)?;
-    for folder in [
-        home.to_path_buf(),
-        bundles_dir.to_path_buf(),
-        home.join(crate::home::cache::CACHE_DIR),
-        home.join(ARTIFACT_DIR),
-    ] {
+    for folder in [home.to_path_buf(), bundles_dir.to_path_buf(), home.cache(), home.artifact()] {
         crate::home::debris::remove(&folder);
     }
     if store {
@@ -1128,12 +947,12 @@ fn prepare_outputs<'h>(
     let artifact_files = roster_files(model);
     refuse_symlinked_parents(home, artifact)?;
     let mut parts = vec![transaction::Part { folder: ARTIFACT_DIR, files: &artifact_files }];
-    let with_index = home.join(BUNDLES_DIR).exists() || !index_files.is_empty();
+    let with_index = home.bundles().exists() || !index_files.is_empty();
     if with_index {
         parts.push(transaction::Part { folder: BUNDLES_DIR, files: &index_files });
     }
     let with_plan =
-        home.join(PLAN_FILE).exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
+        home.plan_file().exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
     if with_plan {
         parts.push(transaction::Part { folder: "", files: &plan_files });
     }
@@ -1244,7 +1063,7 @@ mod tests {
         std::fs::write(bundles.join(WRITTEN_FILE), text).expect("tear");
         append_written(bundles, &["fedcba9876543210".to_owned()]).expect("append");
         assert_eq!(
-            crate::compose::gc::recorded_bundles(bundles),
+            crate::convergence::gc::recorded_bundles(bundles),
             BTreeSet::from(["0123456789abcdef".to_owned(), "fedcba9876543210".to_owned()])
         );
     }

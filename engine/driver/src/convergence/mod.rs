@@ -2,17 +2,18 @@
 //! then a full convergence under the home lock, and the fingerprints it leaves for the
 //! next run. Renders nothing; the caller prints the returned `BareRun`.
 
+pub mod bundle_name;
+pub mod gc;
+pub mod launch;
 pub mod materialize;
 pub mod watch;
 
 mod converger;
 
-pub use converger::{Converger, FailedRole, Report, RoleRequest, trusted_repositories};
-pub(crate) use converger::{estate_diagnostics, name_projects_root};
+pub use converger::{Converger, FailedRole, Report, RoleRequest};
 
 use std::path::{Path, PathBuf};
 
-use acompose_engine::host_config::CONFIG_FILE;
 use rayon::prelude::*;
 
 use crate::error::HostError;
@@ -20,9 +21,7 @@ use crate::home::Home;
 use crate::home::cache;
 use crate::home::observe::{Observed, Stat, observe};
 use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
-use crate::home::{
-    ARTIFACT_DIR, BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, WRITTEN_FILE, check_home, create_home, read_config,
-};
+use crate::home::{INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, WRITTEN_FILE, check_home, create_home, read_config};
 use crate::progress::Progress;
 
 /// Counts for `--stats`.
@@ -73,7 +72,7 @@ pub fn converge_home_with(
     }
     let config = read_config(home, progress)?;
     let mut converger = Box::new(Converger::default());
-    converger.loader.note(&home.join(CONFIG_FILE), observe(&home.join(CONFIG_FILE)));
+    converger.loader.note(&home.config_file(), observe(&home.config_file()));
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
     let report = converger.converge(home, projects, &config, progress, hooks, true)?;
@@ -113,7 +112,7 @@ pub fn keep_fingerprints(
 /// hashing the files whose metadata moved.
 fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
     // A prune a kill (or a fault) interrupted is finished by a full run.
-    if crate::compose::gc::has_interrupted_prune(&home.join(BUNDLES_DIR)) {
+    if crate::convergence::gc::has_interrupted_prune(&home.bundles()) {
         return None;
     }
     let identity = cache::identity(projects);
@@ -175,13 +174,13 @@ fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::S
 pub fn fingerprints(converger: &Converger, home: &Home, projects: &Path, report: &Report) -> cache::Cache {
     let mut outputs = Vec::new();
     let mut stores = Vec::new();
-    cache::output_stats(&home.join(ARTIFACT_DIR), &mut outputs);
+    cache::output_stats(&home.artifact(), &mut outputs);
     for file in [PLAN_FILE, OWNERSHIP_FILE] {
         if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
             outputs.push((home.join(file), Stat::of(&metadata)));
         }
     }
-    let bundles = home.join(BUNDLES_DIR);
+    let bundles = home.bundles();
     // The bundle record too: a run that failed or was killed after recording the bundles
     // it was about to write changed it, so the next run is a full one and prunes them.
     for file in [INDEX_FILE, OWNERSHIP_FILE, WRITTEN_FILE] {

@@ -357,8 +357,8 @@ impl Watches {
     /// Whether a changed path can matter: inside a root, the host configuration or the
     /// MCP inventory (not a sibling in a watched ancestor).
     fn is_relevant(&self, converger: &Converger, home: &Home, path: &Path) -> bool {
-        path == home.join(CONFIG_FILE)
-            || path == home.join(acompose_engine::mcp::FILE)
+        path == home.config_file()
+            || path == home.mcp_inventory()
             || self.roots.iter().any(|(root, _)| root != home.root() && path.starts_with(root))
             || {
                 // A root not watched directly (it is being re-watched) still counts.

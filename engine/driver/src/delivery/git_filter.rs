@@ -83,7 +83,7 @@ pub fn clean(top: &Path, path: &str, input: &[u8]) -> Vec<u8> {
     for depth in 0..segments.len() {
         let folder = top.join(segments[..depth].join("/"));
         let relative = segments[depth..].join("/");
-        let Some(record) = crate::delivery::projection_record::read_record(&folder) else { continue };
+        let Some(record) = crate::home::projection_record::read_record(&folder) else { continue };
         for block in record.details.blocks.iter().filter(|block| block.path == relative) {
             text = without_block(text, block);
         }

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use acompose_engine::projection::{self as plan, Details, Health};
 
-use crate::delivery::launch::LAUNCH_VARIABLE;
 use crate::delivery::projection::{Found, superseded};
-use crate::delivery::projection_record::RECORD_LIMIT;
+use crate::delivery::runtime_home::LAUNCH_VARIABLE;
+use crate::home::projection_record::RECORD_LIMIT;
 
 /// The nearest projection at or above `start`; inside an assigned launch (whose working
 /// folder is the user's checkout) the runtime home's projection when nothing is found
@@ -20,7 +20,7 @@ use crate::delivery::projection_record::RECORD_LIMIT;
 pub fn nearest(start: &Path) -> Option<Found> {
     at_or_above(start).or_else(|| {
         let launched = std::env::var_os(LAUNCH_VARIABLE).is_some_and(|value| !value.is_empty());
-        let runtime = std::env::var_os(crate::delivery::launch::RUNTIME_VARIABLE)
+        let runtime = std::env::var_os(crate::delivery::runtime_home::RUNTIME_VARIABLE)
             .filter(|runtime| !runtime.is_empty())
             .or_else(|| std::env::var_os("HOME"))
             .filter(|_| launched)?;

@@ -14,11 +14,9 @@ use acompose_engine::host_config::{CONFIG_FILE, Destination, HostConfig, KeyChan
 
 use crate::compose::load::error_kind;
 use crate::error::HostError;
-use crate::home::ARTIFACT_DIR;
 use crate::home::Home;
 
-/// The record of the links host delivery made, inside home.
-pub const MOUNTS_FILE: &str = "skill-mounts.json";
+pub use crate::home::MOUNTS_FILE;
 const MOUNTS_FORMAT: &str = "acompose.skill-mounts.v1";
 /// The largest record read.
 const RECORD_LIMIT: u64 = 4 << 20;
@@ -70,7 +68,7 @@ struct Record {
 }
 
 fn read_record(home: &Home) -> Result<Vec<Mount>, HostError> {
-    let path = home.join(MOUNTS_FILE);
+    let path = home.mounts_record();
     let invalid = || {
         HostError::invalid(
             &path,
@@ -188,7 +186,7 @@ fn artifact_skills(artifact: &Path) -> Vec<String> {
 
 /// Every link the configuration wants: path → mount.
 fn desired(home: &Home, config: &HostConfig, user_home: Option<&Path>) -> BTreeMap<PathBuf, Mount> {
-    let artifact = std::path::absolute(home.join(ARTIFACT_DIR)).unwrap_or_else(|_| home.join(ARTIFACT_DIR));
+    let artifact = std::path::absolute(home.artifact()).unwrap_or_else(|_| home.artifact());
     let mut wanted = BTreeMap::new();
     for (harness, path) in destinations(config.load_points.as_ref(), |row| row.home.instructions, user_home) {
         let target = artifact.join("ROSTER.md");
@@ -296,7 +294,7 @@ pub fn deliver(home: &Home, config: &HostConfig) -> Result<MountReport, HostErro
 
 fn write_record(home: &Home, previous: &[Mount], mut owned: Vec<Mount>) -> Result<(), HostError> {
     owned.sort();
-    let path = home.join(MOUNTS_FILE);
+    let path = home.mounts_record();
     if owned.is_empty() {
         if previous.is_empty() {
             return Ok(());
@@ -354,7 +352,7 @@ pub fn explain_refusal(home: Option<&Home>, error: HostError) -> HostError {
 /// `skill_load_points` of `<home>/agent-compose.yaml` (created when missing), adding lines
 /// only. Returns what happened to each key; the file is written only when a key changed.
 pub fn enable(home: &Home, harness: &str) -> Result<Vec<KeyChange>, HostError> {
-    let path = home.join(CONFIG_FILE);
+    let path = home.config_file();
     let text = match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(error) => {

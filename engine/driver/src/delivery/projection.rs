@@ -18,9 +18,9 @@ use crate::compose::load::error_kind;
 use crate::delivery::git_exclude;
 use crate::delivery::instruction_block::{self, Placement};
 use crate::delivery::projection_git::{self, GitOutcome, RECORD_FOLDER};
-use crate::delivery::projection_record::{Record, read_record};
 use crate::error::HostError;
 use crate::home::LOCK_TIMEOUT;
+use crate::home::projection_record::{Record, read_record};
 use crate::home::transaction::{self, Bookkeeping, Content, Entry, Hooks, Outcome, TransactionError};
 
 /// The bookkeeping of a projection target: the record and journal live under
@@ -468,7 +468,7 @@ fn refuse_user_links(
     target: &Path,
     plan: &projection::Plan,
     links: &[PathBuf],
-    previous: Option<&crate::delivery::projection_record::Record>,
+    previous: Option<&crate::home::projection_record::Record>,
 ) -> Result<(), HostError> {
     let Some(previous) = previous else { return Ok(()) };
     let ours = Path::new(&previous.details.bundle_path);

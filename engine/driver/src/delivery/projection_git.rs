@@ -437,7 +437,7 @@ pub fn leftovers(target: &Path) -> Vec<(std::path::PathBuf, std::path::PathBuf)>
                 continue;
             }
             let folder = repository.top.join(&relative);
-            let recorded = crate::delivery::projection_record::read_record(&folder).is_some()
+            let recorded = crate::home::projection_record::read_record(&folder).is_some()
                 || std::fs::symlink_metadata(folder.join(acompose_engine::projection::JOURNAL)).is_ok();
             if !recorded {
                 left.push((path.clone(), folder));

@@ -16,10 +16,8 @@ use crate::delivery::projection::{GitExclusion, Request, find_projection, projec
 use crate::error::HostError;
 use crate::home::Home;
 use crate::home::transaction::NoFaults;
-use crate::home::{BUNDLES_DIR, INDEX_FILE};
 
-/// The register's file name inside home.
-pub const REGISTER_FILE: &str = "projections.json";
+pub use crate::home::REGISTER_FILE;
 /// The register's `format`.
 pub const REGISTER_FORMAT: &str = "acompose.projections.v1";
 /// The largest register read.
@@ -109,7 +107,7 @@ pub struct Followed {
 /// is expected), when there is one on disk.
 pub fn bundle_of_role(home: &Home, role: &Path) -> Option<PathBuf> {
     let role = role.to_str().filter(|role| !role.contains(['/', '.']))?;
-    let bundle = home.join(BUNDLES_DIR).join(read_index(home).get(role)?);
+    let bundle = home.bundles().join(read_index(home).get(role)?);
     bundle.is_dir().then_some(bundle)
 }
 
@@ -124,7 +122,7 @@ pub fn register(home: &Home, target: &Path, bundle: &Path, role: &str) -> Result
     let bundle = bundle.canonicalize().unwrap_or_else(|_| bundle.to_path_buf());
     let indexed = read_index(home)
         .get(role)
-        .and_then(|id| home.join(BUNDLES_DIR).join(id).canonicalize().ok())
+        .and_then(|id| home.bundles().join(id).canonicalize().ok())
         .is_some_and(|current| current == bundle);
     let target = target.canonicalize().unwrap_or_else(|_| target.to_path_buf());
     let registered =
@@ -302,7 +300,7 @@ pub struct Following {
 /// its bundle, which the caller then keeps from pruning.
 pub fn follow(home: &Home) -> Following {
     let index = read_index(home);
-    let bundles = home.join(BUNDLES_DIR);
+    let bundles = home.bundles();
     let mut following = Following::default();
     for entry in list(home) {
         // `None`: current, pinned, or a role the index no longer names; nothing to do.
@@ -351,15 +349,12 @@ fn reproject(entry: &Listed, bundle: &Path) -> Result<(), String> {
 }
 
 fn read_index(home: &Home) -> BTreeMap<String, String> {
-    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
-        .ok()
-        .and_then(|bytes| parse_index(&bytes))
-        .unwrap_or_default()
+    std::fs::read(home.index_file()).ok().and_then(|bytes| parse_index(&bytes)).unwrap_or_default()
 }
 
 /// The register, empty when there is none (or it is not one this build wrote).
 fn read(home: &Home) -> Register {
-    let path = home.join(REGISTER_FILE);
+    let path = home.projections_register();
     let readable =
         std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_file() && metadata.len() <= REGISTER_LIMIT);
     readable
@@ -374,5 +369,5 @@ fn write(home: &Home, register: &Register) -> Result<(), HostError> {
     let register = Register { format: REGISTER_FORMAT.to_owned(), targets: register.targets.clone() };
     let bytes = acompose_engine::snapshot::to_json_bytes(&register);
     crate::home::atomic::replace(home, REGISTER_FILE, &bytes)
-        .map_err(|error| HostError::environment(home.join(REGISTER_FILE), error.to_string()))
+        .map_err(|error| HostError::environment(home.projections_register(), error.to_string()))
 }

@@ -14,11 +14,13 @@ use crate::compose::load::error_kind;
 use crate::error::HostError;
 use crate::home::Home;
 
-/// The folder of runtime homes inside home.
-pub const RUNTIME_DIR: &str = "runtime";
-/// Where launches keep the bundles they compose for a tier other than the home's own
-/// (bare convergence never prunes it).
-pub const RUNTIME_BUNDLES_DIR: &str = "runtime/bundles";
+/// Set in a launched harness; a launch that sees it is refused.
+pub const LAUNCH_VARIABLE: &str = "AGENT_COMPOSE_LAUNCH";
+/// Set in a launched harness: its runtime home (where `statusline` finds the role when
+/// `HOME` is the user's own).
+pub const RUNTIME_VARIABLE: &str = "AGENT_COMPOSE_RUNTIME_HOME";
+pub use crate::home::RUNTIME_BUNDLES_DIR;
+pub use crate::home::RUNTIME_DIR;
 /// The runtime home's own folder: its projection record and journal, the isolated
 /// projects root and the record of a launch copy.
 pub const RECORD_FOLDER: &str = ".agent-compose";
@@ -190,7 +192,7 @@ pub fn retire_old_projects_root(runtime: &Path) -> Result<(), HostError> {
             .follow_links(false)
             .into_iter()
             .all(|entry| entry.is_ok_and(|entry| entry.path_is_symlink() || entry.file_type().is_dir()));
-    let owned = crate::delivery::projection_record::read_record(runtime)
+    let owned = crate::home::projection_record::read_record(runtime)
         .is_some_and(|record| record.files.iter().any(|file| file == "projects"));
     if !ours || owned {
         return Ok(());
@@ -251,7 +253,7 @@ fn rebuild(root: &Path, wanted: &BTreeSet<(PathBuf, PathBuf)>) -> Result<(), Hos
 /// The runtime homes `gc` removes: those of roles `roles` does not name, and those left
 /// by the earlier naming (`<harness>-<role>-<bundle id>`). The bundles folder stays.
 pub fn unused(home: &Home, roles: &BTreeSet<String>) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(home.join(RUNTIME_DIR)) else {
+    let Ok(entries) = std::fs::read_dir(home.runtime()) else {
         return Vec::new();
     };
     let mut unused: Vec<PathBuf> = entries
@@ -297,7 +299,7 @@ pub fn in_sight(cwd: &Path, layout: &Layout, role: &str) -> InSight {
     let places = layout.places(harness_layout::Scope::Repository);
     let mut sight = InSight::default();
     for folder in folders {
-        let record = crate::delivery::projection_record::read_record(folder);
+        let record = crate::home::projection_record::read_record(folder);
         if let Some(record) = &record
             && record.details.role != role
         {
@@ -460,7 +462,7 @@ pub fn carry_back(runtime: &Path) -> Result<Option<PathBuf>, HostError> {
 /// [`carry_back`] for every runtime home of the acompose home; the failures, each
 /// naming its file (the runtime homes after a failed one are still done).
 pub fn carry_back_all(home: &Home) -> Vec<HostError> {
-    let Ok(entries) = std::fs::read_dir(home.join(RUNTIME_DIR)) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(home.runtime()) else { return Vec::new() };
     let mut runtimes: Vec<PathBuf> = entries.filter_map(Result::ok).map(|entry| entry.path()).collect();
     runtimes.sort();
     runtimes

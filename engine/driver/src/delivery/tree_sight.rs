@@ -16,9 +16,9 @@ use acompose_engine::projection::{Details, LAYOUT_SEPARATOR};
 use acompose_engine::skill_sight::{self, RoleSkillsAt};
 
 use crate::delivery::projection::{Found, Report, Request};
-use crate::delivery::projection_record::read_record;
 use crate::delivery::runtime_home::InSight;
 use crate::error::HostError;
+use crate::home::projection_record::read_record;
 use crate::home::transaction::Hooks;
 
 /// The most directory entries the walk below a target looks at.

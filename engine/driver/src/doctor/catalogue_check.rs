@@ -118,7 +118,7 @@ fn folders_in(working_directory: &Path, directory: &Path) -> Result<Vec<PathBuf>
         .filter(|entry| {
             entry.file_type().is_ok_and(|kind| {
                 kind.is_dir()
-                    || (kind.is_symlink() && crate::delivery::projection_record::owned_by_a_projection(&entry.path()))
+                    || (kind.is_symlink() && crate::home::projection_record::owned_by_a_projection(&entry.path()))
             })
         })
         .map(|entry| directory.join(entry.file_name()))

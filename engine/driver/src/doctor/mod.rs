@@ -14,8 +14,8 @@ use acompose_engine::host_config::{Destination, LoadPoint};
 use crate::delivery::projections::State;
 use crate::error::HostError;
 use crate::home::Home;
+use crate::home::read_index;
 use crate::home::settings::Settings;
-use crate::home::{BUNDLES_DIR, read_index};
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -558,7 +558,7 @@ fn start_folder_checks(home: &Home) -> Vec<Check> {
         if matches!(entry.state, State::Missing | State::Runtime) {
             continue;
         }
-        let repository = crate::delivery::projection_record::read_record(&entry.target)
+        let repository = crate::home::projection_record::read_record(&entry.target)
             .is_some_and(|record| record.details.scope == harness_layout::Scope::Repository.name());
         if !repository {
             continue;
@@ -583,7 +583,7 @@ fn store_checks(home: &Home) -> Vec<Check> {
     let index = read_index(home);
     let mut damaged = Vec::new();
     for (role, id) in &index {
-        let bundle = home.join(BUNDLES_DIR).join(id);
+        let bundle = home.bundles().join(id);
         if crate::compose::bundle::verify_directory(&bundle).is_err() {
             damaged.push(format!("{role} ({id})"));
         }

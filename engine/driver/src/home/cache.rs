@@ -515,7 +515,7 @@ pub fn read_named(home: &Home, name: &str) -> Result<Option<String>, String> {
 /// The path of `<home>/cache/<name>`: `Ok(None)` when there is none, `Err` when it is
 /// not a regular file.
 fn cache_file(home: &Home, name: &str) -> Result<Option<PathBuf>, String> {
-    let path = home.join(CACHE_DIR).join(name);
+    let path = home.cache().join(name);
     match std::fs::symlink_metadata(&path) {
         Err(_) => Ok(None),
         Ok(metadata) if !metadata.is_file() => Err("it is not a regular file".to_owned()),
@@ -674,7 +674,7 @@ pub fn store(home: &Home, cache: &Cache, hooks: &mut dyn crate::home::transactio
 /// left: the next run still checks it and, finding the warning's input unchanged, says
 /// so.
 pub fn forget(home: &Home) {
-    let _ = std::fs::remove_file(home.join(CACHE_DIR).join(CACHE_FILE));
+    let _ = std::fs::remove_file(home.cache().join(CACHE_FILE));
 }
 
 /// Writes a cache as `<home>/cache/<name>`; any failure writes nothing (a composition's
@@ -700,12 +700,12 @@ fn write_named(
     write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     hooks: &mut dyn crate::home::transaction::Hooks,
 ) -> Result<(), String> {
-    let directory = home.join(CACHE_DIR);
+    let directory = home.cache();
     let problem = |error: &std::io::Error| {
         format!(
             "cannot save the fingerprint cache in `{}`: {}; the next run converges in full",
             directory.display(),
-            crate::compose::load::error_kind(error)
+            crate::error::error_kind(error)
         )
     };
     if std::fs::symlink_metadata(&directory).is_ok_and(|metadata| metadata.file_type().is_symlink()) {

@@ -4,15 +4,16 @@
 //! writes, the fingerprint cache of bare convergence and of `compose`, what a path looked
 //! like when read (`observe`, `anchor`), and the debris an interrupted writer leaves.
 //!
-//! Calls nothing of composition, delivery or convergence but the loader's path
-//! printing and embedded roster (`crate::compose::load`); every other folder calls it.
+//! Calls nothing of composition, delivery, convergence or People; every other folder
+//! calls it.
 
 mod anchor;
 pub mod atomic;
 pub mod cache;
-pub mod compose_cache;
 pub mod debris;
 pub mod observe;
+pub mod projection_record;
+pub mod read;
 pub mod settings;
 pub mod transaction;
 
@@ -21,8 +22,9 @@ use std::time::Duration;
 
 use acompose_engine::host_config::{CONFIG_FILE, HostConfig, PersonPolicy, parse_host_config};
 
-use crate::compose::load::{EMBEDDED, Location, Selection, error_kind, printable};
+use crate::error::error_kind;
 use crate::error::{Findings, HostError};
+use crate::home::read::{EMBEDDED, Location, Selection, printable};
 use crate::progress::Progress;
 
 /// Where things live inside home.
@@ -35,6 +37,22 @@ pub const INDEX_FILE: &str = "index.json";
 /// materializing leaves no bundle that a later one would not prune.
 pub const WRITTEN_FILE: &str = ".acompose-written";
 
+/// The folder of runtime homes inside home.
+pub const RUNTIME_DIR: &str = "runtime";
+/// Where launches keep the bundles they compose for a tier other than the home's own
+/// (bare convergence never prunes it).
+pub const RUNTIME_BUNDLES_DIR: &str = "runtime/bundles";
+/// The record of the links host delivery made, inside home.
+pub const MOUNTS_FILE: &str = "skill-mounts.json";
+/// The register's file name inside home.
+pub const REGISTER_FILE: &str = "projections.json";
+/// The store folder inside home.
+pub const STORE_DIR: &str = "store";
+/// The folder of a home whose `*.kdl` files are its overlays when the configuration
+/// names none.
+pub const OVERLAYS_DIR: &str = "overlays";
+/// Where a home keeps signatures: `<home>/signatures/<id>.sig`.
+pub const SIGNATURES_DIR: &str = "signatures";
 /// How long a convergence waits for another one to finish.
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -100,7 +118,7 @@ impl Home {
 
     /// `store/`, the content-addressed skill trees and slices bundles link into.
     pub fn store(&self) -> PathBuf {
-        self.root.join(crate::compose::store::STORE_DIR)
+        self.root.join(STORE_DIR)
     }
 
     /// `cache/`, the fingerprint caches.
@@ -110,7 +128,7 @@ impl Home {
 
     /// `overlays/`, the private overlays read when `overlays:` is not set.
     pub fn overlays(&self) -> PathBuf {
-        self.root.join(crate::compose::overlays::OVERLAYS_DIR)
+        self.root.join(OVERLAYS_DIR)
     }
 
     /// `mcp.kdl`, the MCP inventory.
@@ -120,27 +138,27 @@ impl Home {
 
     /// `signatures/`, each signed bundle's signature by its id.
     pub fn signatures(&self) -> PathBuf {
-        self.root.join(crate::compose::signature::SIGNATURES_DIR)
+        self.root.join(SIGNATURES_DIR)
     }
 
     /// `runtime/`, the runtime homes of launched harnesses.
     pub fn runtime(&self) -> PathBuf {
-        self.root.join(crate::delivery::runtime_home::RUNTIME_DIR)
+        self.root.join(RUNTIME_DIR)
     }
 
     /// `runtime/bundles/`, bundles composed for a launch outside the index.
     pub fn runtime_bundles(&self) -> PathBuf {
-        self.root.join(crate::delivery::runtime_home::RUNTIME_BUNDLES_DIR)
+        self.root.join(RUNTIME_BUNDLES_DIR)
     }
 
     /// `projections.json`, the projections register.
     pub fn projections_register(&self) -> PathBuf {
-        self.root.join(crate::delivery::projections::REGISTER_FILE)
+        self.root.join(REGISTER_FILE)
     }
 
     /// `skill-mounts.json`, the record of skills delivered into harness folders.
     pub fn mounts_record(&self) -> PathBuf {
-        self.root.join(crate::delivery::mounts::MOUNTS_FILE)
+        self.root.join(MOUNTS_FILE)
     }
 }
 
@@ -180,7 +198,7 @@ pub fn resolve_home(flag: Option<&Path>) -> Result<Home, HostError> {
 
 /// The role → bundle id index of the home's bundles (empty when there is none).
 pub fn read_index(home: &Home) -> std::collections::BTreeMap<String, String> {
-    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
+    std::fs::read(home.index_file())
         .ok()
         .and_then(|bytes| acompose_engine::convergence::parse_index(&bytes))
         .unwrap_or_default()
@@ -189,7 +207,7 @@ pub fn read_index(home: &Home) -> std::collections::BTreeMap<String, String> {
 /// Each role's earlier bundles, newest first, as the home's index keeps them (empty when
 /// there is none): `ROLE@{1}` is the first.
 pub fn read_history(home: &Home) -> std::collections::BTreeMap<String, Vec<String>> {
-    std::fs::read(home.join(BUNDLES_DIR).join(INDEX_FILE))
+    std::fs::read(home.index_file())
         .map(|bytes| acompose_engine::convergence::parse_history(&bytes))
         .unwrap_or_default()
 }
@@ -258,7 +276,7 @@ pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, HostError> {
         ));
     }
     let label = path.display().to_string();
-    let bytes = match crate::compose::load::read_limited(path, &label, acompose_engine::limits::PEOPLE_FILE) {
+    let bytes = match crate::home::read::read_limited(path, &label, acompose_engine::limits::PEOPLE_FILE) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(too_large)) => {
             let findings = Findings::collect(vec![too_large], |_| None);
@@ -276,7 +294,7 @@ pub fn read_config_file(path: &Path) -> Result<Option<ConfigFile>, HostError> {
 /// Reads `<home>/agent-compose.yaml` as a command uses it: absent is the default, a file
 /// with errors stops the command.
 pub fn read_config_checked(home: &Home) -> Result<Option<ConfigFile>, HostError> {
-    let Some(file) = read_config_file(&home.join(CONFIG_FILE))? else { return Ok(None) };
+    let Some(file) = read_config_file(&home.config_file())? else { return Ok(None) };
     if file.parsed.has_errors() {
         return Err(HostError::Diagnostics {
             subject: format!("`{}` is invalid", file.label),
@@ -308,6 +326,30 @@ pub fn config_path(text: &str, home: &Home) -> PathBuf {
     if path.is_absolute() { path.to_path_buf() } else { home.join(path) }
 }
 
+/// The overlay files of a home, in the order they apply; the folder listed when the
+/// configuration names none (`None` for it then, so the caller can watch it).
+pub fn overlay_paths(home: &Home, config: &HostConfig) -> (Vec<PathBuf>, Option<PathBuf>) {
+    if !config.overlays.is_empty() {
+        let paths = config.overlays.iter().map(|(text, _)| config_path(text, home)).collect();
+        return (paths, None);
+    }
+    let folder = home.overlays();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    !name.starts_with('.') && name.ends_with(".kdl")
+                })
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort();
+    (paths, Some(folder))
+}
+
 /// The file in home with the user's own harness rows (`docs/delivery.md`).
 pub const LAYOUTS_FILE: &str = "layouts.kdl";
 
@@ -315,14 +357,14 @@ pub const LAYOUTS_FILE: &str = "layouts.kdl";
 /// rest of the process. A file with any error is not used, and its problems come back
 /// with its text, for rendering with file, line and snippet.
 pub fn install_layouts(home: &Home) -> Result<(), HostError> {
-    let path = home.join(LAYOUTS_FILE);
+    let path = home.layouts_file();
     match std::fs::symlink_metadata(&path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Ok(metadata) if metadata.is_file() => {}
         _ => return Err(HostError::invalid(&path, format!("`{}` is not a regular file", path.display()))),
     }
     let display = path.display().to_string();
-    let bytes = match crate::compose::load::read_limited(&path, &display, acompose_engine::limits::PEOPLE_FILE) {
+    let bytes = match crate::home::read::read_limited(&path, &display, acompose_engine::limits::PEOPLE_FILE) {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(too_large)) => {
             let findings = Findings::collect(vec![too_large], |_| None);
@@ -366,7 +408,7 @@ pub fn selection_for(config: &HostConfig, home: &Home) -> Result<Selection, Host
 /// The refusal of the embedded roster under `person_policy: external-only`, with the
 /// configuration's text when it can still be read.
 pub fn external_only_error(home: &Home, span: Option<acompose_engine::diagnostic::Span>) -> HostError {
-    let path = home.join(CONFIG_FILE);
+    let path = home.config_file();
     let label = path.display().to_string();
     let diagnostic = acompose_engine::host_config::external_only_refusal(&label, span);
     let text = std::fs::read_to_string(&path).ok().map(|text| printable(&text));

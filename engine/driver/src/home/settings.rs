@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use acompose_engine::host_config::{CONFIG_FILE, HostConfig, PersonPolicy};
 use acompose_engine::skill_rules::SkillPolicy;
 
-use crate::compose::load::{EMBEDDED, Location, Selection};
 use crate::error::{Findings, HostError};
 use crate::home::Home;
+use crate::home::read::{EMBEDDED, Location, Selection};
 use crate::home::{ConfigFile, config_path, read_config_checked};
 
 /// Where a setting's value came from.
@@ -231,7 +231,7 @@ impl Settings {
     /// listed from it (none without a home).
     pub fn overlay_paths(&self) -> (Vec<PathBuf>, Option<PathBuf>) {
         match &self.home {
-            Some(home) => crate::compose::overlays::overlay_paths(&home.value, &self.config),
+            Some(home) => crate::home::overlay_paths(&home.value, &self.config),
             None => (Vec::new(), None),
         }
     }
@@ -270,21 +270,6 @@ impl Settings {
             Some(file) => file.findings_of(vec![diagnostic]),
             None => Findings::collect(vec![diagnostic], |_| None),
         })
-    }
-
-    /// What a `compose` request that names no person source composes with.
-    pub fn request_defaults(&self) -> crate::compose::request::RequestDefaults {
-        crate::compose::request::RequestDefaults {
-            selection: self.selection(false).map_err(|error| match error {
-                HostError::Diagnostics { findings, .. } => findings,
-                other => {
-                    Findings::collect(vec![acompose_engine::Diagnostic::error("settings", other.to_string())], |_| None)
-                }
-            }),
-            skill_policy: self.skill_policy.value,
-            audit_policy: self.config.audit_policy,
-            overlays: self.overlay_paths(),
-        }
     }
 }
 

@@ -18,12 +18,9 @@ use std::time::{Duration, Instant};
 use acompose_engine::OutputFile;
 use rayon::prelude::*;
 
-use crate::blame::Blame;
-
 /// The record of what an output directory owns.
 pub const OWNERSHIP_FILE: &str = ".acompose-owned.json";
-/// The journal folder of a transaction in progress.
-pub const JOURNAL_DIR: &str = ".acompose-transaction";
+pub use crate::error::JOURNAL_DIR;
 /// The lock file that serializes writers of one directory.
 pub const LOCK_FILE: &str = ".acompose.lock";
 const OWNERSHIP_FORMAT: &str = "acompose.ownership.v1";
@@ -111,44 +108,7 @@ pub struct Outcome {
     pub recovered: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum TransactionError {
-    /// The directory or a path in it is not ours to write (symlink, foreign file, a
-    /// file where a folder belongs). Nothing was changed.
-    #[error("refused to write `{}`: {reason}", path.display())]
-    Refused { path: PathBuf, reason: String },
-    /// An I/O failure. `restored` tells whether something had been changed and was rolled
-    /// back (the message says "restored" only then); otherwise nothing was changed.
-    #[error(
-        "cannot write `{}`: {}; {}",
-        path.display(),
-        crate::compose::load::error_kind(error),
-        if *restored { "the previous contents were restored" } else { "nothing was changed" }
-    )]
-    Io { path: PathBuf, error: io::Error, restored: bool },
-    /// An I/O failure while restoring; the journal folder was kept for the next run.
-    #[error(
-        "cannot restore `{}`: {}; the journal in `{JOURNAL_DIR}` is kept and the next run finishes the restore",
-        path.display(),
-        crate::compose::load::error_kind(error)
-    )]
-    RollbackFailed { path: PathBuf, error: io::Error },
-    /// Another writer held the lock for longer than the timeout.
-    #[error("another convergence holds `{}`; gave up after {} s", path.display(), waited.as_secs())]
-    LockTimeout { path: PathBuf, waited: Duration },
-}
-
-impl TransactionError {
-    /// Whose fault it is: refusals are the input's, I/O failures the environment's.
-    pub fn blame(&self) -> Blame {
-        match self {
-            TransactionError::Refused { .. } => Blame::Input,
-            TransactionError::Io { .. }
-            | TransactionError::RollbackFailed { .. }
-            | TransactionError::LockTimeout { .. } => Blame::Environment,
-        }
-    }
-}
+pub use crate::error::TransactionError;
 
 fn refused(path: &Path, reason: impl Into<String>) -> TransactionError {
     TransactionError::Refused { path: path.to_path_buf(), reason: reason.into() }

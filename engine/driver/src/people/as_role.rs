@@ -1,6 +1,6 @@
 //! People who work as their role: the roster a People command binds roles against, and
 //! the assigned launch a Person bound to a roster role starts through. The launch is
-//! `crate::delivery::launch` itself (the stable runtime home, only the role's bundle in sight, the
+//! `crate::convergence::launch` itself (the stable runtime home, only the role's bundle in sight, the
 //! role's environment); this module only asks it and turns what it prepared into the
 //! review's [`RoleSight`] and the runner's environment.
 
@@ -12,7 +12,7 @@ use acompose_people::roster_role::{self, Bound};
 use acompose_people::start::RoleSight;
 
 use super::storage::Stop;
-use crate::delivery::launch::{LaunchRequest, Prepared, prepare};
+use crate::convergence::launch::{LaunchRequest, Prepared, prepare};
 use crate::home::Home;
 use crate::progress::NoProgress;
 
@@ -26,7 +26,8 @@ pub struct RosterPlace {
 
 /// The role slugs of the home's roster, or why it could not be read.
 pub fn roster_roles(place: &RosterPlace) -> Result<Vec<String>, String> {
-    let model = crate::delivery::launch::person_model(&place.home, &NoProgress).map_err(|error| error.to_string())?;
+    let model =
+        crate::convergence::launch::person_model(&place.home, &NoProgress).map_err(|error| error.to_string())?;
     Ok(model.roles.iter().map(|role| role.slug.clone()).collect())
 }
 
@@ -77,7 +78,7 @@ pub fn prepare_role(
 
 /// The review's view of a prepared launch, from the bundle's manifest.
 fn sight(prepared: &Prepared) -> RoleSight {
-    let manifest = crate::delivery::launch::read_manifest(&prepared.bundle);
+    let manifest = crate::convergence::launch::read_manifest(&prepared.bundle);
     let bundle_id = prepared.bundle.file_name().and_then(OsStr::to_str).unwrap_or_default().to_owned();
     let mut sight = RoleSight {
         role: prepared.role.clone(),

@@ -294,7 +294,7 @@ fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
     reviewed
         .environment
         .iter()
-        .find(|(name, _)| name == crate::delivery::launch::RUNTIME_VARIABLE)
+        .find(|(name, _)| name == crate::convergence::launch::RUNTIME_VARIABLE)
         .map(|(_, value)| PathBuf::from(value))
 }
 

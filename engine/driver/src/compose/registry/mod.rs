@@ -127,12 +127,6 @@ async fn within<T>(
     }
 }
 
-/// The bundle a `bundle push` names, as every command names one (`bundle_name::resolve`):
-/// a bundle folder, a role of the home (its indexed bundle), `ROLE@{N}` or an id prefix.
-pub fn resolve_bundle(home: Option<&Home>, given: &str) -> Result<PathBuf, HostError> {
-    crate::compose::bundle_name::resolve(home, Path::new(given))
-}
-
 /// `acompose bundle push BUNDLE REF`: verifies the bundle (through its store links) as
 /// `bundle export` does, then uploads the blobs the repository lacks and puts the
 /// manifest under `reference`.
@@ -290,7 +284,7 @@ fn settle(
         trace,
         summary: Summary::default(),
     };
-    let to = destination(Some(home), &home.join(BUNDLES_DIR), &Target::Store(None))?;
+    let to = destination(Some(home), &home.bundles(), &Target::Store(None))?;
     Ok(place(&to, &bundle)?.outcome)
 }
 

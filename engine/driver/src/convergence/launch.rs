@@ -24,9 +24,8 @@ use crate::home::read_config;
 use crate::home::transaction::NoFaults;
 use crate::progress::Progress;
 
+pub use crate::delivery::runtime_home::LAUNCH_VARIABLE;
 pub use crate::delivery::runtime_home::{RUNTIME_BUNDLES_DIR, RUNTIME_DIR};
-/// Set in a launched harness; a launch that sees it is refused.
-pub const LAUNCH_VARIABLE: &str = "AGENT_COMPOSE_LAUNCH";
 /// The role a launched harness plays, for commit attribution.
 pub const ROLE_VARIABLE: &str = "AGENT_GIT_ATTRIBUTION_ROLE";
 /// The role's repositories in the isolated projects root, in resolution order, separated
@@ -158,7 +157,7 @@ impl UserEnvironment {
 /// the harness made there (before a version that mirrored the home, or in a folder the
 /// user does not have) stays the runtime home's own.
 fn carried(layout: &Layout, runtime: &Path, user: &UserEnvironment) -> Vec<(String, PathBuf)> {
-    let owned: std::collections::BTreeSet<String> = crate::delivery::projection_record::read_record(runtime)
+    let owned: std::collections::BTreeSet<String> = crate::home::projection_record::read_record(runtime)
         .map(|record| record.files.into_iter().collect())
         .unwrap_or_default();
     let mut links = runtime_home::carried_links(layout, &user.places());
@@ -166,9 +165,7 @@ fn carried(layout: &Layout, runtime: &Path, user: &UserEnvironment) -> Vec<(Stri
     links
 }
 
-/// Set in a launched harness: its runtime home (where `statusline` finds the role when
-/// `HOME` is the user's own).
-pub const RUNTIME_VARIABLE: &str = "AGENT_COMPOSE_RUNTIME_HOME";
+pub use crate::delivery::runtime_home::RUNTIME_VARIABLE;
 
 fn environment(
     layout: &Layout,
@@ -442,7 +439,7 @@ fn holds(runtime: &Path, path: &str, bytes: &[u8]) -> bool {
 /// Whether the runtime home's record shows `bundle` with every owned path in place and
 /// the same carried links: read from the record and the links alone, no bundle file.
 fn shows_already(runtime: &Path, bundle: &Path, links: &[(String, PathBuf)]) -> bool {
-    let Some(record) = crate::delivery::projection_record::read_record(runtime) else { return false };
+    let Some(record) = crate::home::projection_record::read_record(runtime) else { return false };
     let same_bundle = Path::new(&record.details.bundle_path) == bundle;
     // A carried file the user has since removed leaves a dangling link, which fails the
     // last check; one the user has since made is missing from the record.
@@ -498,7 +495,7 @@ pub struct RuntimeCollected {
 /// remaining runtime home shows. Takes the home lock. A roster that cannot be read
 /// removes no runtime home of the current naming.
 pub fn collect_runtime(home: &Home, dry_run: bool, progress: &dyn Progress) -> Result<RuntimeCollected, HostError> {
-    if !home.join(RUNTIME_DIR).is_dir() {
+    if !home.runtime().is_dir() {
         return Ok(RuntimeCollected::default());
     }
     let roles: std::collections::BTreeSet<String> = match person_model(home, progress) {
@@ -533,7 +530,7 @@ fn collect_with(
         }
     }
     let shown: std::collections::BTreeSet<String> = crate::delivery::projections::showing(home).into_iter().collect();
-    let mut bundles: Vec<PathBuf> = std::fs::read_dir(home.join(RUNTIME_BUNDLES_DIR))
+    let mut bundles: Vec<PathBuf> = std::fs::read_dir(home.runtime_bundles())
         .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()).collect())
         .unwrap_or_default();
     bundles.retain(|bundle| {

@@ -13,7 +13,7 @@ use crate::compose::store::{STORE_DIR, Store, linked_slices};
 use crate::error::HostError;
 use crate::home::Home;
 use crate::home::transaction::{self, Hooks, NoFaults, Step};
-use crate::home::{BUNDLES_DIR, INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE};
+use crate::home::{INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE};
 
 /// The journal of a prune under way, in the bundles folder: the stale bundles it removes
 /// and the store entries they reached, written before anything is removed and deleted
@@ -118,7 +118,7 @@ pub fn gc(home: &Home, dry_run: bool) -> Result<GcReport, HostError> {
         return Ok(GcReport { dry_run, ..GcReport::default() });
     }
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
-    let bundles_dir = home.join(BUNDLES_DIR);
+    let bundles_dir = home.bundles();
     let mut bundles_pruned = 0;
     if !dry_run && bundles_dir.is_dir() {
         let _bundles_lock = transaction::lock(&bundles_dir, LOCK_TIMEOUT)?;
@@ -137,7 +137,7 @@ pub fn gc(home: &Home, dry_run: bool) -> Result<GcReport, HostError> {
 /// it keeps (`ROLE@{1}` …), those a registered projection shows, and `current` (the
 /// bundles of the run under way).
 pub fn kept_bundles(home: &Home, current: &[String]) -> BTreeSet<String> {
-    let bundles_dir = home.join(BUNDLES_DIR);
+    let bundles_dir = home.bundles();
     let bytes = std::fs::read(bundles_dir.join(INDEX_FILE)).unwrap_or_default();
     let indexed = acompose_engine::convergence::parse_index(&bytes)
         .map(|index| index.into_values().collect::<Vec<_>>())
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn an_interrupted_prune_is_finished_and_spares_what_is_kept() {
         let temporary = tempfile::tempdir().expect("tempdir");
-        let bundles = temporary.path().join(BUNDLES_DIR);
+        let bundles = temporary.path().join(crate::home::BUNDLES_DIR);
         for id in ["0123456789abcdef", "fedcba9876543210"] {
             std::fs::create_dir_all(bundles.join(id)).expect("bundle");
         }

@@ -69,7 +69,7 @@ pub fn lookup(home: &Home, projects: &Path, key: &str) -> Option<Warm> {
         }
     };
     // The report is one of the recorded outputs: it stat'ed as written.
-    let report = std::fs::read_to_string(home.join(cache::CACHE_DIR).join(report_name)).ok()?;
+    let report = std::fs::read_to_string(home.cache().join(report_name)).ok()?;
     Some(Warm { id: summary.source, report, stated: counters.stated })
 }
 
@@ -124,7 +124,7 @@ pub fn record(home: &Home, projects: &Path, key: &str, observations: Observation
     let mut outputs = Vec::new();
     cache::output_stats(bundle, &mut outputs);
     let stores = store_records(bundle);
-    let report_path = home.join(cache::CACHE_DIR).join(&report_name);
+    let report_path = home.cache().join(&report_name);
     match std::fs::symlink_metadata(&report_path) {
         Ok(metadata) if metadata.is_file() => outputs.push((report_path, Stat::of(&metadata))),
         _ => return,

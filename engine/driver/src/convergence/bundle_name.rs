@@ -13,8 +13,8 @@ use std::time::SystemTime;
 use acompose_engine::diagnostic::sanitize;
 
 use crate::error::HostError;
+use crate::home::BUNDLES_DIR;
 use crate::home::Home;
-use crate::home::{BUNDLES_DIR, INDEX_FILE};
 
 /// The fewest hex digits an id prefix must have.
 pub const MIN_PREFIX: usize = 4;
@@ -23,7 +23,7 @@ const LISTED: usize = 10;
 
 /// Where the home keeps bundles, and what each folder is called in a listing.
 const FOLDERS: [(&str, &str); 2] =
-    [(BUNDLES_DIR, "bundles"), (crate::delivery::launch::RUNTIME_BUNDLES_DIR, "runtime")];
+    [(BUNDLES_DIR, "bundles"), (crate::convergence::launch::RUNTIME_BUNDLES_DIR, "runtime")];
 
 pub use crate::home::{read_history, read_index};
 
@@ -64,7 +64,7 @@ pub fn resolve(home: Option<&Home>, name: &Path) -> Result<PathBuf, HostError> {
         return earlier(home, &index, role, back, &shown);
     }
     if let Some(id) = index.get(text.as_ref()) {
-        let folder = home.join(BUNDLES_DIR).join(id);
+        let folder = home.bundles().join(id);
         return if folder.is_dir() {
             Ok(folder)
         } else {
@@ -171,9 +171,9 @@ fn earlier(
                 "`{shown}`: the home keeps {count} earlier bundle(s) of `{role_shown}`, `{role_shown}@{{1}}` to `{role_shown}@{{{count}}}`"
             ),
         };
-        return Err(HostError::invalid(home.join(BUNDLES_DIR).join(INDEX_FILE), message));
+        return Err(HostError::invalid(home.index_file(), message));
     };
-    let folder = home.join(BUNDLES_DIR).join(id);
+    let folder = home.bundles().join(id);
     if folder.is_dir() {
         Ok(folder)
     } else {
