@@ -13,7 +13,7 @@ use acompose_driver::delivery::projection::Repair;
 use acompose_driver::delivery::projections::{Followed, Repaired, repair};
 use acompose_driver::engine::diagnostic::sanitize;
 use acompose_driver::home::cache;
-use acompose_driver::home::{ARTIFACT_DIR, read_config};
+use acompose_driver::home::{Home, read_config};
 
 use crate::progress::TerminalProgress;
 use crate::terminal::{Terminal, report_error, stats_line, summary, warn};
@@ -42,7 +42,7 @@ enum Found<'a> {
 
 /// Prints the report of a bare run: the summary (or JSON) and `--stats`.
 fn print_report(
-    home: &Path,
+    home: &Home,
     found: &Found<'_>,
     stats: &Stats,
     args: &ConvergeArgs,
@@ -163,13 +163,13 @@ fn report_json(found: &Found<'_>, stats: &Stats, args: &ConvergeArgs) -> String 
     String::from_utf8_lossy(&acompose_driver::engine::snapshot::to_json_bytes(&document)).into_owned()
 }
 
-fn unchanged_summary(home: &Path, summary: &cache::Summary, elapsed: Duration) -> String {
+fn unchanged_summary(home: &Home, summary: &cache::Summary, elapsed: Duration) -> String {
     let mut text = format!(
         "source    {} ({} roles, {} personalities)\nartifact  {}\nfiles     0 written, {} unchanged, 0 removed\n",
         summary.source,
         summary.roles,
         summary.personalities,
-        home.join(ARTIFACT_DIR).display(),
+        home.artifact().display(),
         summary.artifact_files
     );
     if summary.bundles > 0 {

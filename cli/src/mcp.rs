@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use acompose_driver::engine::diagnostic::sanitize;
-use acompose_driver::engine::mcp::{FILE, Inventory, InventoryServer};
+use acompose_driver::engine::mcp::{Inventory, InventoryServer};
 use serde::Serialize;
 
 use crate::terminal::{Terminal, render_diagnostics, report_error};
@@ -64,7 +64,7 @@ fn run_list(args: &ListArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
             } else if !terminal.quiet {
                 print_stdout(&format!(
                     "no MCP inventory: `{}` does not exist (docs/mcp.md)\n",
-                    sanitize(&home.join(FILE).display().to_string())
+                    sanitize(&home.mcp_inventory().display().to_string())
                 ));
             }
             return exit::SUCCESS;

@@ -12,7 +12,7 @@ use acompose_engine::compose::{
 use acompose_engine::convergence::roster_files;
 use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
 use acompose_engine::diagnostic::sanitize;
-use acompose_engine::host_config::{CONFIG_FILE, HostConfig};
+use acompose_engine::host_config::HostConfig;
 use acompose_engine::person::PersonModel;
 use acompose_engine::request::Delivery;
 use acompose_engine::{Database, Diagnostic, OutputFile, PersonSource};
@@ -616,7 +616,7 @@ impl Texts<'_> {
     fn findings(&self, diagnostics: Vec<Diagnostic>) -> Findings {
         Findings::collect(diagnostics, |path| {
             self.loader.text_of(self.db, path).or_else(|| {
-                let config = (path == self.config_label).then(|| self.home.join(CONFIG_FILE))?;
+                let config = (path == self.config_label).then(|| self.home.config_file())?;
                 crate::home::read_config_file(&config).ok().flatten().map(|file| file.text)
             })
         })

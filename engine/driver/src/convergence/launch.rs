@@ -315,7 +315,7 @@ pub fn prepare(request: &LaunchRequest<'_>, progress: &dyn Progress) -> Result<P
             (bundle, manifest, Some(model))
         }
     };
-    let runtime = request.home.join(RUNTIME_DIR).join(runtime_home::name(layout, request.role));
+    let runtime = request.home.runtime().join(runtime_home::name(layout, request.role));
     // What the harness wrote to its launch copy goes back to the user's file before the
     // copy is made again from it.
     runtime_home::carry_back(&runtime)?;
@@ -366,7 +366,7 @@ fn compose(
 ) -> Result<(PathBuf, PersonModel), HostError> {
     let config = read_config(request.home, progress)?;
     let mut converger = Converger::default();
-    let bundles = request.home.join(RUNTIME_BUNDLES_DIR);
+    let bundles = request.home.runtime_bundles();
     converger.compose_role(
         request.home,
         request.projects,

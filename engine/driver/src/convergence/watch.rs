@@ -163,7 +163,7 @@ impl Watcher {
         appeared.extend(missing_then_present(&self.converger, watched_now));
         appeared.sort();
         appeared.dedup();
-        let config_changed = changed.iter().any(|path| path == &self.home.join(CONFIG_FILE));
+        let config_changed = changed.iter().any(|path| path == &self.home.config_file());
         if config_changed {
             match read_config(&self.home, progress) {
                 Ok(new_config) => self.config = new_config,

@@ -25,7 +25,6 @@ use crate::compose::bundle::{Materialized, read_bundle};
 use crate::compose::placement::{Target, destination, place};
 use crate::compose::store::Store;
 use crate::error::HostError;
-use crate::home::BUNDLES_DIR;
 use crate::home::Home;
 
 /// How many blobs are in flight at once.
@@ -223,7 +222,7 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     let parsed = parse_reference(request.reference)?;
     crate::home::check_home(request.home)?;
     let mut connection = Connection::open(parsed, request.reference, request.access)?;
-    let bundles = request.home.join(BUNDLES_DIR);
+    let bundles = request.home.bundles();
     let store = Store::of_home(request.home);
     let runtime = runtime(request.reference)?;
     let (fetched, signature) = runtime.block_on(within(request.access, request.reference, async {
