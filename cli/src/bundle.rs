@@ -98,7 +98,7 @@ fn print_report(json: bool, report: &Report<'_>) {
     }
 }
 
-pub fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: BundleArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
         BundleCommand::Push(push) => crate::bundle_registry::run_push(push, home, terminal),
         BundleCommand::Sign(sign) => crate::bundle_registry::run_sign(&sign, home, terminal),

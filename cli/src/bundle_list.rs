@@ -12,7 +12,7 @@ use acompose_driver::home::resolve_home;
 use crate::terminal::{Terminal, report_error};
 use crate::{exit, print_stdout};
 
-pub fn run(home: Option<&Path>, json: bool, terminal: &Terminal) -> u8 {
+pub(crate) fn run(home: Option<&Path>, json: bool, terminal: &Terminal) -> u8 {
     let home = match resolve_home(home) {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),

@@ -119,7 +119,7 @@ fn json(report: &impl serde::Serialize) -> String {
 }
 
 /// `acompose bundle sign BUNDLE --key KEY`: signs and keeps the signature in the home.
-pub fn run_sign(args: &SignArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_sign(args: &SignArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = match resolve_home(home) {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),
@@ -191,7 +191,7 @@ fn pull_summary(pulled: &Pulled, reference: &str) -> String {
     )
 }
 
-pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = resolve_home(home).ok();
     let access = Access { plain_http: args.plain_http, deadline: std::time::Duration::from_secs(args.deadline) };
     let pushed = resolve_bundle(home.as_ref(), std::path::Path::new(&args.bundle))
@@ -230,7 +230,7 @@ pub fn run_push(args: PushArgs, home: Option<&Path>, terminal: &Terminal) -> u8 
     }
 }
 
-pub fn run_pull(args: PullArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_pull(args: PullArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = match resolve_home(home) {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),

@@ -103,7 +103,7 @@ struct Listing<T> {
     items: Vec<T>,
 }
 
-pub fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: CatalogArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     if matches!(args.kind, CatalogKind::Check | CatalogKind::Audit) {
         let format = if args.json { ReportFormat::Json } else { args.format };
         let audit_only = args.kind == CatalogKind::Audit;

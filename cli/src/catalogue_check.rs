@@ -20,7 +20,7 @@ pub enum ReportFormat {
 
 /// Checks (or only audits) every folder (the current folder when none is given); exit 1
 /// on an error-level finding.
-pub fn run(
+pub(crate) fn run(
     directories: &[PathBuf],
     format: ReportFormat,
     audit_only: bool,

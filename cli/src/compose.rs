@@ -74,7 +74,7 @@ pub struct Places {
     pub defaults: RequestDefaults,
 }
 
-pub fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: ComposeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let flags =
         Flags { home: home.map(Path::to_path_buf), projects_root: args.projects_root.clone(), ..Flags::default() };
     let settings = match settings::resolve(&flags) {

@@ -55,7 +55,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-pub fn run(args: ConfigArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: ConfigArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
         ConfigCommand::Show(show) => run_show(&show, home, terminal),
         ConfigCommand::Validate(validate) => run_validate(&validate, home, terminal),

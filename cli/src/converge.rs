@@ -180,7 +180,7 @@ fn unchanged_summary(home: &Home, summary: &cache::Summary, elapsed: Duration) -
 }
 
 /// Runs bare `acompose`.
-pub fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 {
+pub(crate) fn run(home: Option<&Path>, args: &ConvergeArgs, terminal: &Terminal) -> u8 {
     let started = Instant::now();
     let (home, projects) = match crate::home_and_projects(home, args.projects_root.as_deref()) {
         Ok(places) => places,

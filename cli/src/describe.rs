@@ -43,7 +43,7 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
-pub fn run(args: DescribeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: DescribeArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let bundle = match named_bundle(home, &args.bundle) {
         Ok(bundle) => bundle,
         Err(error) => {
@@ -147,7 +147,7 @@ fn run_why(args: &DescribeArgs, bundle: &Path, item: &str, terminal: &Terminal) 
     }
 }
 
-pub fn run_diff(args: DiffArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_diff(args: DiffArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let load = |name: &Path| named_bundle(home, name).and_then(|bundle| read_provenance(&bundle));
     // As `diff` does: 2 for trouble, so a script can tell it from "they differ".
     let before = match load(&args.before) {

@@ -22,7 +22,7 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
-pub fn run(args: &DoctorArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: &DoctorArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let flags =
         Flags { home: home.map(Path::to_path_buf), projects_root: args.projects_root.clone(), ..Flags::default() };
     let path_variable = std::env::var_os("PATH");

@@ -25,7 +25,7 @@ pub struct GcArgs {
     pub json: bool,
 }
 
-pub fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: &GcArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let progress = TerminalProgress::new(terminal);
     let collected = resolve_home(home).and_then(|home| {
         let runtime = collect_runtime(&home, args.dry_run, &progress)?;

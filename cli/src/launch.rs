@@ -171,7 +171,7 @@ fn confirm(text: &str) -> bool {
     std::io::stdin().read_line(&mut line).is_ok_and(|read| read > 0)
 }
 
-pub fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: LaunchArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let Some(layout) = harness_layout::layout(&args.harness) else {
         return exit::USAGE;
     };

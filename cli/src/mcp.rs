@@ -31,7 +31,7 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-pub fn run(args: McpArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: McpArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     match args.command {
         McpCommand::List(list) => run_list(&list, home, terminal),
     }

@@ -31,7 +31,7 @@ pub struct OverlayArgs {
     pub source: SourceArgs,
 }
 
-pub fn run(args: &OverlayArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: &OverlayArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let settings = match acompose_driver::home::settings::resolve(&args.source.flags(home)) {
         Ok(settings) => settings,
         Err(error) => return report_error(&error, terminal),

@@ -107,7 +107,7 @@ pub struct IdArgs {
 
 /// Where the roster People bind roles against is, from `--home` and the settings; `None`
 /// (with a warning) when it cannot be resolved: roles then bind to nothing.
-pub fn roster_place(home: Option<&std::path::Path>, terminal: &Terminal) -> Option<RosterPlace> {
+pub(crate) fn roster_place(home: Option<&std::path::Path>, terminal: &Terminal) -> Option<RosterPlace> {
     match crate::home_and_projects(home, None) {
         Ok((home, projects)) => Some(RosterPlace { home, projects }),
         Err(error) => {
@@ -117,7 +117,7 @@ pub fn roster_place(home: Option<&std::path::Path>, terminal: &Terminal) -> Opti
     }
 }
 
-pub fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let (outcome, json) = match *args.command {
         PeopleCommand::Init(init) => (run_init(&init, terminal), false),
         PeopleCommand::Validate(validate) => return run_validate(&validate, home, terminal),

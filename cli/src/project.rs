@@ -68,7 +68,7 @@ pub struct ProjectArgs {
     pub allow_foreign_context: bool,
 }
 
-pub fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: ProjectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let Some(layout) = harness_layout::layout(&args.layout) else {
         return exit::USAGE;
     };
@@ -296,7 +296,7 @@ pub struct UnprojectArgs {
     pub json: bool,
 }
 
-pub fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_unproject(args: UnprojectArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let target = match args.target.clone().map_or_else(|| default_target(Scope::Repository), Ok) {
         Ok(target) => target,
         Err(error) => return report_error(&error, terminal),
@@ -400,7 +400,7 @@ pub struct ProjectionsArgs {
     pub json: bool,
 }
 
-pub fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run_projections(args: &ProjectionsArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = match resolve_home(home) {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),

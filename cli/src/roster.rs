@@ -78,7 +78,7 @@ pub struct ShowArgs {
     pub role: Option<String>,
 }
 
-pub fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: RosterArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     if args.command.is_some()
         && (args.out.is_some() || args.source.person_source.is_some() || !args.source.personality_libraries.is_empty())
     {

@@ -26,7 +26,7 @@ pub struct ServeArgs {
     pub open: bool,
 }
 
-pub fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let options = Options {
         roster: crate::people::roster_place(home, terminal),
         workspace: args.workspace.clone(),

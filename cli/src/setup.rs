@@ -35,7 +35,7 @@ fn change_line(change: KeyChange, harness: &str) -> String {
     }
 }
 
-pub fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: SetupArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     let home = match resolve_home(home) {
         Ok(home) => home,
         Err(error) => return report_error(&error, terminal),

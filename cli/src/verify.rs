@@ -26,7 +26,7 @@ pub struct VerifyArgs {
     pub signature: Option<std::path::PathBuf>,
 }
 
-pub fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(mut args: VerifyArgs, home: Option<&Path>, terminal: &Terminal) -> u8 {
     args.bundle = match named_bundle(home, &args.bundle) {
         Ok(bundle) => bundle,
         Err(error) => return report_error(&error, terminal),

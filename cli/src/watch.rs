@@ -26,7 +26,7 @@ pub struct WatchArgs {
     pub debounce: u64,
 }
 
-pub fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
+pub(crate) fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) -> u8 {
     let (home, projects) = match crate::home_and_projects(home, args.projects_root.as_deref()) {
         Ok(places) => places,
         Err(error) => return report_error(&error, terminal),

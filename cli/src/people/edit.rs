@@ -294,7 +294,7 @@ fn check_role(
     }
 }
 
-pub fn run_add(args: &AddArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
+pub(crate) fn run_add(args: &AddArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = Person::new(id, args.name.clone(), args.role.clone(), args.goal.clone());
@@ -311,7 +311,7 @@ pub fn run_add(args: &AddArgs, home: Option<&std::path::Path>, terminal: &Termin
     Ok(())
 }
 
-pub fn run_edit(args: &EditArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
+pub(crate) fn run_edit(args: &EditArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let id = checked_id(&args.id)?;
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let mut person = existing_person(&workspace, id)?;

@@ -153,7 +153,7 @@ pub fn run_runners(args: &RunnersArgs) -> Result<(), Stop> {
 
 /// Reviews, prints the review, then (unless a dry run) starts and attaches the session.
 /// Exits 0 only when the runner completed.
-pub fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
+pub(crate) fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let options = StartOptions {
         person_id: args.person.clone(),
@@ -176,7 +176,7 @@ pub fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Te
 }
 
 /// Reviews `people resume`, then starts the runner on the recorded conversation.
-pub fn run_resume(args: &ResumeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
+pub(crate) fn run_resume(args: &ResumeArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> Result<(), Stop> {
     let workspace = Workspace::open_initialised(&args.workspace.workspace)?;
     let path_variable = std::env::var_os("PATH");
     let roster = super::roster_place(home, terminal);

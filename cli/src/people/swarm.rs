@@ -110,7 +110,7 @@ fn split_choices(values: &[String]) -> (Option<String>, Vec<(String, String)>) {
     (default, per_role)
 }
 
-pub fn run(args: SwarmArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
+pub(crate) fn run(args: SwarmArgs, home: Option<&std::path::Path>, terminal: &Terminal) -> u8 {
     let (outcome, json) = match args.command {
         SwarmCommand::Start(start) => (run_start(&start, home, terminal), false),
         SwarmCommand::List(list) => (run_list(&list), list.json),
