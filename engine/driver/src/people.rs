@@ -1,6 +1,9 @@
 //! People on disk: a workspace read into the engine's inputs (`storage`) and Person files
 //! checked and written atomically. The engine validates; this module only refuses
 //! symlinks, bad ids and files in the way, and writes.
+//!
+//! May call the home, composition, delivery and convergence (a bound Person starts as
+//! an assigned launch); doctor calls it.
 
 pub mod as_role;
 pub mod authoring;

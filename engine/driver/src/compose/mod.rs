@@ -1,7 +1,7 @@
 //! Composition: what a bundle is made of and where it is kept. Loading packages and
 //! catalogues into salsa inputs (`load`, `sources`, `request`), the host's overlays, MCP
 //! inventory and content audit, bundles and their materialization, placement, the
-//! content-addressed store and its garbage collection, export and import, the OCI
+//! content-addressed store, export and import, the OCI
 //! registry, signatures, and the `--why` decision trace.
 //!
 //! May call the home (`crate::home`) for its layout, settings, transactions and atomic

@@ -1,6 +1,12 @@
-//! Bare `acompose` without the command line: the fast path through the fingerprint cache,
-//! then a full convergence under the home lock, and the fingerprints it leaves for the
-//! next run. Renders nothing; the caller prints the returned `BareRun`.
+//! Convergence: everything that composes the home's bundles and then acts on them. Bare
+//! `acompose` without the command line (the fast path through the fingerprint cache, then
+//! a full convergence under the home lock, and the fingerprints it leaves for the next
+//! run), `watch`, `launch` (which converges first), `bundle materialize`, and the bundles'
+//! lifetime: the index's history, naming a bundle (`ROLE@{N}`, id prefixes), the prune
+//! of stale bundles and `gc`. Renders nothing; the caller prints the returned `BareRun`.
+//!
+//! May call the home, composition and delivery (`crate::home`, `crate::compose`,
+//! `crate::delivery`); People and doctor call it.
 
 pub mod bundle_name;
 pub mod gc;

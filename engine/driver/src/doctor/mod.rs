@@ -2,7 +2,10 @@
 //! failure or a warning, how to fix it: the home, the configuration, the person source,
 //! the projects root and the operating context, every configured harness folder and
 //! delivered link, the harnesses and runners on `PATH`, the registered projections and
-//! the store with the bundles the index names. Reads only; never writes or repairs.
+//! the store with the bundles the index names. Reads only; never writes or repairs. Also
+//! `catalog check` (`catalogue_check`), the other check that composes nothing.
+//!
+//! The last folder: may call every other one; none calls it.
 
 pub mod catalogue_check;
 
