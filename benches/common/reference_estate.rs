@@ -27,9 +27,9 @@ pub fn skill_text(repository: usize, skill: usize, salt: &str) -> String {
 
 /// The trusted root's `roles.kdl`: every repository with two selector slices, and each
 /// role using every seventh repository.
-fn roles_kdl() -> String {
+fn roles_kdl(repositories: usize) -> String {
     let mut roles_kdl = String::from("repositories {\n");
-    for repository in 0..REPOSITORIES {
+    for repository in 0..repositories {
         let _ = writeln!(
             roles_kdl,
             "    repository repo-{repository:03} path=\"estate/repo-{repository:03}\" {{ skill \"skill-{repository:03}-0*\"; skill \"skill-{repository:03}-1*\"; }}"
@@ -38,7 +38,7 @@ fn roles_kdl() -> String {
     roles_kdl.push_str("}\nroles {\n");
     for (index, role) in ROLES.iter().enumerate() {
         let _ = write!(roles_kdl, "    role {role} {{");
-        for repository in (0..REPOSITORIES).filter(|repository| repository % ROLES.len() == index) {
+        for repository in (0..repositories).filter(|repository| repository % ROLES.len() == index) {
             let _ = write!(roles_kdl, " use-repository repo-{repository:03};");
         }
         roles_kdl.push_str(" }\n");
@@ -50,10 +50,16 @@ fn roles_kdl() -> String {
 /// Writes the estate under `projects`: `estate/root/.agents/roles.kdl` and
 /// `estate/repo-NNN/.agents/skills/skill-NNN-MM/SKILL.md`.
 pub fn write(projects: &Path) {
+    write_sized(projects, REPOSITORIES);
+}
+
+/// [`write`] with `repositories` repositories of the same shape (the names keep three
+/// digits up to 999 and grow past it).
+pub fn write_sized(projects: &Path, repositories: usize) {
     let trusted = projects.join("estate/root/.agents");
     std::fs::create_dir_all(&trusted).expect("mkdir");
-    std::fs::write(trusted.join("roles.kdl"), roles_kdl()).expect("roles.kdl");
-    (0..REPOSITORIES).into_par_iter().for_each(|repository| {
+    std::fs::write(trusted.join("roles.kdl"), roles_kdl(repositories)).expect("roles.kdl");
+    (0..repositories).into_par_iter().for_each(|repository| {
         for skill in 0..SKILLS_PER_REPOSITORY {
             let folder =
                 projects.join(format!("estate/repo-{repository:03}/.agents/skills/skill-{repository:03}-{skill:02}"));

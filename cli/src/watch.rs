@@ -49,6 +49,10 @@ pub(crate) fn run(home: Option<&Path>, args: &WatchArgs, terminal: &Terminal) ->
     while !stop.load(Ordering::SeqCst) {
         match watcher.next(&progress) {
             WatchEvent::Nothing => {}
+            WatchEvent::Settled if terminal.verbose > 0 => {
+                print_stdout("settled: fingerprints saved\n");
+            }
+            WatchEvent::Settled => {}
             WatchEvent::Disconnected => break,
             WatchEvent::Reconverged { what, report, elapsed } => {
                 print_stdout(&format!(

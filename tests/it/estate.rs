@@ -397,7 +397,13 @@ struct Watching {
 
 impl Watching {
     fn start(directory: &Path) -> Watching {
+        Watching::start_with(directory, &[])
+    }
+
+    /// `acompose [FLAGS] watch` in `directory`.
+    fn start_with(directory: &Path, flags: &[&str]) -> Watching {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acompose"))
+            .args(flags)
             .args(["watch", "--home", "home", "--projects-root", "projects", "--debounce", "50"])
             .current_dir(directory)
             .env("NO_COLOR", "1")
@@ -505,6 +511,23 @@ fn watch_reconverges_on_an_edit_and_stops_cleanly() {
     assert_eq!(index(&home), good);
     let exit = watching.stop();
     assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn watch_says_when_an_edit_has_settled_and_a_bare_run_then_writes_nothing() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (_, projects) = estate(temporary.path());
+    let watching = Watching::start_with(temporary.path(), &["-v"]);
+    watching.wait_for("watching");
+    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Settles."));
+    watching.wait_for("reconverged:");
+    watching.wait_for("settled: fingerprints saved");
+    // The watch still runs: what a bare run finds is what the settled watch left.
+    let bare = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
+    assert_eq!(bare.code, 0, "{}", bare.stderr);
+    assert!(bare.stdout.contains(" 0 written,"), "{}", bare.stdout);
+    assert!(bare.stdout.contains("written 0"), "{}", bare.stdout);
+    assert!(watching.stop().success());
 }
 
 #[test]

@@ -55,6 +55,10 @@ pub enum WatchEvent {
     ConfigurationInvalid { error: HostError },
     /// Nothing that matters happened (quiet moments prune and save the cache).
     Nothing,
+    /// The inputs were quiet after a reconvergence: the bundles it replaced were pruned
+    /// (when the home lock was free) and the fingerprint cache was saved, so a bare run
+    /// now finds nothing to do. Everything the reconvergence writes is written by now.
+    Settled,
     /// The watcher stopped delivering events.
     Disconnected,
 }
@@ -141,8 +145,7 @@ impl Watcher {
                 return WatchEvent::Nothing;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                self.quiet_moment();
-                return WatchEvent::Nothing;
+                return if self.quiet_moment() { WatchEvent::Settled } else { WatchEvent::Nothing };
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return WatchEvent::Disconnected,
         };
@@ -216,18 +219,21 @@ impl Watcher {
 
     /// No events for a while: a missing root that exists by now without an event having
     /// said so (made while its parent's watch was being set up) is carried into the next
-    /// round; otherwise stale bundles are pruned and the cache is saved.
-    fn quiet_moment(&mut self) {
+    /// round; otherwise stale bundles are pruned and the cache is saved. True when the
+    /// cache was saved (the first quiet moment after a reconvergence).
+    fn quiet_moment(&mut self) -> bool {
         self.carried = self.watches.missing.iter().filter(|root| folder_inode(root).is_some()).cloned().collect();
         if !self.carried.is_empty() {
-            return;
+            return false;
         }
         prune_locked(&mut self.converger, &self.home, Duration::from_millis(50));
-        if self.cache_stale {
-            // Saved again at the next quiet moment; a failure here was warned about at start.
-            let _ = keep_fingerprints(&self.converger, &self.home, &self.projects, &self.last_report, &mut NoFaults);
-            self.cache_stale = false;
+        if !self.cache_stale {
+            return false;
         }
+        // Saved again at the next quiet moment; a failure here was warned about at start.
+        let _ = keep_fingerprints(&self.converger, &self.home, &self.projects, &self.last_report, &mut NoFaults);
+        self.cache_stale = false;
+        true
     }
 
     /// Stops watching: prunes what is pending (waiting up to 5 s for the lock) and saves

@@ -1,0 +1,182 @@
+//! What a user's `acompose watch` costs per edit, measured on the process itself: the
+//! release binary watches a generated estate (200 and 1000 repositories of the reference
+//! shape; `ACOMPOSE_WATCH_SIZES=200,1000,2000` for others), one selected skill is edited
+//! per sample, and the benchmark reads what the watch prints — its own time for the
+//! reconvergence (`reconverged: … N ms`) and `settled:` once the bundles it replaced are
+//! pruned and the fingerprints saved — and the bytes the process wrote meanwhile
+//! (`wchar` of `/proc/<pid>/io`), and its resident memory (`VmRSS`, `VmHWM`).
+//!
+//! Divan's own time for a sample is from the write of the edit to `settled:`: it holds the
+//! file watcher's debounce and the quiet moment the watch waits for, so the table printed
+//! at the end, from the watch's own figures, is the one `docs/performance.md` records.
+
+#[path = "common/reference_estate.rs"]
+mod reference_estate;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use divan::Bencher;
+use reference_estate::{REPOSITORIES, skill_text};
+
+/// The estate sizes measured: `ACOMPOSE_WATCH_SIZES` (comma-separated), else 200 and 1000.
+fn sizes() -> Vec<usize> {
+    std::env::var("ACOMPOSE_WATCH_SIZES")
+        .ok()
+        .map(|text| text.split(',').filter_map(|size| size.trim().parse().ok()).collect())
+        .filter(|sizes: &Vec<usize>| !sizes.is_empty())
+        .unwrap_or_else(|| vec![REPOSITORIES, 1000])
+}
+
+/// One running watch over its own estate.
+struct Watch {
+    _directory: tempfile::TempDir,
+    projects: PathBuf,
+    child: Child,
+    lines: Receiver<String>,
+    /// Per edit: the watch's own milliseconds and the bytes the process wrote.
+    edits: Vec<(u64, u64)>,
+    round: usize,
+}
+
+impl Watch {
+    /// Generates an estate of `repositories`, lets it age past the fingerprint cache's
+    /// two-second window, and starts `acompose -v watch` on it (which converges first).
+    fn start(repositories: usize) -> Watch {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let projects = directory.path().join("projects");
+        if repositories == REPOSITORIES {
+            reference_estate::write(&projects);
+        } else {
+            reference_estate::write_sized(&projects, repositories);
+        }
+        let home = directory.path().join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::write(home.join("agent-compose.yaml"), "operating_context:\n  - estate/root\n").expect("config");
+        std::thread::sleep(Duration::from_millis(2500));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_acompose"))
+            .args(["-v", "watch", "--debounce", "10", "--home"])
+            .arg(&home)
+            .arg("--projects-root")
+            .arg(&projects)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start acompose watch");
+        let (sender, lines) = channel();
+        let stdout = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let watch = Watch { _directory: directory, projects, child, lines, edits: Vec::new(), round: 0 };
+        watch.line_starting("watching");
+        let _ = Command::new("sync").status();
+        watch
+    }
+
+    /// The next line that starts with `prefix`; the watch ending first is a failure.
+    fn line_starting(&self, prefix: &str) -> String {
+        loop {
+            let line = self.lines.recv().unwrap_or_else(|_| panic!("the watch ended before `{prefix}`"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    fn written_bytes(&self) -> u64 {
+        proc_field(&format!("/proc/{}/io", self.child.id()), "wchar:")
+    }
+
+    /// One edit of a selected skill, measured from before the write to `settled:`.
+    fn edit(&mut self) {
+        self.round += 1;
+        let skill = self.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
+        let before = self.written_bytes();
+        std::fs::write(&skill, skill_text(0, 5, &format!("Revision {}.", self.round))).expect("edit");
+        let line = self.line_starting("reconverged:");
+        let milliseconds = line
+            .rsplit("; ")
+            .next()
+            .and_then(|last| last.strip_suffix(" ms"))
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no time in `{line}`"));
+        self.line_starting("settled:");
+        self.edits.push((milliseconds, self.written_bytes() - before));
+    }
+
+    /// Resident and peak resident memory, in KiB.
+    fn memory(&self) -> (u64, u64) {
+        let status = format!("/proc/{}/status", self.child.id());
+        (proc_field(&status, "VmRSS:"), proc_field(&status, "VmHWM:"))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// The number after `key` in a `/proc` file of `key value` lines.
+fn proc_field(path: &str, key: &str) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or(0)
+}
+
+static WATCHES: OnceLock<Mutex<BTreeMap<usize, Watch>>> = OnceLock::new();
+
+fn watches() -> &'static Mutex<BTreeMap<usize, Watch>> {
+    WATCHES.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// One selected skill edited while `acompose watch` runs on an estate of `repositories`.
+#[divan::bench(args = sizes(), sample_count = 15, sample_size = 1)]
+fn watch_edit(bencher: Bencher, repositories: usize) {
+    let mut watches = watches().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let watch = watches.entry(repositories).or_insert_with(|| Watch::start(repositories));
+    bencher.bench_local(|| watch.edit());
+}
+
+fn median(mut values: Vec<u64>) -> u64 {
+    values.sort_unstable();
+    values.get(values.len() / 2).copied().unwrap_or(0)
+}
+
+fn main() {
+    divan::main();
+    let mut watches = watches().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    println!(
+        "\nrepositories | edits | watch's time, ms (median, min–max) | bytes written per edit (median, max) | VmRSS / VmHWM KiB"
+    );
+    for (repositories, watch) in watches.iter() {
+        let times: Vec<u64> = watch.edits.iter().map(|(time, _)| *time).collect();
+        let bytes: Vec<u64> = watch.edits.iter().map(|(_, bytes)| *bytes).collect();
+        let (resident, peak) = watch.memory();
+        println!(
+            "{repositories} | {} | {} ({}–{}) | {} ({}) | {resident} / {peak}",
+            watch.edits.len(),
+            median(times.clone()),
+            times.iter().min().unwrap_or(&0),
+            times.iter().max().unwrap_or(&0),
+            median(bytes.clone()),
+            bytes.iter().max().unwrap_or(&0),
+        );
+    }
+    // Statics are never dropped: stop the watches and remove their estates here.
+    std::mem::take(&mut *watches);
+}
