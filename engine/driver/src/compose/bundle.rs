@@ -248,6 +248,7 @@ fn write_store_entries<'a>(store: &Store, layout: &'a StoreLayout<'_>) -> Result
     if unknown.is_empty() {
         return Ok((0, FreshTrees::new()));
     }
+    store.begin_staging();
     // A few entries (a watch edit's one slice and its trees) are each looked for by
     // name; more are found by listing the store once, which on a large store reads
     // thousands of names.

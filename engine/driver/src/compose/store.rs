@@ -66,6 +66,14 @@ fn key_bytes(key: &str) -> Option<KeyBytes> {
     Some(bytes)
 }
 
+/// The writers of this process staging entries in each store now (see
+/// [`Store::begin_staging`]).
+fn writers() -> std::sync::MutexGuard<'static, std::collections::HashMap<PathBuf, usize>> {
+    static WRITERS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, usize>>> =
+        std::sync::OnceLock::new();
+    WRITERS.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// This process's id, asked of the system once (each store entry's staging name holds it).
 pub(crate) fn process_id() -> u32 {
     static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
@@ -344,9 +352,28 @@ impl Store {
         Err(format!("cannot create `{}`: its folder kept disappearing", staging.display()))
     }
 
-    /// Removes the threads' staging folders this process made, when they are empty (one
-    /// still in use by another materialization is not).
+    /// A writer of this process starts staging entries in this store (pair it with
+    /// [`Store::end_staging`]): while any does, the threads' staging folders stay.
+    pub fn begin_staging(&self) {
+        *writers().entry(self.root.clone()).or_default() += 1;
+    }
+
+    /// A writer is done staging. The last writer of this process in this store removes
+    /// the threads' staging folders it made, when they are empty. (Before: each writer
+    /// removed them, and bundles written side by side took a folder away from one another
+    /// between two entries, over and over on a busy machine.)
     pub fn end_staging(&self) {
+        let mut writers = writers();
+        match writers.get_mut(&self.root) {
+            Some(count) if *count > 1 => {
+                *count -= 1;
+                return;
+            }
+            _ => {
+                writers.remove(&self.root);
+            }
+        }
+        // Removed while the writers' table is held, so no writer begins meanwhile.
         let own = format!("{STAGING_PREFIX}{}-", process_id());
         for thread in (0..rayon::current_num_threads()).map(|index| index.to_string()).chain(["main".to_owned()]) {
             let _ = std::fs::remove_dir(self.root.join(format!("{own}{thread}")));
@@ -758,5 +785,22 @@ mod tests {
         std::fs::remove_dir(&second).expect("remove");
         store.end_staging();
         assert_eq!(std::fs::read_dir(store.root()).expect("store").count(), 0, "nothing is left in the store");
+    }
+
+    #[test]
+    fn a_writer_ending_leaves_the_staging_folders_to_the_writers_still_at_work() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        // Two bundles written side by side: the second ends while the first is between
+        // two entries, its thread's staging folder empty for a moment.
+        store.begin_staging();
+        store.begin_staging();
+        let entry = store.make_staging("a").expect("staged");
+        std::fs::remove_dir(&entry).expect("published");
+        store.end_staging();
+        assert!(store.thread_staging().is_dir(), "the first writer's folder stays while it writes");
+        store.end_staging();
+        assert!(!store.thread_staging().exists(), "the last writer ends it");
     }
 }
