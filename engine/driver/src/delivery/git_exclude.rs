@@ -181,9 +181,19 @@ pub fn update_block(
     Ok(Some(path))
 }
 
-/// Runs git in `folder` against the repository holding it (never one named by the
-/// caller's `GIT_*` variables), returning its standard output.
-pub fn git(folder: &Path, arguments: &[&str]) -> Result<Vec<u8>, String> {
+/// Why git gave no output.
+#[derive(Debug)]
+pub enum GitError {
+    /// git could not be started.
+    Spawn(std::io::Error),
+    /// git ran and failed; the first line it said, at most 200 characters.
+    Failed(String),
+}
+
+/// Runs git in `folder` against the repository holding it — never one named by the
+/// caller's `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE` or `GIT_COMMON_DIR` — with no
+/// input, and returns its standard output. The one way the driver runs git.
+pub fn run_git<A: AsRef<std::ffi::OsStr>>(folder: &Path, arguments: &[A]) -> Result<Vec<u8>, GitError> {
     let output = std::process::Command::new("git")
         .arg("-C")
         .arg(folder)
@@ -194,11 +204,18 @@ pub fn git(folder: &Path, arguments: &[&str]) -> Result<Vec<u8>, String> {
         .env_remove("GIT_COMMON_DIR")
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|error| format!("cannot run git: {}", error_kind(&error)))?;
+        .map_err(GitError::Spawn)?;
     if !output.status.success() {
         let said = String::from_utf8_lossy(&output.stderr);
-        let first = said.lines().next().unwrap_or("").chars().take(200).collect::<String>();
-        return Err(format!("`git {}` failed: {first}", arguments.first().copied().unwrap_or("")));
+        return Err(GitError::Failed(said.lines().next().unwrap_or("").chars().take(200).collect()));
     }
     Ok(output.stdout)
+}
+
+/// [`run_git`] with its failure as a sentence.
+pub fn git(folder: &Path, arguments: &[&str]) -> Result<Vec<u8>, String> {
+    run_git(folder, arguments).map_err(|error| match error {
+        GitError::Spawn(error) => format!("cannot run git: {}", error_kind(&error)),
+        GitError::Failed(first) => format!("`git {}` failed: {first}", arguments.first().copied().unwrap_or("")),
+    })
 }

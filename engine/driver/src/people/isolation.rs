@@ -18,6 +18,7 @@ use acompose_people::{Isolation, printable};
 
 use super::sessions::{Clock, lock, reconcile_locked, sessions_folder};
 use super::storage::{Stop, Workspace};
+use crate::delivery::git_exclude::GitError;
 use crate::home::atomic::FileError;
 
 /// Where the worktrees of sessions live, relative to the workspace.
@@ -30,28 +31,19 @@ pub const SANDBOX_BINARY: &str = "bwrap";
 /// Runs git in `folder` against the repository holding it (never one named by the
 /// caller's `GIT_*` variables), returning its standard output.
 fn git(folder: &Path, arguments: &[&std::ffi::OsStr]) -> Result<String, Stop> {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(folder)
-        .args(arguments)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|error| Stop::Io(FileError::caused(folder, "cannot run git".to_owned(), error)))?;
-    if !output.status.success() {
-        let said = String::from_utf8_lossy(&output.stderr);
-        let first: String = said.lines().next().unwrap_or("").chars().take(200).collect();
-        let command = arguments.iter().take(2).map(|argument| argument.to_string_lossy()).collect::<Vec<_>>();
-        return Err(Stop::Invalid(format!(
-            "`git {}` failed in `{}`: {}",
-            command.join(" "),
-            printable(&folder.display().to_string()),
-            printable(&first)
-        )));
+    match crate::delivery::git_exclude::run_git(folder, arguments) {
+        Ok(output) => Ok(String::from_utf8_lossy(&output).trim_end().to_owned()),
+        Err(GitError::Spawn(error)) => Err(Stop::Io(FileError::caused(folder, "cannot run git".to_owned(), error))),
+        Err(GitError::Failed(first)) => {
+            let command = arguments.iter().take(2).map(|argument| argument.to_string_lossy()).collect::<Vec<_>>();
+            Err(Stop::Invalid(format!(
+                "`git {}` failed in `{}`: {}",
+                command.join(" "),
+                printable(&folder.display().to_string()),
+                printable(&first)
+            )))
+        }
     }
-    Ok(String::from_utf8_lossy(&output.stdout).trim_end().to_owned())
 }
 
 fn os(text: &str) -> &std::ffi::OsStr {
