@@ -16,13 +16,58 @@
   const statusLine = () => document.getElementById("status");
 
   // ---------------------------------------------------------------------------------
+  // The settled signal: <html data-state> is "busy" while a view renders, a request is
+  // out, a handler runs, the events socket connects or a navigation is on its way, and
+  // "settled" once all of them are done. It turns "settled" on a later task, so the code
+  // that awaited the last answer has drawn it first. The browser suite waits on it.
+
+  let pending = 0;
+  let heldNavigations = 0;
+
+  function busy() {
+    pending += 1;
+    document.documentElement.dataset.state = "busy";
+  }
+
+  function done() {
+    window.setTimeout(() => {
+      pending -= 1;
+      if (pending === 0) document.documentElement.dataset.state = "settled";
+    }, 0);
+  }
+
+  // `work` (a handler or a render) counted as busy until it and what it awaits finish.
+  function tracked(work) {
+    return function (...args) {
+      busy();
+      let outcome;
+      try {
+        outcome = work.apply(this, args);
+      } catch (error) {
+        done();
+        throw error;
+      }
+      Promise.resolve(outcome).then(done, done);
+      return outcome;
+    };
+  }
+
+  // Goes to another view; busy from now until that view is drawn.
+  function go(hash) {
+    if (window.location.hash === hash) return;
+    busy();
+    heldNavigations += 1;
+    window.location.hash = hash;
+  }
+
+  // ---------------------------------------------------------------------------------
   // DOM building: children that are strings become text nodes.
 
   function el(tag, attributes, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attributes || {})) {
       if (value === undefined || value === null || value === false) continue;
-      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      if (key.startsWith("on")) node.addEventListener(key.slice(2), tracked(value));
       else if (key === "text") node.textContent = String(value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
@@ -76,6 +121,15 @@
   // One request; `version` (the ETag of the read an edit started from) goes in
   // If-Match. Returns the parsed body and the version the answer carries.
   async function call(method, path, body, version) {
+    busy();
+    try {
+      return await request(method, path, body, version);
+    } finally {
+      done();
+    }
+  }
+
+  async function request(method, path, body, version) {
     const headers = { Authorization: "Bearer " + token };
     if (version) headers["If-Match"] = '"' + version + '"';
     const init = { method, headers, credentials: "omit", cache: "no-store" };
@@ -396,7 +450,7 @@
       el("div", { class: "actions" }, el("button", { type: "submit", id: "save" }, isNew ? "Create" : "Save")),
       el("div", { id: "form-result" }),
     );
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const result = document.getElementById("form-result");
       if (!form.reportValidity()) return;
@@ -411,12 +465,12 @@
           ? await api("POST", "/people", document_)
           : await api("PUT", "/people/" + encodeURIComponent(person.id), document_, version);
         say(isNew ? "Created." : "Saved.", true);
-        window.location.hash = "#/people/" + encodeURIComponent(saved.id);
+        go("#/people/" + encodeURIComponent(saved.id));
       } catch (error) {
         if (error instanceof ApiError && error.status === 409 && error.body.code === "stale-version") showChanged(form, person, error.body.current, true);
         else result.replaceChildren(errorBox(error));
       }
-    });
+    }));
     return form;
   }
 
@@ -558,7 +612,7 @@
       if (value("import_max_tokens")) body.max_tokens = Number(value("import_max_tokens"));
       return body;
     };
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const file = document.getElementById("hire-file").files[0];
       if (!file) return;
@@ -571,11 +625,11 @@
           await guarded(saveResult, async () => {
             const saved = await api("POST", "/people/import/save", request(upload.content));
             say("Imported as " + saved.person_id + ".", true);
-            window.location.hash = "#/people/" + encodeURIComponent(saved.person_id);
+            go("#/people/" + encodeURIComponent(saved.person_id));
           });
         }));
       });
-    });
+    }));
     show(el("h2", {}, "Import a hire file"), el("p", {}, "The file is reviewed first; nothing is written until you press Save."), form, result);
   }
 
@@ -684,12 +738,12 @@
       recipe = { name, content };
       await preview([]);
     };
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const file = document.getElementById("recipe-file").files[0];
       if (!file) return;
       await use(file.name, await file.text());
-    });
+    }));
     show(
       el("h2", {}, "Swarm"),
       el("p", {}, "Make a recipe (which roles work together), choose who fills each role, then review and start the run."),
@@ -736,7 +790,7 @@
         el("div", { class: "actions" }, el("button", { type: "submit", id: "save-recipe" }, "Save recipe")),
         el("div", { id: "recipe-result" }),
       );
-      maker.addEventListener("submit", async (event) => {
+      maker.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!maker.reportValidity()) return;
         const roles = [...maker.querySelectorAll("input[name=recipe_role]:checked")].map((box) => ({ role: box.value }));
@@ -751,7 +805,7 @@
           await savedRecipes(target, use);
           await use(savedRecipe.file.split("/").pop(), savedRecipe.text);
         });
-      });
+      }));
       target.replaceChildren(el("h3", {}, "Saved recipes"), chooser, maker);
     });
   }
@@ -886,14 +940,14 @@
         if (task.trim()) body.task = task;
         return body;
       };
-      form.addEventListener("submit", async (event) => {
+      form.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!form.reportValidity()) return;
         await guarded(reviewBox, async () => {
           const review = await api("POST", "/sessions/review", request());
           reveal(reviewBox, startReview(review, request));
         });
-      });
+      }));
       target.replaceChildren(form, reviewBox);
     });
   }
@@ -954,7 +1008,7 @@
               if (review.conversation) body.conversation = review.conversation;
               await guarded(result, async () => {
                 const session = await api("POST", "/sessions", body);
-                window.location.hash = "#/sessions/" + encodeURIComponent(session.id);
+                go("#/sessions/" + encodeURIComponent(session.id));
               });
             },
           },
@@ -1113,6 +1167,15 @@
     const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/sessions/${encodeURIComponent(id)}/terminal`, [TOKEN_PROTOCOL_PREFIX + token]);
     socket.binaryType = "arraybuffer";
     openSocket = socket;
+    // Busy until the terminal's socket opens or fails.
+    busy();
+    let opening = true;
+    const opened = () => {
+      if (opening) done();
+      opening = false;
+    };
+    socket.addEventListener("open", opened);
+    socket.addEventListener("close", opened);
     const send = (message) => socket.readyState === WebSocket.OPEN && socket.send(JSON.stringify(message));
     socket.addEventListener("open", () => send({ type: "resize", cols: terminal.cols, rows: terminal.rows }));
     socket.addEventListener("message", (event) => {
@@ -1122,7 +1185,7 @@
           statusText.textContent = STATUS_WORDS[message.status] || message.status;
           statusText.dataset.status = message.status;
           stop.disabled = true;
-          if (onChange) onChange(["sessions"]);
+          changed(["sessions"]);
         }
       } else {
         terminal.write(new Uint8Array(event.data));
@@ -1163,7 +1226,7 @@
       id.value = last.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").replace(/^[-_]+/, "").slice(0, 64);
     });
     id.addEventListener("input", () => (id.dataset.typed = "true"));
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       if (!form.reportValidity()) return;
       await guarded(result, async () => {
@@ -1173,7 +1236,7 @@
         delete id.dataset.typed;
         await listProjects(target);
       });
-    });
+    }));
     show(el("h2", {}, "Projects"), el("p", {}, "Sessions start in a project's folder. Add one by its folder; nothing in the folder is changed."), target, form);
     follow((kinds) => kinds.includes("people") && listProjects(target), mine);
     await listProjects(target);
@@ -1367,11 +1430,11 @@
           );
         });
       };
-      whyForm.addEventListener("submit", async (event) => {
+      whyForm.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!whyForm.reportValidity()) return;
         await ask(whyForm.querySelector("#why-item").value.trim());
-      });
+      }));
       target.replaceChildren(
         el("ul", { class: "cards" }, roleCard(described)),
         el("dl", { class: "fields" }, field("Bundle id", described.bundle), field("Person source", described.person_source), field("Personalities", described.meld)),
@@ -1406,6 +1469,11 @@
   function follow(listener, mine) {
     if (mine === generation) onChange = listener;
   }
+
+  // The view on screen redraws for a change; busy until it has.
+  function changed(kinds) {
+    if (onChange) tracked(onChange)(kinds);
+  }
   const seen = { sessions: null, people: null };
 
   async function redraw(render) {
@@ -1420,7 +1488,15 @@
   function listen() {
     const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
     const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/events`, [TOKEN_PROTOCOL_PREFIX + token]);
+    // Busy until the socket answers or fails.
+    busy();
+    let connecting = true;
+    const answered = () => {
+      if (connecting) done();
+      connecting = false;
+    };
     socket.addEventListener("message", (event) => {
+      answered();
       let message = null;
       try {
         message = JSON.parse(event.data);
@@ -1432,9 +1508,10 @@
       seen.sessions = message.sessions;
       seen.people = message.people;
       document.body.dataset.live = "connected";
-      if (kinds.length && onChange) onChange(kinds);
+      if (kinds.length) changed(kinds);
     });
     socket.addEventListener("close", () => {
+      answered();
       document.body.dataset.live = "reconnecting";
       window.setTimeout(listen, 2000);
     });
@@ -1445,7 +1522,16 @@
 
   let lastSection = null;
 
+  // A view drawn for the address: busy until it and its requests are done, and the
+  // navigations that led here with it.
   function navigate() {
+    busy();
+    for (; heldNavigations > 0; heldNavigations -= 1) done();
+    tracked(route)();
+    done();
+  }
+
+  function route() {
     const sectionNow = window.location.hash;
     // A message belongs to the screen it was said on; it survives only the redirect
     // that follows a save.
@@ -1485,7 +1571,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

@@ -4,7 +4,7 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go } = window.acompose;
 
   // Under the preview: project and runner, Review run, then Start run.
   function startForm(recipe, assignments) {
@@ -28,13 +28,13 @@
         project_id: form.querySelector("#run-project").value,
         runner: form.querySelector("#run-runner").value,
       });
-      form.addEventListener("submit", async (event) => {
+      form.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         await guarded(reviewBox, async () => {
           const review = await api("POST", "/swarm/review", request());
           reveal(reviewBox, runReview(review, request));
         });
-      });
+      }));
       box.append(form, reviewBox);
     });
     return box;
@@ -75,7 +75,7 @@
           onclick: async () => {
             await guarded(result, async () => {
               const run = await api("POST", "/swarm", request());
-              window.location.hash = "#/runs/" + encodeURIComponent(run.id);
+              go("#/runs/" + encodeURIComponent(run.id));
             });
           },
         }, "Start run"),
@@ -166,7 +166,7 @@
       onclick: async () => {
         await guarded(result, async () => {
           const resumed = await api("POST", "/sessions/" + encodeURIComponent(session.id) + "/resume");
-          window.location.hash = "#/sessions/" + encodeURIComponent(resumed.id);
+          go("#/sessions/" + encodeURIComponent(resumed.id));
         });
       },
     }, "Resume");

@@ -13,6 +13,10 @@
 //! critical violation. The terminal shows `_` whole at device pixel ratio 1 and 2.
 //! Screenshots of each view at both sizes land in `<target>/tmp/screenshots/`.
 //!
+//! Every step waits on the page's settled signal (`<html data-state="settled">`, see
+//! docs/serve.md) and acts in the same turn of the page's event loop: no lookup is
+//! retried and no step sleeps.
+//!
 //! Without `chromium` and `chromedriver` on PATH the test says so and passes, unless
 //! `ACOMPOSE_BROWSER_TESTS=required` (as `.ci/run` sets), which makes their absence, or
 //! the absence of axe-core, a failure.
@@ -21,7 +25,7 @@ use crate::support;
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,18 +63,23 @@ fn free_port() -> u16 {
         .unwrap_or(9515)
 }
 
+/// Starts chromedriver and waits for its own word that it listens.
 fn start_driver(driver: &Path) -> Result<(Driver, u16)> {
     let port = free_port();
-    let child =
-        Command::new(driver).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+    let mut child =
+        Command::new(driver).arg(format!("--port={port}")).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let stdout = child.stdout.take().ok_or("chromedriver has no output")?;
     let driver = Driver(child);
-    let give_up = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > give_up {
-            return Err("chromedriver did not start listening".into());
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains("started successfully") => break,
+            Some(Ok(_)) => continue,
+            _ => return Err("chromedriver ended before it listened".into()),
         }
-        std::thread::sleep(Duration::from_millis(100));
     }
+    // The rest of its output is read and dropped, so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
     Ok((driver, port))
 }
 
@@ -102,110 +111,124 @@ async fn connect_at(port: u16, browser: &Path, ratio: u32) -> Result<Client> {
     Ok(client)
 }
 
-/// Waits until the element's text contains `needle`; returns the text.
+/// The page's settled signal and the step taken on it, in one script run inside the page:
+/// it waits (on the page's own mutations, not by polling) until `<html data-state>` is
+/// `settled`, the element `css` exists and `probe(node)` gives something other than
+/// `null` or `undefined`, and then, in the same turn of the page's event loop, takes `action` on the
+/// element: nothing a re-render could make stale lies between finding and acting.
+/// Answers `{ok: value}` or, after 20 s, `{error: …}` with what it saw last.
+const UNTIL: &str = r#"
+const [css, action, value] = arguments;
+return new Promise((resolve) => {
+  let timer = null;
+  let seen = null;
+  let acted = false;
+  const root = document.documentElement;
+  const observer = new MutationObserver(() => check());
+  const finish = (answer) => { acted = true; observer.disconnect(); window.clearTimeout(timer); resolve(answer); };
+  const check = () => {
+    if (acted || root.dataset.state !== 'settled') return;
+    const node = document.querySelector(css);
+    if (node === null) return;
+    seen = node.innerText;
+    const probed = probe(node);
+    if (probed === null || probed === undefined) return;
+    if (action === 'read') return finish({ok: probed});
+    if (node.disabled) return;
+    node.scrollIntoView({block: 'center'});
+    if (action === 'click') {
+      node.click();
+      return finish({ok: true});
+    }
+    node.focus();
+    node.value = value;
+    node.dispatchEvent(new Event('input', {bubbles: true}));
+    node.dispatchEvent(new Event('change', {bubbles: true}));
+    finish({ok: true});
+  };
+  observer.observe(root, {attributes: true, childList: true, subtree: true, characterData: true});
+  timer = window.setTimeout(() => finish({error: 'state ' + root.dataset.state + ', last seen ' + JSON.stringify(seen)}), 20000);
+  check();
+});
+"#;
+
+/// Runs [`UNTIL`] with `probe` (a JavaScript expression of `node`); `action` is `read`
+/// (answers the probe's value), `click`, or `fill` (sets the value as typing would end).
+async fn until(client: &Client, css: &str, probe: &str, action: &str, value: &str) -> Result<serde_json::Value> {
+    let script = format!("const probe = (node) => ({probe});\n{UNTIL}");
+    let answer = client
+        .execute(&script, vec![serde_json::json!(css), serde_json::json!(action), serde_json::json!(value)])
+        .await?;
+    match answer.get("ok") {
+        Some(value) => Ok(value.clone()),
+        None => Err(format!("`{css}` never gave {probe} to {action}: {}", answer["error"]).into()),
+    }
+}
+
+/// Waits until the page settles with `needle` in the element's text; returns the text.
 async fn wait_text(client: &Client, css: &str, needle: &str) -> Result<String> {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    let mut last = String::new();
-    loop {
-        if let Ok(element) = client.find(Locator::Css(css)).await
-            && let Ok(text) = element.text().await
-        {
-            if text.contains(needle) {
-                return Ok(text);
-            }
-            last = text;
-        }
-        if Instant::now() > give_up {
-            return Err(format!("`{css}` never showed {needle:?}; last {last:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let probe = format!("node.innerText.includes({}) ? node.innerText : null", serde_json::json!(needle));
+    Ok(until(client, css, &probe, "read", "").await?.as_str().unwrap_or_default().to_owned())
 }
 
-/// Clicks, trying again while the page re-renders the element.
+/// Clicks the element once the page has settled (and the element is enabled).
 async fn click(client: &Client, css: &str) -> Result {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let attempt = match client.find(Locator::Css(css)).await {
-            Ok(element) => element.click().await.map_err(|error| error.to_string()),
-            Err(error) => Err(error.to_string()),
-        };
-        match attempt {
-            Ok(()) => return Ok(()),
-            Err(error) if Instant::now() > give_up => return Err(format!("cannot click `{css}`: {error}").into()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+    until(client, css, "true", "click", "").await.map(drop)
 }
 
-/// Gives a file input the path of `file`, trying again while the page re-renders it.
-async fn send_file(client: &Client, css: &str, file: &Path) -> Result {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let attempt = match client.find(Locator::Css(css)).await {
-            Ok(element) => element.send_keys(&file.to_string_lossy()).await.map_err(|error| error.to_string()),
-            Err(error) => Err(error.to_string()),
-        };
-        match attempt {
-            Ok(()) => return Ok(()),
-            Err(error) if Instant::now() > give_up => return Err(format!("cannot give `{css}` a file: {error}").into()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-}
-
+/// Waits until the page settles with the element on it.
 async fn wait_for(client: &Client, css: &str) -> Result {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    while client.find(Locator::Css(css)).await.is_err() {
-        if Instant::now() > give_up {
-            return Err(format!("`{css}` never appeared").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until(client, css, "true", "read", "").await.map(drop)
+}
+
+/// Fills the field once the page has settled, with the events typing gives.
+async fn fill(client: &Client, css: &str, text: &str) -> Result {
+    until(client, css, "true", "fill", text).await.map(drop)
+}
+
+/// Chooses `value` in a select once the page has settled.
+async fn select(client: &Client, css: &str, value: &str) -> Result {
+    until(client, css, "true", "fill", value).await.map(drop)
+}
+
+/// Gives a file input the path of `file` once the page has settled. (A file can only
+/// be given through WebDriver; the views with file inputs do not redraw on their own.)
+async fn send_file(client: &Client, css: &str, file: &Path) -> Result {
+    wait_for(client, css).await?;
+    client.find(Locator::Css(css)).await?.send_keys(&file.to_string_lossy()).await?;
     Ok(())
 }
 
-/// Clears the field and types `text`, trying again while the page re-renders it.
-async fn fill(client: &Client, css: &str, text: &str) -> Result {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let attempt = match client.find(Locator::Css(css)).await {
-            Ok(element) => match element.clear().await {
-                Ok(()) => element.send_keys(text).await.map_err(|error| error.to_string()),
-                Err(error) => Err(error.to_string()),
-            },
-            Err(error) => Err(error.to_string()),
-        };
-        match attempt {
-            Ok(()) => return Ok(()),
-            Err(error) if Instant::now() > give_up => return Err(format!("cannot fill `{css}`: {error}").into()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+/// A real pointer click (the terminal takes focus on the pointer's events, not on a
+/// scripted click), once the page has settled.
+async fn pointer_click(client: &Client, css: &str) -> Result {
+    wait_for(client, css).await?;
+    client.find(Locator::Css(css)).await?.click().await?;
+    Ok(())
 }
 
-/// Reads `expression` of the element `css` (named `node` in it) in the page, in one
-/// step, so a re-render between finding the element and reading it cannot make the
-/// read fail; waits while there is no such element.
+/// Reads `expression` of the element `css` (named `node` in it) once the page has
+/// settled and the expression gives something other than null.
 async fn read(client: &Client, css: &str, expression: &str) -> Result<serde_json::Value> {
-    let script =
-        format!("const node = document.querySelector(arguments[0]); return node === null ? null : ({expression});");
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let value = client.execute(&script, vec![serde_json::json!(css)]).await?;
-        if !value.is_null() {
-            return Ok(value);
-        }
-        if Instant::now() > give_up {
-            return Err(format!("`{css}` never appeared").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until(client, css, expression, "read", "").await
 }
 
 /// The element's rendered text, read in one step.
 async fn text_of(client: &Client, css: &str) -> Result<String> {
     Ok(read(client, css, "node.innerText").await?.as_str().unwrap_or_default().to_owned())
+}
+
+/// Sets the window's size and waits until the page has laid itself out again (two
+/// animation frames) and settled.
+async fn resize(client: &Client, (width, height): (u32, u32)) -> Result {
+    client.set_window_size(width, height).await?;
+    client
+        .execute(
+            "return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(true))));",
+            vec![],
+        )
+        .await?;
+    wait_for(client, "html").await
 }
 
 fn screenshots() -> PathBuf {
@@ -367,18 +390,8 @@ async fn journey(page: &Page<'_>, server: &Server) -> Result {
 }
 
 async fn wait_attribute(client: &Client, css: &str, name: &str, value: &str) -> Result {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(element) = client.find(Locator::Css(css)).await
-            && element.attr(name).await.ok().flatten().as_deref() == Some(value)
-        {
-            return Ok(());
-        }
-        if Instant::now() > give_up {
-            return Err(format!("`{css}` never had {name}={value:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let probe = format!("node.getAttribute({}) === {} || null", serde_json::json!(name), serde_json::json!(value));
+    until(client, css, &probe, "read", "").await.map(drop)
 }
 
 /// The view on screen at 1280×800 and at 390×844: a screenshot of each, no sideways
@@ -386,8 +399,7 @@ async fn wait_attribute(client: &Client, css: &str, name: &str, value: &str) -> 
 async fn both_sizes(page: &Page<'_>, name: &str, css: &str) -> Result {
     let client = page.client;
     for (width, height) in [NARROW, WIDE] {
-        client.set_window_size(width, height).await?;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        resize(client, (width, height)).await?;
         let sizes = client
             .execute(
                 "const root = document.documentElement; return [root.scrollWidth, root.clientWidth, window.innerWidth];",
@@ -423,8 +435,16 @@ async fn accessible(page: &Page<'_>, label: &str) -> Result {
 }
 
 /// Goes to a view by its address, as a link would.
+/// Goes to a view by its address, as a link would; returns once the page has taken up
+/// the new address (its `hashchange`), so the next wait is for the new view.
 async fn visit(client: &Client, fragment: &str) -> Result {
-    client.execute("window.location.hash = arguments[0];", vec![serde_json::json!(fragment)]).await?;
+    let script = "const [fragment] = arguments; \
+        if (window.location.hash === fragment) return true; \
+        return new Promise((resolve) => { \
+            window.addEventListener('hashchange', () => resolve(true), {once: true}); \
+            window.location.hash = fragment; \
+        });";
+    client.execute(script, vec![serde_json::json!(fragment)]).await?;
     Ok(())
 }
 
@@ -525,8 +545,7 @@ async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
         !server.path("ws/people/pam-beesly.json").exists() && !server.path("ws/people/pam.json").exists(),
         "the review wrote a file"
     );
-    client.set_window_size(WIDE.0, WIDE.1).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    resize(client, WIDE).await?;
     let widths = column_characters(client, "#mapped").await?;
     assert!(
         widths.len() == 2 && widths.iter().all(|width| *width >= 12.0),
@@ -566,11 +585,11 @@ async fn roster_views(page: &Page<'_>) -> Result {
     click(client, "a[data-nav=people]").await?;
     wait_text(client, "#configured", "Pam Beesly").await?;
     both_sizes(page, "roster", "body").await?;
-    client.set_window_size(NARROW.0, NARROW.1).await?;
+    resize(client, NARROW).await?;
     click(client, "#compact").await?;
     shoot(client, "roster-compact-390", "body").await?;
     click(client, "#compact").await?;
-    client.set_window_size(WIDE.0, WIDE.1).await?;
+    resize(client, WIDE).await?;
     click(client, "a[data-nav=new]").await?;
     wait_for(client, "#person-form").await?;
     both_sizes(page, "new-person", "h2").await?;
@@ -626,8 +645,7 @@ async fn swarm(page: &Page<'_>, server: &Server) -> Result {
     click(client, "#preview").await?;
     wait_text(client, "#swarm", "reception").await?;
     wait_for(client, "#assign-lead").await?;
-    // Choosing re-renders the table; a stale element afterwards is expected.
-    let _ = client.find(Locator::Css("#assign-lead")).await?.select_by_value("ada").await;
+    select(client, "#assign-lead", "ada").await?;
     wait_text(client, "tr[data-role=lead] .resolved", "ada").await?;
     click(client, "tr[data-role=lead] .remember").await?;
     wait_text(client, "tr[data-role=lead]", "pinned: ada").await?;
@@ -707,7 +725,7 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     click(client, "a[data-nav=sessions]").await?;
     click(client, &format!("tr[data-session='{session}'] a")).await?;
     wait_text(client, "#terminal", READY).await?;
-    click(client, "#terminal .xterm-screen").await?;
+    pointer_click(client, "#terminal .xterm-screen").await?;
     client.active_element().await?.send_keys(&format!("ping{}", char::from(Key::Enter))).await?;
     wait_text(client, "#terminal", "got ping").await?;
     both_sizes(page, "live-session", "body").await?;
@@ -771,24 +789,9 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     let pid = record["pid"].as_u64().ok_or("no pid in the record")?.to_string();
     let killed_at = Instant::now();
     assert!(Command::new("kill").args(["-KILL", &pid]).status()?.success());
-    loop {
-        // The live table is re-rendered as events arrive: a row missing for a moment
-        // is read again, not taken as an answer.
-        let status = client
-            .execute(
-                "const node = document.querySelector(arguments[0]); return node === null ? '' : node.innerText;",
-                vec![serde_json::json!(format!("{row} .session-status"))],
-            )
-            .await?
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if !status.is_empty() && !status.contains("running") {
-            break;
-        }
-        assert!(killed_at.elapsed() < Duration::from_secs(2), "still shown as running 2 s after the kill");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The page's own signal: the row, settled, no longer says running.
+    let status = format!("{row} .session-status");
+    read(client, &status, "node.innerText.includes('running') ? null : node.innerText").await?;
     let shown_after = killed_at.elapsed();
     assert!(shown_after < Duration::from_secs(2), "shown as ended after {shown_after:?}");
     wait_text(client, &format!("{row} .session-ending"), "signal 9 (SIGKILL)").await?;
@@ -946,7 +949,7 @@ async fn swarm_journey(client: &Client, server: &Server) -> Result {
     wait_for(client, "#run-sessions").await?;
     click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
     wait_text(client, "#terminal", READY).await?;
-    click(client, "#terminal .xterm-screen").await?;
+    pointer_click(client, "#terminal .xterm-screen").await?;
     client.active_element().await?.send_keys(&format!("hello{}", char::from(Key::Enter))).await?;
     wait_text(client, "#terminal", "got hello").await?;
     shoot(client, "swarm-terminal", "body").await?;
