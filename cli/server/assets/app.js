@@ -213,7 +213,8 @@
   function inPageTerms(text) {
     return String(text || "")
       .replace(/(pass|override with|supply one with|review must supply one with) (--[a-z-]+)/g, (_, __, flag) => `fill in “${labelOf(flag)}”`)
-      .replace(/`?acompose people edit [a-z0-9_-]+`?/g, "Edit on the Person's page");
+      .replace(/`?acompose people edit [a-z0-9_-]+`?/g, "Edit on the Person's page")
+      .replace(/start again with --acknowledge-unsupported/g, "tick “Start anyway” in the review and start again");
   }
 
   // One finding as a sentence: where (the file, the field as the form labels it), what,
@@ -1571,7 +1572,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

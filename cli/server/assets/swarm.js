@@ -4,7 +4,7 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field, tracked, go } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf } = window.acompose;
 
   // Under the preview: project and runner, Review run, then Start run.
   function startForm(recipe, assignments) {
@@ -55,6 +55,25 @@
         el("td", { class: "as-role" }, sight ? [sight.role, " — ", sight.identity, " (", sight.pronouns, "), bundle ", el("code", {}, sight.bundle), ", ", String((sight.skills || []).length), " skills"] : "host context"),
       );
     });
+    // Limits a role's runner cannot enforce: Start run waits for the acknowledgement.
+    const limits = (review.roles || []).flatMap((role) =>
+      ((role.review || {}).unsupported_details || []).map((limit) => el("li", {}, el("strong", {}, role.role), " (", role.person_id || "ephemeral", "): “", labelOf(limit.field), "” — ", limit.explanation)),
+    );
+    const box = limits.length ? el("input", { type: "checkbox", id: "acknowledge-run" }) : null;
+    const start = el("button", {
+      type: "button",
+      id: "start-run",
+      disabled: Boolean(box),
+      onclick: async () => {
+        await guarded(result, async () => {
+          const body = request();
+          body.acknowledge_unsupported = Boolean(box && box.checked);
+          const run = await api("POST", "/swarm", body);
+          go("#/runs/" + encodeURIComponent(run.id));
+        });
+      },
+    }, "Start run");
+    if (box) box.addEventListener("change", () => (start.disabled = !box.checked));
     return el(
       "section",
       { "aria-labelledby": "run-review-heading" },
@@ -66,20 +85,9 @@
         el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Model", "Works as"].map((name) => el("th", { scope: "col" }, name)))),
         el("tbody", {}, rows),
       ),
-      el(
-        "div",
-        { class: "actions" },
-        el("button", {
-          type: "button",
-          id: "start-run",
-          onclick: async () => {
-            await guarded(result, async () => {
-              const run = await api("POST", "/swarm", request());
-              go("#/runs/" + encodeURIComponent(run.id));
-            });
-          },
-        }, "Start run"),
-      ),
+      limits.length ? [el("h4", {}, "Limits these runners cannot enforce"), el("ul", { id: "run-unsupported" }, limits)] : null,
+      box ? el("div", { class: "field" }, el("label", { for: "acknowledge-run" }, box, " Start anyway: the limits above are not enforced")) : null,
+      el("div", { class: "actions" }, start),
       result,
     );
   }

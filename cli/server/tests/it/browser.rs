@@ -902,7 +902,13 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
 }
 
 async fn swarm_journey(client: &Client, server: &Server) -> Result {
-    let people_before = fs::read(server.path("ws/people/ann.json"))?;
+    // Ann has a cost limit Claude Code cannot enforce: the run waits for the
+    // acknowledgement in the page.
+    let ann = server.path("ws/people/ann.json");
+    let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&ann)?)?;
+    person["budget"] = serde_json::json!({"max_cost_usd": 5});
+    fs::write(&ann, serde_json::to_vec_pretty(&person)?)?;
+    let people_before = fs::read(&ann)?;
     // No file by hand: the project is chosen by its folder, the recipe made in the page,
     // the platform role pinned to Ann, and the run started.
     client.goto(&format!("{}#/projects", server.handle.url())).await?;
@@ -935,6 +941,12 @@ async fn swarm_journey(client: &Client, server: &Server) -> Result {
     wait_text(client, "#run-roles tr[data-role=qa]", "ephemeral").await?;
     assert!(!server.path("ws/.agent-toolkit/runs").exists(), "the review recorded a run");
     shoot(client, "swarm-review", "#run-review").await?;
+    wait_text(client, "#run-unsupported", "Max cost (USD)").await?;
+    let review = text_of(client, "#run-review").await?;
+    assert!(!review.contains("--"), "a command-line flag in the run review: {review}");
+    let disabled = read(client, "#start-run", "node.disabled").await?;
+    assert_eq!(disabled, serde_json::Value::Bool(true), "Start run is enabled before the acknowledgement");
+    click(client, "#acknowledge-run").await?;
     click(client, "#start-run").await?;
     wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "running").await?;
     wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "running").await?;
