@@ -1572,7 +1572,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

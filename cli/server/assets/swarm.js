@@ -4,7 +4,20 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime } = window.acompose;
+
+  // A table that becomes stacked rows on a narrow screen, each cell under its column's
+  // name (the heading's text), as the page's other tables do.
+  function stacked(table) {
+    table.classList.add("stack");
+    const names = [...table.querySelectorAll("thead th")].map((heading) => heading.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, index) => {
+        if (cell.tagName === "TD" && names[index]) cell.dataset.label = names[index];
+      });
+    }
+    return table;
+  }
 
   // Under the preview: project and runner, Review run, then Start run.
   function startForm(recipe, assignments) {
@@ -79,12 +92,12 @@
       { "aria-labelledby": "run-review-heading" },
       el("h3", { id: "run-review-heading" }, "Run review"),
       el("dl", { class: "fields" }, field("Run", review.run_id), field("Recipe", review.recipe), field("Project", review.project_id)),
-      el(
+      stacked(el(
         "table",
         { id: "run-roles" },
         el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Model", "Works as"].map((name) => el("th", { scope: "col" }, name)))),
         el("tbody", {}, rows),
-      ),
+      )),
       limits.length ? [el("h4", {}, "Limits these runners cannot enforce"), el("ul", { id: "run-unsupported" }, limits)] : null,
       box ? el("div", { class: "field" }, el("label", { for: "acknowledge-run" }, box, " Start anyway: the limits above are not enforced")) : null,
       el("div", { class: "actions" }, start),
@@ -100,7 +113,7 @@
       const runs = listing.runs || [];
       target.replaceChildren(
         runs.length
-          ? el(
+          ? stacked(el(
               "table",
               { id: "runs" },
               el("thead", {}, el("tr", {}, ["Run", "Recipe", "Project", "Roles", "Started"].map((name) => el("th", { scope: "col" }, name)))),
@@ -115,11 +128,11 @@
                     el("td", {}, run.recipe),
                     el("td", {}, run.project_id),
                     el("td", {}, (run.roles || []).map((role) => role.role).join(", ")),
-                    el("td", {}, run.started_at),
+                    el("td", {}, localTime(run.started_at)),
                   ),
                 ),
               ),
-            )
+            ))
           : el("p", { class: "empty" }, "No runs yet: start one from the Swarm tab."),
       );
     });
@@ -157,8 +170,8 @@
         },
       }, "Stop run");
       target.replaceChildren(
-        el("dl", { class: "fields" }, field("Run", run.id), field("Recipe", run.recipe), field("Project", run.project_id), field("Started", run.started_at)),
-        el("table", { id: "run-sessions" }, el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Status", "Terminal"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows)),
+        el("dl", { class: "fields" }, field("Run", run.id), field("Recipe", run.recipe), field("Project", run.project_id), field("Started", localTime(run.started_at))),
+        stacked(el("table", { id: "run-sessions" }, el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Status", "Terminal"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows))),
         el("div", { class: "actions" }, stop),
         result,
       );

@@ -379,7 +379,7 @@ async fn journey(page: &Page<'_>, server: &Server) -> Result {
     create_edit_archive_restore(client, server).await?;
     a_stale_edit_keeps_the_archive(page, server).await?;
     import_through_review(page, server).await?;
-    roster_views(page).await?;
+    roster_views(page, server).await?;
     add_a_project(page, server).await?;
     swarm(page, server).await?;
     live_session(page, server).await?;
@@ -580,8 +580,17 @@ async fn import_through_review(page: &Page<'_>, server: &Server) -> Result {
     Ok(())
 }
 
-async fn roster_views(page: &Page<'_>) -> Result {
+async fn roster_views(page: &Page<'_>, server: &Server) -> Result {
     let client = page.client;
+    // A Person whose name is 120 characters long, one word of them unbroken.
+    let long_name =
+        format!("Maximiliana {} Longname-Featherstonehaugh", "Wolfeschlegelsteinhausenbergerdorff".repeat(2));
+    let long_name: String = long_name.chars().chain(std::iter::repeat('x')).take(120).collect();
+    let person = support::person("maximiliana", &long_name, "reception");
+    assert_eq!(server.post("/api/v1/people", &person).status, 201);
+    visit(client, "#/people/maximiliana").await?;
+    wait_text(client, "h2", "Maximiliana").await?;
+    both_sizes(page, "person-long-name", "h2").await?;
     click(client, "a[data-nav=people]").await?;
     wait_text(client, "#configured", "Pam Beesly").await?;
     both_sizes(page, "roster", "body").await?;
@@ -890,10 +899,12 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
         eprintln!("skipped: the browser test needs `chromium` and `chromedriver` on PATH");
         return Ok(());
     };
+    let axe = axe_source(required)?;
     let server = swarm_sandbox();
     let (_driver, driver_port) = start_driver(&driver)?;
     let client = connect(driver_port, &browser).await?;
-    let outcome = swarm_journey(&client, &server).await;
+    let page = Page { client: &client, axe: axe.as_deref() };
+    let outcome = swarm_journey(&page, &server).await;
     if outcome.is_err() {
         let _ = shoot(&client, "swarm-failure", "body").await;
     }
@@ -901,7 +912,8 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
     outcome
 }
 
-async fn swarm_journey(client: &Client, server: &Server) -> Result {
+async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
+    let client = page.client;
     // Ann has a cost limit Claude Code cannot enforce: the run waits for the
     // acknowledgement in the page.
     let ann = server.path("ws/people/ann.json");
@@ -947,12 +959,18 @@ async fn swarm_journey(client: &Client, server: &Server) -> Result {
     let disabled = read(client, "#start-run", "node.disabled").await?;
     assert_eq!(disabled, serde_json::Value::Bool(true), "Start run is enabled before the acknowledgement");
     click(client, "#acknowledge-run").await?;
+    both_sizes(page, "run-review", "#run-review").await?;
     click(client, "#start-run").await?;
     wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "running").await?;
     wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "running").await?;
     let runs: Vec<_> = fs::read_dir(server.path("ws/.agent-toolkit/runs"))?.flatten().collect();
     assert_eq!(runs.len(), 1, "one run is recorded");
     let run_address = client.current_url().await?;
+    both_sizes(page, "run", "h2").await?;
+    visit(client, "#/runs").await?;
+    wait_for(client, "#runs").await?;
+    both_sizes(page, "runs", "h2").await?;
+    client.goto(run_address.as_str()).await?;
 
     // Open the platform role's terminal, go back, and reopen it: the output is there.
     click(client, "#run-sessions tr[data-role=platform] .open-terminal").await?;
