@@ -137,7 +137,13 @@
       headers["Content-Type"] = "application/json";
       init.body = typeof body === "string" ? body : JSON.stringify(body);
     }
-    const response = await fetch("/api/v1" + path, init);
+    let response;
+    try {
+      response = await fetch("/api/v1" + path, init);
+    } catch (error) {
+      connectionLost();
+      throw error;
+    }
     let parsed = null;
     try {
       parsed = await response.json();
@@ -1486,9 +1492,49 @@
     }
   }
 
+  // ---------------------------------------------------------------------------------
+  // The connection: lost when the events socket closes or a request cannot reach the
+  // server. Until the socket is back the banner stays, the view cannot be used (inert:
+  // no form can be filled against a server that is gone) and live states read
+  // "unknown"; then the view redraws what it shows.
+
+  let lost = false;
+  let eventsSocket = null;
+  const banner = () => document.getElementById("connection");
+
+  function connectionLost() {
+    if (lost) return;
+    lost = true;
+    banner().replaceChildren(
+      el("strong", {}, "The acompose server cannot be reached."),
+      " Nothing can be changed until it is back, and what is shown live may be out of date. The page tries again every 2 seconds; if the server was started again with a new address, open that address.",
+    );
+    banner().hidden = false;
+    view().inert = true;
+    document.body.dataset.live = "lost";
+    for (const state of view().querySelectorAll(".presence, .session-status, #session-status, .run-status")) {
+      state.textContent = "unknown";
+      if (state.classList.contains("presence")) state.className = "presence presence-unknown";
+    }
+    // A request failed while the socket looked open: make the socket prove it.
+    if (eventsSocket && eventsSocket.readyState === WebSocket.OPEN) eventsSocket.close();
+  }
+
+  function connectionBack() {
+    if (!lost) return;
+    lost = false;
+    banner().hidden = true;
+    banner().replaceChildren();
+    view().inert = false;
+    // A view that could not load is loaded again; any other redraws what is live.
+    if (view().querySelector(".error[data-code=network]")) navigate();
+    else changed(["sessions", "people"]);
+  }
+
   function listen() {
     const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
     const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/events`, [TOKEN_PROTOCOL_PREFIX + token]);
+    eventsSocket = socket;
     // Busy until the socket answers or fails.
     busy();
     let connecting = true;
@@ -1509,11 +1555,12 @@
       seen.sessions = message.sessions;
       seen.people = message.people;
       document.body.dataset.live = "connected";
-      if (kinds.length) changed(kinds);
+      if (lost) connectionBack();
+      else if (kinds.length) changed(kinds);
     });
     socket.addEventListener("close", () => {
       answered();
-      document.body.dataset.live = "reconnecting";
+      connectionLost();
       window.setTimeout(listen, 2000);
     });
   }

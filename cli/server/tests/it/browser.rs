@@ -321,11 +321,11 @@ async fn the_page_does_every_people_task_in_a_real_browser() -> Result {
         return Ok(());
     };
     let axe = axe_source(required)?;
-    let server = sandbox();
+    let mut server = sandbox();
     let (_driver, driver_port) = start_driver(&driver)?;
     let client = connect(driver_port, &browser).await?;
     let page = Page { client: &client, axe: axe.as_deref() };
-    let outcome = journey(&page, &server).await;
+    let outcome = journey(&page, &mut server).await;
     if outcome.is_err() {
         let _ = shoot(&client, "failure", "body").await;
     }
@@ -367,7 +367,7 @@ fn axe_source(required: bool) -> Result<Option<String>> {
     }
 }
 
-async fn journey(page: &Page<'_>, server: &Server) -> Result {
+async fn journey(page: &Page<'_>, server: &mut Server) -> Result {
     let client = page.client;
     client.goto(&server.handle.url()).await?;
     wait_text(client, "h2", "Roster").await?;
@@ -380,6 +380,7 @@ async fn journey(page: &Page<'_>, server: &Server) -> Result {
     a_stale_edit_keeps_the_archive(page, server).await?;
     import_through_review(page, server).await?;
     roster_views(page, server).await?;
+    connection_banner(page, server).await?;
     add_a_project(page, server).await?;
     swarm(page, server).await?;
     live_session(page, server).await?;
@@ -608,6 +609,32 @@ async fn roster_views(page: &Page<'_>, server: &Server) -> Result {
         .execute("document.querySelector('.skip').focus(); return document.activeElement.className", vec![])
         .await?;
     assert_eq!(focused, serde_json::json!("skip"));
+    Ok(())
+}
+
+/// The server stops: within 5 s the page says so, live states read "unknown" and the view
+/// cannot be used (a form cannot be filled against a server that is gone); started
+/// again, the banner goes and the view works again.
+async fn connection_banner(page: &Page<'_>, server: &mut Server) -> Result {
+    let client = page.client;
+    visit(client, "#/people").await?;
+    wait_text(client, "li[data-person=ada] .presence", "offline").await?;
+    let stopped_at = Instant::now();
+    server.stop_for_now();
+    wait_text(client, "#connection", "cannot be reached").await?;
+    let shown_after = stopped_at.elapsed();
+    assert!(shown_after < Duration::from_secs(5), "the banner came {shown_after:?} after the server stopped");
+    wait_text(client, "li[data-person=ada] .presence", "unknown").await?;
+    both_sizes(page, "connection-lost", "body").await?;
+    visit(client, "#/people/new").await?;
+    let inert = read(client, "#view", "node.inert").await?;
+    assert_eq!(inert, serde_json::Value::Bool(true), "the view can be used while the server is gone");
+    server.start_again();
+    read(client, "#connection", "node.hidden || null").await?;
+    let inert = read(client, "#field-name", "node.closest('[inert]') !== null").await?;
+    assert_eq!(inert, serde_json::Value::Bool(false), "the form stays disabled after the server is back");
+    visit(client, "#/people").await?;
+    wait_text(client, "li[data-person=ada] .presence", "offline").await?;
     Ok(())
 }
 
