@@ -356,7 +356,7 @@
       const budget = person.budget || {};
       const toggle = person.archived
         ? el("button", { type: "button", id: "restore", onclick: () => setArchived(person.id, false, version) }, "Restore")
-        : el("button", { type: "button", id: "archive", onclick: () => setArchived(person.id, true, version) }, "Archive");
+        : dangerous({ id: "archive" }, "Archive", "Archive " + person.name + "? It can no longer be started; Restore brings it back.", () => setArchived(person.id, true, version));
       follow(() => redraw(() => detail(id)), mine);
       heading.textContent = person.name;
       target.replaceChildren(
@@ -389,6 +389,36 @@
         el("div", { id: "action-result" }),
       );
     });
+  }
+
+  // A danger action asks first: its button (outlined in the danger colour) opens a
+  // confirmation beside it that says what will happen, with the action again (solid)
+  // and Cancel; only the confirmation acts. Returns the button.
+  function dangerous(attributes, label, question, act) {
+    const button = el("button", {
+      ...attributes,
+      type: "button",
+      class: "danger",
+      onclick: () => {
+        const close = () => {
+          ask.remove();
+          button.hidden = false;
+        };
+        const yes = el("button", { type: "button", id: attributes.id + "-confirm", class: "danger solid", onclick: async () => {
+          close();
+          await act();
+        } }, label);
+        const no = el("button", { type: "button", id: attributes.id + "-cancel", class: "clear", onclick: () => {
+          close();
+          button.focus();
+        } }, "Cancel");
+        const ask = el("span", { class: "confirm", role: "group", "aria-label": question }, el("span", {}, question), " ", yes, " ", no);
+        button.hidden = true;
+        button.after(ask);
+        yes.focus();
+      },
+    }, label);
+    return button;
   }
 
   async function setArchived(id, archived, version) {
@@ -1109,13 +1139,13 @@
       const statusText = el("span", { id: "session-status", "data-status": session.status }, statusWords(session));
       const endText = el("span", { id: "session-ending" }, ending(session));
       const screen = el("div", { id: "terminal", class: "terminal", role: "region", "aria-label": "Terminal of the session" });
-      const stop = el("button", { type: "button", id: "stop", disabled: !session.live, onclick: async () => {
+      const stop = dangerous({ id: "stop", disabled: !session.live }, "Stop", "Stop this session? Its runner and everything it started are ended.", async () => {
         await guarded(result, async () => {
           const stopped = await api("POST", "/sessions/" + encodeURIComponent(id) + "/stop");
           update(stopped);
           say("Stopped.");
         });
-      } }, "Stop");
+      });
       const result = el("div");
       // The record as it is now: status, how it ended, whether Stop still applies.
       const update = (now) => {
@@ -1619,7 +1649,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime, dangerous };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

@@ -4,7 +4,7 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime, dangerous } = window.acompose;
 
   // A table that becomes stacked rows on a narrow screen, each cell under its column's
   // name (the heading's text), as the page's other tables do.
@@ -157,18 +157,13 @@
           el("td", {}, el("a", { class: "open-terminal", href: "#/sessions/" + encodeURIComponent(role.session_id) }, session.attachable ? "Open terminal" : "Session")),
         );
       });
-      const stop = el("button", {
-        type: "button",
-        id: "stop-run",
-        disabled: !live,
-        onclick: async () => {
-          await guarded(result, async () => {
-            await api("POST", "/swarm/" + encodeURIComponent(id) + "/stop");
-            say("Stopped the run.");
-            await runView(id);
-          });
-        },
-      }, "Stop run");
+      const stop = dangerous({ id: "stop-run", disabled: !live }, "Stop run", "Stop the whole run? Every role's session is ended.", async () => {
+        await guarded(result, async () => {
+          await api("POST", "/swarm/" + encodeURIComponent(id) + "/stop");
+          say("Stopped the run.");
+          await runView(id);
+        });
+      });
       target.replaceChildren(
         el("dl", { class: "fields" }, field("Run", run.id), field("Recipe", run.recipe), field("Project", run.project_id), field("Started", localTime(run.started_at))),
         stacked(el("table", { id: "run-sessions" }, el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Status", "Terminal"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows))),

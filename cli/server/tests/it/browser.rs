@@ -480,7 +480,15 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     let stored: serde_json::Value = serde_json::from_slice(&fs::read(server.path("ws/people/ada.json"))?)?;
     assert_eq!(stored["skills"], serde_json::json!(["planning", "review"]));
 
+    // Archive asks first; Cancel leaves the Person as it was.
     click(client, "#archive").await?;
+    wait_text(client, ".confirm", "Archive").await?;
+    click(client, "#archive-cancel").await?;
+    wait_for(client, "#archive:not([hidden])").await?;
+    let stored: serde_json::Value = serde_json::from_slice(&fs::read(server.path("ws/people/ada.json"))?)?;
+    assert_eq!(stored["archived"], false, "archived without the confirmation");
+    click(client, "#archive").await?;
+    click(client, "#archive-confirm").await?;
     wait_for(client, "#restore").await?;
     wait_text(client, "#presence", "archived").await?;
     click(client, "#restore").await?;
@@ -765,7 +773,13 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     client.active_element().await?.send_keys(&format!("ping{}", char::from(Key::Enter))).await?;
     wait_text(client, "#terminal", "got ping").await?;
     both_sizes(page, "live-session", "body").await?;
+    // Stop asks first: the session runs on until the confirmation.
     click(client, "#stop").await?;
+    wait_text(client, ".confirm", "Stop this session?").await?;
+    wait_text(client, "#session-status", "running").await?;
+    accessible(page, "the stop confirmation").await?;
+    shoot(client, "stop-confirmation", "body").await?;
+    click(client, "#stop-confirm").await?;
     wait_text(client, "#session-status", "stopped").await?;
     wait_text(client, "#session-ending", "ended").await?;
     click(client, "a[data-nav=people]").await?;
@@ -1014,6 +1028,7 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     // Stop the whole run.
     client.goto(run_address.as_str()).await?;
     click(client, "#stop-run").await?;
+    click(client, "#stop-run-confirm").await?;
     wait_text(client, "#run-sessions tr[data-role=platform] .run-status", "stopped").await?;
     wait_text(client, "#run-sessions tr[data-role=qa] .run-status", "stopped").await?;
     assert_eq!(fs::read(server.path("ws/people/ann.json"))?, people_before, "the run changed a Person");
@@ -1031,6 +1046,7 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     assert_eq!(entry["resumed_from"], old.trim_start_matches("/sessions/"));
     shoot(client, "resumed", "body").await?;
     click(client, "#stop").await?;
+    click(client, "#stop-confirm").await?;
     wait_text(client, "#session-status", "stopped").await?;
     Ok(())
 }
