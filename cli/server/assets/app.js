@@ -1180,7 +1180,7 @@
       if (session.attachable) attachTerminal(id, screen, statusText, stop);
       // Its runner lives but this server does not hold its terminal: it was started by
       // `acompose people start`, by another server, or by one that has since stopped.
-      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by `acompose people start`, another `acompose serve`, or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
+      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by ", el("code", {}, "acompose people start"), ", another ", el("code", {}, "acompose serve"), ", or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
       else screen.append(el("p", { class: "empty" }, "The session has ended; its terminal is closed."));
     });
   }
@@ -1318,37 +1318,48 @@
     return box;
   }
 
-  function roleCard(described) {
-    const profile = described.profile || {};
-    const identity = profile.identity || {};
+  // A roster role as a card: its favourite colour, name, identity, personalities with
+  // their colours and seats; a link to its current bundle when one exists.
+  function roleCard(role, bundle) {
+    const identity = role.identity || {};
+    const name = role.display_name || role.role;
     return el(
       "li",
-      { class: "card role-card", "data-role": described.role },
-      el("span", { class: "card-link" }, swatch(described.favorite_color, "favourite colour"), el("a", { href: "#/bundles/" + encodeURIComponent(described.bundle) }, described.display_name || described.role)),
-      el("span", { class: "card-role" }, described.role, identity.name ? " · " + identity.name : "", identity.pronouns ? " (" + identity.pronouns + ")" : ""),
-      el("span", {}, "Tier: ", described.model_tier || "—", " · ", described.delivery || ""),
+      { class: "card role-card", "data-role": role.role, style: "--role-colour: " + safeColour(role.favorite_color) },
+      el("span", { class: "card-link" }, swatch(role.favorite_color, "favourite colour"), bundle ? el("a", { href: "#/bundles/" + encodeURIComponent(bundle.id) }, name) : el("span", {}, name)),
+      el("span", { class: "card-role" }, role.role, identity.name ? " · " + identity.name : "", identity.pronouns ? " (" + identity.pronouns + ")" : ""),
+      role.purpose ? el("span", { class: "note" }, role.purpose) : null,
       el(
         "ul",
         { class: "plain personalities" },
-        (profile.personalities || []).map((personality) => el("li", {}, swatch(personality.color, personality.slug), " ", personality.slug, " ", el("small", { class: "note" }, personality.color))),
+        (role.personalities || []).map((personality) => el("li", {}, swatch(personality.color, personality.slug), " ", personality.slug, " ", el("small", { class: "note" }, personality.color))),
       ),
-      (profile.seats || []).length
-        ? el("span", { class: "note" }, "Seats: ", profile.seats.map((seat) => seat.harness + (seat.tier ? " (" + seat.tier + ")" : "")).join(", "))
+      (role.seats || []).length
+        ? el("span", { class: "note" }, "Seats: ", role.seats.map((seat) => seat.harness + (seat.tier ? " (" + seat.tier + ")" : "")).join(", "))
         : null,
+      el("span", { class: "note bundle-state" }, bundle ? "Bundle " : "No bundle yet", bundle ? el("code", {}, bundle.id.slice(0, 12)) : null),
     );
+  }
+
+  // A colour from the roster, as CSS takes it: #rgb or #rrggbb only, else none.
+  function safeColour(value) {
+    return /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(String(value || "")) ? value : "transparent";
   }
 
   async function compositionView() {
     const target = el("div");
-    show(el("h2", {}, "Composition"), el("p", {}, "What acompose composed in this home, read-only. Change it with the roster and `acompose`."), target);
+    show(el("h2", {}, "Composition"), el("p", {}, "The roster's roles and what acompose composed for them in this home, read-only. Change them with the roster and the acompose command."), target);
     await guarded(target, async () => {
       const home = await api("GET", "/home");
-      const current = (home.bundles || []).filter((bundle) => bundle.current);
-      const described = await Promise.all(current.map((bundle) => api("GET", "/bundles/" + encodeURIComponent(bundle.id)).catch(() => null)));
-      const cards = described.filter(Boolean);
+      // The roster's roles, each with its current bundle when one was composed.
+      const current = new Map((home.bundles || []).filter((bundle) => bundle.current).map((bundle) => [bundle.role, bundle]));
+      const roles = home.roles || [];
       target.replaceChildren(
+        ...[
         el("h3", {}, "Roles"),
-        cards.length ? el("ul", { class: "cards", id: "roles" }, cards.map(roleCard)) : el("p", { class: "empty" }, "No role has a bundle yet: run `acompose` to compose them."),
+        home.roster_problem ? el("p", { class: "error" }, "The roster could not be loaded: " + home.roster_problem) : null,
+        roles.length ? el("ul", { class: "cards", id: "roles" }, roles.map((role) => roleCard(role, current.get(role.role)))) : el("p", { class: "empty" }, "The roster has no roles."),
+        roles.length && !current.size ? el("p", { class: "empty", id: "no-bundles" }, "No role has a bundle yet: run acompose in a terminal to compose them; each card then links to its bundle.") : null,
         el("h3", {}, "Bundles"),
         (home.bundles || []).length
           ? el(
@@ -1394,9 +1405,10 @@
                 ),
               ),
             )
-          : el("p", { class: "empty" }, "No projections. `acompose project` makes one."),
+          : el("p", { class: "empty" }, "No projections. ", el("code", {}, "acompose project"), " makes one."),
         el("h3", {}, "Store"),
         el("p", { id: "store" }, `${home.store.entries} entries, ${bytes(home.store.bytes)}.`),
+        ].filter(Boolean),
       );
     });
   }
@@ -1630,7 +1642,7 @@
       else link.removeAttribute("aria-current");
     }
     if (!token) {
-      show(el("h2", {}, "Token needed"), el("p", {}, "Open the address that `acompose serve` printed; it carries the token this page needs."));
+      show(el("h2", {}, "Token needed"), el("p", {}, "Open the address that ", el("code", {}, "acompose serve"), " printed; it carries the token this page needs."));
       return;
     }
     if (section === "people" && parts[1] === "new") return create();

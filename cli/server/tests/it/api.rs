@@ -480,3 +480,39 @@ fn unknown_api_paths_answer_in_the_error_shape() {
     assert_eq!(body["code"], "not-found");
     assert!(body.get("message").is_some() && body.get("pointer").is_some());
 }
+
+/// With no bundle and no trusted root (a new user's first home), `/api/v1/home` still
+/// lists the roster's roles with their colours, as `roster show --json` has them.
+#[test]
+fn the_home_lists_the_roster_roles_before_any_bundle_exists() {
+    let server = Server::start();
+    let home = server.get("/api/v1/home");
+    assert_eq!(home.status, 200, "{}", home.text());
+    let home = home.json();
+    assert_eq!(home["bundles"], serde_json::json!([]));
+    assert_eq!(home["roster_problem"], serde_json::Value::Null);
+    // The same roster as the driver loads for `roster show`.
+    let model = acompose_driver::Sources::default()
+        .load_model(&acompose_driver::load::Selection {
+            core_rules: true,
+            person: acompose_driver::load::Location::Embedded,
+            libraries: Vec::new(),
+        })
+        .expect("the embedded roster loads")
+        .model;
+    let roles = home["roles"].as_array().expect("roles");
+    let names: Vec<&str> = roles.iter().filter_map(|role| role["role"].as_str()).collect();
+    let expected: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+    assert_eq!(names, expected);
+    for (role, model_role) in roles.iter().zip(&model.roles) {
+        assert_eq!(role["favorite_color"], model_role.favourite.hex.as_str(), "{role}");
+        let personalities = role["personalities"].as_array().expect("personalities");
+        assert_eq!(personalities.len(), model_role.personalities.len(), "{role}");
+        assert!(
+            personalities
+                .iter()
+                .all(|personality| personality["color"].as_str().is_some_and(|colour| colour.starts_with('#'))),
+            "{role}"
+        );
+    }
+}

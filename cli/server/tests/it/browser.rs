@@ -971,6 +971,16 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     click(client, "#add-project").await?;
     wait_text(client, "#projects", "desk").await?;
     assert!(fs::symlink_metadata(server.path("ws/projects/desk"))?.file_type().is_symlink());
+    // Composition with the embedded roster only and no bundle: the roster's roles, in
+    // their colours, each saying it has no bundle yet.
+    visit(client, "#/composition").await?;
+    wait_text(client, "#roles li[data-role=platform]", "No bundle yet").await?;
+    wait_for(client, "#no-bundles").await?;
+    let shown = text_of(client, "#view").await?;
+    assert!(!shown.contains("null") && !shown.contains('`'), "raw values in the page: {shown}");
+    let swatches = read(client, "#roles", "node.querySelectorAll('.swatch').length").await?;
+    assert!(swatches.as_u64().unwrap_or(0) >= 2, "no colour swatches: {swatches}");
+    both_sizes(page, "composition-roster-only", "h2").await?;
     visit(client, "#/swarm").await?;
     wait_for(client, "#recipe-form input[value=platform]").await?;
     fill(client, "#field-recipe_name", "desk-crew").await?;
