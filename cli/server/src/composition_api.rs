@@ -41,7 +41,7 @@ fn home(state: &AppState) -> Result<&Path, ApiError> {
 /// `roster show --json` loads it, cut to what the page shows of each role: name,
 /// purpose, identity, favourite colour, personalities with their colours, seats. Empty,
 /// with the reason, when it cannot be loaded.
-fn roster_roles(home: &Path) -> (Vec<Value>, Option<String>) {
+pub(crate) fn home_roster_roles(home: &Path) -> (Vec<Value>, Option<String>) {
     let flags = settings::Flags { home: Some(home.to_path_buf()), ..settings::Flags::default() };
     let model = settings::resolve(&flags)
         .and_then(|settings| settings.selection(false))
@@ -126,7 +126,7 @@ pub async fn overview(State(state): State<Arc<AppState>>) -> Result<Response, Ap
             })
             .collect();
         let usage = store::Store::of_home(home).usage();
-        let (roles, roster_problem) = roster_roles(home);
+        let (roles, roster_problem) = home_roster_roles(home);
         let body = json!({
             "format": "acompose.home.v1",
             "exists": home.is_dir(),

@@ -22,6 +22,7 @@ mod sessions_api;
 mod state;
 mod swarm_api;
 mod versions;
+mod world_api;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -210,6 +211,7 @@ fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
         .route("/swarm/review", post(swarm_api::review_run))
         .route("/swarm/{id}", get(swarm_api::show))
         .route("/swarm/{id}/stop", post(swarm_api::stop))
+        .route("/world", get(world_api::world))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));
