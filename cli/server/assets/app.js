@@ -1238,6 +1238,71 @@
   }
 
   // ---------------------------------------------------------------------------------
+  // The World: each project a place, and in it the People whose sessions' runners live
+  // there now (from /api/v1/world), redrawn whenever the sessions or People change.
+
+  async function worldView() {
+    const mine = generation;
+    const target = el("div");
+    show(el("h2", {}, "World"), el("p", {}, "Who is working where, now: each project, and the People whose sessions run in it. A Person appears here only while one of its runners lives."), target);
+    follow(() => redraw(worldView), mine);
+    await guarded(target, async () => {
+      const world = await api("GET", "/world");
+      const places = world.places || [];
+      target.replaceChildren(
+        places.length
+          ? el("ul", { class: "places", id: "world" }, places.map(placeCard))
+          : el("p", { class: "empty" }, "No projects yet: add one on the Projects screen, then start a session in it."),
+      );
+    });
+  }
+
+  function placeCard(place) {
+    const present = place.present || [];
+    return el(
+      "li",
+      { class: "place", "data-place": place.project_id },
+      el("h3", {}, place.project_id, place.linked ? null : el("small", { class: "note" }, " (no longer linked)")),
+      present.length
+        ? el("ul", { class: "plain present" }, present.map(presentPerson))
+        : el("p", { class: "empty" }, "Nobody is working here now."),
+    );
+  }
+
+  function presentPerson(entry) {
+    const sessions = entry.sessions || [];
+    const accent = entry.avatar ? entry.avatar.accent : null;
+    const badge = el("span", { class: "avatar", "aria-hidden": "true" }, String(entry.name || "?").slice(0, 1).toUpperCase());
+    badge.style.borderColor = safeColour(accent || entry.role_color);
+    const name = entry.ephemeral
+      ? el("span", { class: "who" }, entry.name, el("small", { class: "note" }, " (temporary, no Person)"))
+      : el("a", { class: "who", href: "#/people/" + encodeURIComponent(entry.person_id), title: "Person id: " + entry.person_id }, entry.name);
+    return el(
+      "li",
+      { class: "present-person", "data-person": entry.person_id, style: "--role-colour: " + safeColour(entry.role_color || accent) },
+      badge,
+      el(
+        "span",
+        { class: "present-facts" },
+        name,
+        el("span", { class: "note" }, entry.role),
+        sessions.map((session) =>
+          el(
+            "span",
+            { class: "present-session" },
+            el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, session.runner),
+            " · ",
+            el("span", { class: "session-status" }, STATUS_WORDS[session.status] || session.status),
+            " since ",
+            localTime(session.started_at),
+            session.run ? [" · ", el("a", { href: "#/runs/" + encodeURIComponent(session.run) }, "swarm run")] : null,
+          ),
+        ),
+      ),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------
   // Projects: the folders sessions start in, added by their path (the page makes the
   // link `projects/<id>` inside the workspace).
 
@@ -1653,6 +1718,7 @@
     if (section === "runs" && window.acomposeSwarm) return window.acomposeSwarm.route(parts);
     if (section === "start" && parts[1]) return startView(parts[1]);
     if (section === "projects") return projectsView();
+    if (section === "world") return worldView();
     if (section === "composition") return compositionView();
     if (section === "bundles" && parts[1]) return bundleView(parts[1]);
     if (section === "sessions" && parts[1]) return sessionView(parts[1]);

@@ -385,6 +385,7 @@ async fn journey(page: &Page<'_>, server: &mut Server) -> Result {
     swarm(page, server).await?;
     live_session(page, server).await?;
     killed_outside(page, server).await?;
+    world_follows(server, client).await?;
     composition(page).await?;
     cross_origin_write(client, server).await?;
     Ok(())
@@ -765,6 +766,12 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     wait_text(client, "li[data-person=ada] .presence", "online").await?;
     wait_text(client, "li[data-person^=pam] .presence", "offline").await?;
 
+    // The World: Ada stands in desk with her runner; nobody is in the other project.
+    click(client, "a[data-nav=world]").await?;
+    wait_text(client, "li[data-place=desk] li[data-person=ada]", "claude").await?;
+    wait_text(client, "li[data-place=second-project]", "Nobody").await?;
+    both_sizes(page, "world", "h2").await?;
+
     // Reopened: the output so far is there, and typing reaches the runner.
     click(client, "a[data-nav=sessions]").await?;
     click(client, &format!("tr[data-session='{session}'] a")).await?;
@@ -853,6 +860,21 @@ async fn killed_outside(page: &Page<'_>, server: &Server) -> Result {
     both_sizes(page, "session-ended", "h2").await?;
     visit(client, "#/people").await?;
     wait_text(client, "li[data-person=ada] .presence", "offline").await?;
+    Ok(())
+}
+
+/// The World redraws itself: a session started and stopped elsewhere (here through the
+/// API, as another tab or the cli would) brings Ada into desk and takes her out again.
+async fn world_follows(server: &Server, client: &Client) -> Result {
+    visit(client, "#/world").await?;
+    wait_text(client, "li[data-place=desk]", "Nobody").await?;
+    let body = serde_json::json!({"person_id": "ada", "project_id": "desk", "runner": "claude"});
+    let started = server.post("/api/v1/sessions", &body.to_string());
+    assert_eq!(started.status, 201, "{}", started.text());
+    let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
+    wait_text(client, "li[data-place=desk] li[data-person=ada]", "running").await?;
+    assert_eq!(server.post(&format!("/api/v1/sessions/{id}/stop"), "").status, 200);
+    wait_text(client, "li[data-place=desk]", "Nobody").await?;
     Ok(())
 }
 
@@ -1018,6 +1040,26 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     assert_eq!(runs.len(), 1, "one run is recorded");
     let run_address = client.current_url().await?;
     both_sizes(page, "run", "h2").await?;
+    // In the World the run's Persons stand together in desk, Ann in her role's colour.
+    visit(client, "#/world").await?;
+    wait_text(client, "li[data-place=desk] li[data-person=ann]", "swarm run").await?;
+    let edge = read(
+        client,
+        "li[data-place=desk] li[data-person=ann]",
+        "getComputedStyle(node).getPropertyValue('--role-colour').trim()",
+    )
+    .await?;
+    let home = server.get("/api/v1/home").json();
+    let platform = home["roles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|role| role["role"] == "platform")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(edge, platform["favorite_color"], "Ann is not shown in her role's colour");
+    both_sizes(page, "world-swarm", "h2").await?;
+    client.goto(run_address.as_str()).await?;
     visit(client, "#/runs").await?;
     wait_for(client, "#runs").await?;
     both_sizes(page, "runs", "h2").await?;
