@@ -1177,7 +1177,7 @@
         screen,
         result,
       );
-      if (session.attachable) attachTerminal(id, screen, statusText, stop);
+      if (session.attachable) await attachTerminal(id, screen, statusText, stop);
       // Its runner lives but this server does not hold its terminal: it was started by
       // `acompose people start`, by another server, or by one that has since stopped.
       else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by ", el("code", {}, "acompose people start"), ", another ", el("code", {}, "acompose serve"), ", or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
@@ -1185,7 +1185,35 @@
     });
   }
 
-  function attachTerminal(id, screen, statusText, stop) {
+  // The terminal library (xterm.js, its fit addon and its style), loaded the first time
+  // a screen shows a terminal and never on the others.
+  let terminalLibrary = null;
+
+  function loadTerminal() {
+    const load = (node, place) =>
+      new Promise((resolve, reject) => {
+        node.addEventListener("load", resolve);
+        node.addEventListener("error", () => reject(new Error("the terminal could not be loaded")));
+        place(node);
+      });
+    if (!terminalLibrary) {
+      const style = document.querySelector('link[href="/assets/app.css"]');
+      terminalLibrary = Promise.all([
+        // Before the page's own style, which adjusts the terminal's.
+        load(el("link", { rel: "stylesheet", href: "/assets/xterm.css" }), (node) => style.before(node)),
+        load(el("script", { src: "/assets/xterm.js" }), (node) => document.head.append(node)).then(() =>
+          load(el("script", { src: "/assets/addon-fit.js" }), (node) => document.head.append(node)),
+        ),
+      ]);
+      terminalLibrary.catch(() => (terminalLibrary = null));
+    }
+    return terminalLibrary;
+  }
+
+  async function attachTerminal(id, screen, statusText, stop) {
+    await loadTerminal();
+    // The reader may have moved on while the library loaded.
+    if (!screen.isConnected) return;
     // A monospace font the system has and a line height with room below the baseline,
     // so `_` and descenders show at every device pixel ratio.
     const terminal = new window.Terminal({

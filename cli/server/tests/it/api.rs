@@ -516,3 +516,26 @@ fn the_home_lists_the_roster_roles_before_any_bundle_exists() {
         );
     }
 }
+
+/// A browser that accepts gzip gets each asset gzip-compressed, and it unpacks to the
+/// very bytes an uncompressed request gets; one that does not gets them plain.
+#[test]
+fn the_page_and_its_assets_are_served_gzip_compressed_when_accepted() {
+    let server = Server::start();
+    for path in ["/", "/assets/app.js", "/assets/app.css", "/assets/xterm.js"] {
+        let plain = server.send("GET", path, &[], b"");
+        assert_eq!(plain.status, 200, "{path}");
+        assert_eq!(plain.header("content-encoding"), None, "{path}");
+        let packed = server.send("GET", path, &[("Accept-Encoding", "gzip, deflate, br")], b"");
+        assert_eq!(packed.status, 200, "{path}");
+        assert_eq!(packed.header("content-encoding"), Some("gzip"), "{path}");
+        assert!(packed.header("vary").is_some_and(|vary| vary.contains("accept-encoding")), "{path}");
+        let body = &packed.body;
+        assert_eq!(body[..3], [0x1f, 0x8b, 8], "{path}: not a gzip member");
+        let trailer = &body[body.len() - 8..];
+        let unpacked = miniz_oxide::inflate::decompress_to_vec(&body[10..body.len() - 8]).expect("deflate data");
+        assert_eq!(unpacked, plain.body, "{path}");
+        assert_eq!(u32::from_le_bytes(trailer[4..].try_into().expect("size")) as usize, plain.body.len(), "{path}");
+        assert!(body.len() * 2 < plain.body.len(), "{path}: {} of {} bytes", body.len(), plain.body.len());
+    }
+}

@@ -375,6 +375,12 @@ async fn journey(page: &Page<'_>, server: &mut Server) -> Result {
     assert!(!client.current_url().await?.as_str().contains("token"), "the token stayed in the address");
     // The page listens for changes.
     wait_attribute(client, "body", "data-live", "connected").await?;
+    // A screen without a terminal does not load the terminal library.
+    assert_eq!(
+        loaded_terminal(client).await?,
+        serde_json::Value::Bool(false),
+        "the roster loaded the terminal library"
+    );
 
     create_edit_archive_restore(client, server).await?;
     a_stale_edit_keeps_the_archive(page, server).await?;
@@ -389,6 +395,13 @@ async fn journey(page: &Page<'_>, server: &mut Server) -> Result {
     composition(page).await?;
     cross_origin_write(client, server).await?;
     Ok(())
+}
+
+/// Whether the page has fetched the terminal library (its resource timing entries).
+async fn loaded_terminal(client: &Client) -> Result<serde_json::Value> {
+    let script =
+        "return performance.getEntriesByType('resource').some((entry) => entry.name.endsWith('/assets/xterm.js'));";
+    Ok(client.execute(script, vec![]).await?)
 }
 
 async fn wait_attribute(client: &Client, css: &str, name: &str, value: &str) -> Result {
@@ -758,6 +771,7 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     click(client, "#start-now").await?;
     wait_text(client, "#terminal", READY).await?;
     terminal_glyphs_at(client, 1).await?;
+    assert_eq!(loaded_terminal(client).await?, serde_json::Value::Bool(true), "the terminal library never loaded");
     let address = client.current_url().await?;
     let session = address.fragment().unwrap_or_default().trim_start_matches("/sessions/").to_owned();
 
