@@ -270,6 +270,42 @@
   }
 
   // ---------------------------------------------------------------------------------
+  // Role colours: the roster's roles (from /api/v1/home) give each role its favourite
+  // colour; a Person's avatar accent, when set, colours its avatar. Read once per screen.
+
+  async function homeOverview() {
+    try {
+      return await api("GET", "/home");
+    } catch (_) {
+      return { roles: [], bundles: [] };
+    }
+  }
+
+  function rolesByName(home) {
+    return new Map((home.roles || []).map((role) => [role.role, role]));
+  }
+
+  // The colours a Person is shown in: its role's colour (the card's edge) and its avatar
+  // accent (the avatar's ring), each falling back on the other.
+  function personColours(person, roles) {
+    const role = roles.get(person.role);
+    const accent = person.avatar && person.avatar.accent ? person.avatar.accent : null;
+    return { role: safeColour(role ? role.favorite_color : accent), accent: safeColour(accent || (role ? role.favorite_color : null)) };
+  }
+
+  // A role's colour as a small swatch, when the role is the roster's.
+  function roleSwatch(roles, role) {
+    const known = roles.get(role);
+    return known ? swatch(known.favorite_color, role + " colour") : null;
+  }
+
+  function avatarOf(name, colours) {
+    const badge = el("span", { class: "avatar", "aria-hidden": "true" }, String(name || "?").slice(0, 1).toUpperCase());
+    badge.style.borderColor = colours.accent;
+    return badge;
+  }
+
+  // ---------------------------------------------------------------------------------
   // Roster.
 
   async function liveSessions() {
@@ -281,15 +317,16 @@
     }
   }
 
-  function personCard(person, online) {
+  function personCard(person, online, roles) {
     const state = person.archived ? "archived" : online ? "online" : "offline";
+    const colours = personColours(person, roles || new Map());
     return el(
       "li",
-      { class: "card", "data-person": person.id },
+      { class: "card person-card", "data-person": person.id, "data-role": person.role, "data-presence": state, style: "--role-colour: " + colours.role },
       el(
         "a",
-        { href: "#/people/" + encodeURIComponent(person.id), class: "card-link" },
-        el("span", { class: "avatar", "aria-hidden": "true" }, (person.name || "?").slice(0, 1).toUpperCase()),
+        { href: "#/people/" + encodeURIComponent(person.id), class: "card-link", title: person.name + " (id " + person.id + ")" },
+        avatarOf(person.name, colours),
         el("span", { class: "card-name" }, person.name),
       ),
       el("span", { class: "card-role" }, person.role),
@@ -297,43 +334,92 @@
     );
   }
 
+  // How the roster is looked at (search, filters, grouping, density), kept while the
+  // page is open; `compact: null` means "by the roster's size".
+  const rosterView = { search: "", role: "", status: "", group: false, compact: null };
+  const COMPACT_ABOVE = 20;
+
   async function roster() {
     const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Roster"), target);
     follow(() => redraw(roster), mine);
     await guarded(target, async () => {
-      const [listing, sessions] = await Promise.all([api("GET", "/people"), liveSessions()]);
+      const [listing, sessions, home] = await Promise.all([api("GET", "/people"), liveSessions(), homeOverview()]);
       const online = new Set(sessions.filter((session) => session.live).map((session) => session.person_id));
       const people = listing.people || [];
-      const configured = people.filter((person) => !person.archived);
-      const archived = people.filter((person) => person.archived);
-      const density = el(
-        "label",
-        { class: "density" },
-        el("input", {
-          type: "checkbox",
-          id: "compact",
-          onchange: (event) => document.body.classList.toggle("compact", event.target.checked),
-        }),
-        " Compact list",
-      );
-      if (document.body.classList.contains("compact")) density.querySelector("input").checked = true;
+      const roles = rolesByName(home);
+      document.body.classList.toggle("compact", rosterView.compact === null ? people.length > COMPACT_ABOVE : rosterView.compact);
+      const results = el("div", { id: "roster-results" });
+      const draw = () => results.replaceChildren(...rosterLists(people, online, roles));
       const problems = (listing.findings || []).length
         ? errorBox(new ApiError(200, { code: "unreadable-files", message: "some People files could not be read", findings: listing.findings }))
         : null;
-      target.replaceChildren(
-        ...[density, problems].filter(Boolean),
-        el("h3", {}, `Configured (${configured.length})`),
-        configured.length
-          ? el("ul", { class: "cards", id: "configured" }, configured.map((person) => personCard(person, online.has(person.id))))
-          : el("p", { class: "empty" }, "No configured People yet. Create one or import a hire file."),
-        el("h3", {}, `Archived (${archived.length})`),
-        archived.length
-          ? el("ul", { class: "cards", id: "archived" }, archived.map((person) => personCard(person, false)))
-          : el("p", { class: "empty" }, "Nothing archived."),
-      );
+      target.replaceChildren(...[rosterControls(people, draw), problems, results].filter(Boolean));
+      draw();
     });
+  }
+
+  // Find, filter by role and status, group by role, and the density of the list.
+  function rosterControls(people, draw) {
+    const change = (key, value) => {
+      rosterView[key] = value;
+      draw();
+    };
+    const known = [...new Set(people.map((person) => person.role))].sort();
+    const choice = (id, label, key, options) =>
+      el("div", { class: "field" }, el("label", { for: id }, label), el("select", { id, onchange: (event) => change(key, event.target.value) }, options.map(([value, text]) => el("option", { value, selected: rosterView[key] === value }, text))));
+    const box = (id, label, checked, onchange) => el("label", { class: "choice" }, el("input", { type: "checkbox", id, checked, onchange }), " ", label);
+    return el(
+      "div",
+      { class: "roster-controls", role: "search" },
+      el("div", { class: "field grow" }, el("label", { for: "roster-search" }, "Find"), el("input", { type: "search", id: "roster-search", value: rosterView.search, placeholder: "name, id or role", oninput: (event) => change("search", event.target.value) })),
+      choice("roster-role", "Role", "role", [["", "All roles"], ...known.map((role) => [role, role])]),
+      choice("roster-status", "Status", "status", [["", "Any status"], ["online", "Online"], ["offline", "Offline"], ["archived", "Archived"]]),
+      el(
+        "div",
+        { class: "field" },
+        box("roster-group", "Group by role", rosterView.group, (event) => change("group", event.target.checked)),
+        box("compact", "Compact list", document.body.classList.contains("compact"), (event) => {
+          rosterView.compact = event.target.checked;
+          document.body.classList.toggle("compact", event.target.checked);
+        }),
+      ),
+    );
+  }
+
+  // The People the controls let through, configured then archived, grouped by role
+  // when asked, with how many are shown.
+  function rosterLists(people, online, roles) {
+    const needle = rosterView.search.trim().toLowerCase();
+    const stateOf = (person) => (person.archived ? "archived" : online.has(person.id) ? "online" : "offline");
+    const shown = people.filter(
+      (person) =>
+        (!needle || [person.name, person.id, person.role].some((text) => String(text || "").toLowerCase().includes(needle))) &&
+        (!rosterView.role || person.role === rosterView.role) &&
+        (!rosterView.status || stateOf(person) === rosterView.status),
+    );
+    const configured = shown.filter((person) => !person.archived);
+    const archived = shown.filter((person) => person.archived);
+    const list = (id, group) => el("ul", { class: "cards", id }, group.map((person) => personCard(person, online.has(person.id), roles)));
+    const grouped = () =>
+      [...new Set(configured.map((person) => person.role))].sort().map((role) => {
+        const members = configured.filter((person) => person.role === role);
+        const known = roles.get(role);
+        return el("section", { class: "role-group", "data-role": role }, el("h4", {}, known ? swatch(known.favorite_color, "role colour") : null, " ", known && known.display_name ? known.display_name + " (" + role + ")" : role, " · ", String(members.length)), list(null, members));
+      });
+    const filtered = shown.length !== people.length;
+    return [
+      el("p", { id: "roster-count", class: "note", role: "status" }, filtered ? `Showing ${shown.length} of ${people.length} People.` : `${people.length} People.`),
+      el("h3", {}, `Configured (${configured.length})`),
+      configured.length
+        ? rosterView.group
+          ? el("div", { id: "configured" }, grouped())
+          : list("configured", configured)
+        : el("p", { class: "empty" }, filtered ? "Nobody configured matches." : "No configured People yet. Create one or import a hire file."),
+      el("h3", {}, `Archived (${archived.length})`),
+      archived.length ? list("archived", archived) : el("p", { class: "empty" }, filtered ? "Nobody archived matches." : "Nothing archived."),
+    ];
   }
 
   // ---------------------------------------------------------------------------------
@@ -350,8 +436,7 @@
     const heading = el("h2", {}, "Person");
     show(heading, target);
     await guarded(target, async () => {
-      const { body: person, version } = await call("GET", "/people/" + encodeURIComponent(id));
-      const sessions = await liveSessions();
+      const [{ body: person, version }, sessions, home] = await Promise.all([call("GET", "/people/" + encodeURIComponent(id)), liveSessions(), homeOverview()]);
       const online = sessions.some((session) => session.live && session.person_id === person.id);
       const budget = person.budget || {};
       const toggle = person.archived
@@ -359,6 +444,7 @@
         : dangerous({ id: "archive" }, "Archive", "Archive " + person.name + "? It can no longer be started; Restore brings it back.", () => setArchived(person.id, true, version));
       follow(() => redraw(() => detail(id)), mine);
       heading.textContent = person.name;
+      const identity = await personIdentity(person, sessions, home);
       target.replaceChildren(
         el("p", {}, el("span", { class: "presence presence-" + (person.archived ? "archived" : online ? "online" : "offline"), id: "presence" }, person.archived ? "archived" : online ? "online" : "offline")),
         el(
@@ -387,8 +473,63 @@
           toggle,
         ),
         el("div", { id: "action-result" }),
+        ...identity,
       );
     });
+  }
+
+  // A Person and composition: its role's card in the role's colour, the role's current
+  // bundle and how many skills it holds, and the Person's recent sessions.
+  async function personIdentity(person, sessions, home) {
+    const roles = rolesByName(home);
+    const role = roles.get(person.role);
+    const colours = personColours(person, roles);
+    const bundle = (home.bundles || []).find((candidate) => candidate.current && candidate.role === person.role);
+    let skills = null;
+    if (bundle) {
+      try {
+        const described = await api("GET", "/bundles/" + encodeURIComponent(bundle.id));
+        skills = described.budget ? described.budget.total_skills : null;
+      } catch (_) {
+        skills = null;
+      }
+    }
+    const identity = role ? role.identity || {} : {};
+    const card = el(
+      "section",
+      { id: "person-role", class: "role-summary", "aria-labelledby": "person-role-heading", style: "--role-colour: " + colours.role },
+      el("h3", { id: "person-role-heading" }, avatarOf(person.name, colours), " Role"),
+      role
+        ? el("p", {}, swatch(role.favorite_color, "role colour"), " ", el("strong", {}, role.display_name || role.role), " (", role.role, ")", identity.name ? " · works as " + identity.name + (identity.pronouns ? " (" + identity.pronouns + ")" : "") : "")
+        : el("p", {}, el("strong", {}, person.role), " is not a role of the roster: sessions start with the host's own context."),
+      role && role.purpose ? el("p", { class: "note" }, role.purpose) : null,
+      bundle
+        ? el("p", { id: "person-bundle" }, "Current bundle ", el("a", { href: "#/bundles/" + encodeURIComponent(bundle.id), title: "Bundle " + bundle.id }, el("code", {}, bundle.id.slice(0, 12))), skills === null ? "" : " · " + skills + (skills === 1 ? " skill" : " skills"))
+        : el("p", { id: "person-bundle", class: "empty" }, role ? "No bundle composed for this role yet." : "No bundle: the role is not the roster's."),
+    );
+    const recent = sessions.filter((session) => session.person_id === person.id).slice(0, 5);
+    const table = recent.length
+      ? el(
+          "table",
+          { id: "person-sessions", class: "stack" },
+          el("thead", {}, el("tr", {}, ["Started", "Project", "Runner", "Status"].map((name) => el("th", { scope: "col" }, name)))),
+          el(
+            "tbody",
+            {},
+            recent.map((session) =>
+              el(
+                "tr",
+                { "data-session": session.id },
+                el("td", { "data-label": "Started" }, el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, localTime(session.started_at))),
+                el("td", { "data-label": "Project" }, session.project_id),
+                el("td", { "data-label": "Runner" }, session.provider),
+                el("td", { "data-label": "Status", class: "session-status" }, statusWords(session)),
+              ),
+            ),
+          ),
+        )
+      : el("p", { class: "empty" }, "No sessions yet.");
+    return [card, el("h3", {}, "Recent sessions"), table];
   }
 
   // A danger action asks first: its button (outlined in the danger colour) opens a
@@ -1098,8 +1239,9 @@
     show(el("h2", {}, "Sessions"), target);
     follow((kinds) => kinds.includes("sessions") && redraw(sessionsView), mine);
     await guarded(target, async () => {
-      const listing = await api("GET", "/sessions");
+      const [listing, home] = await Promise.all([api("GET", "/sessions"), homeOverview()]);
       const sessions = listing.sessions || [];
+      const roles = rolesByName(home);
       target.replaceChildren(
         sessions.length
           ? el(
@@ -1114,7 +1256,7 @@
                     "tr",
                     { "data-session": session.id },
                     el("td", { "data-label": "Started" }, el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, localTime(session.started_at))),
-                    el("td", { "data-label": "Person" }, session.person),
+                    el("td", { "data-label": "Person", title: "Person id: " + session.person_id }, roleSwatch(roles, session.role), " ", session.person),
                     el("td", { "data-label": "Project" }, session.project_id),
                     el("td", { "data-label": "Runner" }, session.provider),
                     el("td", { "data-label": "Status", class: "session-status", "data-status": session.status }, statusWords(session), session.live ? (session.attachable ? " (live here)" : " (live)") : ""),
@@ -1533,12 +1675,52 @@
     );
   }
 
+  // The bundle's skills (the selection's selected skill decisions), filterable, each
+  // with a Why button that asks the explorer below.
+  function skillsTable(described, ask) {
+    const skills = (described.selection || []).filter((decision) => decision.subject.startsWith("skill:") && decision.outcome === "selected");
+    const rows = skills.map((decision) =>
+      el(
+        "tr",
+        { "data-skill": decision.subject.slice("skill:".length) },
+        el("td", { "data-label": "Skill" }, decision.subject.slice("skill:".length)),
+        el("td", { "data-label": "From" }, el("code", {}, decision.source)),
+        el("td", { "data-label": "Why" }, el("button", { type: "button", class: "clear why-skill", "aria-label": "Why " + decision.subject + "?", onclick: () => ask(decision.subject) }, "Why?")),
+      ),
+    );
+    const count = el("p", { class: "note", id: "skills-count", role: "status" }, `${skills.length} skills.`);
+    const filter = el("input", {
+      type: "search",
+      id: "skills-filter",
+      placeholder: "part of a name or source",
+      oninput: () => {
+        const needle = filter.value.trim().toLowerCase();
+        let shown = 0;
+        for (const row of rows) {
+          row.hidden = Boolean(needle) && !row.textContent.toLowerCase().includes(needle);
+          if (!row.hidden) shown += 1;
+        }
+        count.textContent = needle ? `Showing ${shown} of ${skills.length} skills.` : `${skills.length} skills.`;
+      },
+    });
+    return el(
+      "section",
+      { "aria-labelledby": "skills-heading" },
+      el("h3", { id: "skills-heading" }, "Skills"),
+      el("div", { class: "field" }, el("label", { for: "skills-filter" }, "Filter skills"), filter),
+      count,
+      skills.length
+        ? el("table", { id: "skills", class: "stack" }, el("thead", {}, el("tr", {}, ["Skill", "From", "Why"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows))
+        : el("p", { class: "empty" }, "This bundle holds no skill."),
+    );
+  }
+
   async function bundleView(id) {
     const target = el("div");
     const heading = el("h2", {}, "Bundle");
     show(heading, target);
     await guarded(target, async () => {
-      const described = await api("GET", "/bundles/" + encodeURIComponent(id));
+      const [described, people] = await Promise.all([api("GET", "/bundles/" + encodeURIComponent(id)), api("GET", "/people")]);
       heading.textContent = (described.display_name || described.role) + " — bundle";
       const warnings = (described.budget && described.budget.listing_warnings) || [];
       const whyResult = el("div", { id: "why-result" });
@@ -1577,8 +1759,16 @@
         if (!whyForm.reportValidity()) return;
         await ask(whyForm.querySelector("#why-item").value.trim());
       }));
+      const profile = described.profile || {};
+      const asRole = { role: described.role, display_name: described.display_name, favorite_color: described.favorite_color, identity: profile.identity, personalities: profile.personalities, seats: profile.seats };
+      const bound = (people.people || []).filter((person) => person.role === described.role && !person.archived);
       target.replaceChildren(
-        el("ul", { class: "cards" }, roleCard(described)),
+        el("ul", { class: "cards" }, roleCard(asRole, { id: described.bundle })),
+        el("h3", {}, "People in this role"),
+        bound.length
+          ? el("ul", { class: "plain", id: "bundle-people" }, bound.map((person) => el("li", {}, el("a", { href: "#/people/" + encodeURIComponent(person.id), title: "Person id: " + person.id }, person.name))))
+          : el("p", { class: "empty", id: "bundle-people" }, "No Person has this role yet."),
+        skillsTable(described, ask),
         el("dl", { class: "fields" }, field("Bundle id", described.bundle), field("Person source", described.person_source), field("Personalities", described.meld)),
         el("h3", {}, "Providers"),
         el(
@@ -1755,7 +1945,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime, dangerous };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime, dangerous, homeOverview, rolesByName, roleSwatch };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

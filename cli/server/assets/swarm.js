@@ -4,7 +4,7 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime, dangerous } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime, dangerous, homeOverview, rolesByName, roleSwatch } = window.acompose;
 
   // A table that becomes stacked rows on a narrow screen, each cell under its column's
   // name (the heading's text), as the page's other tables do.
@@ -142,7 +142,8 @@
     const target = el("div");
     show(el("h2", {}, "Run"), target);
     await guarded(target, async () => {
-      const run = await api("GET", "/swarm/" + encodeURIComponent(id));
+      const [run, home] = await Promise.all([api("GET", "/swarm/" + encodeURIComponent(id)), homeOverview()]);
+      const roles = rolesByName(home);
       const result = el("div");
       const live = (run.roles || []).some((role) => role.session && role.session.live);
       const rows = (run.roles || []).map((role) => {
@@ -150,8 +151,8 @@
         return el(
           "tr",
           { "data-role": role.role },
-          el("th", { scope: "row" }, role.role),
-          el("td", {}, role.person_id || "ephemeral"),
+          el("th", { scope: "row" }, roleSwatch(roles, role.role), " ", role.role),
+          el("td", {}, session.person || role.person_id || "temporary"),
           el("td", {}, role.runner),
           el("td", { class: "run-status" }, session.status || "no record"),
           el("td", {}, el("a", { class: "open-terminal", href: "#/sessions/" + encodeURIComponent(role.session_id) }, session.attachable ? "Open terminal" : "Session")),

@@ -614,14 +614,49 @@ async fn roster_views(page: &Page<'_>, server: &Server) -> Result {
     visit(client, "#/people/maximiliana").await?;
     wait_text(client, "h2", "Maximiliana").await?;
     both_sizes(page, "person-long-name", "h2").await?;
+    // A roster of 40: compact by default, found by name, filtered by role, grouped.
+    let hired = hire_a_crowd(server);
     click(client, "a[data-nav=people]").await?;
+    let total = fs::read_dir(server.path("ws/people"))?
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
+        .count();
+    assert!(total >= 40, "{total} People");
+    wait_text(client, "#roster-count", &format!("{total} People")).await?;
+    let compact = read(client, "body", "node.classList.contains('compact')").await?;
+    assert_eq!(compact, serde_json::Value::Bool(true), "a roster of {total} is not compact");
+    fill(client, "#roster-search", "priya").await?;
+    let found =
+        read(client, "#configured", "[...node.querySelectorAll('li[data-person]')].map((li) => li.dataset.person)")
+            .await?;
+    assert_eq!(found, serde_json::json!(["priya-raman"]), "the search for one of {total}");
+    fill(client, "#roster-search", "").await?;
+    select(client, "#roster-role", "frontend").await?;
+    let roles =
+        read(client, "#configured", "[...node.querySelectorAll('li[data-person]')].map((li) => li.dataset.role)")
+            .await?;
+    let frontend = hired.iter().filter(|(_, _, role)| *role == "frontend").count();
+    assert_eq!(roles, serde_json::json!(vec!["frontend"; frontend]));
+    select(client, "#roster-role", "").await?;
+    click(client, "#roster-group").await?;
+    wait_for(client, ".role-group[data-role=platform]").await?;
+    both_sizes(page, "roster-grouped", "body").await?;
+    click(client, "#roster-group").await?;
     wait_text(client, "#configured", "Pam Beesly").await?;
     both_sizes(page, "roster", "body").await?;
     resize(client, NARROW).await?;
     click(client, "#compact").await?;
-    shoot(client, "roster-compact-390", "body").await?;
+    shoot(client, "roster-cards-390", "body").await?;
     click(client, "#compact").await?;
     resize(client, WIDE).await?;
+    // A Person's page: the role's card in its colour, the role's bundle and its skills.
+    visit(client, "#/people/priya-raman").await?;
+    wait_text(client, "#person-bundle", "skills").await?;
+    let edge = read(client, "#person-role", "getComputedStyle(node).getPropertyValue('--role-colour').trim()").await?;
+    let home = server.get("/api/v1/home").json();
+    let platform = home["roles"].as_array().into_iter().flatten().find(|role| role["role"] == "platform").cloned();
+    assert_eq!(Some(edge), platform.map(|role| role["favorite_color"].clone()), "the role colour on the Person's page");
+    both_sizes(page, "person-with-role", "h2").await?;
     click(client, "a[data-nav=new]").await?;
     wait_for(client, "#person-form").await?;
     both_sizes(page, "new-person", "h2").await?;
@@ -658,6 +693,61 @@ async fn connection_banner(page: &Page<'_>, server: &mut Server) -> Result {
     visit(client, "#/people").await?;
     wait_text(client, "li[data-person=ada] .presence", "offline").await?;
     Ok(())
+}
+
+/// People with names a person would use, in seven roster roles (none of them `lead` or
+/// `reception`, which the swarm steps resolve): with the journey's own, 40 or more.
+const CROWD: [(&str, &str); 37] = [
+    ("Priya Raman", "platform"),
+    ("Jonas Lindqvist", "platform"),
+    ("Amara Okafor", "platform"),
+    ("Wei Chen", "sysadmin"),
+    ("Sofia Marquez", "sysadmin"),
+    ("Tomasz Nowak", "sysadmin"),
+    ("Hannah Becker", "eval"),
+    ("Kwame Mensah", "eval"),
+    ("Yuki Tanaka", "eval"),
+    ("Lena Fischer", "frontend"),
+    ("Mateo Rossi", "frontend"),
+    ("Aisha Rahman", "frontend"),
+    ("Oliver Bennett", "frontend"),
+    ("Fatima Zahra", "gamedev"),
+    ("Diego Alvarez", "gamedev"),
+    ("Ingrid Halvorsen", "gamedev"),
+    ("Rahul Mehta", "tpm"),
+    ("Chloe Dubois", "tpm"),
+    ("Samuel Adeyemi", "tpm"),
+    ("Mei Lin", "devrel"),
+    ("Lucas Silva", "devrel"),
+    ("Nora Kowalski", "devrel"),
+    ("Elif Yilmaz", "platform"),
+    ("Arjun Nair", "sysadmin"),
+    ("Grace Kim", "eval"),
+    ("Felix Wagner", "frontend"),
+    ("Zainab Bello", "gamedev"),
+    ("Henrik Larsen", "tpm"),
+    ("Camila Torres", "devrel"),
+    ("Noah Fitzgerald", "platform"),
+    ("Leila Haddad", "sysadmin"),
+    ("Emil Johansson", "eval"),
+    ("Ana Petrovic", "frontend"),
+    ("Kenji Watanabe", "gamedev"),
+    ("Isabel Moreau", "tpm"),
+    ("Omar Farouk", "devrel"),
+    ("Rosa Delgado", "platform"),
+];
+
+/// Writes [`CROWD`] through the API; returns (id, name, role) of each.
+fn hire_a_crowd(server: &Server) -> Vec<(String, &'static str, &'static str)> {
+    CROWD
+        .iter()
+        .map(|(name, role)| {
+            let id = name.to_lowercase().replace(' ', "-");
+            let created = server.post("/api/v1/people", &support::person(&id, name, role));
+            assert_eq!(created.status, 201, "{}", created.text());
+            (id, *name, *role)
+        })
+        .collect()
 }
 
 /// A project added by its folder: the page makes the link inside the workspace.
@@ -905,6 +995,20 @@ async fn composition(page: &Page<'_>) -> Result {
     both_sizes(page, "composition", "h2").await?;
     click(client, "#roles li[data-role=platform] a").await?;
     wait_text(client, "#providers", "tools").await?;
+    // The bundle names the People in its role and lists its skills, filterable, each
+    // with its Why.
+    wait_text(client, "#bundle-people", "Priya Raman").await?;
+    wait_text(client, "#skills", "deploy-check").await?;
+    fill(client, "#skills-filter", "deploy").await?;
+    let shown = read(
+        client,
+        "#skills",
+        "[...node.querySelectorAll('tbody tr')].filter((row) => !row.hidden).map((row) => row.dataset.skill)",
+    )
+    .await?;
+    assert_eq!(shown, serde_json::json!(["deploy-check"]));
+    click(client, "tr[data-skill=deploy-check] .why-skill").await?;
+    wait_text(client, "#why-answer", "deploy-check").await?;
     wait_for(client, "#budget .bar span").await?;
     fill(client, "#why-item", "skill:deploy-check").await?;
     click(client, "#ask-why").await?;
