@@ -462,7 +462,7 @@
           field("Isolation", person.isolation),
           field("Max tokens", budget.max_tokens),
           field("Max cost (USD)", budget.max_cost_usd),
-          field("Max seconds", budget.max_seconds),
+          field("Time limit", budget.max_seconds === undefined || budget.max_seconds === null ? null : duration(budget.max_seconds)),
           field("Imported from", person.import_source ? person.import_source.spec : null),
         ),
         el(
@@ -592,46 +592,136 @@
       .filter((item) => item.length);
   }
 
+  // What a control's value breaks, in the page's words (the browser's own bubbles are
+  // off: the form says it in its result box, next to Save).
+  function invalidSentence(control) {
+    const label = (document.querySelector(`label[for="${control.id}"]`) || {}).textContent || control.name;
+    const state = control.validity;
+    const hint = control.dataset.rule;
+    let what = "is not valid";
+    if (state.valueMissing) what = "is needed";
+    else if (state.patternMismatch || state.typeMismatch) what = hint ? "takes " + hint : "is not in the right form";
+    else if (state.tooLong) what = `is too long: at most ${control.maxLength} characters`;
+    else if (state.rangeUnderflow) what = `is at least ${control.min}`;
+    else if (state.rangeOverflow) what = `is at most ${control.max}`;
+    else if (state.stepMismatch || state.badInput) what = "takes a whole number";
+    return { label, sentence: `“${label}” ${what}.` };
+  }
+
+  // Checks the form as the schema will; on a problem, lists each in the result box,
+  // marks the fields and moves focus to the first. Returns whether the form is valid.
+  function checkForm(form, result) {
+    const invalid = [...form.elements].filter((control) => control.willValidate && !control.checkValidity());
+    for (const control of form.elements) {
+      if (control.willValidate) control.setAttribute("aria-invalid", String(invalid.includes(control)));
+    }
+    if (!invalid.length) return true;
+    result.replaceChildren(
+      el(
+        "div",
+        { class: "error", role: "alert", "data-code": "form-invalid" },
+        el("p", { class: "sentence" }, invalid.length === 1 ? "One field needs fixing before this can be saved." : `${invalid.length} fields need fixing before this can be saved.`),
+        el("ul", {}, invalid.map((control) => el("li", {}, invalidSentence(control).sentence))),
+      ),
+    );
+    invalid[0].focus();
+    return false;
+  }
+
+  // Max seconds as people say it, beside the box, as it is typed.
+  function secondsHint(control) {
+    const said = el("small", { id: "field-max_seconds-said", "aria-live": "polite" });
+    const update = () => {
+      const value = Number(control.value);
+      said.textContent = control.value && Number.isInteger(value) && value >= 0 ? "= " + duration(value) : "";
+    };
+    control.addEventListener("input", update);
+    update();
+    return said;
+  }
+
+  // The roster's roles and the roles in use, offered for the Role box; the runners
+  // for the preferred provider. Filled in when they arrive.
+  function offerChoices(roleList, providerList) {
+    Promise.all([homeOverview(), api("GET", "/people").catch(() => ({ people: [] })), api("GET", "/runners").catch(() => ({ runners: [] }))]).then(([home, people, runners]) => {
+      const roles = new Map((home.roles || []).map((role) => [role.role, role.display_name || role.role]));
+      for (const person of people.people || []) if (!roles.has(person.role)) roles.set(person.role, "in use");
+      roleList.replaceChildren(...[...roles].map(([value, label]) => el("option", { value, label })));
+      providerList.replaceChildren(...(runners.runners || []).map((runner) => el("option", { value: runner.name, label: runner.available ? "on this machine" : "not installed" })));
+    });
+  }
+
   function personForm(person, isNew, version) {
     const budget = person.budget || {};
     const avatar = person.avatar || {};
+    const roleList = el("datalist", { id: "role-choices" });
+    const providerList = el("datalist", { id: "provider-choices" });
+    const seconds = input("max_seconds", "Max seconds", { type: "number", min: 0, max: 31536000, step: 1, hint: "how long a session may run; it is ended then" }, budget.max_seconds);
+    seconds.append(secondsHint(seconds.querySelector("input")));
+    const accent = input("avatar_accent", "Avatar accent", { pattern: "#[0-9a-fA-F]{6}", hint: "#rrggbb, or pick a colour", "data-rule": "a colour as #rrggbb" }, avatar.accent);
+    const accentText = accent.querySelector("input");
+    const picker = el("input", { type: "color", id: "field-avatar_accent_picker", "aria-label": "Pick the avatar accent", value: /^#[0-9a-fA-F]{6}$/.test(avatar.accent || "") ? avatar.accent : "#1f4f99" });
+    picker.addEventListener("input", () => (accentText.value = picker.value));
+    accentText.addEventListener("input", () => /^#[0-9a-fA-F]{6}$/.test(accentText.value) && (picker.value = accentText.value));
+    accent.insertBefore(picker, accentText.nextSibling);
+    const slugRule = { pattern: SLUG, "data-rule": "lowercase letters, digits, - and _ (starting with a letter or digit)" };
+    const referenceRule = { pattern: REFERENCE, "data-rule": "letters, digits and . _ : / -" };
+    const cancel = el("a", { class: "button clear", id: "cancel", href: isNew ? "#/people" : "#/people/" + encodeURIComponent(person.id) }, "Cancel");
     const form = el(
       "form",
-      { id: "person-form", novalidate: false },
-      input("id", "Id", { required: true, maxlength: 64, pattern: SLUG, readonly: isNew ? null : true, hint: "lowercase letters, digits, - and _" }, person.id),
-      input("name", "Name", { required: true, maxlength: 128 }, person.name),
-      input("role", "Role", { required: true, maxlength: 64, pattern: SLUG }, person.role),
-      input("goal", "Goal", { required: true, maxlength: 2048, multiline: true }, person.goal),
-      input("definition_id", "Definition id", { maxlength: 128, pattern: REFERENCE }, person.definition_id),
-      input("preferred_provider", "Preferred provider", { maxlength: 128, pattern: REFERENCE }, person.preferred_provider),
-      input("preferred_model", "Preferred model", { maxlength: 128, pattern: REFERENCE }, person.preferred_model),
-      input("capabilities", "Capabilities", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.capabilities || []).join("\n")),
-      input("skills", "Skills", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.skills || []).join("\n")),
-      input("mcp_servers", "MCP servers", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.mcp_servers || []).join("\n")),
+      { id: "person-form", novalidate: true, class: "form-grid" },
       el(
-        "div",
-        { class: "field" },
-        el("label", { for: "field-isolation" }, "Isolation"),
+        "fieldset",
+        {},
+        el("legend", {}, "Who"),
+        input("id", "Id", { required: true, maxlength: 64, readonly: isNew ? null : true, hint: "lowercase letters, digits, - and _; it cannot change later", ...slugRule }, person.id),
+        input("name", "Name", { required: true, maxlength: 128 }, person.name),
+        input("role", "Role", { required: true, maxlength: 64, list: "role-choices", hint: "a role of the roster, or your own", ...slugRule }, person.role),
+        roleList,
+        input("goal", "Goal", { required: true, maxlength: 2048, multiline: true }, person.goal),
+      ),
+      el(
+        "fieldset",
+        {},
+        el("legend", {}, "How it works"),
+        input("definition_id", "Definition id", { maxlength: 128, ...referenceRule }, person.definition_id),
+        input("preferred_provider", "Preferred provider", { maxlength: 128, list: "provider-choices", hint: "the runner its sessions start with", ...referenceRule }, person.preferred_provider),
+        providerList,
+        input("preferred_model", "Preferred model", { maxlength: 128, ...referenceRule }, person.preferred_model),
+        input("capabilities", "Capabilities", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.capabilities || []).join("\n")),
+        input("skills", "Skills", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.skills || []).join("\n")),
+        input("mcp_servers", "MCP servers", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.mcp_servers || []).join("\n")),
         el(
-          "select",
-          { id: "field-isolation", name: "isolation" },
-          ["", "inherited", "worktree", "session"].map((value) =>
-            el("option", { value, selected: (person.isolation || "") === value }, value || "(not set)"),
+          "div",
+          { class: "field" },
+          el("label", { for: "field-isolation" }, "Isolation"),
+          el(
+            "select",
+            { id: "field-isolation", name: "isolation" },
+            ["", "inherited", "worktree", "session"].map((value) =>
+              el("option", { value, selected: (person.isolation || "") === value }, value || "(not set)"),
+            ),
           ),
         ),
       ),
-      input("max_tokens", "Max tokens", { type: "number", min: 0, max: 1000000000, step: 1 }, budget.max_tokens),
-      input("max_cost_usd", "Max cost (USD)", { type: "number", min: 0, max: 1000000, step: "any" }, budget.max_cost_usd),
-      input("max_seconds", "Max seconds", { type: "number", min: 0, max: 31536000, step: 1 }, budget.max_seconds),
-      input("avatar_character", "Avatar character", { maxlength: 64, pattern: SLUG }, avatar.character),
-      input("avatar_accent", "Avatar accent", { pattern: "#[0-9a-fA-F]{6}", hint: "#rrggbb" }, avatar.accent),
-      el("div", { class: "actions" }, el("button", { type: "submit", id: "save" }, isNew ? "Create" : "Save")),
-      el("div", { id: "form-result" }),
+      el(
+        "fieldset",
+        {},
+        el("legend", {}, "Limits and look"),
+        input("max_tokens", "Max tokens", { type: "number", min: 0, max: 1000000000, step: 1 }, budget.max_tokens),
+        input("max_cost_usd", "Max cost (USD)", { type: "number", min: 0, max: 1000000, step: "any" }, budget.max_cost_usd),
+        seconds,
+        input("avatar_character", "Avatar character", { maxlength: 64, ...slugRule }, avatar.character),
+        accent,
+      ),
+      el("div", { class: "actions wide" }, el("button", { type: "submit", id: "save" }, isNew ? "Create" : "Save"), cancel),
+      el("div", { id: "form-result", class: "wide" }),
     );
+    offerChoices(roleList, providerList);
     form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const result = document.getElementById("form-result");
-      if (!form.reportValidity()) return;
+      if (!checkForm(form, result)) return;
       const document_ = documentFrom(form, person);
       const tooLong = ["capabilities", "skills", "mcp_servers"].find((key) => (document_[key] || []).length > MAX_LIST);
       if (tooLong) {

@@ -464,7 +464,22 @@ async fn visit(client: &Client, fragment: &str) -> Result {
 }
 
 async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result {
+    // Cancel leaves the form for the roster, writing nothing.
     click(client, "a[data-nav=new]").await?;
+    fill(client, "#field-id", "nobody").await?;
+    click(client, "#cancel").await?;
+    wait_text(client, "h2", "Roster").await?;
+    assert!(!server.path("ws/people/nobody.json").exists(), "Cancel wrote a Person");
+    click(client, "a[data-nav=new]").await?;
+    // The Role box offers the roster's roles.
+    let offered =
+        read(client, "#role-choices", "node.querySelector('option[value=platform]') === null ? null : true").await?;
+    assert_eq!(offered, serde_json::Value::Bool(true), "the roster's roles are not offered");
+    // The colour picker fills the accent box.
+    fill(client, "#field-avatar_accent_picker", "#aa3366").await?;
+    let accent = read(client, "#field-avatar_accent", "node.value").await?;
+    assert_eq!(accent, serde_json::json!("#aa3366"));
+    fill(client, "#field-avatar_accent", "").await?;
     fill(client, "#field-id", "ada").await?;
     fill(client, "#field-name", HOSTILE_NAME).await?;
     fill(client, "#field-role", "lead").await?;
@@ -472,6 +487,10 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     // The form enforces the schema before the server does: a bad role is not sent.
     fill(client, "#field-role", "Not A Slug").await?;
     click(client, "#save").await?;
+    // Said in the page's own words beside Save, the field marked.
+    wait_text(client, "#form-result", "“Role” takes lowercase letters").await?;
+    let marked = read(client, "#field-role", "node.getAttribute('aria-invalid')").await?;
+    assert_eq!(marked, serde_json::json!("true"));
     assert!(!server.path("ws/people/ada.json").exists(), "an invalid form was sent");
     fill(client, "#field-role", "lead").await?;
     click(client, "#save").await?;
@@ -488,6 +507,7 @@ async fn create_edit_archive_restore(client: &Client, server: &Server) -> Result
     fill(client, "#field-goal", "Lead the work, calmly.").await?;
     fill(client, "#field-skills", "planning\nreview").await?;
     fill(client, "#field-max_seconds", "1800").await?;
+    wait_text(client, "#field-max_seconds-said", "30 minutes").await?;
     shoot(client, "edit-form", "h2").await?;
     click(client, "#save").await?;
     wait_text(client, ".fields", "Lead the work, calmly.").await?;
