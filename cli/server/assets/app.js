@@ -111,11 +111,22 @@
   // The API.
 
   class ApiError extends Error {
-    constructor(status, body) {
+    // `action`: what the refused request was for, in the page's words ("saved", "read",
+    // "reviewed", "started", "stopped"), for the headline of its findings.
+    constructor(status, body, action) {
       super((body && body.message) || "the request failed");
       this.status = status;
       this.body = body || {};
+      this.action = action || "read";
     }
+  }
+
+  function actionOf(method, path) {
+    if (method === "GET") return "read";
+    if (/\/(review|resolve)$|^\/people\/import$/.test(path)) return "reviewed";
+    if (/\/stop$/.test(path)) return "stopped";
+    if (/^\/(sessions|swarm)$|\/resume$/.test(path)) return "started";
+    return "saved";
   }
 
   // One request; `version` (the ETag of the read an edit started from) goes in
@@ -150,7 +161,7 @@
     } catch (_) {
       parsed = null;
     }
-    if (!response.ok) throw new ApiError(response.status, parsed);
+    if (!response.ok) throw new ApiError(response.status, parsed, actionOf(method, path));
     const etag = response.headers.get("ETag");
     return { body: parsed, version: etag ? etag.replace(/^W\//, "").replace(/"/g, "") : null };
   }
@@ -248,9 +259,10 @@
   function errorBox(error) {
     const body = error instanceof ApiError ? error.body : { code: "network", message: "the server could not be reached (" + String(error.message || error) + ")" };
     const findings = Array.isArray(body.findings) ? body.findings : [];
+    const action = error instanceof ApiError ? error.action : "read";
     const field = body.pointer ? fieldOf({ pointer: body.pointer }) || body.pointer.replace(/^\//, "") : "";
     const headline = findings.length
-      ? findings.length === 1 ? "This could not be saved: one thing needs fixing." : `This could not be saved: ${findings.length} things need fixing.`
+      ? findings.length === 1 ? `This could not be ${action}: one thing needs fixing.` : `This could not be ${action}: ${findings.length} things need fixing.`
       : capitalise((field ? "“" + labelOf(field) + "”: " : "") + inPageTerms(body.message || "the request failed")) + ".";
     return el(
       "div",
@@ -725,7 +737,7 @@
       const document_ = documentFrom(form, person);
       const tooLong = ["capabilities", "skills", "mcp_servers"].find((key) => (document_[key] || []).length > MAX_LIST);
       if (tooLong) {
-        result.replaceChildren(errorBox(new ApiError(0, { code: "too-many-items", message: `at most ${MAX_LIST} items`, pointer: "/properties/" + tooLong + "/maxItems" })));
+        result.replaceChildren(errorBox(new ApiError(0, { code: "too-many-items", message: `at most ${MAX_LIST} items`, pointer: "/properties/" + tooLong + "/maxItems" }, "saved")));
         return;
       }
       try {

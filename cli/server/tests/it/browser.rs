@@ -681,6 +681,14 @@ async fn roster_views(page: &Page<'_>, server: &Server) -> Result {
     wait_for(client, "#person-form").await?;
     both_sizes(page, "new-person", "h2").await?;
     click(client, "a[data-nav=people]").await?;
+    // A file that cannot be read is named as such: a read-only screen never says
+    // "could not be saved".
+    fs::write(server.path("ws/people/broken.json"), "{")?;
+    visit(client, "#/world").await?;
+    visit(client, "#/people").await?;
+    let said = wait_text(client, "#view .error", "broken.json").await?;
+    assert!(said.contains("could not be read") && !said.contains("saved"), "{said}");
+    fs::remove_file(server.path("ws/people/broken.json"))?;
     // Keyboard use: focus moves to the first link and the skip link works.
     let focused = client
         .execute("document.querySelector('.skip').focus(); return document.activeElement.className", vec![])
