@@ -32,7 +32,10 @@
   function done() {
     window.setTimeout(() => {
       pending -= 1;
-      if (pending === 0) document.documentElement.dataset.state = "settled";
+      if (pending > 0) return;
+      document.documentElement.dataset.state = "settled";
+      // The first time the page settles, for the measure of a first load.
+      if (!performance.getEntriesByName("acompose-first-settled").length) performance.mark("acompose-first-settled");
     }, 0);
   }
 
