@@ -1424,7 +1424,10 @@
         screen,
         result,
       );
-      if (session.attachable) await attachTerminal(id, screen, statusText, stop);
+      if (session.attachable) {
+        screen.before(el("p", { class: "note", id: "terminal-keys" }, "Keys typed in the terminal go to the runner, Tab included. To leave it, press Escape, then Tab."));
+        await attachTerminal(id, screen, statusText, stop);
+      }
       // Its runner lives but this server does not hold its terminal: it was started by
       // `acompose people start`, by another server, or by one that has since stopped.
       else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by ", el("code", {}, "acompose people start"), ", another ", el("code", {}, "acompose serve"), ", or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
@@ -1506,6 +1509,18 @@
     socket.addEventListener("close", () => {
       stop.disabled = true;
       screen.dataset.closed = "true";
+    });
+    // Every key goes to the runner, Tab included; Escape then Tab (or Shift+Tab) leaves
+    // the terminal for the page, as the note above it says.
+    let escaped = false;
+    terminal.attachCustomKeyEventHandler((event) => {
+      if (event.type !== "keydown") return true;
+      if (event.key === "Tab" && escaped) {
+        escaped = false;
+        return false;
+      }
+      escaped = event.key === "Escape";
+      return true;
     });
     terminal.onData((data) => send({ type: "input", data }));
     terminal.onResize(({ cols, rows }) => send({ type: "resize", cols, rows }));

@@ -911,6 +911,16 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     pointer_click(client, "#terminal .xterm-screen").await?;
     client.active_element().await?.send_keys(&format!("ping{}", char::from(Key::Enter))).await?;
     wait_text(client, "#terminal", "got ping").await?;
+    // Tab stays in the terminal; Escape then Tab leaves it.
+    client.active_element().await?.send_keys(&char::from(Key::Tab).to_string()).await?;
+    let inside =
+        client.execute("return document.getElementById('terminal').contains(document.activeElement);", vec![]).await?;
+    assert_eq!(inside, serde_json::Value::Bool(true), "Tab left the terminal");
+    let keys = format!("{}{}", char::from(Key::Escape), char::from(Key::Tab));
+    client.active_element().await?.send_keys(&keys).await?;
+    let inside =
+        client.execute("return document.getElementById('terminal').contains(document.activeElement);", vec![]).await?;
+    assert_eq!(inside, serde_json::Value::Bool(false), "Escape then Tab did not leave the terminal");
     both_sizes(page, "live-session", "body").await?;
     // Stop asks first: the session runs on until the confirmation.
     click(client, "#stop").await?;
