@@ -46,8 +46,8 @@ pub(crate) fn home_roster_roles(home: &Path) -> (Vec<Value>, Option<String>) {
     let model = settings::resolve(&flags)
         .and_then(|settings| settings.selection(false))
         .and_then(|selection| Sources::default().load_model(&selection));
-    // What the roster says (`roster show`) is not a matter of this request: a problem is
-    // reported in the answer, the bundles are still listed.
+    // A roster that cannot be loaded does not fail the answer: the problem is named in it
+    // and the bundles are listed all the same.
     let model = match model {
         Ok(valid) => valid.model,
         Err(error) => return (Vec::new(), Some(error.to_string())),
