@@ -16,13 +16,61 @@
   const statusLine = () => document.getElementById("status");
 
   // ---------------------------------------------------------------------------------
+  // The settled signal: <html data-state> is "busy" while a view renders, a request is
+  // out, a handler runs, the events socket connects or a navigation is on its way, and
+  // "settled" once all of them are done. It turns "settled" on a later task, so the code
+  // that awaited the last answer has drawn it first. The browser suite waits on it.
+
+  let pending = 0;
+  let heldNavigations = 0;
+
+  function busy() {
+    pending += 1;
+    document.documentElement.dataset.state = "busy";
+  }
+
+  function done() {
+    window.setTimeout(() => {
+      pending -= 1;
+      if (pending > 0) return;
+      document.documentElement.dataset.state = "settled";
+      // The first time the page settles, for the measure of a first load.
+      if (!performance.getEntriesByName("acompose-first-settled").length) performance.mark("acompose-first-settled");
+    }, 0);
+  }
+
+  // `work` (a handler or a render) counted as busy until it and what it awaits finish.
+  function tracked(work) {
+    return function (...args) {
+      busy();
+      let outcome;
+      try {
+        outcome = work.apply(this, args);
+      } catch (error) {
+        done();
+        throw error;
+      }
+      Promise.resolve(outcome).then(done, done);
+      return outcome;
+    };
+  }
+
+  // Goes to another view; busy from now until that view is drawn.
+  function go(hash) {
+    if (window.location.hash === hash) return;
+    busy();
+    heldNavigations += 1;
+    window.location.hash = hash;
+  }
+
+  // ---------------------------------------------------------------------------------
   // DOM building: children that are strings become text nodes.
 
   function el(tag, attributes, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attributes || {})) {
       if (value === undefined || value === null || value === false) continue;
-      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      if (key.startsWith("on")) node.addEventListener(key.slice(2), tracked(value));
       else if (key === "text") node.textContent = String(value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
@@ -66,16 +114,36 @@
   // The API.
 
   class ApiError extends Error {
-    constructor(status, body) {
+    // `action`: what the refused request was for, in the page's words ("saved", "read",
+    // "reviewed", "started", "stopped"), for the headline of its findings.
+    constructor(status, body, action) {
       super((body && body.message) || "the request failed");
       this.status = status;
       this.body = body || {};
+      this.action = action || "read";
     }
+  }
+
+  function actionOf(method, path) {
+    if (method === "GET") return "read";
+    if (/\/(review|resolve)$|^\/people\/import$/.test(path)) return "reviewed";
+    if (/\/stop$/.test(path)) return "stopped";
+    if (/^\/(sessions|swarm)$|\/resume$/.test(path)) return "started";
+    return "saved";
   }
 
   // One request; `version` (the ETag of the read an edit started from) goes in
   // If-Match. Returns the parsed body and the version the answer carries.
   async function call(method, path, body, version) {
+    busy();
+    try {
+      return await request(method, path, body, version);
+    } finally {
+      done();
+    }
+  }
+
+  async function request(method, path, body, version) {
     const headers = { Authorization: "Bearer " + token };
     if (version) headers["If-Match"] = '"' + version + '"';
     const init = { method, headers, credentials: "omit", cache: "no-store" };
@@ -83,14 +151,20 @@
       headers["Content-Type"] = "application/json";
       init.body = typeof body === "string" ? body : JSON.stringify(body);
     }
-    const response = await fetch("/api/v1" + path, init);
+    let response;
+    try {
+      response = await fetch("/api/v1" + path, init);
+    } catch (error) {
+      connectionLost();
+      throw error;
+    }
     let parsed = null;
     try {
       parsed = await response.json();
     } catch (_) {
       parsed = null;
     }
-    if (!response.ok) throw new ApiError(response.status, parsed);
+    if (!response.ok) throw new ApiError(response.status, parsed, actionOf(method, path));
     const etag = response.headers.get("ETag");
     return { body: parsed, version: etag ? etag.replace(/^W\//, "").replace(/"/g, "") : null };
   }
@@ -159,7 +233,8 @@
   function inPageTerms(text) {
     return String(text || "")
       .replace(/(pass|override with|supply one with|review must supply one with) (--[a-z-]+)/g, (_, __, flag) => `fill in “${labelOf(flag)}”`)
-      .replace(/`?acompose people edit [a-z0-9_-]+`?/g, "Edit on the Person's page");
+      .replace(/`?acompose people edit [a-z0-9_-]+`?/g, "Edit on the Person's page")
+      .replace(/start again with --acknowledge-unsupported/g, "tick “Start anyway” in the review and start again");
   }
 
   // One finding as a sentence: where (the file, the field as the form labels it), what,
@@ -187,9 +262,10 @@
   function errorBox(error) {
     const body = error instanceof ApiError ? error.body : { code: "network", message: "the server could not be reached (" + String(error.message || error) + ")" };
     const findings = Array.isArray(body.findings) ? body.findings : [];
+    const action = error instanceof ApiError ? error.action : "read";
     const field = body.pointer ? fieldOf({ pointer: body.pointer }) || body.pointer.replace(/^\//, "") : "";
     const headline = findings.length
-      ? findings.length === 1 ? "This could not be saved: one thing needs fixing." : `This could not be saved: ${findings.length} things need fixing.`
+      ? findings.length === 1 ? `This could not be ${action}: one thing needs fixing.` : `This could not be ${action}: ${findings.length} things need fixing.`
       : capitalise((field ? "“" + labelOf(field) + "”: " : "") + inPageTerms(body.message || "the request failed")) + ".";
     return el(
       "div",
@@ -209,6 +285,42 @@
   }
 
   // ---------------------------------------------------------------------------------
+  // Role colours: the roster's roles (from /api/v1/home) give each role its favourite
+  // colour; a Person's avatar accent, when set, colours its avatar. Read once per screen.
+
+  async function homeOverview() {
+    try {
+      return await api("GET", "/home");
+    } catch (_) {
+      return { roles: [], bundles: [] };
+    }
+  }
+
+  function rolesByName(home) {
+    return new Map((home.roles || []).map((role) => [role.role, role]));
+  }
+
+  // The colours a Person is shown in: its role's colour (the card's edge) and its avatar
+  // accent (the avatar's ring), each falling back on the other.
+  function personColours(person, roles) {
+    const role = roles.get(person.role);
+    const accent = person.avatar && person.avatar.accent ? person.avatar.accent : null;
+    return { role: safeColour(role ? role.favorite_color : accent), accent: safeColour(accent || (role ? role.favorite_color : null)) };
+  }
+
+  // A role's colour as a small swatch, when the role is the roster's.
+  function roleSwatch(roles, role) {
+    const known = roles.get(role);
+    return known ? swatch(known.favorite_color, role + " colour") : null;
+  }
+
+  function avatarOf(name, colours) {
+    const badge = el("span", { class: "avatar", "aria-hidden": "true" }, String(name || "?").slice(0, 1).toUpperCase());
+    badge.style.borderColor = colours.accent;
+    return badge;
+  }
+
+  // ---------------------------------------------------------------------------------
   // Roster.
 
   async function liveSessions() {
@@ -220,15 +332,16 @@
     }
   }
 
-  function personCard(person, online) {
+  function personCard(person, online, roles) {
     const state = person.archived ? "archived" : online ? "online" : "offline";
+    const colours = personColours(person, roles || new Map());
     return el(
       "li",
-      { class: "card", "data-person": person.id },
+      { class: "card person-card", "data-person": person.id, "data-role": person.role, "data-presence": state, style: "--role-colour: " + colours.role },
       el(
         "a",
-        { href: "#/people/" + encodeURIComponent(person.id), class: "card-link" },
-        el("span", { class: "avatar", "aria-hidden": "true" }, (person.name || "?").slice(0, 1).toUpperCase()),
+        { href: "#/people/" + encodeURIComponent(person.id), class: "card-link", title: person.name + " (id " + person.id + ")" },
+        avatarOf(person.name, colours),
         el("span", { class: "card-name" }, person.name),
       ),
       el("span", { class: "card-role" }, person.role),
@@ -236,43 +349,92 @@
     );
   }
 
+  // How the roster is looked at (search, filters, grouping, density), kept while the
+  // page is open; `compact: null` means "by the roster's size".
+  const rosterView = { search: "", role: "", status: "", group: false, compact: null };
+  const COMPACT_ABOVE = 20;
+
   async function roster() {
     const mine = generation;
     const target = el("div");
     show(el("h2", {}, "Roster"), target);
     follow(() => redraw(roster), mine);
     await guarded(target, async () => {
-      const [listing, sessions] = await Promise.all([api("GET", "/people"), liveSessions()]);
+      const [listing, sessions, home] = await Promise.all([api("GET", "/people"), liveSessions(), homeOverview()]);
       const online = new Set(sessions.filter((session) => session.live).map((session) => session.person_id));
       const people = listing.people || [];
-      const configured = people.filter((person) => !person.archived);
-      const archived = people.filter((person) => person.archived);
-      const density = el(
-        "label",
-        { class: "density" },
-        el("input", {
-          type: "checkbox",
-          id: "compact",
-          onchange: (event) => document.body.classList.toggle("compact", event.target.checked),
-        }),
-        " Compact list",
-      );
-      if (document.body.classList.contains("compact")) density.querySelector("input").checked = true;
+      const roles = rolesByName(home);
+      document.body.classList.toggle("compact", rosterView.compact === null ? people.length > COMPACT_ABOVE : rosterView.compact);
+      const results = el("div", { id: "roster-results" });
+      const draw = () => results.replaceChildren(...rosterLists(people, online, roles));
       const problems = (listing.findings || []).length
         ? errorBox(new ApiError(200, { code: "unreadable-files", message: "some People files could not be read", findings: listing.findings }))
         : null;
-      target.replaceChildren(
-        ...[density, problems].filter(Boolean),
-        el("h3", {}, `Configured (${configured.length})`),
-        configured.length
-          ? el("ul", { class: "cards", id: "configured" }, configured.map((person) => personCard(person, online.has(person.id))))
-          : el("p", { class: "empty" }, "No configured People yet. Create one or import a hire file."),
-        el("h3", {}, `Archived (${archived.length})`),
-        archived.length
-          ? el("ul", { class: "cards", id: "archived" }, archived.map((person) => personCard(person, false)))
-          : el("p", { class: "empty" }, "Nothing archived."),
-      );
+      target.replaceChildren(...[rosterControls(people, draw), problems, results].filter(Boolean));
+      draw();
     });
+  }
+
+  // Find, filter by role and status, group by role, and the density of the list.
+  function rosterControls(people, draw) {
+    const change = (key, value) => {
+      rosterView[key] = value;
+      draw();
+    };
+    const known = [...new Set(people.map((person) => person.role))].sort();
+    const choice = (id, label, key, options) =>
+      el("div", { class: "field" }, el("label", { for: id }, label), el("select", { id, onchange: (event) => change(key, event.target.value) }, options.map(([value, text]) => el("option", { value, selected: rosterView[key] === value }, text))));
+    const box = (id, label, checked, onchange) => el("label", { class: "choice" }, el("input", { type: "checkbox", id, checked, onchange }), " ", label);
+    return el(
+      "div",
+      { class: "roster-controls", role: "search" },
+      el("div", { class: "field grow" }, el("label", { for: "roster-search" }, "Find"), el("input", { type: "search", id: "roster-search", value: rosterView.search, placeholder: "name, id or role", oninput: (event) => change("search", event.target.value) })),
+      choice("roster-role", "Role", "role", [["", "All roles"], ...known.map((role) => [role, role])]),
+      choice("roster-status", "Status", "status", [["", "Any status"], ["online", "Online"], ["offline", "Offline"], ["archived", "Archived"]]),
+      el(
+        "div",
+        { class: "field" },
+        box("roster-group", "Group by role", rosterView.group, (event) => change("group", event.target.checked)),
+        box("compact", "Compact list", document.body.classList.contains("compact"), (event) => {
+          rosterView.compact = event.target.checked;
+          document.body.classList.toggle("compact", event.target.checked);
+        }),
+      ),
+    );
+  }
+
+  // The People the controls let through, configured then archived, grouped by role
+  // when asked, with how many are shown.
+  function rosterLists(people, online, roles) {
+    const needle = rosterView.search.trim().toLowerCase();
+    const stateOf = (person) => (person.archived ? "archived" : online.has(person.id) ? "online" : "offline");
+    const shown = people.filter(
+      (person) =>
+        (!needle || [person.name, person.id, person.role].some((text) => String(text || "").toLowerCase().includes(needle))) &&
+        (!rosterView.role || person.role === rosterView.role) &&
+        (!rosterView.status || stateOf(person) === rosterView.status),
+    );
+    const configured = shown.filter((person) => !person.archived);
+    const archived = shown.filter((person) => person.archived);
+    const list = (id, group) => el("ul", { class: "cards", id }, group.map((person) => personCard(person, online.has(person.id), roles)));
+    const grouped = () =>
+      [...new Set(configured.map((person) => person.role))].sort().map((role) => {
+        const members = configured.filter((person) => person.role === role);
+        const known = roles.get(role);
+        return el("section", { class: "role-group", "data-role": role }, el("h4", {}, known ? swatch(known.favorite_color, "role colour") : null, " ", known && known.display_name ? known.display_name + " (" + role + ")" : role, " · ", String(members.length)), list(null, members));
+      });
+    const filtered = shown.length !== people.length;
+    return [
+      el("p", { id: "roster-count", class: "note", role: "status" }, filtered ? `Showing ${shown.length} of ${people.length} People.` : `${people.length} People.`),
+      el("h3", {}, `Configured (${configured.length})`),
+      configured.length
+        ? rosterView.group
+          ? el("div", { id: "configured" }, grouped())
+          : list("configured", configured)
+        : el("p", { class: "empty" }, filtered ? "Nobody configured matches." : "No configured People yet. Create one or import a hire file."),
+      el("h3", {}, `Archived (${archived.length})`),
+      archived.length ? list("archived", archived) : el("p", { class: "empty" }, filtered ? "Nobody archived matches." : "Nothing archived."),
+    ];
   }
 
   // ---------------------------------------------------------------------------------
@@ -289,15 +451,15 @@
     const heading = el("h2", {}, "Person");
     show(heading, target);
     await guarded(target, async () => {
-      const { body: person, version } = await call("GET", "/people/" + encodeURIComponent(id));
-      const sessions = await liveSessions();
+      const [{ body: person, version }, sessions, home] = await Promise.all([call("GET", "/people/" + encodeURIComponent(id)), liveSessions(), homeOverview()]);
       const online = sessions.some((session) => session.live && session.person_id === person.id);
       const budget = person.budget || {};
       const toggle = person.archived
         ? el("button", { type: "button", id: "restore", onclick: () => setArchived(person.id, false, version) }, "Restore")
-        : el("button", { type: "button", id: "archive", onclick: () => setArchived(person.id, true, version) }, "Archive");
+        : dangerous({ id: "archive" }, "Archive", "Archive " + person.name + "? It can no longer be started; Restore brings it back.", () => setArchived(person.id, true, version));
       follow(() => redraw(() => detail(id)), mine);
       heading.textContent = person.name;
+      const identity = await personIdentity(person, sessions, home);
       target.replaceChildren(
         el("p", {}, el("span", { class: "presence presence-" + (person.archived ? "archived" : online ? "online" : "offline"), id: "presence" }, person.archived ? "archived" : online ? "online" : "offline")),
         el(
@@ -315,7 +477,7 @@
           field("Isolation", person.isolation),
           field("Max tokens", budget.max_tokens),
           field("Max cost (USD)", budget.max_cost_usd),
-          field("Max seconds", budget.max_seconds),
+          field("Time limit", budget.max_seconds === undefined || budget.max_seconds === null ? null : duration(budget.max_seconds)),
           field("Imported from", person.import_source ? person.import_source.spec : null),
         ),
         el(
@@ -326,8 +488,93 @@
           toggle,
         ),
         el("div", { id: "action-result" }),
+        ...identity,
       );
     });
+  }
+
+  // A Person and composition: its role's card in the role's colour, the role's current
+  // bundle and how many skills it holds, and the Person's recent sessions.
+  async function personIdentity(person, sessions, home) {
+    const roles = rolesByName(home);
+    const role = roles.get(person.role);
+    const colours = personColours(person, roles);
+    const bundle = (home.bundles || []).find((candidate) => candidate.current && candidate.role === person.role);
+    let skills = null;
+    if (bundle) {
+      try {
+        const described = await api("GET", "/bundles/" + encodeURIComponent(bundle.id));
+        skills = described.budget ? described.budget.total_skills : null;
+      } catch (_) {
+        skills = null;
+      }
+    }
+    const identity = role ? role.identity || {} : {};
+    const card = el(
+      "section",
+      { id: "person-role", class: "role-summary", "aria-labelledby": "person-role-heading", style: "--role-colour: " + colours.role },
+      el("h3", { id: "person-role-heading" }, avatarOf(person.name, colours), " Role"),
+      role
+        ? el("p", {}, swatch(role.favorite_color, "role colour"), " ", el("strong", {}, role.display_name || role.role), " (", role.role, ")", identity.name ? " · works as " + identity.name + (identity.pronouns ? " (" + identity.pronouns + ")" : "") : "")
+        : el("p", {}, el("strong", {}, person.role), " is not a role of the roster: sessions start with the host's own context."),
+      role && role.purpose ? el("p", { class: "note" }, role.purpose) : null,
+      bundle
+        ? el("p", { id: "person-bundle" }, "Current bundle ", el("a", { href: "#/bundles/" + encodeURIComponent(bundle.id), title: "Bundle " + bundle.id }, el("code", {}, bundle.id.slice(0, 12))), skills === null ? "" : " · " + skills + (skills === 1 ? " skill" : " skills"))
+        : el("p", { id: "person-bundle", class: "empty" }, role ? "No bundle composed for this role yet." : "No bundle: the role is not the roster's."),
+    );
+    const recent = sessions.filter((session) => session.person_id === person.id).slice(0, 5);
+    const table = recent.length
+      ? el(
+          "table",
+          { id: "person-sessions", class: "stack" },
+          el("thead", {}, el("tr", {}, ["Started", "Project", "Runner", "Status"].map((name) => el("th", { scope: "col" }, name)))),
+          el(
+            "tbody",
+            {},
+            recent.map((session) =>
+              el(
+                "tr",
+                { "data-session": session.id },
+                el("td", { "data-label": "Started" }, el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, localTime(session.started_at))),
+                el("td", { "data-label": "Project" }, session.project_id),
+                el("td", { "data-label": "Runner" }, session.provider),
+                el("td", { "data-label": "Status", class: "session-status" }, statusWords(session)),
+              ),
+            ),
+          ),
+        )
+      : el("p", { class: "empty" }, "No sessions yet.");
+    return [card, el("h3", {}, "Recent sessions"), table];
+  }
+
+  // A danger action asks first: its button (outlined in the danger colour) opens a
+  // confirmation beside it that says what will happen, with the action again (solid)
+  // and Cancel; only the confirmation acts. Returns the button.
+  function dangerous(attributes, label, question, act) {
+    const button = el("button", {
+      ...attributes,
+      type: "button",
+      class: "danger",
+      onclick: () => {
+        const close = () => {
+          ask.remove();
+          button.hidden = false;
+        };
+        const yes = el("button", { type: "button", id: attributes.id + "-confirm", class: "danger solid", onclick: async () => {
+          close();
+          await act();
+        } }, label);
+        const no = el("button", { type: "button", id: attributes.id + "-cancel", class: "clear", onclick: () => {
+          close();
+          button.focus();
+        } }, "Cancel");
+        const ask = el("span", { class: "confirm", role: "group", "aria-label": question }, el("span", {}, question), " ", yes, " ", no);
+        button.hidden = true;
+        button.after(ask);
+        yes.focus();
+      },
+    }, label);
+    return button;
   }
 
   async function setArchived(id, archived, version) {
@@ -360,50 +607,140 @@
       .filter((item) => item.length);
   }
 
+  // What a control's value breaks, in the page's words (the browser's own bubbles are
+  // off: the form says it in its result box, next to Save).
+  function invalidSentence(control) {
+    const label = (document.querySelector(`label[for="${control.id}"]`) || {}).textContent || control.name;
+    const state = control.validity;
+    const hint = control.dataset.rule;
+    let what = "is not valid";
+    if (state.valueMissing) what = "is needed";
+    else if (state.patternMismatch || state.typeMismatch) what = hint ? "takes " + hint : "is not in the right form";
+    else if (state.tooLong) what = `is too long: at most ${control.maxLength} characters`;
+    else if (state.rangeUnderflow) what = `is at least ${control.min}`;
+    else if (state.rangeOverflow) what = `is at most ${control.max}`;
+    else if (state.stepMismatch || state.badInput) what = "takes a whole number";
+    return { label, sentence: `“${label}” ${what}.` };
+  }
+
+  // Checks the form as the schema will; on a problem, lists each in the result box,
+  // marks the fields and moves focus to the first. Returns whether the form is valid.
+  function checkForm(form, result) {
+    const invalid = [...form.elements].filter((control) => control.willValidate && !control.checkValidity());
+    for (const control of form.elements) {
+      if (control.willValidate) control.setAttribute("aria-invalid", String(invalid.includes(control)));
+    }
+    if (!invalid.length) return true;
+    result.replaceChildren(
+      el(
+        "div",
+        { class: "error", role: "alert", "data-code": "form-invalid" },
+        el("p", { class: "sentence" }, invalid.length === 1 ? "One field needs fixing before this can be saved." : `${invalid.length} fields need fixing before this can be saved.`),
+        el("ul", {}, invalid.map((control) => el("li", {}, invalidSentence(control).sentence))),
+      ),
+    );
+    invalid[0].focus();
+    return false;
+  }
+
+  // Max seconds as people say it, beside the box, as it is typed.
+  function secondsHint(control) {
+    const said = el("small", { id: "field-max_seconds-said", "aria-live": "polite" });
+    const update = () => {
+      const value = Number(control.value);
+      said.textContent = control.value && Number.isInteger(value) && value >= 0 ? "= " + duration(value) : "";
+    };
+    control.addEventListener("input", update);
+    update();
+    return said;
+  }
+
+  // The roster's roles and the roles in use, offered for the Role box; the runners
+  // for the preferred provider. Filled in when they arrive.
+  function offerChoices(roleList, providerList) {
+    Promise.all([homeOverview(), api("GET", "/people").catch(() => ({ people: [] })), api("GET", "/runners").catch(() => ({ runners: [] }))]).then(([home, people, runners]) => {
+      const roles = new Map((home.roles || []).map((role) => [role.role, role.display_name || role.role]));
+      for (const person of people.people || []) if (!roles.has(person.role)) roles.set(person.role, "in use");
+      roleList.replaceChildren(...[...roles].map(([value, label]) => el("option", { value, label })));
+      providerList.replaceChildren(...(runners.runners || []).map((runner) => el("option", { value: runner.name, label: runner.available ? "on this machine" : "not installed" })));
+    });
+  }
+
   function personForm(person, isNew, version) {
     const budget = person.budget || {};
     const avatar = person.avatar || {};
+    const roleList = el("datalist", { id: "role-choices" });
+    const providerList = el("datalist", { id: "provider-choices" });
+    const seconds = input("max_seconds", "Max seconds", { type: "number", min: 0, max: 31536000, step: 1, hint: "how long a session may run; it is ended then" }, budget.max_seconds);
+    seconds.append(secondsHint(seconds.querySelector("input")));
+    const accent = input("avatar_accent", "Avatar accent", { pattern: "#[0-9a-fA-F]{6}", hint: "#rrggbb, or pick a colour", "data-rule": "a colour as #rrggbb" }, avatar.accent);
+    const accentText = accent.querySelector("input");
+    const picker = el("input", { type: "color", id: "field-avatar_accent_picker", "aria-label": "Pick the avatar accent", value: /^#[0-9a-fA-F]{6}$/.test(avatar.accent || "") ? avatar.accent : "#1f4f99" });
+    picker.addEventListener("input", () => (accentText.value = picker.value));
+    accentText.addEventListener("input", () => /^#[0-9a-fA-F]{6}$/.test(accentText.value) && (picker.value = accentText.value));
+    accent.insertBefore(picker, accentText.nextSibling);
+    const slugRule = { pattern: SLUG, "data-rule": "lowercase letters, digits, - and _ (starting with a letter or digit)" };
+    const referenceRule = { pattern: REFERENCE, "data-rule": "letters, digits and . _ : / -" };
+    const cancel = el("a", { class: "button clear", id: "cancel", href: isNew ? "#/people" : "#/people/" + encodeURIComponent(person.id) }, "Cancel");
     const form = el(
       "form",
-      { id: "person-form", novalidate: false },
-      input("id", "Id", { required: true, maxlength: 64, pattern: SLUG, readonly: isNew ? null : true, hint: "lowercase letters, digits, - and _" }, person.id),
-      input("name", "Name", { required: true, maxlength: 128 }, person.name),
-      input("role", "Role", { required: true, maxlength: 64, pattern: SLUG }, person.role),
-      input("goal", "Goal", { required: true, maxlength: 2048, multiline: true }, person.goal),
-      input("definition_id", "Definition id", { maxlength: 128, pattern: REFERENCE }, person.definition_id),
-      input("preferred_provider", "Preferred provider", { maxlength: 128, pattern: REFERENCE }, person.preferred_provider),
-      input("preferred_model", "Preferred model", { maxlength: 128, pattern: REFERENCE }, person.preferred_model),
-      input("capabilities", "Capabilities", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.capabilities || []).join("\n")),
-      input("skills", "Skills", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.skills || []).join("\n")),
-      input("mcp_servers", "MCP servers", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.mcp_servers || []).join("\n")),
+      { id: "person-form", novalidate: true, class: "form-grid" },
       el(
-        "div",
-        { class: "field" },
-        el("label", { for: "field-isolation" }, "Isolation"),
+        "fieldset",
+        {},
+        el("legend", {}, "Who"),
+        input("id", "Id", { required: true, maxlength: 64, readonly: isNew ? null : true, hint: "lowercase letters, digits, - and _; it cannot change later", ...slugRule }, person.id),
+        input("name", "Name", { required: true, maxlength: 128 }, person.name),
+        input("role", "Role", { required: true, maxlength: 64, list: "role-choices", hint: "a role of the roster, or your own", ...slugRule }, person.role),
+        roleList,
+        input("goal", "Goal", { required: true, maxlength: 2048, multiline: true }, person.goal),
+      ),
+      el(
+        "fieldset",
+        {},
+        el("legend", {}, "How it works"),
+        input("definition_id", "Definition id", { maxlength: 128, ...referenceRule }, person.definition_id),
+        input("preferred_provider", "Preferred provider", { maxlength: 128, list: "provider-choices", hint: "the runner its sessions start with", ...referenceRule }, person.preferred_provider),
+        providerList,
+        input("preferred_model", "Preferred model", { maxlength: 128, ...referenceRule }, person.preferred_model),
+        input("capabilities", "Capabilities", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.capabilities || []).join("\n")),
+        input("skills", "Skills", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.skills || []).join("\n")),
+        input("mcp_servers", "MCP servers", { multiline: true, hint: `one per line, at most ${MAX_LIST}` }, (person.mcp_servers || []).join("\n")),
         el(
-          "select",
-          { id: "field-isolation", name: "isolation" },
-          ["", "inherited", "worktree", "session"].map((value) =>
-            el("option", { value, selected: (person.isolation || "") === value }, value || "(not set)"),
+          "div",
+          { class: "field" },
+          el("label", { for: "field-isolation" }, "Isolation"),
+          el(
+            "select",
+            { id: "field-isolation", name: "isolation" },
+            ["", "inherited", "worktree", "session"].map((value) =>
+              el("option", { value, selected: (person.isolation || "") === value }, value || "(not set)"),
+            ),
           ),
         ),
       ),
-      input("max_tokens", "Max tokens", { type: "number", min: 0, max: 1000000000, step: 1 }, budget.max_tokens),
-      input("max_cost_usd", "Max cost (USD)", { type: "number", min: 0, max: 1000000, step: "any" }, budget.max_cost_usd),
-      input("max_seconds", "Max seconds", { type: "number", min: 0, max: 31536000, step: 1 }, budget.max_seconds),
-      input("avatar_character", "Avatar character", { maxlength: 64, pattern: SLUG }, avatar.character),
-      input("avatar_accent", "Avatar accent", { pattern: "#[0-9a-fA-F]{6}", hint: "#rrggbb" }, avatar.accent),
-      el("div", { class: "actions" }, el("button", { type: "submit", id: "save" }, isNew ? "Create" : "Save")),
-      el("div", { id: "form-result" }),
+      el(
+        "fieldset",
+        {},
+        el("legend", {}, "Limits and look"),
+        input("max_tokens", "Max tokens", { type: "number", min: 0, max: 1000000000, step: 1 }, budget.max_tokens),
+        input("max_cost_usd", "Max cost (USD)", { type: "number", min: 0, max: 1000000, step: "any" }, budget.max_cost_usd),
+        seconds,
+        input("avatar_character", "Avatar character", { maxlength: 64, ...slugRule }, avatar.character),
+        accent,
+      ),
+      el("div", { class: "actions wide" }, el("button", { type: "submit", id: "save" }, isNew ? "Create" : "Save"), cancel),
+      el("div", { id: "form-result", class: "wide" }),
     );
-    form.addEventListener("submit", async (event) => {
+    offerChoices(roleList, providerList);
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const result = document.getElementById("form-result");
-      if (!form.reportValidity()) return;
+      if (!checkForm(form, result)) return;
       const document_ = documentFrom(form, person);
       const tooLong = ["capabilities", "skills", "mcp_servers"].find((key) => (document_[key] || []).length > MAX_LIST);
       if (tooLong) {
-        result.replaceChildren(errorBox(new ApiError(0, { code: "too-many-items", message: `at most ${MAX_LIST} items`, pointer: "/properties/" + tooLong + "/maxItems" })));
+        result.replaceChildren(errorBox(new ApiError(0, { code: "too-many-items", message: `at most ${MAX_LIST} items`, pointer: "/properties/" + tooLong + "/maxItems" }, "saved")));
         return;
       }
       try {
@@ -411,12 +748,12 @@
           ? await api("POST", "/people", document_)
           : await api("PUT", "/people/" + encodeURIComponent(person.id), document_, version);
         say(isNew ? "Created." : "Saved.", true);
-        window.location.hash = "#/people/" + encodeURIComponent(saved.id);
+        go("#/people/" + encodeURIComponent(saved.id));
       } catch (error) {
         if (error instanceof ApiError && error.status === 409 && error.body.code === "stale-version") showChanged(form, person, error.body.current, true);
         else result.replaceChildren(errorBox(error));
       }
-    });
+    }));
     return form;
   }
 
@@ -558,7 +895,7 @@
       if (value("import_max_tokens")) body.max_tokens = Number(value("import_max_tokens"));
       return body;
     };
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const file = document.getElementById("hire-file").files[0];
       if (!file) return;
@@ -571,11 +908,11 @@
           await guarded(saveResult, async () => {
             const saved = await api("POST", "/people/import/save", request(upload.content));
             say("Imported as " + saved.person_id + ".", true);
-            window.location.hash = "#/people/" + encodeURIComponent(saved.person_id);
+            go("#/people/" + encodeURIComponent(saved.person_id));
           });
         }));
       });
-    });
+    }));
     show(el("h2", {}, "Import a hire file"), el("p", {}, "The file is reviewed first; nothing is written until you press Save."), form, result);
   }
 
@@ -684,12 +1021,12 @@
       recipe = { name, content };
       await preview([]);
     };
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       const file = document.getElementById("recipe-file").files[0];
       if (!file) return;
       await use(file.name, await file.text());
-    });
+    }));
     show(
       el("h2", {}, "Swarm"),
       el("p", {}, "Make a recipe (which roles work together), choose who fills each role, then review and start the run."),
@@ -736,7 +1073,7 @@
         el("div", { class: "actions" }, el("button", { type: "submit", id: "save-recipe" }, "Save recipe")),
         el("div", { id: "recipe-result" }),
       );
-      maker.addEventListener("submit", async (event) => {
+      maker.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!maker.reportValidity()) return;
         const roles = [...maker.querySelectorAll("input[name=recipe_role]:checked")].map((box) => ({ role: box.value }));
@@ -751,7 +1088,7 @@
           await savedRecipes(target, use);
           await use(savedRecipe.file.split("/").pop(), savedRecipe.text);
         });
-      });
+      }));
       target.replaceChildren(el("h3", {}, "Saved recipes"), chooser, maker);
     });
   }
@@ -886,14 +1223,14 @@
         if (task.trim()) body.task = task;
         return body;
       };
-      form.addEventListener("submit", async (event) => {
+      form.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!form.reportValidity()) return;
         await guarded(reviewBox, async () => {
           const review = await api("POST", "/sessions/review", request());
           reveal(reviewBox, startReview(review, request));
         });
-      });
+      }));
       target.replaceChildren(form, reviewBox);
     });
   }
@@ -954,7 +1291,7 @@
               if (review.conversation) body.conversation = review.conversation;
               await guarded(result, async () => {
                 const session = await api("POST", "/sessions", body);
-                window.location.hash = "#/sessions/" + encodeURIComponent(session.id);
+                go("#/sessions/" + encodeURIComponent(session.id));
               });
             },
           },
@@ -1007,8 +1344,9 @@
     show(el("h2", {}, "Sessions"), target);
     follow((kinds) => kinds.includes("sessions") && redraw(sessionsView), mine);
     await guarded(target, async () => {
-      const listing = await api("GET", "/sessions");
+      const [listing, home] = await Promise.all([api("GET", "/sessions"), homeOverview()]);
       const sessions = listing.sessions || [];
+      const roles = rolesByName(home);
       target.replaceChildren(
         sessions.length
           ? el(
@@ -1023,7 +1361,7 @@
                     "tr",
                     { "data-session": session.id },
                     el("td", { "data-label": "Started" }, el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, localTime(session.started_at))),
-                    el("td", { "data-label": "Person" }, session.person),
+                    el("td", { "data-label": "Person", title: "Person id: " + session.person_id }, roleSwatch(roles, session.role), " ", session.person),
                     el("td", { "data-label": "Project" }, session.project_id),
                     el("td", { "data-label": "Runner" }, session.provider),
                     el("td", { "data-label": "Status", class: "session-status", "data-status": session.status }, statusWords(session), session.live ? (session.attachable ? " (live here)" : " (live)") : ""),
@@ -1048,13 +1386,13 @@
       const statusText = el("span", { id: "session-status", "data-status": session.status }, statusWords(session));
       const endText = el("span", { id: "session-ending" }, ending(session));
       const screen = el("div", { id: "terminal", class: "terminal", role: "region", "aria-label": "Terminal of the session" });
-      const stop = el("button", { type: "button", id: "stop", disabled: !session.live, onclick: async () => {
+      const stop = dangerous({ id: "stop", disabled: !session.live }, "Stop", "Stop this session? Its runner and everything it started are ended.", async () => {
         await guarded(result, async () => {
           const stopped = await api("POST", "/sessions/" + encodeURIComponent(id) + "/stop");
           update(stopped);
           say("Stopped.");
         });
-      } }, "Stop");
+      });
       const result = el("div");
       // The record as it is now: status, how it ended, whether Stop still applies.
       const update = (now) => {
@@ -1086,15 +1424,46 @@
         screen,
         result,
       );
-      if (session.attachable) attachTerminal(id, screen, statusText, stop);
+      if (session.attachable) {
+        screen.before(el("p", { class: "note", id: "terminal-keys" }, "Keys typed in the terminal go to the runner, Tab included. To leave it, press Escape, then Tab."));
+        await attachTerminal(id, screen, statusText, stop);
+      }
       // Its runner lives but this server does not hold its terminal: it was started by
       // `acompose people start`, by another server, or by one that has since stopped.
-      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by `acompose people start`, another `acompose serve`, or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
+      else if (session.live) screen.append(el("p", { class: "empty" }, "This session was started outside this page (by ", el("code", {}, "acompose people start"), ", another ", el("code", {}, "acompose serve"), ", or a server that has since stopped), so its terminal is not shown here. It is still running; Stop ends it."));
       else screen.append(el("p", { class: "empty" }, "The session has ended; its terminal is closed."));
     });
   }
 
-  function attachTerminal(id, screen, statusText, stop) {
+  // The terminal library (xterm.js, its fit addon and its style), loaded the first time
+  // a screen shows a terminal and never on the others.
+  let terminalLibrary = null;
+
+  function loadTerminal() {
+    const load = (node, place) =>
+      new Promise((resolve, reject) => {
+        node.addEventListener("load", resolve);
+        node.addEventListener("error", () => reject(new Error("the terminal could not be loaded")));
+        place(node);
+      });
+    if (!terminalLibrary) {
+      const style = document.querySelector('link[href="/assets/app.css"]');
+      terminalLibrary = Promise.all([
+        // Before the page's own style, which adjusts the terminal's.
+        load(el("link", { rel: "stylesheet", href: "/assets/xterm.css" }), (node) => style.before(node)),
+        load(el("script", { src: "/assets/xterm.js" }), (node) => document.head.append(node)).then(() =>
+          load(el("script", { src: "/assets/addon-fit.js" }), (node) => document.head.append(node)),
+        ),
+      ]);
+      terminalLibrary.catch(() => (terminalLibrary = null));
+    }
+    return terminalLibrary;
+  }
+
+  async function attachTerminal(id, screen, statusText, stop) {
+    await loadTerminal();
+    // The reader may have moved on while the library loaded.
+    if (!screen.isConnected) return;
     // A monospace font the system has and a line height with room below the baseline,
     // so `_` and descenders show at every device pixel ratio.
     const terminal = new window.Terminal({
@@ -1113,6 +1482,15 @@
     const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/sessions/${encodeURIComponent(id)}/terminal`, [TOKEN_PROTOCOL_PREFIX + token]);
     socket.binaryType = "arraybuffer";
     openSocket = socket;
+    // Busy until the terminal's socket opens or fails.
+    busy();
+    let opening = true;
+    const opened = () => {
+      if (opening) done();
+      opening = false;
+    };
+    socket.addEventListener("open", opened);
+    socket.addEventListener("close", opened);
     const send = (message) => socket.readyState === WebSocket.OPEN && socket.send(JSON.stringify(message));
     socket.addEventListener("open", () => send({ type: "resize", cols: terminal.cols, rows: terminal.rows }));
     socket.addEventListener("message", (event) => {
@@ -1122,7 +1500,7 @@
           statusText.textContent = STATUS_WORDS[message.status] || message.status;
           statusText.dataset.status = message.status;
           stop.disabled = true;
-          if (onChange) onChange(["sessions"]);
+          changed(["sessions"]);
         }
       } else {
         terminal.write(new Uint8Array(event.data));
@@ -1132,9 +1510,86 @@
       stop.disabled = true;
       screen.dataset.closed = "true";
     });
+    // Every key goes to the runner, Tab included; Escape then Tab (or Shift+Tab) leaves
+    // the terminal for the page, as the note above it says.
+    let escaped = false;
+    terminal.attachCustomKeyEventHandler((event) => {
+      if (event.type !== "keydown") return true;
+      if (event.key === "Tab" && escaped) {
+        escaped = false;
+        return false;
+      }
+      escaped = event.key === "Escape";
+      return true;
+    });
     terminal.onData((data) => send({ type: "input", data }));
     terminal.onResize(({ cols, rows }) => send({ type: "resize", cols, rows }));
     window.addEventListener("resize", () => fit.fit());
+  }
+
+  // ---------------------------------------------------------------------------------
+  // The World: each project a place, and in it the People whose sessions' runners live
+  // there now (from /api/v1/world), redrawn whenever the sessions or People change.
+
+  async function worldView() {
+    const mine = generation;
+    const target = el("div");
+    show(el("h2", {}, "World"), el("p", {}, "Who is working where, now: each project, and the People whose sessions run in it. A Person appears here only while one of its runners lives."), target);
+    follow(() => redraw(worldView), mine);
+    await guarded(target, async () => {
+      const world = await api("GET", "/world");
+      const places = world.places || [];
+      target.replaceChildren(
+        places.length
+          ? el("ul", { class: "places", id: "world" }, places.map(placeCard))
+          : el("p", { class: "empty" }, "No projects yet: add one on the Projects screen, then start a session in it."),
+      );
+    });
+  }
+
+  function placeCard(place) {
+    const present = place.present || [];
+    return el(
+      "li",
+      { class: "place", "data-place": place.project_id },
+      el("h3", {}, place.project_id, place.linked ? null : el("small", { class: "note" }, " (no longer linked)")),
+      present.length
+        ? el("ul", { class: "plain present" }, present.map(presentPerson))
+        : el("p", { class: "empty" }, "Nobody is working here now."),
+    );
+  }
+
+  function presentPerson(entry) {
+    const sessions = entry.sessions || [];
+    const accent = entry.avatar ? entry.avatar.accent : null;
+    const badge = el("span", { class: "avatar", "aria-hidden": "true" }, String(entry.name || "?").slice(0, 1).toUpperCase());
+    badge.style.borderColor = safeColour(accent || entry.role_color);
+    const name = entry.ephemeral
+      ? el("span", { class: "who" }, entry.name, el("small", { class: "note" }, " (temporary, no Person)"))
+      : el("a", { class: "who", href: "#/people/" + encodeURIComponent(entry.person_id), title: "Person id: " + entry.person_id }, entry.name);
+    return el(
+      "li",
+      { class: "present-person", "data-person": entry.person_id, style: "--role-colour: " + safeColour(entry.role_color || accent) },
+      badge,
+      el(
+        "span",
+        { class: "present-facts" },
+        name,
+        el("span", { class: "note" }, entry.role),
+        sessions.map((session) =>
+          el(
+            "span",
+            { class: "present-session" },
+            el("a", { href: "#/sessions/" + encodeURIComponent(session.id), title: "Session " + session.id }, session.runner),
+            " · ",
+            el("span", { class: "session-status" }, STATUS_WORDS[session.status] || session.status),
+            " since ",
+            localTime(session.started_at),
+            session.run ? [" · ", el("a", { href: "#/runs/" + encodeURIComponent(session.run) }, "swarm run")] : null,
+          ),
+        ),
+      ),
+    );
   }
 
   // ---------------------------------------------------------------------------------
@@ -1163,7 +1618,7 @@
       id.value = last.toLowerCase().replace(/[^a-z0-9_-]+/g, "-").replace(/^[-_]+/, "").slice(0, 64);
     });
     id.addEventListener("input", () => (id.dataset.typed = "true"));
-    form.addEventListener("submit", async (event) => {
+    form.addEventListener("submit", tracked(async (event) => {
       event.preventDefault();
       if (!form.reportValidity()) return;
       await guarded(result, async () => {
@@ -1173,7 +1628,7 @@
         delete id.dataset.typed;
         await listProjects(target);
       });
-    });
+    }));
     show(el("h2", {}, "Projects"), el("p", {}, "Sessions start in a project's folder. Add one by its folder; nothing in the folder is changed."), target, form);
     follow((kinds) => kinds.includes("people") && listProjects(target), mine);
     await listProjects(target);
@@ -1218,37 +1673,48 @@
     return box;
   }
 
-  function roleCard(described) {
-    const profile = described.profile || {};
-    const identity = profile.identity || {};
+  // A roster role as a card: its favourite colour, name, identity, personalities with
+  // their colours and seats; a link to its current bundle when one exists.
+  function roleCard(role, bundle) {
+    const identity = role.identity || {};
+    const name = role.display_name || role.role;
     return el(
       "li",
-      { class: "card role-card", "data-role": described.role },
-      el("span", { class: "card-link" }, swatch(described.favorite_color, "favourite colour"), el("a", { href: "#/bundles/" + encodeURIComponent(described.bundle) }, described.display_name || described.role)),
-      el("span", { class: "card-role" }, described.role, identity.name ? " · " + identity.name : "", identity.pronouns ? " (" + identity.pronouns + ")" : ""),
-      el("span", {}, "Tier: ", described.model_tier || "—", " · ", described.delivery || ""),
+      { class: "card role-card", "data-role": role.role, style: "--role-colour: " + safeColour(role.favorite_color) },
+      el("span", { class: "card-link" }, swatch(role.favorite_color, "favourite colour"), bundle ? el("a", { href: "#/bundles/" + encodeURIComponent(bundle.id) }, name) : el("span", {}, name)),
+      el("span", { class: "card-role" }, role.role, identity.name ? " · " + identity.name : "", identity.pronouns ? " (" + identity.pronouns + ")" : ""),
+      role.purpose ? el("span", { class: "note" }, role.purpose) : null,
       el(
         "ul",
         { class: "plain personalities" },
-        (profile.personalities || []).map((personality) => el("li", {}, swatch(personality.color, personality.slug), " ", personality.slug, " ", el("small", { class: "note" }, personality.color))),
+        (role.personalities || []).map((personality) => el("li", {}, swatch(personality.color, personality.slug), " ", personality.slug, " ", el("small", { class: "note" }, personality.color))),
       ),
-      (profile.seats || []).length
-        ? el("span", { class: "note" }, "Seats: ", profile.seats.map((seat) => seat.harness + (seat.tier ? " (" + seat.tier + ")" : "")).join(", "))
+      (role.seats || []).length
+        ? el("span", { class: "note" }, "Seats: ", role.seats.map((seat) => seat.harness + (seat.tier ? " (" + seat.tier + ")" : "")).join(", "))
         : null,
+      el("span", { class: "note bundle-state" }, bundle ? "Bundle " : "No bundle yet", bundle ? el("code", {}, bundle.id.slice(0, 12)) : null),
     );
+  }
+
+  // A colour from the roster, as CSS takes it: #rgb or #rrggbb only, else none.
+  function safeColour(value) {
+    return /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(String(value || "")) ? value : "transparent";
   }
 
   async function compositionView() {
     const target = el("div");
-    show(el("h2", {}, "Composition"), el("p", {}, "What acompose composed in this home, read-only. Change it with the roster and `acompose`."), target);
+    show(el("h2", {}, "Composition"), el("p", {}, "The roster's roles and what acompose composed for them in this home, read-only. Change them with the roster and the acompose command."), target);
     await guarded(target, async () => {
       const home = await api("GET", "/home");
-      const current = (home.bundles || []).filter((bundle) => bundle.current);
-      const described = await Promise.all(current.map((bundle) => api("GET", "/bundles/" + encodeURIComponent(bundle.id)).catch(() => null)));
-      const cards = described.filter(Boolean);
+      // The roster's roles, each with its current bundle when one was composed.
+      const current = new Map((home.bundles || []).filter((bundle) => bundle.current).map((bundle) => [bundle.role, bundle]));
+      const roles = home.roles || [];
       target.replaceChildren(
+        ...[
         el("h3", {}, "Roles"),
-        cards.length ? el("ul", { class: "cards", id: "roles" }, cards.map(roleCard)) : el("p", { class: "empty" }, "No role has a bundle yet: run `acompose` to compose them."),
+        home.roster_problem ? el("p", { class: "error" }, "The roster could not be loaded: " + home.roster_problem) : null,
+        roles.length ? el("ul", { class: "cards", id: "roles" }, roles.map((role) => roleCard(role, current.get(role.role)))) : el("p", { class: "empty" }, "The roster has no roles."),
+        roles.length && !current.size ? el("p", { class: "empty", id: "no-bundles" }, "No role has a bundle yet: run acompose in a terminal to compose them; each card then links to its bundle.") : null,
         el("h3", {}, "Bundles"),
         (home.bundles || []).length
           ? el(
@@ -1294,9 +1760,10 @@
                 ),
               ),
             )
-          : el("p", { class: "empty" }, "No projections. `acompose project` makes one."),
+          : el("p", { class: "empty" }, "No projections. ", el("code", {}, "acompose project"), " makes one."),
         el("h3", {}, "Store"),
         el("p", { id: "store" }, `${home.store.entries} entries, ${bytes(home.store.bytes)}.`),
+        ].filter(Boolean),
       );
     });
   }
@@ -1328,12 +1795,52 @@
     );
   }
 
+  // The bundle's skills (the selection's selected skill decisions), filterable, each
+  // with a Why button that asks the explorer below.
+  function skillsTable(described, ask) {
+    const skills = (described.selection || []).filter((decision) => decision.subject.startsWith("skill:") && decision.outcome === "selected");
+    const rows = skills.map((decision) =>
+      el(
+        "tr",
+        { "data-skill": decision.subject.slice("skill:".length) },
+        el("td", { "data-label": "Skill" }, decision.subject.slice("skill:".length)),
+        el("td", { "data-label": "From" }, el("code", {}, decision.source)),
+        el("td", { "data-label": "Why" }, el("button", { type: "button", class: "clear why-skill", "aria-label": "Why " + decision.subject + "?", onclick: () => ask(decision.subject) }, "Why?")),
+      ),
+    );
+    const count = el("p", { class: "note", id: "skills-count", role: "status" }, `${skills.length} skills.`);
+    const filter = el("input", {
+      type: "search",
+      id: "skills-filter",
+      placeholder: "part of a name or source",
+      oninput: () => {
+        const needle = filter.value.trim().toLowerCase();
+        let shown = 0;
+        for (const row of rows) {
+          row.hidden = Boolean(needle) && !row.textContent.toLowerCase().includes(needle);
+          if (!row.hidden) shown += 1;
+        }
+        count.textContent = needle ? `Showing ${shown} of ${skills.length} skills.` : `${skills.length} skills.`;
+      },
+    });
+    return el(
+      "section",
+      { "aria-labelledby": "skills-heading" },
+      el("h3", { id: "skills-heading" }, "Skills"),
+      el("div", { class: "field" }, el("label", { for: "skills-filter" }, "Filter skills"), filter),
+      count,
+      skills.length
+        ? el("table", { id: "skills", class: "stack" }, el("thead", {}, el("tr", {}, ["Skill", "From", "Why"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows))
+        : el("p", { class: "empty" }, "This bundle holds no skill."),
+    );
+  }
+
   async function bundleView(id) {
     const target = el("div");
     const heading = el("h2", {}, "Bundle");
     show(heading, target);
     await guarded(target, async () => {
-      const described = await api("GET", "/bundles/" + encodeURIComponent(id));
+      const [described, people] = await Promise.all([api("GET", "/bundles/" + encodeURIComponent(id)), api("GET", "/people")]);
       heading.textContent = (described.display_name || described.role) + " — bundle";
       const warnings = (described.budget && described.budget.listing_warnings) || [];
       const whyResult = el("div", { id: "why-result" });
@@ -1367,13 +1874,21 @@
           );
         });
       };
-      whyForm.addEventListener("submit", async (event) => {
+      whyForm.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         if (!whyForm.reportValidity()) return;
         await ask(whyForm.querySelector("#why-item").value.trim());
-      });
+      }));
+      const profile = described.profile || {};
+      const asRole = { role: described.role, display_name: described.display_name, favorite_color: described.favorite_color, identity: profile.identity, personalities: profile.personalities, seats: profile.seats };
+      const bound = (people.people || []).filter((person) => person.role === described.role && !person.archived);
       target.replaceChildren(
-        el("ul", { class: "cards" }, roleCard(described)),
+        el("ul", { class: "cards" }, roleCard(asRole, { id: described.bundle })),
+        el("h3", {}, "People in this role"),
+        bound.length
+          ? el("ul", { class: "plain", id: "bundle-people" }, bound.map((person) => el("li", {}, el("a", { href: "#/people/" + encodeURIComponent(person.id), title: "Person id: " + person.id }, person.name))))
+          : el("p", { class: "empty", id: "bundle-people" }, "No Person has this role yet."),
+        skillsTable(described, ask),
         el("dl", { class: "fields" }, field("Bundle id", described.bundle), field("Person source", described.person_source), field("Personalities", described.meld)),
         el("h3", {}, "Providers"),
         el(
@@ -1406,6 +1921,11 @@
   function follow(listener, mine) {
     if (mine === generation) onChange = listener;
   }
+
+  // The view on screen redraws for a change; busy until it has.
+  function changed(kinds) {
+    if (onChange) tracked(onChange)(kinds);
+  }
   const seen = { sessions: null, people: null };
 
   async function redraw(render) {
@@ -1417,10 +1937,58 @@
     }
   }
 
+  // ---------------------------------------------------------------------------------
+  // The connection: lost when the events socket closes or a request cannot reach the
+  // server. Until the socket is back the banner stays, the view cannot be used (inert:
+  // no form can be filled against a server that is gone) and live states read
+  // "unknown"; then the view redraws what it shows.
+
+  let lost = false;
+  let eventsSocket = null;
+  const banner = () => document.getElementById("connection");
+
+  function connectionLost() {
+    if (lost) return;
+    lost = true;
+    banner().replaceChildren(
+      el("strong", {}, "The acompose server cannot be reached."),
+      " Nothing can be changed until it is back, and what is shown live may be out of date. The page tries again every 2 seconds; if the server was started again with a new address, open that address.",
+    );
+    banner().hidden = false;
+    view().inert = true;
+    document.body.dataset.live = "lost";
+    for (const state of view().querySelectorAll(".presence, .session-status, #session-status, .run-status")) {
+      state.textContent = "unknown";
+      if (state.classList.contains("presence")) state.className = "presence presence-unknown";
+    }
+    // A request failed while the socket looked open: make the socket prove it.
+    if (eventsSocket && eventsSocket.readyState === WebSocket.OPEN) eventsSocket.close();
+  }
+
+  function connectionBack() {
+    if (!lost) return;
+    lost = false;
+    banner().hidden = true;
+    banner().replaceChildren();
+    view().inert = false;
+    // A view that could not load is loaded again; any other redraws what is live.
+    if (view().querySelector(".error[data-code=network]")) navigate();
+    else changed(["sessions", "people"]);
+  }
+
   function listen() {
     const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
     const socket = new WebSocket(`${scheme}//${window.location.host}/api/v1/events`, [TOKEN_PROTOCOL_PREFIX + token]);
+    eventsSocket = socket;
+    // Busy until the socket answers or fails.
+    busy();
+    let connecting = true;
+    const answered = () => {
+      if (connecting) done();
+      connecting = false;
+    };
     socket.addEventListener("message", (event) => {
+      answered();
       let message = null;
       try {
         message = JSON.parse(event.data);
@@ -1432,10 +2000,12 @@
       seen.sessions = message.sessions;
       seen.people = message.people;
       document.body.dataset.live = "connected";
-      if (kinds.length && onChange) onChange(kinds);
+      if (lost) connectionBack();
+      else if (kinds.length) changed(kinds);
     });
     socket.addEventListener("close", () => {
-      document.body.dataset.live = "reconnecting";
+      answered();
+      connectionLost();
       window.setTimeout(listen, 2000);
     });
   }
@@ -1445,7 +2015,16 @@
 
   let lastSection = null;
 
+  // A view drawn for the address: busy until it and its requests are done, and the
+  // navigations that led here with it.
   function navigate() {
+    busy();
+    for (; heldNavigations > 0; heldNavigations -= 1) done();
+    tracked(route)();
+    done();
+  }
+
+  function route() {
     const sectionNow = window.location.hash;
     // A message belongs to the screen it was said on; it survives only the redirect
     // that follows a save.
@@ -1466,7 +2045,7 @@
       else link.removeAttribute("aria-current");
     }
     if (!token) {
-      show(el("h2", {}, "Token needed"), el("p", {}, "Open the address that `acompose serve` printed; it carries the token this page needs."));
+      show(el("h2", {}, "Token needed"), el("p", {}, "Open the address that ", el("code", {}, "acompose serve"), " printed; it carries the token this page needs."));
       return;
     }
     if (section === "people" && parts[1] === "new") return create();
@@ -1477,6 +2056,7 @@
     if (section === "runs" && window.acomposeSwarm) return window.acomposeSwarm.route(parts);
     if (section === "start" && parts[1]) return startView(parts[1]);
     if (section === "projects") return projectsView();
+    if (section === "world") return worldView();
     if (section === "composition") return compositionView();
     if (section === "bundles" && parts[1]) return bundleView(parts[1]);
     if (section === "sessions" && parts[1]) return sessionView(parts[1]);
@@ -1485,7 +2065,7 @@
   }
 
   // The helpers swarm.js builds its views with (swarm runs, resume).
-  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox };
+  window.acompose = { api, el, show, say, guarded, reveal, field, errorBox, tracked, go, labelOf, localTime, dangerous, homeOverview, rolesByName, roleSwatch };
 
   window.addEventListener("hashchange", navigate);
   window.addEventListener("DOMContentLoaded", () => {

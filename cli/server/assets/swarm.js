@@ -4,7 +4,20 @@
 // keeps its conversation. Built with app.js's helpers; every value is set as text.
 "use strict";
 (() => {
-  const { api, el, show, say, guarded, reveal, field } = window.acompose;
+  const { api, el, show, say, guarded, reveal, field, tracked, go, labelOf, localTime, dangerous, homeOverview, rolesByName, roleSwatch } = window.acompose;
+
+  // A table that becomes stacked rows on a narrow screen, each cell under its column's
+  // name (the heading's text), as the page's other tables do.
+  function stacked(table) {
+    table.classList.add("stack");
+    const names = [...table.querySelectorAll("thead th")].map((heading) => heading.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, index) => {
+        if (cell.tagName === "TD" && names[index]) cell.dataset.label = names[index];
+      });
+    }
+    return table;
+  }
 
   // Under the preview: project and runner, Review run, then Start run.
   function startForm(recipe, assignments) {
@@ -28,13 +41,13 @@
         project_id: form.querySelector("#run-project").value,
         runner: form.querySelector("#run-runner").value,
       });
-      form.addEventListener("submit", async (event) => {
+      form.addEventListener("submit", tracked(async (event) => {
         event.preventDefault();
         await guarded(reviewBox, async () => {
           const review = await api("POST", "/swarm/review", request());
           reveal(reviewBox, runReview(review, request));
         });
-      });
+      }));
       box.append(form, reviewBox);
     });
     return box;
@@ -55,31 +68,39 @@
         el("td", { class: "as-role" }, sight ? [sight.role, " — ", sight.identity, " (", sight.pronouns, "), bundle ", el("code", {}, sight.bundle), ", ", String((sight.skills || []).length), " skills"] : "host context"),
       );
     });
+    // Limits a role's runner cannot enforce: Start run waits for the acknowledgement.
+    const limits = (review.roles || []).flatMap((role) =>
+      ((role.review || {}).unsupported_details || []).map((limit) => el("li", {}, el("strong", {}, role.role), " (", role.person_id || "ephemeral", "): “", labelOf(limit.field), "” — ", limit.explanation)),
+    );
+    const box = limits.length ? el("input", { type: "checkbox", id: "acknowledge-run" }) : null;
+    const start = el("button", {
+      type: "button",
+      id: "start-run",
+      disabled: Boolean(box),
+      onclick: async () => {
+        await guarded(result, async () => {
+          const body = request();
+          body.acknowledge_unsupported = Boolean(box && box.checked);
+          const run = await api("POST", "/swarm", body);
+          go("#/runs/" + encodeURIComponent(run.id));
+        });
+      },
+    }, "Start run");
+    if (box) box.addEventListener("change", () => (start.disabled = !box.checked));
     return el(
       "section",
       { "aria-labelledby": "run-review-heading" },
       el("h3", { id: "run-review-heading" }, "Run review"),
       el("dl", { class: "fields" }, field("Run", review.run_id), field("Recipe", review.recipe), field("Project", review.project_id)),
-      el(
+      stacked(el(
         "table",
         { id: "run-roles" },
         el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Model", "Works as"].map((name) => el("th", { scope: "col" }, name)))),
         el("tbody", {}, rows),
-      ),
-      el(
-        "div",
-        { class: "actions" },
-        el("button", {
-          type: "button",
-          id: "start-run",
-          onclick: async () => {
-            await guarded(result, async () => {
-              const run = await api("POST", "/swarm", request());
-              window.location.hash = "#/runs/" + encodeURIComponent(run.id);
-            });
-          },
-        }, "Start run"),
-      ),
+      )),
+      limits.length ? [el("h4", {}, "Limits these runners cannot enforce"), el("ul", { id: "run-unsupported" }, limits)] : null,
+      box ? el("div", { class: "field" }, el("label", { for: "acknowledge-run" }, box, " Start anyway: the limits above are not enforced")) : null,
+      el("div", { class: "actions" }, start),
       result,
     );
   }
@@ -92,7 +113,7 @@
       const runs = listing.runs || [];
       target.replaceChildren(
         runs.length
-          ? el(
+          ? stacked(el(
               "table",
               { id: "runs" },
               el("thead", {}, el("tr", {}, ["Run", "Recipe", "Project", "Roles", "Started"].map((name) => el("th", { scope: "col" }, name)))),
@@ -107,11 +128,11 @@
                     el("td", {}, run.recipe),
                     el("td", {}, run.project_id),
                     el("td", {}, (run.roles || []).map((role) => role.role).join(", ")),
-                    el("td", {}, run.started_at),
+                    el("td", {}, localTime(run.started_at)),
                   ),
                 ),
               ),
-            )
+            ))
           : el("p", { class: "empty" }, "No runs yet: start one from the Swarm tab."),
       );
     });
@@ -121,7 +142,8 @@
     const target = el("div");
     show(el("h2", {}, "Run"), target);
     await guarded(target, async () => {
-      const run = await api("GET", "/swarm/" + encodeURIComponent(id));
+      const [run, home] = await Promise.all([api("GET", "/swarm/" + encodeURIComponent(id)), homeOverview()]);
+      const roles = rolesByName(home);
       const result = el("div");
       const live = (run.roles || []).some((role) => role.session && role.session.live);
       const rows = (run.roles || []).map((role) => {
@@ -129,28 +151,23 @@
         return el(
           "tr",
           { "data-role": role.role },
-          el("th", { scope: "row" }, role.role),
-          el("td", {}, role.person_id || "ephemeral"),
+          el("th", { scope: "row" }, roleSwatch(roles, role.role), " ", role.role),
+          el("td", {}, session.person || role.person_id || "temporary"),
           el("td", {}, role.runner),
           el("td", { class: "run-status" }, session.status || "no record"),
           el("td", {}, el("a", { class: "open-terminal", href: "#/sessions/" + encodeURIComponent(role.session_id) }, session.attachable ? "Open terminal" : "Session")),
         );
       });
-      const stop = el("button", {
-        type: "button",
-        id: "stop-run",
-        disabled: !live,
-        onclick: async () => {
-          await guarded(result, async () => {
-            await api("POST", "/swarm/" + encodeURIComponent(id) + "/stop");
-            say("Stopped the run.");
-            await runView(id);
-          });
-        },
-      }, "Stop run");
+      const stop = dangerous({ id: "stop-run", disabled: !live }, "Stop run", "Stop the whole run? Every role's session is ended.", async () => {
+        await guarded(result, async () => {
+          await api("POST", "/swarm/" + encodeURIComponent(id) + "/stop");
+          say("Stopped the run.");
+          await runView(id);
+        });
+      });
       target.replaceChildren(
-        el("dl", { class: "fields" }, field("Run", run.id), field("Recipe", run.recipe), field("Project", run.project_id), field("Started", run.started_at)),
-        el("table", { id: "run-sessions" }, el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Status", "Terminal"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows)),
+        el("dl", { class: "fields" }, field("Run", run.id), field("Recipe", run.recipe), field("Project", run.project_id), field("Started", localTime(run.started_at))),
+        stacked(el("table", { id: "run-sessions" }, el("thead", {}, el("tr", {}, ["Role", "Person", "Runner", "Status", "Terminal"].map((name) => el("th", { scope: "col" }, name)))), el("tbody", {}, rows))),
         el("div", { class: "actions" }, stop),
         result,
       );
@@ -166,7 +183,7 @@
       onclick: async () => {
         await guarded(result, async () => {
           const resumed = await api("POST", "/sessions/" + encodeURIComponent(session.id) + "/resume");
-          window.location.hash = "#/sessions/" + encodeURIComponent(resumed.id);
+          go("#/sessions/" + encodeURIComponent(resumed.id));
         });
       },
     }, "Resume");

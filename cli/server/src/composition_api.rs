@@ -16,6 +16,7 @@ use axum::http::Uri;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use acompose_driver::Sources;
 use acompose_driver::compose::bundle::read_provenance;
 use acompose_driver::compose::store;
 use acompose_driver::compose::why::{WhyFailure, why};
@@ -23,6 +24,7 @@ use acompose_driver::convergence::bundle_name;
 use acompose_driver::delivery::projections;
 use acompose_driver::engine::describe::{self, WhyError};
 use acompose_driver::engine::snapshot::to_json_bytes;
+use acompose_driver::home::settings;
 use acompose_driver::people::document;
 
 use crate::error::ApiError;
@@ -39,8 +41,61 @@ fn home(state: &AppState) -> Result<&acompose_driver::home::Home, ApiError> {
     })
 }
 
-/// `GET /api/v1/home`: the home's bundles, projections and store, as `bundle list`,
-/// `projections` and `doctor` show them.
+/// The roster the home's settings select (the embedded one when they name none), as
+/// `roster show --json` loads it, cut to what the page shows of each role: name,
+/// purpose, identity, favourite colour, personalities with their colours, seats. Empty,
+/// with the reason, when it cannot be loaded.
+pub(crate) fn home_roster_roles(home: &Path) -> (Vec<Value>, Option<String>) {
+    let flags = settings::Flags { home: Some(home.to_path_buf()), ..settings::Flags::default() };
+    let model = settings::resolve(&flags)
+        .and_then(|settings| settings.selection(false))
+        .and_then(|selection| Sources::default().load_model(&selection));
+    // A roster that cannot be loaded does not fail the answer: the problem is named in it
+    // and the bundles are listed all the same.
+    let model = match model {
+        Ok(valid) => valid.model,
+        Err(error) => return (Vec::new(), Some(error.to_string())),
+    };
+    let person: Value =
+        serde_json::from_slice(&acompose_driver::engine::snapshot::person_json(&model)).unwrap_or_default();
+    let colour_of = |slug: &str| person["personalities"][slug]["color"].clone();
+    let roles = person["role_order"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|slug| {
+            let role = &person["roles"][slug];
+            let personalities: Vec<Value> = role["personalities"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|personality| json!({"slug": personality, "color": colour_of(personality)}))
+                .collect();
+            let seats: Vec<Value> = role["seats"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|seat| json!({"harness": seat["harness"], "name": seat["name"], "tier": seat["tier"]}))
+                .collect();
+            json!({
+                "role": slug,
+                "display_name": role["display_name"],
+                "purpose": role["purpose"],
+                "favorite_color": role["favorite_color"],
+                "identity": role["identity"],
+                "personalities": personalities,
+                "seats": seats,
+            })
+        })
+        .collect();
+    (roles, None)
+}
+
+/// `GET /api/v1/home`: the roster's roles (with or without bundles), the home's bundles,
+/// projections and store, as `roster show`, `bundle list`, `projections` and `doctor`
+/// show them.
 pub async fn overview(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     blocking(state, |state| {
         let home = home(state)?;
@@ -75,9 +130,12 @@ pub async fn overview(State(state): State<Arc<AppState>>) -> Result<Response, Ap
             })
             .collect();
         let usage = store::Store::of_home(home).usage();
+        let (roles, roster_problem) = home_roster_roles(home);
         let body = json!({
             "format": "acompose.home.v1",
             "exists": home.is_dir(),
+            "roles": roles,
+            "roster_problem": roster_problem,
             "bundles": bundles,
             "projections": projections,
             "store": {"entries": usage.entries, "bytes": usage.bytes},

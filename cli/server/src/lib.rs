@@ -22,6 +22,7 @@ mod sessions_api;
 mod state;
 mod swarm_api;
 mod versions;
+mod world_api;
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -94,7 +95,9 @@ impl Handle {
         self.shut_down();
     }
 
-    fn shut_down(&mut self) {
+    /// As [`Handle::stop`], in place: the handle stays, its server gone (stopping twice
+    /// does nothing more).
+    pub fn shut_down(&mut self) {
         // A send error means the server already ended; either way it is stopping.
         let _ = self.stop.send(true);
         if let Some(thread) = self.thread.take() {
@@ -113,8 +116,14 @@ impl Drop for Handle {
 /// Opens the workspace, binds 127.0.0.1 (and ::1 on the same port when the system has
 /// IPv6 loopback) and serves on a thread of its own until [`Handle::stop`].
 pub fn start(options: &Options) -> Result<Handle, ServeError> {
-    let workspace = Workspace::open(&options.workspace).map_err(ServeError::Workspace)?;
     let token = guard::new_token().map_err(ServeError::Environment)?;
+    start_with_token(options, token)
+}
+
+/// As [`start`], with a token drawn before (a server started again in its place, so an
+/// open page reconnects: the tests of the page's connection banner).
+pub fn start_with_token(options: &Options, token: String) -> Result<Handle, ServeError> {
+    let workspace = Workspace::open(&options.workspace).map_err(ServeError::Workspace)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
@@ -202,6 +211,7 @@ fn router(state: Arc<AppState>, limits: ConnectionLimits) -> Router {
         .route("/swarm/review", post(swarm_api::review_run))
         .route("/swarm/{id}", get(swarm_api::show))
         .route("/swarm/{id}/stop", post(swarm_api::stop))
+        .route("/world", get(world_api::world))
         .fallback(error::not_found)
         .layer(axum::middleware::from_fn_with_state(limits, connections::bounded_body))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_token));

@@ -77,9 +77,20 @@ fn review_document(review: &SwarmReview) -> Value {
         .roles
         .iter()
         .map(|(planned, reviewed)| {
-            let start: Value =
+            let mut start: Value =
                 serde_json::from_slice(&acompose_driver::people::session_report::review_json(&reviewed.review))
                     .unwrap_or_default();
+            // Each limit this role's runner cannot enforce, explained, for the page's
+            // acknowledgement.
+            let details: Vec<Value> = reviewed
+                .review
+                .unsupported
+                .iter()
+                .map(|limit| json!({"field": limit.field(), "explanation": limit.explanation()}))
+                .collect();
+            if let Some(object) = start.as_object_mut() {
+                object.insert("unsupported_details".to_owned(), json!(details));
+            }
             json!({
                 "role": planned.resolved.role,
                 "person_id": planned.resolved.person_id,

@@ -480,3 +480,62 @@ fn unknown_api_paths_answer_in_the_error_shape() {
     assert_eq!(body["code"], "not-found");
     assert!(body.get("message").is_some() && body.get("pointer").is_some());
 }
+
+/// With no bundle and no trusted root (a new user's first home), `/api/v1/home` still
+/// lists the roster's roles with their colours, as `roster show --json` has them.
+#[test]
+fn the_home_lists_the_roster_roles_before_any_bundle_exists() {
+    let server = Server::start();
+    let home = server.get("/api/v1/home");
+    assert_eq!(home.status, 200, "{}", home.text());
+    let home = home.json();
+    assert_eq!(home["bundles"], serde_json::json!([]));
+    assert_eq!(home["roster_problem"], serde_json::Value::Null);
+    // The same roster as the driver loads for `roster show`.
+    let model = acompose_driver::Sources::default()
+        .load_model(&acompose_driver::compose::load::Selection {
+            core_rules: true,
+            person: acompose_driver::compose::load::Location::Embedded,
+            libraries: Vec::new(),
+        })
+        .expect("the embedded roster loads")
+        .model;
+    let roles = home["roles"].as_array().expect("roles");
+    let names: Vec<&str> = roles.iter().filter_map(|role| role["role"].as_str()).collect();
+    let expected: Vec<&str> = model.roles.iter().map(|role| role.slug.as_str()).collect();
+    assert_eq!(names, expected);
+    for (role, model_role) in roles.iter().zip(&model.roles) {
+        assert_eq!(role["favorite_color"], model_role.favourite.hex.as_str(), "{role}");
+        let personalities = role["personalities"].as_array().expect("personalities");
+        assert_eq!(personalities.len(), model_role.personalities.len(), "{role}");
+        assert!(
+            personalities
+                .iter()
+                .all(|personality| personality["color"].as_str().is_some_and(|colour| colour.starts_with('#'))),
+            "{role}"
+        );
+    }
+}
+
+/// A browser that accepts gzip gets each asset gzip-compressed, and it unpacks to the
+/// very bytes an uncompressed request gets; one that does not gets them plain.
+#[test]
+fn the_page_and_its_assets_are_served_gzip_compressed_when_accepted() {
+    let server = Server::start();
+    for path in ["/", "/assets/app.js", "/assets/app.css", "/assets/xterm.js"] {
+        let plain = server.send("GET", path, &[], b"");
+        assert_eq!(plain.status, 200, "{path}");
+        assert_eq!(plain.header("content-encoding"), None, "{path}");
+        let packed = server.send("GET", path, &[("Accept-Encoding", "gzip, deflate, br")], b"");
+        assert_eq!(packed.status, 200, "{path}");
+        assert_eq!(packed.header("content-encoding"), Some("gzip"), "{path}");
+        assert!(packed.header("vary").is_some_and(|vary| vary.contains("accept-encoding")), "{path}");
+        let body = &packed.body;
+        assert_eq!(body[..3], [0x1f, 0x8b, 8], "{path}: not a gzip member");
+        let trailer = &body[body.len() - 8..];
+        let unpacked = miniz_oxide::inflate::decompress_to_vec(&body[10..body.len() - 8]).expect("deflate data");
+        assert_eq!(unpacked, plain.body, "{path}");
+        assert_eq!(u32::from_le_bytes(trailer[4..].try_into().expect("size")) as usize, plain.body.len(), "{path}");
+        assert!(body.len() * 2 < plain.body.len(), "{path}: {} of {} bytes", body.len(), plain.body.len());
+    }
+}

@@ -1,6 +1,7 @@
 //! The server's integration tests in one binary: the JSON API (`api`), bounded
 //! connections against slow, idle and oversized clients (`bounded`), People sessions over
-//! HTTP and WebSocket (`sessions_api`) and the page in a real Chromium (`browser`).
+//! HTTP and WebSocket (`sessions_api`), the World (`world`) and the page in a real
+//! Chromium (`browser`).
 
 mod support;
 
@@ -10,3 +11,4 @@ mod bounded;
 mod browser;
 mod sessions_api;
 mod versions;
+mod world;

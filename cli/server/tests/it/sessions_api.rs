@@ -243,7 +243,7 @@ fn stopping_the_server_ends_its_own_sessions_and_no_other() {
     let elsewhere = server.get(&format!("/api/v1/sessions/{other_id}")).json();
     assert_eq!(elsewhere["attachable"], false);
 
-    let Server { handle, dir } = server;
+    let Server { handle, dir, .. } = server;
     handle.stop();
     let record = |id: &str| -> serde_json::Value {
         serde_json::from_slice(

@@ -12,6 +12,7 @@ use acompose_server::{ConnectionLimits, Handle, Options};
 pub struct Server {
     pub handle: Handle,
     pub dir: tempfile::TempDir,
+    pub options: Options,
 }
 
 pub struct Reply {
@@ -67,7 +68,7 @@ impl Server {
             roster: None,
         };
         let handle = acompose_server::start(&options).expect("server starts");
-        Self { handle, dir }
+        Self { handle, dir, options }
     }
 
     /// A server as [`Server::start_with`] whose People bind roles against the roster of
@@ -86,7 +87,7 @@ impl Server {
             roster: Some(roster),
         };
         let handle = acompose_server::start(&options).expect("server starts");
-        Self { handle, dir }
+        Self { handle, dir, options }
     }
 
     /// A server over an empty workspace whose connections have `limits`.
@@ -96,7 +97,19 @@ impl Server {
         let options =
             Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, home, roster: None };
         let handle = acompose_server::start(&options).expect("server starts");
-        Self { handle, dir }
+        Self { handle, dir, options }
+    }
+
+    /// Stops the server (as Ctrl-C would); [`Server::start_again`] brings it back.
+    pub fn stop_for_now(&mut self) {
+        self.handle.shut_down();
+    }
+
+    /// The server again, on the same port with the same token, as an open page knew it.
+    pub fn start_again(&mut self) {
+        let options = Options { port: self.handle.port, ..self.options.clone() };
+        let token = self.handle.token.clone();
+        self.handle = acompose_server::start_with_token(&options, token).expect("server starts again");
     }
 
     pub fn root(&self) -> &Path {
