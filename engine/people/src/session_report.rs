@@ -307,6 +307,7 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
         isolation: Option<&'static str>,
         worktree: Option<&'a str>,
         branch: Option<&'a str>,
+        host: Option<&'a str>,
         /// Whether `people resume` can reopen it: it ended and kept a conversation id.
         resumable: bool,
     }
@@ -336,6 +337,7 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
                 isolation: record.links.isolation.map(super::model::Isolation::as_str),
                 worktree: record.links.worktree.as_deref(),
                 branch: record.links.branch.as_deref(),
+                host: record.links.host.as_deref(),
                 resumable: is_resumable(record),
             })
             .collect(),

@@ -29,9 +29,11 @@ const MAX_ENTRIES: usize = 10_000;
 /// The largest record read, in bytes; a longer one is read up to here.
 const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Where one session's usage record is and the limit it is held to.
-#[derive(Debug, Clone)]
+/// Where one session's usage record is and the limit it is held to. A hosted session's
+/// starter finds it and hands it to the supervisor (`hosted`), hence the serde.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UsageWatch {
+    #[serde(with = "record_kind")]
     record: UsageRecord,
     /// The runner's config folder (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
     config: PathBuf,
@@ -151,6 +153,27 @@ impl UsageWatch {
                 std::thread::sleep(POLL);
             }
         });
+    }
+}
+
+/// [`UsageRecord`] by name.
+mod record_kind {
+    use acompose_people::usage::UsageRecord;
+
+    pub(super) fn serialize<S: serde::Serializer>(record: &UsageRecord, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match record {
+            UsageRecord::ClaudeTranscript => "claude-transcript",
+            UsageRecord::CodexRollout => "codex-rollout",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<UsageRecord, D::Error> {
+        let name: String = serde::Deserialize::deserialize(deserializer)?;
+        match name.as_str() {
+            "claude-transcript" => Ok(UsageRecord::ClaudeTranscript),
+            "codex-rollout" => Ok(UsageRecord::CodexRollout),
+            _ => Err(serde::de::Error::custom("an unknown usage record")),
+        }
     }
 }
 
