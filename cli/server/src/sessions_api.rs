@@ -19,7 +19,7 @@ use acompose_driver::people as host;
 use acompose_driver::people::document;
 use acompose_driver::people::hosted::{hosted_session, start_hosted};
 use acompose_driver::people::runner::PromptIntake;
-use acompose_driver::people::session::{Status, is_session_id};
+use acompose_driver::people::session::{SessionRecord, Status, is_session_id};
 use acompose_driver::people::session_report::{review_json, sessions_json};
 use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
 use acompose_driver::people::sessions::{
@@ -148,28 +148,49 @@ pub async fn start(State(state): State<Arc<AppState>>, body: Body) -> Result<Res
         };
         let launch =
             LaunchOptions { acknowledge_unsupported: request.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
-        let id = match state.hosting.host() {
-            Some(host) => {
-                let hosted = start_hosted(&state.workspace, &reviewed, &launch, Arc::new(SystemClock), host)
-                    .map_err(ApiError::from)?;
-                let id = hosted.id().to_owned();
-                let live = Live::follow(host, state.workspace.clone(), &id, Some(hosted))?;
-                state.live.insert(id.clone(), live);
-                id
-            }
-            None => {
-                let handle = start_session(&state.workspace, &reviewed, &launch, Arc::new(SystemClock))
-                    .map_err(ApiError::from)?;
-                let id = handle.id().to_owned();
-                let live = Live::adopt(handle)?;
-                state.live.insert(id.clone(), live);
-                id
-            }
-        };
+        let (record, id) = start_held(state, &reviewed, &launch)?;
+        drop(record);
         let entry = session_entry(state, &id)?.unwrap_or_else(|| json!({"id": id}));
         Ok(json_response(StatusCode::CREATED, document::json_bytes(&entry)))
     })
     .await
+}
+
+/// Starts a reviewed session and keeps its terminal: in the workspace's tmux server when
+/// there is one (followed by this server, outliving it), else in a PTY this server holds.
+/// Returns the `running` record and the id.
+pub(crate) fn start_held(
+    state: &AppState,
+    reviewed: &Reviewed,
+    launch: &LaunchOptions,
+) -> Result<(SessionRecord, String), host::Stop> {
+    match state.hosting.host() {
+        Some(host) => {
+            let hosted = start_hosted(&state.workspace, reviewed, launch, Arc::new(SystemClock), host)?;
+            let (record, id) = (hosted.record().clone(), hosted.id().to_owned());
+            let live = Live::follow(host, state.workspace.clone(), &id, Some(hosted))?;
+            state.live.insert(id.clone(), live);
+            Ok((record, id))
+        }
+        None => {
+            let handle = start_session(&state.workspace, reviewed, launch, Arc::new(SystemClock))?;
+            let (record, id) = (handle.record().clone(), handle.id().to_owned());
+            state.live.insert(id.clone(), Live::adopt(handle)?);
+            Ok((record, id))
+        }
+    }
+}
+
+/// Stops a session [`start_held`] started (a later role of its run could not start).
+pub(crate) fn abandon(state: &AppState, id: &str) {
+    match state.live.get(id) {
+        Some(live) => {
+            live.stop(DEFAULT_GRACE * 3);
+        }
+        None => {
+            let _ = stop_session(&state.workspace, id, &SystemClock, DEFAULT_GRACE);
+        }
+    }
 }
 
 /// The listing as `people sessions --json` prints it, each entry with `live` (its
