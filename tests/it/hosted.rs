@@ -298,3 +298,44 @@ fn without_tmux_the_review_says_so_and_the_session_runs_in_the_starters_terminal
     let review: serde_json::Value = serde_json::from_slice(&hosted.stdout).expect("JSON");
     assert_eq!(review["host"], "tmux");
 }
+
+#[test]
+fn a_swarm_run_outlives_its_starter_and_swarm_stop_ends_it() {
+    let sandbox = Sandbox::new(pam());
+    sandbox.runner("claude", "echo ready\nsleep 600");
+    fs::write(sandbox.path("swarm.yaml"), "spec: acompose/people-recipe@1\nroles:\n  - role: reception\n")
+        .expect("a recipe");
+    let mut starter = sandbox
+        .command(&["swarm", "start"])
+        .arg(sandbox.path("swarm.yaml"))
+        .args(["--project", "desk", "--runner", "claude"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the run");
+    let stdout = starter.stdout.take().expect("its stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let run = loop {
+        let line = lines.next().expect("the starter names the run").expect("a line");
+        if let Some(rest) = line.strip_prefix("run ")
+            && line.contains(" sessions in tmux")
+        {
+            break rest.split(' ').next().unwrap_or_default().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    signal(&starter, rustix::process::Signal::HUP);
+    starter.wait().expect("the starter ends");
+    let shown = sandbox.people(&["swarm", "show", &run, "--json"]);
+    let document: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("JSON");
+    assert_eq!(document["roles"][0]["status"], "running", "{document}");
+    let pid = sandbox.runner_pid();
+    assert!(alive(pid), "the run died with its starter");
+    let stop = sandbox.people(&["swarm", "stop", &run]);
+    assert!(stop.status.success(), "{}", String::from_utf8_lossy(&stop.stderr));
+    let shown = sandbox.people(&["swarm", "show", &run, "--json"]);
+    let document: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("JSON");
+    assert_eq!(document["roles"][0]["status"], "stopped", "{document}");
+    assert!(!alive(pid));
+}
