@@ -328,10 +328,3 @@ pub fn hosted_session(record: &SessionRecord, host: &Host) -> bool {
         && record.links.host.as_deref() == Some(HOST_TMUX)
         && super::tmux::hosted_sessions(&host.tmux, &host.socket).is_some_and(|names| names.contains(&record.id))
 }
-
-/// The folder of the workspace's sessions, for a caller that reads one record.
-pub fn session_record(workspace: &Workspace, id: &str) -> Result<Option<SessionRecord>, Stop> {
-    let folder = made_sessions_folder(workspace)?;
-    let _guard = lock(&folder)?;
-    read_record(&folder, id)
-}
