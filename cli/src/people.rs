@@ -5,6 +5,7 @@
 
 mod attach;
 mod edit;
+mod host;
 mod import;
 mod resolve;
 mod session;
@@ -54,6 +55,11 @@ pub enum PeopleCommand {
     Start(Box<session::StartArgs>),
     /// List session records, newest first; ended processes become `interrupted`.
     Sessions(session::SessionsArgs),
+    /// Attach this terminal to a running session hosted in tmux (Ctrl-b d detaches).
+    Attach(host::AttachArgs),
+    /// The supervisor a tmux session runs for a hosted session (started by acompose).
+    #[command(hide = true)]
+    Host(host::HostArgs),
     /// Stop a running session: its process group is ended.
     Stop(session::StopArgs),
     /// Remove the worktrees of ended isolated sessions (their branches are kept).
@@ -150,6 +156,8 @@ pub(crate) fn run(args: PeopleArgs, home: Option<&std::path::Path>, terminal: &T
             (session::run_sessions(&sessions, terminal), json)
         }
         PeopleCommand::Stop(stop) => (session::run_stop(&stop, terminal), false),
+        PeopleCommand::Attach(attach) => (host::run_attach(&attach, terminal), false),
+        PeopleCommand::Host(host) => (host::run_host(&host), false),
         PeopleCommand::Clean(clean) => (session::run_clean(&clean, terminal), false),
     };
     match outcome {

@@ -34,6 +34,7 @@ pub(crate) fn run(args: &ServeArgs, home: Option<&std::path::Path>, terminal: &T
         path_variable: std::env::var_os("PATH"),
         limits: ConnectionLimits::default(),
         home: home.map(std::path::Path::to_path_buf),
+        supervisor: std::env::current_exe().ok(),
     };
     let handle = match acompose_server::start(&options) {
         Ok(handle) => handle,

@@ -1,4 +1,5 @@
-//! `budget.max_tokens` enforced from the runners' own usage records, with fake runners
+//! `budget.max_tokens` (and, from Claude Code's `cost-state` lines, `budget.max_cost_usd`)
+//! enforced from the runners' own usage records, with fake runners
 //! that write those records as Claude Code and Codex do: a transcript under
 //! `CLAUDE_CONFIG_DIR/projects/` named for the conversation, a rollout under
 //! `CODEX_HOME/sessions/YYYY/MM/DD/` naming its working folder. Each fake writes usage
@@ -32,6 +33,10 @@ struct Place {
 
 impl Place {
     fn new(max_tokens: u64) -> Self {
+        Self::with_budget(|person| person.budget.max_tokens = Some(max_tokens))
+    }
+
+    fn with_budget(budget: impl FnOnce(&mut Person)) -> Self {
         let root = tempfile::tempdir().expect("a temporary folder");
         for folder in ["ws/people", "ws/projects", "project", "bin", "config"] {
             fs::create_dir_all(root.path().join(folder)).expect("create a folder");
@@ -39,7 +44,7 @@ impl Place {
         std::os::unix::fs::symlink(root.path().join("project"), root.path().join("ws/projects/desk"))
             .expect("link the project");
         let mut person = Person::new("oscar", "Oscar", "accounts", "Keep the books.");
-        person.budget.max_tokens = Some(max_tokens);
+        budget(&mut person);
         fs::write(root.path().join("ws/people/oscar.json"), person_bytes(&person)).expect("write a Person");
         Place { root }
     }
@@ -94,6 +99,7 @@ impl Place {
         let finished = handle.wait().expect("the session ends");
         seen.extend(output.try_iter());
         assert!(finished.group_empty);
+        assert_eq!(watch.exceeded(), finished.record.status == Status::BudgetExceeded);
         (finished.record.status, seen, watch.tokens())
     }
 }
@@ -155,4 +161,49 @@ echo below; read answer; echo after; exit 0"#,
     let (status, output, tokens) = place.run("claude", "CLAUDE_CONFIG_DIR");
     assert_eq!(tokens, 999);
     assert_eq!(status, Status::Completed, "{output}");
+}
+
+#[test]
+fn a_claude_transcript_past_max_cost_usd_ends_the_session_and_not_before() {
+    let place = Place::with_budget(|person| person.budget.max_cost_usd = Some(1.0));
+    // Tokens alone never end it (no token limit): the cost the transcript records does.
+    place.runner(
+        "claude",
+        r#"while [ $# -gt 0 ]; do if [ "$1" = --session-id ]; then id=$2; fi; shift; done
+dir="$CLAUDE_CONFIG_DIR/projects/-work-desk"; mkdir -p "$dir"
+printf '{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":900000,"output_tokens":99}}}\n' >> "$dir/$id.jsonl"
+printf '{"type":"cost-state","totalCostUSD":0.75}\n' >> "$dir/$id.jsonl"
+echo below; read answer; echo after
+printf '{"type":"cost-state","totalCostUSD":1.25}\n' >> "$dir/$id.jsonl"
+exec sleep 600"#,
+    );
+    let (status, output, _) = place.run("claude", "CLAUDE_CONFIG_DIR");
+    assert_eq!(status, Status::BudgetExceeded, "{output}");
+    assert!(output.contains("after"), "the session was ended before the limit: {output}");
+}
+
+#[test]
+fn a_cost_limit_is_refused_without_acknowledgement_for_a_runner_that_records_no_cost() {
+    let place = Place::with_budget(|person| person.budget.max_cost_usd = Some(1.0));
+    place.runner("codex", "exit 0");
+    place.runner("claude", "exit 0");
+    let workspace = Workspace::open(&place.path("ws")).expect("the workspace opens");
+    let path_variable = format!("{}:/usr/bin:/bin", place.path("bin").display());
+    let review = |runner: &str| {
+        let options = StartOptions {
+            person_id: "oscar".to_owned(),
+            project_id: "desk".to_owned(),
+            runner: runner.to_owned(),
+            ..StartOptions::default()
+        };
+        review_session(&workspace, &options, Some(path_variable.as_ref())).expect("the review passes").review
+    };
+    let codex = review("codex");
+    assert_eq!(codex.unsupported, vec![UnsupportedLimit::MaxCostUsd]);
+    assert_eq!(codex.max_cost_usd, None);
+    let claude = review("claude");
+    assert_eq!(claude.unsupported, Vec::<UnsupportedLimit>::new());
+    assert_eq!(claude.max_cost_usd, Some(1.0));
+    let text = acompose_people::session_report::review_text(&claude);
+    assert!(text.contains("cost limit:    1 USD, enforced from Claude Code's transcript"), "{text}");
 }

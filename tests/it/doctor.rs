@@ -136,3 +136,18 @@ fn a_repository_a_trusted_root_declares_that_is_missing_fails_with_the_roles_it_
     assert_eq!(output.code, 0, "{}", output.stdout);
     assert!(line(&output.stdout, "declared repositories").starts_with("ok"), "{}", output.stdout);
 }
+
+#[test]
+fn the_people_session_host_is_tmux_when_installed_and_a_warning_when_not() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let empty = temporary.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("an empty folder");
+    let with = acompose_with(temporary.path(), &["--home", "home", "doctor"], &[("PATH", "/usr/bin:/bin")]);
+    let host = line(&with.stdout, "People session host");
+    assert!(host.starts_with("ok") && host.contains("tmux at /usr/bin/tmux"), "{}", with.stdout);
+    let empty = empty.display().to_string();
+    let without = acompose_with(temporary.path(), &["--home", "home", "doctor"], &[("PATH", empty.as_str())]);
+    let host = line(&without.stdout, "People session host");
+    assert!(host.starts_with("warning") && host.contains("tmux is not installed"), "{}", without.stdout);
+    assert!(without.stdout.contains("apt-get install tmux"), "{}", without.stdout);
+}

@@ -26,6 +26,7 @@ mod faults;
 mod git_delivery;
 mod go_commands;
 mod host_delivery;
+mod hosted;
 mod incremental;
 mod isolation;
 mod launch;

@@ -57,6 +57,9 @@ pub struct Options {
     pub home: Option<PathBuf>,
     /// Where the roster is: a Person whose role is a roster role starts as it.
     pub roster: Option<acompose_driver::people::as_role::RosterPlace>,
+    /// The `acompose` binary a tmux session runs as the supervisor of a hosted session;
+    /// `None` runs sessions in PTYs this server holds (they end with it).
+    pub supervisor: Option<PathBuf>,
 }
 
 /// Why the server could not start.
@@ -124,6 +127,7 @@ pub fn start(options: &Options) -> Result<Handle, ServeError> {
 /// open page reconnects: the tests of the page's connection banner).
 pub fn start_with_token(options: &Options, token: String) -> Result<Handle, ServeError> {
     let workspace = Workspace::open(&options.workspace).map_err(ServeError::Workspace)?;
+    let workspace_for_hosting = workspace.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
@@ -143,6 +147,14 @@ pub fn start_with_token(options: &Options, token: String) -> Result<Handle, Serv
         changes: watch::channel(state::Versions::default()).0,
         home: acompose_driver::home::resolve_home(options.home.as_deref()).ok(),
         roster: options.roster.clone(),
+        hosting: match &options.supervisor {
+            Some(program) => acompose_driver::people::tmux::hosting(
+                &workspace_for_hosting,
+                options.path_variable.as_deref(),
+                program.clone(),
+            ),
+            None => acompose_driver::people::tmux::Hosting::Missing("no supervisor binary was named".to_owned()),
+        },
     });
     let limits = options.limits;
     let router = router(Arc::clone(&state), limits);

@@ -17,13 +17,15 @@ use tokio::sync::broadcast::error::RecvError;
 
 use acompose_driver::people as host;
 use acompose_driver::people::document;
+use acompose_driver::people::hosted::{hosted_session, start_hosted};
 use acompose_driver::people::runner::PromptIntake;
-use acompose_driver::people::session::{Status, is_session_id};
+use acompose_driver::people::session::{SessionRecord, Status, is_session_id};
 use acompose_driver::people::session_report::{review_json, sessions_json};
 use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
 use acompose_driver::people::sessions::{
     DEFAULT_GRACE, Reviewed, StartOptions, SystemClock, discover_runners, list_sessions, review_session, stop_session,
 };
+use acompose_driver::people::tmux::Hosting;
 
 use crate::error::ApiError;
 use crate::guard::TOKEN_PROTOCOL_PREFIX;
@@ -108,7 +110,7 @@ fn reviewed(state: &AppState, request: &StartRequest) -> Result<Reviewed, ApiErr
 
 /// The review as `people start --dry-run --json` prints it, with the command line and
 /// each unsupported limit's explanation added for the page.
-fn review_document(reviewed: &Reviewed) -> Value {
+fn review_document(reviewed: &Reviewed, hosting: &Hosting) -> Value {
     let review = &reviewed.review;
     let mut document: Value = serde_json::from_slice(&review_json(review)).unwrap_or_default();
     if let Some(object) = document.as_object_mut() {
@@ -119,6 +121,8 @@ fn review_document(reviewed: &Reviewed) -> Value {
             .map(|limit| json!({"field": limit.field(), "explanation": limit.explanation()}))
             .collect();
         object.insert("unsupported_details".to_owned(), json!(details));
+        object.insert("host".to_owned(), json!(hosting.host().map(|_| "tmux")));
+        object.insert("host_detail".to_owned(), json!(hosting.review_line()));
     }
     document
 }
@@ -128,7 +132,7 @@ pub async fn review(State(state): State<Arc<AppState>>, body: Body) -> Result<Re
     let request: StartRequest = envelope(body, START_MESSAGE)?;
     blocking(state, move |state| {
         let reviewed = reviewed(state, &request)?;
-        Ok(json_response(StatusCode::OK, document::json_bytes(&review_document(&reviewed))))
+        Ok(json_response(StatusCode::OK, document::json_bytes(&review_document(&reviewed, &state.hosting))))
     })
     .await
 }
@@ -144,15 +148,49 @@ pub async fn start(State(state): State<Arc<AppState>>, body: Body) -> Result<Res
         };
         let launch =
             LaunchOptions { acknowledge_unsupported: request.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
-        let handle =
-            start_session(&state.workspace, &reviewed, &launch, Arc::new(SystemClock)).map_err(ApiError::from)?;
-        let id = handle.id().to_owned();
-        let live = Live::adopt(handle)?;
-        state.live.insert(id.clone(), live);
+        let (record, id) = start_held(state, &reviewed, &launch)?;
+        drop(record);
         let entry = session_entry(state, &id)?.unwrap_or_else(|| json!({"id": id}));
         Ok(json_response(StatusCode::CREATED, document::json_bytes(&entry)))
     })
     .await
+}
+
+/// Starts a reviewed session and keeps its terminal: in the workspace's tmux server when
+/// there is one (followed by this server, outliving it), else in a PTY this server holds.
+/// Returns the `running` record and the id.
+pub(crate) fn start_held(
+    state: &AppState,
+    reviewed: &Reviewed,
+    launch: &LaunchOptions,
+) -> Result<(SessionRecord, String), host::Stop> {
+    match state.hosting.host() {
+        Some(host) => {
+            let hosted = start_hosted(&state.workspace, reviewed, launch, Arc::new(SystemClock), host)?;
+            let (record, id) = (hosted.record().clone(), hosted.id().to_owned());
+            let live = Live::follow(host, state.workspace.clone(), &id, Some(hosted))?;
+            state.live.insert(id.clone(), live);
+            Ok((record, id))
+        }
+        None => {
+            let handle = start_session(&state.workspace, reviewed, launch, Arc::new(SystemClock))?;
+            let (record, id) = (handle.record().clone(), handle.id().to_owned());
+            state.live.insert(id.clone(), Live::adopt(handle)?);
+            Ok((record, id))
+        }
+    }
+}
+
+/// Stops a session [`start_held`] started (a later role of its run could not start).
+pub(crate) fn abandon(state: &AppState, id: &str) {
+    match state.live.get(id) {
+        Some(live) => {
+            live.stop(DEFAULT_GRACE * 3);
+        }
+        None => {
+            let _ = stop_session(&state.workspace, id, &SystemClock, DEFAULT_GRACE);
+        }
+    }
 }
 
 /// The listing as `people sessions --json` prints it, each entry with `live` (its
@@ -165,7 +203,9 @@ pub(crate) fn listing(state: &AppState) -> Result<Value, ApiError> {
     if let Some(entries) = document.get_mut("sessions").and_then(Value::as_array_mut) {
         for (entry, record) in entries.iter_mut().zip(&listing.records) {
             let live = record.status == Status::Running;
-            let attachable = live && state.live.get(&record.id).is_some_and(|held| held.is_alive());
+            // A running record tmux hosts was just reconciled against the tmux server.
+            let hosted = record.links.host.is_some() && state.hosting.host().is_some();
+            let attachable = live && (hosted || state.live.get(&record.id).is_some_and(|held| held.is_alive()));
             if let Some(object) = entry.as_object_mut() {
                 object.insert("live".to_owned(), json!(live));
                 object.insert("attachable".to_owned(), json!(attachable));
@@ -250,9 +290,15 @@ pub async fn terminal(
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let id = checked_session_id(&id)?.to_owned();
-    let live = state.live.get(&id).ok_or_else(|| {
-        ApiError::new(StatusCode::NOT_FOUND, "no-terminal", "this server does not hold the terminal of this session")
-    })?;
+    let held = state.live.get(&id).filter(|live| live.is_alive() || !live.is_hosted());
+    let live = match held {
+        Some(live) => live,
+        None => {
+            let state = Arc::clone(&state);
+            let id = id.clone();
+            tokio::task::spawn_blocking(move || follow_hosted(&state, &id)).await.map_err(|_| no_terminal())??
+        }
+    };
     let protocol = format!("{TOKEN_PROTOCOL_PREFIX}{}", state.token);
     let stopping = state.stopping.clone();
     Ok(upgrade
@@ -260,6 +306,25 @@ pub async fn terminal(
         .max_message_size(MAX_TERMINAL_MESSAGE_BYTES)
         .on_upgrade(move |socket| serve_terminal(socket, live, stopping))
         .into_response())
+}
+
+fn no_terminal() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no-terminal", "this server does not hold the terminal of this session")
+}
+
+/// Follows a running session tmux hosts (one started before this server, or by
+/// `people start`): its history, then its output.
+fn follow_hosted(state: &AppState, id: &str) -> Result<Arc<Live>, ApiError> {
+    let host = state.hosting.host().ok_or_else(no_terminal)?;
+    let listing = list_sessions(&state.workspace, &SystemClock)?;
+    let record = listing.records.into_iter().find(|record| record.id == id).ok_or_else(no_terminal)?;
+    if !hosted_session(&record, host) {
+        return Err(no_terminal());
+    }
+    state.live.remove_detached(id);
+    let live = Live::follow(host, state.workspace.clone(), id, None)?;
+    state.live.insert(id.to_owned(), Arc::clone(&live));
+    Ok(live)
 }
 
 async fn serve_terminal(mut socket: WebSocket, live: Arc<Live>, mut stopping: tokio::sync::watch::Receiver<bool>) {

@@ -29,6 +29,8 @@ pub struct AppState {
     pub home: Option<acompose_driver::home::Home>,
     /// Where the roster People bind roles against is; `None`: no role binds.
     pub roster: Option<RosterPlace>,
+    /// Whether sessions run in the workspace's tmux server (and outlive the server).
+    pub hosting: acompose_driver::people::tmux::Hosting,
 }
 
 /// The versions of what the page shows (`changes`); empty until first read.

@@ -13,16 +13,15 @@ use serde_json::{Value, json};
 
 use acompose_driver::people::document;
 use acompose_driver::people::resolve::Assignment;
-use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize, start_session};
-use acompose_driver::people::sessions::{DEFAULT_GRACE, SystemClock, review_resume, stop_session};
+use acompose_driver::people::session_runner::{LaunchOptions, TerminalSize};
+use acompose_driver::people::sessions::{DEFAULT_GRACE, Reviewed, SystemClock, review_resume, stop_session};
 use acompose_driver::people::swarm::{
-    Choices, RunRecord, SwarmOptions, SwarmReview, list_runs, review_swarm, show_run, start_swarm,
+    Choices, RunRecord, SwarmOptions, SwarmReview, list_runs, review_swarm, show_run, start_swarm_with,
 };
 
 use crate::error::ApiError;
-use crate::live::Live;
 use crate::people_api::{Body, blocking, envelope, json_response, uploaded_recipe};
-use crate::sessions_api::{checked_session_id, no_session, session_entry};
+use crate::sessions_api::{abandon, checked_session_id, no_session, session_entry, start_held};
 use crate::state::AppState;
 
 #[derive(Deserialize)]
@@ -132,11 +131,9 @@ pub async fn start_run(State(state): State<Arc<AppState>>, body: Body) -> Result
             size: TerminalSize::default(),
             grace: DEFAULT_GRACE,
         };
-        let (run, handles) = start_swarm(&state.workspace, &review, &launch, Arc::new(SystemClock))?;
-        for handle in handles {
-            let id = handle.id().to_owned();
-            state.live.insert(id, Live::adopt(handle)?);
-        }
+        let start = |reviewed: &Reviewed| start_held(state, reviewed, &launch);
+        let (run, _) =
+            start_swarm_with(&state.workspace, &review, &SystemClock, start, |id: String| abandon(state, &id))?;
         Ok(json_response(StatusCode::CREATED, document::json_bytes(&run_document(state, &run)?)))
     })
     .await
@@ -213,9 +210,7 @@ pub async fn resume(State(state): State<Arc<AppState>>, Path(id): Path<String>) 
         session_entry(state, id)?.ok_or_else(no_session)?;
         let reviewed = review_resume(&state.workspace, id, state.roster.clone(), state.path_variable.as_deref())?;
         let launch = LaunchOptions { acknowledge_unsupported: true, ..LaunchOptions::default() };
-        let handle = start_session(&state.workspace, &reviewed, &launch, Arc::new(SystemClock))?;
-        let new = handle.id().to_owned();
-        state.live.insert(new.clone(), Live::adopt(handle)?);
+        let (_, new) = start_held(state, &reviewed, &launch)?;
         let entry = session_entry(state, &new)?.unwrap_or_else(|| json!({"id": new}));
         Ok(json_response(StatusCode::CREATED, document::json_bytes(&entry)))
     })

@@ -44,12 +44,22 @@ impl Drop for RawMode {
 
 /// Runs the session with the terminal attached and returns how it ended.
 pub fn attach(handle: SessionHandle) -> Result<Finished, Stop> {
+    attach_as(handle, false)
+}
+
+/// Runs a hosted session with the tmux pane as its terminal: SIGHUP means the pane is
+/// gone (tmux ended), and the session ends `interrupted`; SIGINT and SIGTERM stop it.
+pub fn attach_hosted(handle: SessionHandle) -> Result<Finished, Stop> {
+    attach_as(handle, true)
+}
+
+fn attach_as(handle: SessionHandle, hosted: bool) -> Result<Finished, Stop> {
     let interactive = std::io::stdin().is_terminal();
     let raw = if interactive { RawMode::enter() } else { None };
     let output_done = forward_output(handle.reader()?);
     forward_input(handle.take_writer()?);
     let ended = Arc::new(AtomicBool::new(false));
-    let watcher = watch_signals(handle.stopper(), handle.resizer(), interactive, Arc::clone(&ended));
+    let watcher = watch_signals(handle.stopper(), handle.resizer(), interactive, hosted, Arc::clone(&ended));
     let finished = handle.wait();
     ended.store(true, Ordering::SeqCst);
     // The output ends when the terminal closes; a process that left the group but kept
@@ -95,19 +105,24 @@ fn forward_input(mut writer: Box<dyn std::io::Write + Send>) {
     });
 }
 
-/// Turns SIGINT, SIGTERM and SIGHUP into a stop and SIGWINCH into a resize, until `ended`.
+/// Turns SIGINT, SIGTERM and SIGHUP into a stop (SIGHUP of a `hosted` session: its host
+/// is gone) and SIGWINCH into a resize, until `ended`.
 fn watch_signals(
     stopper: Stopper,
     resizer: Resizer,
     interactive: bool,
+    hosted: bool,
     ended: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let stop = Arc::new(AtomicBool::new(false));
+    let host_gone = Arc::new(AtomicBool::new(false));
     let resize = Arc::new(AtomicBool::new(false));
     let mut registered = Vec::new();
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
+    for signal in [SIGINT, SIGTERM] {
         registered.extend(signal_hook::flag::register(signal, Arc::clone(&stop)).ok());
     }
+    let hangup = if hosted { &host_gone } else { &stop };
+    registered.extend(signal_hook::flag::register(SIGHUP, Arc::clone(hangup)).ok());
     registered.extend(signal_hook::flag::register(SIGWINCH, Arc::clone(&resize)).ok());
     if interactive && let Some(size) = terminal_size() {
         let _ = resizer.resize(size);
@@ -115,6 +130,10 @@ fn watch_signals(
     std::thread::spawn(move || {
         let mut stopped = false;
         while !ended.load(Ordering::SeqCst) {
+            if host_gone.load(Ordering::SeqCst) && !stopped {
+                stopped = true;
+                stopper.host_gone();
+            }
             if stop.load(Ordering::SeqCst) && !stopped {
                 stopped = true;
                 stopper.stop();

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use acompose_driver::people::hosted::start_hosted;
 use acompose_driver::people::isolation::clean_worktrees;
 use acompose_driver::people::runner::PromptIntake;
-use acompose_driver::people::session::Status;
 use acompose_driver::people::session_report::{
     interruptions_text, review_json, review_text, sessions_json, sessions_text,
 };
@@ -194,10 +194,22 @@ fn run_reviewed(
     terminal: &Terminal,
 ) -> Result<(), Stop> {
     let args = Flags { dry_run, json, acknowledge_unsupported };
+    let hosting = super::host::workspace_hosting(workspace);
     if args.json {
-        print_stdout(&String::from_utf8_lossy(&review_json(&reviewed.review)));
+        let mut document: serde_json::Value =
+            serde_json::from_slice(&review_json(&reviewed.review)).unwrap_or_default();
+        if let Some(object) = document.as_object_mut() {
+            object.insert("host".to_owned(), serde_json::json!(hosting.host().map(|_| "tmux")));
+            object.insert("host_detail".to_owned(), serde_json::json!(hosting.review_line()));
+        }
+        print_stdout(&format!("{}\n", serde_json::to_string_pretty(&document).unwrap_or_default()));
     } else {
-        print_stdout(&review_text(&reviewed.review));
+        let text = review_text(&reviewed.review);
+        let host = format!("  host:          {}\n", hosting.review_line());
+        match text.find("\ninitial prompt:") {
+            Some(at) => print_stdout(&format!("{}\n{host}{}", &text[..at], &text[at + 1..])),
+            None => print_stdout(&format!("{text}{host}")),
+        }
     }
     if args.dry_run {
         if !args.json && !terminal.quiet {
@@ -208,26 +220,27 @@ fn run_reviewed(
     }
     let size = attach::terminal_size().unwrap_or_default();
     let launch = LaunchOptions { acknowledge_unsupported: args.acknowledge_unsupported, size, grace: DEFAULT_GRACE };
+    if let Some(host) = hosting.host() {
+        let signals = super::host::detaching_signals();
+        let hosted = start_hosted(workspace, reviewed, &launch, Arc::new(SystemClock), host)?;
+        let id = hosted.id().to_owned();
+        if !terminal.quiet {
+            print_stderr(&format!(
+                "session {id} is running in tmux; `acompose people attach {id}` reattaches, `acompose people stop {id}` ends it\n"
+            ));
+        }
+        let ended = super::host::follow(workspace, host, &id, Some(hosted), signals)?;
+        return super::host::report_end(&ended, terminal);
+    }
     let handle = start_session(workspace, reviewed, &launch, Arc::new(SystemClock))?;
     if !terminal.quiet {
         print_stderr(&format!("session {} is running; `acompose people stop {}` ends it\n", handle.id(), handle.id()));
     }
     let finished = attach::attach(handle)?;
-    let record = &finished.record;
-    let exit = record.exit_code.map_or_else(String::new, |code| format!(" (exit code {code})"));
-    let message = format!("session {} {}{exit}\n", record.id, record.status.as_str());
     if !finished.group_empty {
         crate::terminal::warn(terminal, "a process the runner started could not be ended");
     }
-    if record.status == Status::Completed {
-        if !terminal.quiet {
-            print_stderr(&message);
-        }
-        Ok(())
-    } else {
-        print_stderr(&message);
-        Err(Stop::Reported)
-    }
+    super::host::report_end(&super::host::FollowEnd::Ended(Box::new(finished.record)), terminal)
 }
 
 struct Flags {

@@ -7,14 +7,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use acompose_driver::people::hosted::start_hosted;
 use acompose_driver::people::resolve::Assignment;
 use acompose_driver::people::session::SessionRecord;
 use acompose_driver::people::session_report::review_text;
 use acompose_driver::people::session_runner::{LaunchOptions, SessionHandle};
-use acompose_driver::people::sessions::{DEFAULT_GRACE, SystemClock};
+use acompose_driver::people::sessions::{DEFAULT_GRACE, SystemClock, list_sessions, stop_session};
 use acompose_driver::people::swarm::{
-    Choices, RunRecord, SwarmOptions, SwarmReview, list_runs, review_swarm, show_run, start_swarm, stop_run,
+    Choices, RunRecord, SwarmOptions, SwarmReview, list_runs, review_swarm, show_run, start_swarm, start_swarm_with,
+    stop_run,
 };
+use acompose_driver::people::tmux::{Followed, Host};
 use acompose_driver::people::{Stop, Workspace, printable};
 
 use super::WorkspaceArgs;
@@ -153,14 +156,20 @@ fn run_start(args: &StartArgs, home: Option<&std::path::Path>, terminal: &Termin
         size: super::attach::terminal_size().unwrap_or_default(),
         grace: DEFAULT_GRACE,
     };
-    let (run, handles) = start_swarm(&workspace, &review, &launch, Arc::new(SystemClock))?;
-    print_stdout(&format!(
-        "run {} started {} sessions; `acompose people swarm stop {}` ends them, `acompose serve` opens their terminals\n",
-        run.id,
-        handles.len(),
-        run.id
-    ));
-    let ended = hold(handles, terminal);
+    let hosting = super::host::workspace_hosting(&workspace);
+    let ended = match hosting.host() {
+        Some(host) => start_hosted_run(&workspace, &review, &launch, host, terminal)?,
+        None => {
+            let (run, handles) = start_swarm(&workspace, &review, &launch, Arc::new(SystemClock))?;
+            print_stdout(&format!(
+                "run {} started {} sessions; `acompose people swarm stop {}` ends them, `acompose serve` opens their terminals\n",
+                run.id,
+                handles.len(),
+                run.id
+            ));
+            hold(handles, terminal)
+        }
+    };
     for record in &ended {
         print_stderr(&format!("session {} ({}) {}\n", record.id, record.role, record.status.as_str()));
     }
@@ -192,6 +201,65 @@ fn swarm_review_text(review: &SwarmReview) -> String {
         text.push_str(&review_text(&reviewed.review));
     }
     text
+}
+
+/// Starts the run's sessions in the workspace's tmux server and follows each (a tmux
+/// control client whose output is dropped) until every one has ended. Ctrl-C stops them
+/// all; SIGHUP (the terminal closed) ends only this command, and the run goes on.
+fn start_hosted_run(
+    workspace: &Workspace,
+    review: &acompose_driver::people::swarm::SwarmReview,
+    launch: &LaunchOptions,
+    host: &Host,
+    terminal: &Terminal,
+) -> Result<Vec<SessionRecord>, Stop> {
+    let start = |reviewed: &acompose_driver::people::sessions::Reviewed| {
+        let hosted = start_hosted(workspace, reviewed, launch, Arc::new(SystemClock), host)?;
+        Ok((hosted.record().clone(), hosted.id().to_owned()))
+    };
+    let abandon = |id: String| {
+        let _ = stop_session(workspace, &id, &SystemClock, DEFAULT_GRACE);
+    };
+    let (run, ids) = start_swarm_with(workspace, review, &SystemClock, start, abandon)?;
+    print_stdout(&format!(
+        "run {} started {} sessions in tmux; `acompose people attach SESSION` opens one, `acompose people swarm stop {}` ends them\n",
+        run.id,
+        ids.len(),
+        run.id
+    ));
+    // Ctrl-C only: SIGHUP and SIGTERM end this command and leave the run going.
+    match signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT]) {
+        Ok(mut signals) => {
+            let (workspace, ids) = (workspace.clone(), ids.clone());
+            std::thread::spawn(move || {
+                if signals.forever().next().is_some() {
+                    for id in &ids {
+                        let _ = stop_session(&workspace, id, &SystemClock, DEFAULT_GRACE);
+                    }
+                }
+            });
+        }
+        Err(_) => {
+            crate::terminal::warn(terminal, "cannot install the Ctrl-C handler; stop the run with `people swarm stop`")
+        }
+    }
+    let followers: Vec<_> = ids
+        .iter()
+        .filter_map(|id| host.follow(id).ok())
+        .map(|mut follower| {
+            std::thread::spawn(move || {
+                if let Some(mut reader) = follower.take_reader() {
+                    while reader.next_event() != Followed::Exit {}
+                }
+                follower.wait();
+            })
+        })
+        .collect();
+    for follower in followers {
+        let _ = follower.join();
+    }
+    let listing = list_sessions(workspace, &SystemClock)?;
+    Ok(listing.records.into_iter().filter(|record| ids.contains(&record.id)).collect())
 }
 
 /// Holds every session's terminal (its output is read and dropped so the runner never

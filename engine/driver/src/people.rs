@@ -8,12 +8,14 @@
 pub mod as_role;
 pub mod authoring;
 pub mod budget;
+pub mod hosted;
 pub mod isolation;
 pub mod process;
 pub mod session_runner;
 pub mod sessions;
 pub mod storage;
 pub mod swarm;
+pub mod tmux;
 
 use acompose_people::workspace::PEOPLE_DIRECTORY;
 use acompose_people::{Bindings, contract};

@@ -25,6 +25,8 @@ use crate::Diagnostic;
 pub(crate) const SESSION_SPEC: &str = "acompose/person-session@1";
 /// Where session records live, relative to the workspace.
 pub const SESSIONS_DIRECTORY: &str = ".agent-toolkit/sessions";
+/// The `host` of a session run inside acompose's own tmux server.
+pub const HOST_TMUX: &str = "tmux";
 /// The largest record accepted, in bytes.
 pub const MAX_RECORD_BYTES: usize = 16 * 1024;
 /// The most records a sessions folder may hold.
@@ -350,6 +352,9 @@ pub struct SessionLinks {
     pub worktree: Option<String>,
     /// The branch of that worktree: `people/<person>/<session id>`.
     pub branch: Option<String>,
+    /// The terminal multiplexer hosting the session (`tmux`), so it outlives the command
+    /// that started it; `None` when it ran in its starter's own terminal.
+    pub host: Option<String>,
 }
 
 /// What the driver knows when it writes the first, `launching`, record.
@@ -486,14 +491,15 @@ struct RecordFile<'a> {
     isolation: Option<&'static str>,
     worktree: Option<&'a str>,
     branch: Option<&'a str>,
+    host: Option<&'a str>,
 }
 
 /// The keys a record may lack (records written before them); a missing one is `null`.
-pub(crate) const OPTIONAL_FIELDS: [&str; 8] =
-    ["bundle", "conversation", "resumed_from", "run", "ephemeral", "isolation", "worktree", "branch"];
+pub(crate) const OPTIONAL_FIELDS: [&str; 9] =
+    ["bundle", "conversation", "resumed_from", "run", "ephemeral", "isolation", "worktree", "branch", "host"];
 
 /// Every key a record has, in the written order.
-pub(crate) const RECORD_FIELDS: [&str; 23] = [
+pub(crate) const RECORD_FIELDS: [&str; 24] = [
     "spec",
     "id",
     "person_id",
@@ -517,6 +523,7 @@ pub(crate) const RECORD_FIELDS: [&str; 23] = [
     "isolation",
     "worktree",
     "branch",
+    "host",
 ];
 
 /// The canonical bytes of a record: fixed key order, 2-space indent, trailing newline.
@@ -545,6 +552,7 @@ pub fn record_bytes(record: &SessionRecord) -> Vec<u8> {
         isolation: record.links.isolation.map(Isolation::as_str),
         worktree: record.links.worktree.as_deref(),
         branch: record.links.branch.as_deref(),
+        host: record.links.host.as_deref(),
     })
 }
 
@@ -780,6 +788,11 @@ impl FieldReader<'_> {
             |value| value.as_str().filter(|text| is_session_branch(text)).map(str::to_owned),
             "`branch` must be `people/<person>/<session id>` or null",
         );
+        let host = self.nullable(
+            "host",
+            |value| value.as_str().filter(|text| *text == HOST_TMUX).map(str::to_owned),
+            "`host` must be `tmux` or null",
+        );
         Some(SessionLinks {
             bundle: bundle?,
             conversation: conversation?,
@@ -789,6 +802,7 @@ impl FieldReader<'_> {
             isolation: isolation?,
             worktree: worktree?,
             branch: branch?,
+            host: host?,
         })
     }
 
@@ -1192,7 +1206,8 @@ mod tests {
   "ephemeral": false,
   "isolation": null,
   "worktree": null,
-  "branch": null
+  "branch": null,
+  "host": null
 }
 "#
         );

@@ -69,6 +69,15 @@ pub fn review_text(review: &StartReview) -> String {
             format!("{tokens} tokens, enforced {}: the runner's process group is ended", record.description()),
         );
     }
+    if let (Some(dollars), Some(record)) = (review.max_cost_usd, review.usage_record) {
+        line(
+            "cost limit:",
+            format!(
+                "{dollars} USD, enforced {} (its `cost-state` lines' `totalCostUSD`): the runner's process group is ended",
+                record.description()
+            ),
+        );
+    }
     for isolation_line in isolation_lines(review) {
         line("isolation:", isolation_line);
     }
@@ -155,6 +164,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt_in_argv: bool,
         max_seconds: Option<u64>,
         max_tokens: Option<u64>,
+        max_cost_usd: Option<f64>,
         isolation: &'static str,
         unsupported: Vec<&'static str>,
         folder_warning: Option<&'static str>,
@@ -195,6 +205,7 @@ pub fn review_json(review: &StartReview) -> Vec<u8> {
         prompt_in_argv: review.prompt_in_argv,
         max_seconds: review.max_seconds,
         max_tokens: review.max_tokens,
+        max_cost_usd: review.max_cost_usd,
         isolation: review.isolation.as_str(),
         unsupported: review.unsupported.iter().map(|limit| limit.field()).collect(),
         folder_warning: review.folder_warning.map(super::start::FolderWarning::name),
@@ -307,6 +318,7 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
         isolation: Option<&'static str>,
         worktree: Option<&'a str>,
         branch: Option<&'a str>,
+        host: Option<&'a str>,
         /// Whether `people resume` can reopen it: it ended and kept a conversation id.
         resumable: bool,
     }
@@ -336,6 +348,7 @@ pub fn sessions_json(records: &[SessionRecord], interruptions: &[Interruption], 
                 isolation: record.links.isolation.map(super::model::Isolation::as_str),
                 worktree: record.links.worktree.as_deref(),
                 branch: record.links.branch.as_deref(),
+                host: record.links.host.as_deref(),
                 resumable: is_resumable(record),
             })
             .collect(),

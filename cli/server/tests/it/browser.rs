@@ -301,10 +301,12 @@ fn sandbox() -> Server {
     std::os::unix::fs::symlink(root.join("project"), root.join("ws/projects/desk")).expect("link the project");
     converged_home(root);
     let script = format!("#!/bin/sh\necho '{READY}'\nwhile read line; do echo \"got $line\"; done\n");
-    let runner = root.join("bin/claude");
-    fs::write(&runner, script).expect("fake runner");
     use std::os::unix::fs::PermissionsExt as _;
-    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    for binary in ["claude", "codex"] {
+        let runner = root.join("bin").join(binary);
+        fs::write(&runner, &script).expect("fake runner");
+        fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    }
     fs::write(root.join("uploads/pam.json"), HIRE).expect("hire file");
     fs::write(root.join("uploads/recipe.json"), RECIPE).expect("recipe");
     let path_variable = root.join("bin").into_os_string();
@@ -858,13 +860,15 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     // A reload without the token shows how to get in, and nothing else.
     wait_text(client, "h2", "Token needed").await?;
     // A limit the runner cannot enforce: Start waits for the acknowledgement. (Claude
-    // Code's token limit is enforced from its transcript; a cost limit is not.)
+    // Code's token and cost limits are enforced from its transcript; Codex records no
+    // cost, so its cost limit is not.)
     let pam = server.path("ws/people/pam-beesly.json");
     let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&pam)?)?;
     person["budget"]["max_cost_usd"] = serde_json::json!(5);
     fs::write(&pam, serde_json::to_vec_pretty(&person)?)?;
     client.goto(&format!("{}#/start/pam-beesly", server.handle.url())).await?;
     wait_for(client, "#start-form").await?;
+    read(client, "#start-runner", "(node.value = 'codex')").await?;
     click(client, "#review-start").await?;
     wait_for(client, "#acknowledge").await?;
     let disabled = read(client, "#start-now", "node.hasAttribute('disabled')").await?;

@@ -143,15 +143,21 @@ fn refused_starts_name_a_code_and_echo_nothing() {
 fn unsupported_limits_need_an_explicit_acknowledgement() {
     let server = sandbox();
     let mut capped: serde_json::Value = serde_json::from_str(&person("pam", "Pam", "reception")).expect("json");
-    // Claude Code's token use is followed (enforced); no runner's cost is.
+    // Claude Code's token use and spending are followed (enforced); Codex records no cost.
     capped["budget"] = serde_json::json!({"max_cost_usd": 2.0});
     assert_eq!(server.put_current("/api/v1/people/pam", &capped.to_string()).status, 200);
-    let review = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
+    let claude = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
+    assert_eq!(claude["unsupported_details"], serde_json::json!([]));
+    assert_eq!(claude["max_cost_usd"], 2.0);
+    runner(&server.path(""), "codex", &format!("echo '{READY}'\nwhile read line; do echo \"got $line\"; done"));
+    let codex = serde_json::json!({"runner": "codex"});
+    let review = server.post("/api/v1/sessions/review", &start_body(codex.clone())).json();
     assert_eq!(review["unsupported_details"][0]["field"], "budget.max_cost_usd");
-    let refused = server.post("/api/v1/sessions", &start_body(serde_json::json!({})));
+    let refused = server.post("/api/v1/sessions", &start_body(codex));
     assert_eq!(refused.status, 422, "{}", refused.text());
     assert_eq!(server.get("/api/v1/sessions").json()["sessions"], serde_json::json!([]));
-    let started = server.post("/api/v1/sessions", &start_body(serde_json::json!({"acknowledge_unsupported": true})));
+    let started = server
+        .post("/api/v1/sessions", &start_body(serde_json::json!({"runner": "codex", "acknowledge_unsupported": true})));
     assert_eq!(started.status, 201, "{}", started.text());
     let id = started.json()["id"].as_str().unwrap_or_default().to_owned();
     assert_eq!(server.post(&format!("/api/v1/sessions/{id}/stop"), "").json()["status"], "stopped");

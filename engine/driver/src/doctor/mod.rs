@@ -482,7 +482,27 @@ fn path_checks(path_variable: Option<&std::ffi::OsStr>) -> Vec<Check> {
             list(&runners),
             runners.is_empty().then(|| "`acompose people runners` lists every runner and its binary".to_owned()),
         ),
+        session_host_check(path_variable),
     ]
+}
+
+/// Whether People sessions can be hosted in tmux, so they outlive the command that
+/// started them (docs/sessions.md).
+fn session_host_check(path_variable: Option<&std::ffi::OsStr>) -> Check {
+    match crate::people::sessions::find_binary(crate::people::tmux::HOST_BINARY, path_variable) {
+        Some(tmux) => check(
+            "People session host",
+            Status::Ok,
+            format!("tmux at {}: sessions outlive the command or server that started them", shown(&tmux)),
+            None,
+        ),
+        None => check(
+            "People session host",
+            Status::Warning,
+            "tmux is not installed: a session ends with the command or server that started it",
+            Some("install tmux (Debian: `apt-get install tmux`)".to_owned()),
+        ),
+    }
 }
 
 fn projection_checks(home: &Home) -> Vec<Check> {

@@ -29,22 +29,31 @@ const MAX_ENTRIES: usize = 10_000;
 /// The largest record read, in bytes; a longer one is read up to here.
 const MAX_RECORD_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Where one session's usage record is and the limit it is held to.
-#[derive(Debug, Clone)]
+/// Where one session's usage record is and the limit it is held to. A hosted session's
+/// starter finds it and hands it to the supervisor (`hosted`), hence the serde.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UsageWatch {
+    #[serde(with = "record_kind")]
     record: UsageRecord,
     /// The runner's config folder (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
     config: PathBuf,
     conversation: Option<String>,
     cwd: String,
     started: SystemTime,
-    limit: u64,
+    /// `max_tokens`, when enforced.
+    limit: Option<u64>,
+    /// `max_cost_usd`, when enforced (the record carries the runner's spending).
+    cost_limit: Option<f64>,
 }
 
 impl UsageWatch {
-    /// The watch of a session whose review enforces a token limit; `None` otherwise.
+    /// The watch of a session whose review enforces a token or cost limit; `None`
+    /// otherwise.
     pub fn for_session(reviewed: &Reviewed, record: &SessionRecord) -> Option<Self> {
-        let limit = reviewed.review.max_tokens?;
+        let (limit, cost_limit) = (reviewed.review.max_tokens, reviewed.review.max_cost_usd);
+        if limit.is_none() && cost_limit.is_none() {
+            return None;
+        }
         let kind = reviewed.review.usage_record?;
         let variable = |name: &str| -> Option<OsString> {
             reviewed
@@ -72,6 +81,7 @@ impl UsageWatch {
             // A second earlier: file times and the clock may round differently.
             started: SystemTime::now() - Duration::from_secs(1),
             limit,
+            cost_limit,
         })
     }
 
@@ -139,18 +149,57 @@ impl UsageWatch {
         usage::codex_rollout_cwd(first).is_some_and(|cwd| cwd == self.cwd)
     }
 
-    /// Reads the record until the session ends (`ended`) or the limit is reached, then
+    /// The spending the record holds now, in USD (0 while there is none, and for a
+    /// record that carries none).
+    pub fn cost(&self) -> f64 {
+        match self.record {
+            UsageRecord::ClaudeTranscript => {
+                self.claude_transcript().map_or(0.0, |path| usage::claude_transcript_cost(&read_text(&path)))
+            }
+            UsageRecord::CodexRollout => 0.0,
+        }
+    }
+
+    /// Whether a limit is reached: the tokens reach `max_tokens`, or the spending
+    /// reaches `max_cost_usd`.
+    pub fn exceeded(&self) -> bool {
+        self.limit.is_some_and(|limit| self.tokens() >= limit)
+            || self.cost_limit.is_some_and(|limit| self.cost() >= limit)
+    }
+
+    /// Reads the record until the session ends (`ended`) or a limit is reached, then
     /// calls `exceeded` once.
     pub(crate) fn watch(self, ended: Arc<AtomicBool>, exceeded: impl FnOnce() + Send + 'static) {
         std::thread::spawn(move || {
             while !ended.load(Ordering::Relaxed) {
-                if self.tokens() >= self.limit {
+                if self.exceeded() {
                     exceeded();
                     return;
                 }
                 std::thread::sleep(POLL);
             }
         });
+    }
+}
+
+/// [`UsageRecord`] by name.
+mod record_kind {
+    use acompose_people::usage::UsageRecord;
+
+    pub(super) fn serialize<S: serde::Serializer>(record: &UsageRecord, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match record {
+            UsageRecord::ClaudeTranscript => "claude-transcript",
+            UsageRecord::CodexRollout => "codex-rollout",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<UsageRecord, D::Error> {
+        let name: String = serde::Deserialize::deserialize(deserializer)?;
+        match name.as_str() {
+            "claude-transcript" => Ok(UsageRecord::ClaudeTranscript),
+            "codex-rollout" => Ok(UsageRecord::CodexRollout),
+            _ => Err(serde::de::Error::custom("an unknown usage record")),
+        }
     }
 }
 

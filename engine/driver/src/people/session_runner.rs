@@ -67,6 +67,8 @@ enum Event {
     Stop,
     /// The runner's usage record reached `budget.max_tokens`.
     BudgetExceeded,
+    /// The session's host (its tmux pane) went away.
+    HostGone,
 }
 
 /// A started session. Call [`SessionHandle::wait`] to see it to its end: that is what
@@ -112,6 +114,11 @@ impl Stopper {
         // A session that already ended has dropped its receiver; nothing to stop.
         let _ = self.sender.send(Event::Stop);
     }
+
+    /// Tells the session its host went away: it ends as `interrupted`.
+    pub fn host_gone(&self) {
+        let _ = self.sender.send(Event::HostGone);
+    }
 }
 
 /// Resizes a session's terminal, from any thread.
@@ -137,7 +144,7 @@ pub struct Finished {
     pub group_empty: bool,
 }
 
-fn terminal_error(message: &str) -> Stop {
+pub(crate) fn terminal_error(message: &str) -> Stop {
     Stop::Io(FileError::new(std::path::Path::new("/dev/ptmx"), message.to_owned()))
 }
 
@@ -151,24 +158,10 @@ pub fn start_session(
     options: &LaunchOptions,
     clock: Arc<dyn Clock>,
 ) -> Result<SessionHandle, Stop> {
-    reviewed.review.confirm(options.acknowledge_unsupported).map_err(rejected)?;
-    let folder = made_sessions_folder(workspace)?;
-    let guard = lock(&folder)?;
-    let listing = reconcile_locked(&folder, clock.as_ref())?;
-    let mut refused: Vec<&str> =
-        listing.findings.iter().map(|finding| finding.file.as_deref().unwrap_or_default()).collect();
-    refused.dedup();
-    let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
-    if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {
-        return Err(Stop::Invalid(format!(
-            "`{}` is full ({MAX_RECORDS} records); move old records out before starting another session",
-            session::SESSIONS_DIRECTORY
-        )));
-    }
-    let mut record = launching_record(workspace, &folder, reviewed, clock.as_ref())?;
-    let spawned = prepare_isolation(workspace, reviewed, &record)
-        .and_then(|placement| spawn(reviewed, &record.id, options.size, placement.as_ref()));
-    let (master, child) = match spawned {
+    let begun = begin(workspace, reviewed, options, clock.as_ref(), None)?;
+    let Begun { guard, folder, mut record, placement } = begun;
+    let command = runner_command(reviewed, &record.id, placement.as_ref());
+    let (master, child) = match spawn_command(&command, options.size, false) {
         Ok(spawned) => spawned,
         Err(error) => {
             let _ = record.end(Ending::SpawnFailed, clock.now());
@@ -191,30 +184,62 @@ pub fn start_session(
         return Err(error);
     }
     drop(guard);
-    let (sender, events) = mpsc::channel();
-    watch_exit(pid, sender.clone());
-    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Some(watch) = super::budget::UsageWatch::for_session(reviewed, &record) {
-        let budget = sender.clone();
-        watch.watch(Arc::clone(&ended), move || {
-            let _ = budget.send(Event::BudgetExceeded);
-        });
-    }
-    Ok(SessionHandle {
+    let watch = super::budget::UsageWatch::for_session(reviewed, &record);
+    let parts = HandleParts {
         record,
         folder,
-        master: Arc::new(Mutex::new(master)),
+        master,
         child,
-        events,
-        sender,
         max_seconds: reviewed.review.max_seconds,
         grace: options.grace,
-        clock,
-        started: Instant::now(),
-        concluded: false,
-        ended,
+        usage: watch,
         runtime: runtime_home(reviewed),
-    })
+    };
+    Ok(SessionHandle::assemble(parts, clock))
+}
+
+/// What a start has done before the runner is spawned: the lock (held until `running`
+/// is written), the folder, the `launching` record and an isolated session's placement.
+pub(crate) struct Begun {
+    pub(crate) guard: crate::home::transaction::Lock,
+    pub(crate) folder: PathBuf,
+    pub(crate) record: SessionRecord,
+    pub(crate) placement: Option<Placement>,
+}
+
+/// Refuses unacknowledged limits and a full folder, reconciles, writes `launching`
+/// (naming its `host`) and makes an isolated session's worktree; a worktree that cannot
+/// be made ends the record `failed`.
+pub(crate) fn begin(
+    workspace: &Workspace,
+    reviewed: &Reviewed,
+    options: &LaunchOptions,
+    clock: &dyn Clock,
+    host: Option<&str>,
+) -> Result<Begun, Stop> {
+    reviewed.review.confirm(options.acknowledge_unsupported).map_err(rejected)?;
+    let folder = made_sessions_folder(workspace)?;
+    let guard = lock(&folder)?;
+    let listing = reconcile_locked(&folder, clock)?;
+    let mut refused: Vec<&str> =
+        listing.findings.iter().map(|finding| finding.file.as_deref().unwrap_or_default()).collect();
+    refused.dedup();
+    let overfull = listing.findings.iter().any(|finding| finding.code == "too-many-records");
+    if overfull || listing.records.len() + refused.len() >= MAX_RECORDS {
+        return Err(Stop::Invalid(format!(
+            "`{}` is full ({MAX_RECORDS} records); move old records out before starting another session",
+            session::SESSIONS_DIRECTORY
+        )));
+    }
+    let mut record = launching_record(workspace, &folder, reviewed, clock, host)?;
+    match prepare_isolation(workspace, reviewed, &record) {
+        Ok(placement) => Ok(Begun { guard, folder, record, placement }),
+        Err(error) => {
+            let _ = record.end(Ending::SpawnFailed, clock.now());
+            replace_record(&folder, &record)?;
+            Err(error)
+        }
+    }
 }
 
 /// Writes the `launching` record under a new id (another nonce when the name is taken).
@@ -224,6 +249,7 @@ fn launching_record(
     folder: &std::path::Path,
     reviewed: &Reviewed,
     clock: &dyn Clock,
+    host: Option<&str>,
 ) -> Result<SessionRecord, Stop> {
     let now = clock.now();
     for attempt in 0..16u32 {
@@ -231,6 +257,7 @@ fn launching_record(
             break;
         };
         let mut launch = reviewed.review.launch(&id, now.clone());
+        launch.links.host = host.map(str::to_owned);
         if isolation::has_worktree(reviewed.review.isolation) {
             let worktree = isolation::worktree_folder(workspace, &id)?;
             let text = worktree.to_str().ok_or_else(|| {
@@ -259,10 +286,10 @@ pub(crate) fn nonce(attempt: u32) -> u32 {
     u32::try_from(value & u64::from(u32::MAX)).unwrap_or_default()
 }
 
-type Spawned = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>);
+pub(crate) type Spawned = (Box<dyn MasterPty + Send>, Box<dyn Child + Send + Sync>);
 
 /// Where an isolated runner works, and its sandbox.
-struct Placement {
+pub(crate) struct Placement {
     worktree: PathBuf,
     sandbox: Option<isolation::Sandbox>,
 }
@@ -290,7 +317,7 @@ fn prepare_isolation(
 }
 
 /// The runtime home of a session started as a roster role.
-fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
+pub(crate) fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
     reviewed
         .environment
         .iter()
@@ -298,40 +325,56 @@ fn runtime_home(reviewed: &Reviewed) -> Option<PathBuf> {
         .map(|(_, value)| PathBuf::from(value))
 }
 
-/// Opens a PTY and spawns the reviewed argv in it: `argv[0]` is the binary found on
-/// `PATH`, the rest is exactly the review's. An isolated runner starts in its worktree,
-/// a sandboxed one inside `bwrap` with its own `TMPDIR`.
-fn spawn(
-    reviewed: &Reviewed,
-    session_id: &str,
-    size: TerminalSize,
-    placement: Option<&Placement>,
-) -> Result<Spawned, Stop> {
-    let failed = |message: String| Stop::Io(FileError::new(&reviewed.program, message));
+/// What a runner is started with: `argv[0]` is the binary found on `PATH`, the rest is
+/// exactly the review's; an isolated runner works in its worktree, a sandboxed one runs
+/// inside `bwrap` with its own `TMPDIR`. `environment` is what the runner's environment
+/// gains (all of it for a hosted runner, whose supervisor starts from an empty one).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RunnerCommand {
+    pub(crate) argv: Vec<std::ffi::OsString>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) environment: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+}
+
+pub(crate) fn runner_command(reviewed: &Reviewed, session_id: &str, placement: Option<&Placement>) -> RunnerCommand {
+    let mut argv = vec![reviewed.program.clone().into_os_string()];
+    argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
+    let cwd = placement.map_or(reviewed.project_folder.clone(), |placement| placement.worktree.clone());
+    let sandbox = placement.and_then(|placement| placement.sandbox.as_ref());
+    if let Some(sandbox) = sandbox {
+        argv = sandbox.wrap(argv, &cwd);
+    }
+    let mut environment: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        reviewed.environment.iter().map(|(name, value)| (name.into(), value.clone())).collect();
+    if let Some(sandbox) = sandbox {
+        environment.push(("TMPDIR".into(), sandbox.scratch.clone().into_os_string()));
+    }
+    for (name, value) in reviewed.review.environment(session_id) {
+        environment.push((name.into(), value.into()));
+    }
+    RunnerCommand { argv, cwd, environment }
+}
+
+/// Opens a PTY and spawns `command` in it; with `clear`, the runner's environment is
+/// exactly `command.environment`, else the caller's plus it.
+pub(crate) fn spawn_command(command: &RunnerCommand, size: TerminalSize, clear: bool) -> Result<Spawned, Stop> {
+    let program = PathBuf::from(command.argv.first().cloned().unwrap_or_default());
+    let failed = |message: String| Stop::Io(FileError::new(&program, message));
     let pair = native_pty_system()
         .openpty(size.pty())
         .map_err(|error| terminal_error(&format!("cannot open a terminal for the runner: {error}")))?;
-    let mut argv = vec![reviewed.program.clone().into_os_string()];
-    argv.extend(reviewed.review.argv.iter().skip(1).map(std::ffi::OsString::from));
-    let cwd = placement.map_or(reviewed.project_folder.as_path(), |placement| placement.worktree.as_path());
-    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
-        argv = sandbox.wrap(argv, cwd);
+    let mut builder = CommandBuilder::from_argv(command.argv.clone());
+    builder.cwd(&command.cwd);
+    if clear {
+        builder.env_clear();
     }
-    let mut command = CommandBuilder::from_argv(argv);
-    command.cwd(cwd);
-    for (name, value) in &reviewed.environment {
-        command.env(name, value);
-    }
-    if let Some(sandbox) = placement.and_then(|placement| placement.sandbox.as_ref()) {
-        command.env("TMPDIR", &sandbox.scratch);
-    }
-    for (name, value) in reviewed.review.environment(session_id) {
-        command.env(name, value);
+    for (name, value) in &command.environment {
+        builder.env(name, value);
     }
     let child = pair
         .slave
-        .spawn_command(command)
-        .map_err(|error| failed(format!("cannot start `{}`: {error}", reviewed.program.display())))?;
+        .spawn_command(builder)
+        .map_err(|error| failed(format!("cannot start `{}`: {error}", program.display())))?;
     // The runner holds the terminal's other end now; ours would keep it open forever.
     drop(pair.slave);
     Ok((pair.master, child))
@@ -357,9 +400,52 @@ enum Cause {
     Stopped,
     TimedOut,
     BudgetExceeded,
+    HostGone,
+}
+
+/// Everything a handle is made of.
+pub(crate) struct HandleParts {
+    pub(crate) record: SessionRecord,
+    pub(crate) folder: PathBuf,
+    pub(crate) master: Box<dyn MasterPty + Send>,
+    pub(crate) child: Box<dyn Child + Send + Sync>,
+    pub(crate) max_seconds: Option<u64>,
+    pub(crate) grace: Duration,
+    pub(crate) usage: Option<super::budget::UsageWatch>,
+    pub(crate) runtime: Option<PathBuf>,
 }
 
 impl SessionHandle {
+    /// The handle of a runner that is running and recorded so: its exit and its usage
+    /// record are watched from here on, and the time limit counts from now.
+    pub(crate) fn assemble(parts: HandleParts, clock: Arc<dyn Clock>) -> SessionHandle {
+        let HandleParts { record, folder, master, child, max_seconds, grace, usage, runtime } = parts;
+        let (sender, events) = mpsc::channel();
+        watch_exit(record.pid.unwrap_or(0), sender.clone());
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if let Some(watch) = usage {
+            let budget = sender.clone();
+            watch.watch(Arc::clone(&ended), move || {
+                let _ = budget.send(Event::BudgetExceeded);
+            });
+        }
+        SessionHandle {
+            record,
+            folder,
+            master: Arc::new(Mutex::new(master)),
+            child,
+            events,
+            sender,
+            max_seconds,
+            grace,
+            clock,
+            started: Instant::now(),
+            concluded: false,
+            ended,
+            runtime,
+        }
+    }
+
     pub fn id(&self) -> &str {
         &self.record.id
     }
@@ -420,6 +506,7 @@ impl SessionHandle {
             (Cause::Stopped, _) => Ending::Stopped { exit_code },
             (Cause::TimedOut, _) => Ending::TimedOut { exit_code },
             (Cause::BudgetExceeded, _) => Ending::BudgetExceeded { exit_code },
+            (Cause::HostGone, _) => Ending::Interrupted,
         };
         let on_disk = read_record(&self.folder, &self.record.id).ok().flatten();
         let record = match on_disk {
@@ -452,6 +539,7 @@ impl SessionHandle {
             Event::Exited => Cause::Exited,
             Event::Stop => Cause::Stopped,
             Event::BudgetExceeded => Cause::BudgetExceeded,
+            Event::HostGone => Cause::HostGone,
         }
     }
 
@@ -471,7 +559,7 @@ impl SessionHandle {
         loop {
             match self.events.recv_timeout(until.saturating_duration_since(Instant::now())) {
                 Ok(Event::Exited) => return true,
-                Ok(Event::Stop | Event::BudgetExceeded) => {}
+                Ok(Event::Stop | Event::BudgetExceeded | Event::HostGone) => {}
                 Err(_) => return false,
             }
         }

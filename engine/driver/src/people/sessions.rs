@@ -216,10 +216,23 @@ pub(crate) fn reconcile_locked(folder: &Path, clock: &dyn Clock) -> Result<Listi
     let (files, refused) = read_folder(folder)?;
     let listing = session::read_records(&files, refused);
     let mut observations = std::collections::BTreeMap::new();
+    let mut hosted: Option<Option<std::collections::BTreeSet<String>>> = None;
     for (id, pid) in processes_to_observe(&listing.records) {
-        let observation = process::observe(pid).map_err(|error| {
+        let mut observation = process::observe(pid).map_err(|error| {
             Stop::Io(FileError::caused(Path::new("/proc"), format!("cannot look up process {pid}"), error))
         })?;
+        let record = listing.records.iter().find(|record| record.id == id);
+        if record.is_some_and(|record| record.links.host.is_some()) {
+            let names = hosted.get_or_insert_with(|| {
+                super::tmux::workspace_host(folder)
+                    .and_then(|(tmux, socket)| super::tmux::hosted_sessions(&tmux, &socket))
+            });
+            if names.as_ref().is_some_and(|names| !names.contains(id)) {
+                // Its host is gone: nobody can attach to it or enforce its limits.
+                let _ = process::signal_group(pid, rustix::process::Signal::HUP);
+                observation = session::Observation::Gone;
+            }
+        }
         observations.insert(id.to_owned(), observation);
     }
     let interruptions = reconcile(&listing.records, &observations, &clock.now());

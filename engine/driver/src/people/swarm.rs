@@ -108,36 +108,63 @@ pub fn start_swarm(
     options: &LaunchOptions,
     clock: Arc<dyn Clock>,
 ) -> Result<(RunRecord, Vec<SessionHandle>), Stop> {
-    let mut handles = Vec::new();
+    let start = |reviewed: &Reviewed| {
+        let handle = start_session(workspace, reviewed, options, Arc::clone(&clock))?;
+        Ok((handle.record().clone(), handle))
+    };
+    // A handle dropped stops its session.
+    start_swarm_with(workspace, review, clock.as_ref(), start, drop)
+}
+
+/// [`start_swarm`] with the caller's way of starting one role's session (`start`: its
+/// `running` record and what the caller keeps of it) and of stopping one already started
+/// when a later role cannot start or the run cannot be recorded (`abandon`).
+pub fn start_swarm_with<S>(
+    workspace: &Workspace,
+    review: &SwarmReview,
+    clock: &dyn Clock,
+    mut start: impl FnMut(&Reviewed) -> Result<(SessionRecord, S), Stop>,
+    mut abandon: impl FnMut(S),
+) -> Result<(RunRecord, Vec<S>), Stop> {
+    let mut started = Vec::new();
     let mut roles = Vec::new();
+    let mut first_start = None;
     for (planned, reviewed) in &review.roles {
-        // A handle dropped here stops its session.
-        let handle = start_session(workspace, reviewed, options, Arc::clone(&clock))
-            .map_err(|stop| within_role(stop, &planned.resolved.role))?;
+        let (record, kept) = match start(reviewed) {
+            Ok(both) => both,
+            Err(stop) => {
+                started.into_iter().for_each(&mut abandon);
+                return Err(within_role(stop, &planned.resolved.role));
+            }
+        };
+        first_start.get_or_insert_with(|| record.started_at.as_str().to_owned());
         roles.push(RunRole {
             role: planned.resolved.role.clone(),
             person_id: planned.resolved.person_id.clone(),
             rule: planned.resolved.rule.code().to_owned(),
             runner: planned.runner.clone(),
             model: planned.model.clone(),
-            session_id: handle.id().to_owned(),
+            session_id: record.id.clone(),
         });
-        handles.push(handle);
+        started.push(kept);
     }
     let record = RunRecord {
         spec: RUN_SPEC.to_owned(),
         id: review.run_id.clone(),
         recipe: review.recipe.clone(),
         project_id: review.project_id.clone(),
-        started_at: handles
-            .first()
-            .map(|handle| handle.record().started_at.as_str().to_owned())
-            .unwrap_or_else(|| clock.now().as_str().to_owned()),
+        started_at: first_start.unwrap_or_else(|| clock.now().as_str().to_owned()),
         roles,
     };
-    let folder = runs_folder(workspace, true)?.unwrap_or_default();
-    crate::home::atomic::create_new(&folder, &format!("{}.json", record.id), &swarm::run_bytes(&record))?;
-    Ok((record, handles))
+    let written = runs_folder(workspace, true).and_then(|folder| {
+        let folder = folder.unwrap_or_default();
+        Ok(crate::home::atomic::create_new(&folder, &format!("{}.json", record.id), &swarm::run_bytes(&record))?)
+    });
+    if let Err(stop) = written {
+        started.into_iter().for_each(&mut abandon);
+        return Err(stop);
+    }
+    Ok((record, started))
 }
 
 fn runs_folder(workspace: &Workspace, make: bool) -> Result<Option<PathBuf>, Stop> {

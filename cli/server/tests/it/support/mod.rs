@@ -66,6 +66,7 @@ impl Server {
             limits: ConnectionLimits::default(),
             home,
             roster: None,
+            supervisor: None,
         };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir, options }
@@ -85,6 +86,7 @@ impl Server {
             limits: ConnectionLimits::default(),
             home: Some(dir.path().join("acompose-home")),
             roster: Some(roster),
+            supervisor: None,
         };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir, options }
@@ -94,8 +96,15 @@ impl Server {
     pub fn start_limited(limits: ConnectionLimits) -> Self {
         let dir = tempfile::tempdir().expect("temporary workspace");
         let home = Some(dir.path().join("home"));
-        let options =
-            Options { workspace: dir.path().to_path_buf(), port: 0, path_variable: None, limits, home, roster: None };
+        let options = Options {
+            workspace: dir.path().to_path_buf(),
+            port: 0,
+            path_variable: None,
+            limits,
+            home,
+            roster: None,
+            supervisor: None,
+        };
         let handle = acompose_server::start(&options).expect("server starts");
         Self { handle, dir, options }
     }
