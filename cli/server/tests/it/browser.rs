@@ -1093,8 +1093,8 @@ async fn cross_origin_write(client: &Client, server: &Server) -> Result {
     Ok(())
 }
 
-/// A workspace whose People bind roles against `roster:core`, a fake `claude` that
-/// prints its arguments, one Person (Ann, `platform`, a roster role) and a folder to work
+/// A workspace whose People bind roles against `roster:core`, a fake `claude` and a fake
+/// `gemini` that print their arguments, one Person (Ann, `platform`, a roster role) and a folder to work
 /// in. No recipe and no project link: the journey makes both in the page.
 fn swarm_sandbox() -> Server {
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -1105,10 +1105,12 @@ fn swarm_sandbox() -> Server {
     let script = format!(
         "#!/bin/sh\necho '{READY}' \"role=$AGENT_GIT_ATTRIBUTION_ROLE\" \"args=$*\"\nwhile read line; do echo \"got $line\"; done\n"
     );
-    let runner = root.join("bin/claude");
-    fs::write(&runner, script).expect("fake runner");
     use std::os::unix::fs::PermissionsExt as _;
-    fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    for binary in ["claude", "gemini"] {
+        let runner = root.join("bin").join(binary);
+        fs::write(&runner, &script).expect("fake runner");
+        fs::set_permissions(&runner, fs::Permissions::from_mode(0o755)).expect("executable");
+    }
     let ann = acompose_driver::people::Person::new("ann", "Ann", "platform", "Keep the platform up.");
     fs::write(root.join("ws/people/ann.json"), acompose_driver::people::document::person_bytes(&ann))
         .expect("a Person");
@@ -1141,8 +1143,8 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
 
 async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     let client = page.client;
-    // Ann has a cost limit Claude Code cannot enforce: the run waits for the
-    // acknowledgement in the page.
+    // Ann has a cost limit Gemini CLI, the run's runner, cannot enforce (Claude Code now
+    // can): the run waits for the acknowledgement in the page.
     let ann = server.path("ws/people/ann.json");
     let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&ann)?)?;
     person["budget"] = serde_json::json!({"max_cost_usd": 5});
@@ -1183,6 +1185,7 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     click(client, "tr[data-role=platform] .remember").await?;
     wait_text(client, "tr[data-role=platform]", "pinned: ann").await?;
     wait_for(client, "#run-form").await?;
+    read(client, "#run-runner", "(node.value = 'gemini')").await?;
     click(client, "#review-run").await?;
     // The review: Ann works as platform with its bundle; qa is ephemeral.
     wait_text(client, "#run-roles tr[data-role=platform]", "bundle").await?;
