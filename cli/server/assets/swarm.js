@@ -53,6 +53,12 @@
     return box;
   }
 
+  // A role's Person by name, the id in its tooltip; an ephemeral stand-in says so.
+  function personOf(role) {
+    if (!role.person_id) return "ephemeral";
+    return el("span", { title: role.person_id }, (role.review || {}).person || role.person_id);
+  }
+
   function runReview(review, request) {
     const result = el("div");
     const rows = (review.roles || []).map((role) => {
@@ -62,7 +68,7 @@
         "tr",
         { "data-role": role.role },
         el("th", { scope: "row" }, role.role),
-        el("td", {}, role.person_id || "ephemeral", " ", el("small", {}, "(", role.rule, ")")),
+        el("td", {}, personOf(role), " ", el("small", {}, "(", role.rule, ")")),
         el("td", {}, role.runner, " ", el("small", {}, "(", role.runner_from, ")")),
         el("td", {}, role.model || "default", " ", el("small", {}, "(", role.model_from, ")")),
         el("td", { class: "as-role" }, sight ? [sight.role, " — ", sight.identity, " (", sight.pronouns, "), bundle ", el("code", {}, sight.bundle), ", ", String((sight.skills || []).length), " skills"] : "host context"),
@@ -70,7 +76,7 @@
     });
     // Limits a role's runner cannot enforce: Start run waits for the acknowledgement.
     const limits = (review.roles || []).flatMap((role) =>
-      ((role.review || {}).unsupported_details || []).map((limit) => el("li", {}, el("strong", {}, role.role), " (", role.person_id || "ephemeral", "): “", labelOf(limit.field), "” — ", limit.explanation)),
+      ((role.review || {}).unsupported_details || []).map((limit) => el("li", {}, el("strong", {}, role.role), " (", personOf(role), "): “", labelOf(limit.field), "” — ", limit.explanation)),
     );
     const box = limits.length ? el("input", { type: "checkbox", id: "acknowledge-run" }) : null;
     const start = el("button", {

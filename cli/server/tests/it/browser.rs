@@ -1189,7 +1189,9 @@ async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     click(client, "#review-run").await?;
     // The review: Ann works as platform with its bundle; qa is ephemeral.
     wait_text(client, "#run-roles tr[data-role=platform]", "bundle").await?;
-    wait_text(client, "#run-roles tr[data-role=platform]", "ann").await?;
+    wait_text(client, "#run-roles tr[data-role=platform]", "Ann").await?;
+    let id_in_tooltip = read(client, "#run-roles tr[data-role=platform] span[title=ann]", "node.innerText").await?;
+    assert_eq!(id_in_tooltip, serde_json::json!("Ann"), "the run review names Ann, her id in the tooltip");
     wait_text(client, "#run-roles tr[data-role=qa]", "ephemeral").await?;
     assert!(!server.path("ws/.agent-toolkit/runs").exists(), "the review recorded a run");
     shoot(client, "swarm-review", "#run-review").await?;
