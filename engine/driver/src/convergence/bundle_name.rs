@@ -13,7 +13,6 @@ use std::time::SystemTime;
 use acompose_engine::diagnostic::sanitize;
 
 use crate::error::HostError;
-use crate::home::BUNDLES_DIR;
 use crate::home::Home;
 
 /// The fewest hex digits an id prefix must have.
@@ -22,8 +21,9 @@ pub const MIN_PREFIX: usize = 4;
 const LISTED: usize = 10;
 
 /// Where the home keeps bundles, and what each folder is called in a listing.
-const FOLDERS: [(&str, &str); 2] =
-    [(BUNDLES_DIR, "bundles"), (crate::convergence::launch::RUNTIME_BUNDLES_DIR, "runtime")];
+fn folders(home: &Home) -> [(PathBuf, &'static str); 2] {
+    [(home.bundles(), "bundles"), (home.runtime_bundles(), "runtime")]
+}
 
 pub use crate::home::{read_history, read_index};
 
@@ -35,8 +35,8 @@ fn is_bundle_id(name: &str) -> bool {
 /// places given once (the estate's folder first).
 fn bundle_folders(home: &Home) -> Vec<(String, PathBuf, &'static str)> {
     let mut found: BTreeMap<String, (PathBuf, &'static str)> = BTreeMap::new();
-    for (relative, place) in FOLDERS {
-        let Ok(entries) = std::fs::read_dir(home.join(relative)) else { continue };
+    for (folder, place) in folders(home) {
+        let Ok(entries) = std::fs::read_dir(folder) else { continue };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if is_bundle_id(&name) && entry.file_type().is_ok_and(|kind| kind.is_dir()) {

@@ -951,8 +951,7 @@ fn prepare_outputs<'h>(
     if with_index {
         parts.push(transaction::Part { folder: BUNDLES_DIR, files: &index_files });
     }
-    let with_plan =
-        home.plan_file().exists() || !plan_files.is_empty() || home.join(transaction::OWNERSHIP_FILE).exists();
+    let with_plan = home.plan_file().exists() || !plan_files.is_empty() || home.ownership_record().exists();
     if with_plan {
         parts.push(transaction::Part { folder: "", files: &plan_files });
     }

@@ -27,7 +27,7 @@ use crate::home::Home;
 use crate::home::cache;
 use crate::home::observe::{Observed, Stat, observe};
 use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
-use crate::home::{INDEX_FILE, LOCK_TIMEOUT, PLAN_FILE, WRITTEN_FILE, check_home, create_home, read_config};
+use crate::home::{INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE, check_home, create_home, read_config};
 use crate::progress::Progress;
 
 /// Counts for `--stats`.
@@ -181,9 +181,9 @@ pub fn fingerprints(converger: &Converger, home: &Home, projects: &Path, report:
     let mut outputs = Vec::new();
     let mut stores = Vec::new();
     cache::output_stats(&home.artifact(), &mut outputs);
-    for file in [PLAN_FILE, OWNERSHIP_FILE] {
-        if let Ok(metadata) = std::fs::symlink_metadata(home.join(file)) {
-            outputs.push((home.join(file), Stat::of(&metadata)));
+    for file in [home.plan_file(), home.ownership_record()] {
+        if let Ok(metadata) = std::fs::symlink_metadata(&file) {
+            outputs.push((file, Stat::of(&metadata)));
         }
     }
     let bundles = home.bundles();

@@ -106,6 +106,12 @@ impl Home {
         self.bundles().join(WRITTEN_FILE)
     }
 
+    /// `.acompose-owned.json` at the home's top: the files the home's own transaction
+    /// owns there (the plan among them).
+    pub fn ownership_record(&self) -> PathBuf {
+        self.root.join(transaction::OWNERSHIP_FILE)
+    }
+
     /// `repository-plan.json`: the repositories the estate reads.
     pub fn plan_file(&self) -> PathBuf {
         self.root.join(PLAN_FILE)
