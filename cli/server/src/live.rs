@@ -105,8 +105,8 @@ impl Live {
     /// attached, so its first byte is seen. The entry ends when the tmux session does
     /// (its record is then read) or when the server detaches.
     pub fn follow(host: &Host, workspace: Workspace, id: &str, hosted: Option<Hosted>) -> Result<Arc<Live>, Stop> {
-        let history = if hosted.is_none() { host.history(id) } else { Vec::new() };
         let mut follower = host.follow(id)?;
+        let history = if hosted.is_none() { follower.catch_up() } else { Vec::new() };
         let reader = follower.take_reader();
         let (events, _) = broadcast::channel(256);
         let live = Arc::new(Live {

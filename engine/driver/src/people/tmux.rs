@@ -174,30 +174,6 @@ impl Host {
         command
     }
 
-    /// The pane's history and screen with its colours (`capture-pane -p -e -S -`), lines
-    /// ended by CR LF as a terminal needs them; empty when the session is gone.
-    pub fn history(&self, name: &str) -> Vec<u8> {
-        let output = self
-            .command()
-            .args(["capture-pane", "-p", "-e", "-J", "-S", "-", "-t", &format!("{}:", exact(name))])
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output();
-        let Some(output) = output.ok().filter(|output| output.status.success()) else {
-            return Vec::new();
-        };
-        let text = String::from_utf8_lossy(&output.stdout);
-        let trimmed = text.trim_end_matches('\n');
-        let mut bytes = Vec::with_capacity(trimmed.len() + 64);
-        for (index, line) in trimmed.split('\n').enumerate() {
-            if index > 0 {
-                bytes.extend_from_slice(b"\r\n");
-            }
-            bytes.extend_from_slice(line.as_bytes());
-        }
-        bytes
-    }
-
     /// Starts a control-mode client on session `name`.
     pub fn follow(&self, name: &str) -> Result<Follower, Stop> {
         let mut child = self
@@ -269,6 +245,59 @@ impl Follower {
         self.output.take().map(|output| FollowReader { output })
     }
 
+    /// Waits until the client is attached, then asks the pane for its history and screen
+    /// with their colours (`capture-pane -p -e -J -S -`) through the client itself, lines
+    /// ended by CR LF as a terminal needs them; empty when the session is gone. Output
+    /// the client reports before the answer is in the answer already and is dropped, and
+    /// all that follows the answer is new: no byte is lost or repeated between the two,
+    /// and input typed after this reaches a client that sees its echo. Call it before
+    /// [`Follower::take_reader`].
+    pub fn catch_up(&mut self) -> Vec<u8> {
+        let Some(output) = self.output.as_mut() else {
+            return Vec::new();
+        };
+        let mut block: Option<Vec<u8>> = None;
+        let mut attached = false;
+        let mut asked = false;
+        let mut answer: Option<Vec<u8>> = None;
+        let mut line = Vec::new();
+        loop {
+            if attached && block.is_none() && !asked {
+                let command = format!("capture-pane -p -e -J -S - -t {}:\n", exact(&self.name));
+                if self.input.write_all(command.as_bytes()).and_then(|()| self.input.flush()).is_err() {
+                    return Vec::new();
+                }
+                asked = true;
+            }
+            line.clear();
+            match output.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return Vec::new(),
+                Ok(_) => {}
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            match (&block, &mut answer) {
+                // Inside the answer: its lines, until the block's own end.
+                (Some(end), Some(lines)) if text == end.as_slice() => return terminal_lines(lines),
+                (Some(end), Some(_)) if failed(text, end) => return Vec::new(),
+                (Some(_), Some(lines)) => {
+                    lines.extend_from_slice(text);
+                    lines.push(b'\n');
+                }
+                (Some(end), None) if text == end.as_slice() || failed(text, end) => block = None,
+                _ if text.starts_with(b"%begin ") => {
+                    block = Some([b"%end ", &text[7..]].concat());
+                    if asked {
+                        answer = Some(Vec::new());
+                    }
+                }
+                _ if text.starts_with(b"%session-changed") => attached = true,
+                _ if text.starts_with(b"%exit") => return Vec::new(),
+                _ => {}
+            }
+        }
+    }
+
     /// Types `bytes` into the session's pane.
     pub fn input(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         for chunk in bytes.chunks(256) {
@@ -335,6 +364,28 @@ impl FollowReader {
             }
         }
     }
+}
+
+/// Whether `text` is the `%error` line that ends the block `end` (`%end …`) would end.
+fn failed(text: &[u8], end: &[u8]) -> bool {
+    text.strip_prefix(b"%error") == end.strip_prefix(b"%end")
+}
+
+/// A command's answer (lines ended by LF, the last ones blank) as a terminal shows it:
+/// lines ended by CR LF, the trailing blank lines left out.
+fn terminal_lines(answer: &[u8]) -> Vec<u8> {
+    let mut end = answer.len();
+    while end > 0 && answer[end - 1] == b'\n' {
+        end -= 1;
+    }
+    let mut bytes = Vec::with_capacity(end + 64);
+    for (index, line) in answer[..end].split(|byte| *byte == b'\n').enumerate() {
+        if index > 0 {
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(line);
+    }
+    bytes
 }
 
 /// Undoes control mode's escaping: `\ooo` (three octal digits) is a byte; every other
