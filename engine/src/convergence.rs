@@ -14,7 +14,7 @@ use crate::snapshot::{self, to_json_bytes};
 use crate::trace::{Outcome, ProviderReport, SelectorReport};
 use crate::{OutputFile, PersonSource, render};
 
-pub(crate) const PLAN_FORMAT: &str = "acompose.repository-plan.v1";
+pub(crate) const PLAN_FORMAT: &str = "acompose.repository-plan.v2";
 pub(crate) const INDEX_FORMAT: &str = "acompose.bundle-index.v1";
 
 /// One operating-context repository as configured.
@@ -42,7 +42,6 @@ struct PlanProvider<'a> {
 
 #[derive(Serialize)]
 struct PlanRole<'a> {
-    bundle: &'a str,
     model_tier: &'a str,
     admitted: Vec<PlanProvider<'a>>,
     excluded: Vec<PlanProvider<'a>>,
@@ -56,10 +55,11 @@ struct Plan<'a> {
     roles: BTreeMap<&'a str, PlanRole<'a>>,
 }
 
-/// One role's part of the estate: its bundle id, tier and the trace's provider reports.
+/// One role's part of the estate: its tier and the trace's provider reports. Its bundle id
+/// is the index's to name: an edit that changes no admission leaves the plan's bytes, and
+/// so the file, as they were.
 pub struct RolePlan<'a> {
     pub role: &'a str,
-    pub bundle: &'a str,
     pub model_tier: &'a str,
     pub providers: &'a [ProviderReport],
 }
@@ -93,7 +93,7 @@ pub fn repository_plan_json(
             };
             if provider.outcome == Outcome::Selected { admitted.push(entry) } else { excluded.push(entry) }
         }
-        plan.roles.insert(role.role, PlanRole { bundle: role.bundle, model_tier: role.model_tier, admitted, excluded });
+        plan.roles.insert(role.role, PlanRole { model_tier: role.model_tier, admitted, excluded });
     }
     to_json_bytes(&plan)
 }

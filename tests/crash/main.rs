@@ -79,7 +79,7 @@ fn kill_after(root: &Path, arguments: &[&str], moment: Duration) -> bool {
     !finished
 }
 
-/// The role → bundle map of the index and of the plan must be the same map.
+/// The index and the plan must name the same roles (the index names their bundles).
 fn assert_index_matches_plan(home: &Path, context: &str) {
     let (Ok(index), Ok(plan)) =
         (std::fs::read(home.join("bundles/index.json")), std::fs::read(home.join("repository-plan.json")))
@@ -88,13 +88,9 @@ fn assert_index_matches_plan(home: &Path, context: &str) {
     };
     let index = acompose_engine::convergence::parse_index(&index).expect("the index parses");
     let plan: serde_json::Value = serde_json::from_slice(&plan).expect("the plan parses");
-    let planned: std::collections::BTreeMap<String, String> = plan["roles"]
-        .as_object()
-        .expect("roles")
-        .iter()
-        .map(|(role, entry)| (role.clone(), entry["bundle"].as_str().expect("bundle").to_owned()))
-        .collect();
-    assert_eq!(index, planned, "{context}: index and plan name the same bundles");
+    let indexed: Vec<&String> = index.keys().collect();
+    let planned: Vec<&String> = plan["roles"].as_object().expect("roles").keys().collect();
+    assert_eq!(indexed, planned, "{context}: index and plan name the same roles");
 }
 
 /// Whether a kill landed inside the output transaction: its journal is on disk, and the

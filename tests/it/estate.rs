@@ -262,6 +262,91 @@ fn two_bare_runs_write_nothing_the_second_time_and_match_a_fresh_home() {
     assert_eq!(outputs(&home), outputs(&temporary.path().join("fresh")));
 }
 
+/// Every file under `root` with its size, time and inode.
+fn file_states(root: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    walkdir_files(root)
+        .into_iter()
+        .filter_map(|path| {
+            let metadata = std::fs::symlink_metadata(&path).ok()?;
+            let relative = path.strip_prefix(root).ok()?.to_path_buf();
+            Some((relative, (metadata.len(), metadata.modified().ok()?, metadata.ino())))
+        })
+        .collect()
+}
+
+#[test]
+fn an_edit_to_one_skill_writes_its_bundle_its_store_entries_and_a_few_lines_of_cache() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    let arguments = ["--home", "home", "--projects-root", "projects", "--stats"];
+    assert_eq!(acompose(temporary.path(), &arguments).code, 0);
+    let mut before = file_states(&home);
+    let mut platform = index(&home)["platform"].clone();
+    for round in 0..2 {
+        let name = ["machine-gpu", "machine-cpu"][round];
+        let path = projects.join(format!("example/hardware/.agents/skills/{name}/SKILL.md"));
+        write(&path, &skill(name, &format!("Hardware, edited in round {round}.")));
+        let edited = acompose(temporary.path(), &arguments);
+        assert!(edited.stdout.contains("bundles   1 new"), "{}", edited.stdout);
+        let now = index(&home)["platform"].clone();
+        assert_ne!(now, platform, "round {round}: the platform role has a new bundle");
+        let after = file_states(&home);
+        let written: Vec<&PathBuf> =
+            after.iter().filter(|(path, state)| before.get(*path) != Some(*state)).map(|(path, _)| path).collect();
+        // Its new bundle, the edited skill's store entries, the index, the bundle record
+        // and the cache's log (and the locks' times); the plan, the cache's base, every
+        // other bundle and entry are left as they were.
+        let expected = |path: &&PathBuf| {
+            path.ends_with(".acompose.lock")
+                || path.starts_with(Path::new("bundles").join(&now))
+                || path.starts_with("store")
+                || [
+                    Path::new("bundles/index.json"),
+                    Path::new("bundles/.acompose-written"),
+                    Path::new("cache/fingerprints.log"),
+                ]
+                .contains(&path.as_path())
+        };
+        let unexpected: Vec<&&PathBuf> = written.iter().filter(|path| !expected(path)).collect();
+        assert!(unexpected.is_empty(), "round {round}: {unexpected:#?}");
+        let store_files = written.iter().filter(|path| path.starts_with("store")).count();
+        assert!(store_files <= 4, "round {round}: one tree and its slice: {written:#?}");
+        let log = after[Path::new("cache/fingerprints.log")].0
+            - before.get(Path::new("cache/fingerprints.log")).map_or(0, |state| state.0);
+        assert!(log > 0 && log < 8 * 1024, "round {round}: the log grew by {log} bytes");
+        platform = now;
+        before = after;
+    }
+    // The next runs read the base and its log and find nothing to do (the first may
+    // record again what was racily fresh when the last edit was recorded).
+    let unchanged = acompose(temporary.path(), &arguments);
+    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    let before = file_states(&home);
+    let unchanged = acompose(temporary.path(), &arguments);
+    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    let after = file_states(&home);
+    let moved: Vec<&PathBuf> =
+        after.keys().chain(before.keys()).filter(|path| after.get(*path) != before.get(*path)).collect();
+    assert!(
+        moved.iter().all(|path| path.ends_with(".acompose.lock")),
+        "a run with nothing to do writes nothing: {moved:#?}"
+    );
+    // What the base and its log say is what a fresh home converges to.
+    std::fs::create_dir_all(temporary.path().join("fresh")).expect("fresh");
+    std::fs::copy(home.join("agent-compose.yaml"), temporary.path().join("fresh/agent-compose.yaml")).expect("config");
+    assert_eq!(acompose(temporary.path(), &["--home", "fresh", "--projects-root", "projects"]).code, 0);
+    let fresh = temporary.path().join("fresh");
+    assert_eq!(index(&home), index(&fresh));
+    let plan = |home: &Path| std::fs::read(home.join("repository-plan.json")).expect("the plan");
+    assert_eq!(plan(&home), plan(&fresh));
+    // An edit the log does not know of yet is still seen.
+    let gpu = projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md");
+    write(&gpu, &skill("machine-gpu", "Hardware, edited once more."));
+    let edited = acompose(temporary.path(), &arguments);
+    assert!(edited.stdout.contains("bundles   1 new"), "{}", edited.stdout);
+}
+
 #[test]
 fn the_cache_sees_touched_files_and_discards_a_corrupt_cache() {
     let temporary = tempfile::tempdir().expect("tempdir");

@@ -271,9 +271,12 @@ pub fn generated_estate(root: &Path, repositories: usize) -> (PathBuf, PathBuf) 
     (home, projects)
 }
 
-/// A change to every output of a generated estate: a skill body (a bundle, the index and
-/// the plan) and a role's purpose (`person.json`). `round` makes each change new.
+/// A change to every output of a generated estate: a skill body (a bundle and the
+/// index), the trusted root's revision (the plan) and a role's purpose (`person.json`).
+/// `round` makes each change new.
 pub fn change_estate(home: &Path, projects: &Path, round: usize) {
+    write_file(&projects.join("acme/root/.git/HEAD"), "ref: refs/heads/main\n");
+    write_file(&projects.join("acme/root/.git/refs/heads/main"), &format!("{:040x}\n", round + 1));
     let skill = projects.join("example/repo0/.agents/skills/skill0-alpha/SKILL.md");
     write_file(
         &skill,

@@ -991,7 +991,6 @@ fn index_and_plan(
             .iter()
             .map(|resolved| RolePlan {
                 role: resolved.role,
-                bundle: &resolved.bundle.id,
                 model_tier: resolved.tier,
                 providers: resolved.bundle.providers(),
             })

@@ -24,10 +24,10 @@ use rayon::prelude::*;
 
 use crate::error::HostError;
 use crate::home::Home;
-use crate::home::cache;
 use crate::home::observe::{Observed, Stat, observe};
 use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 use crate::home::{INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE, check_home, create_home, read_config};
+use crate::home::{cache, cache_log};
 use crate::progress::Progress;
 
 /// Counts for `--stats`.
@@ -73,16 +73,17 @@ pub fn converge_home_with(
     for failure in crate::delivery::runtime_home::carry_back_all(home) {
         progress.warn(&failure.to_string());
     }
-    if let Some(unchanged) = fast_path(home, projects, progress) {
-        return Ok(unchanged);
-    }
+    let mut recorded = match fast_path(home, projects, progress) {
+        FastPath::Unchanged(unchanged) => return Ok(unchanged),
+        FastPath::Changed(recorded) => recorded,
+    };
     let config = read_config(home, progress)?;
     let mut converger = Box::new(Converger::default());
     converger.loader.note(&home.config_file(), observe(&home.config_file()));
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
     let report = converger.converge(home, projects, &config, progress, hooks, true)?;
-    if let Err(message) = keep_fingerprints(&converger, home, projects, &report, hooks) {
+    if let Err(message) = keep_fingerprints(&converger, home, projects, &report, &mut recorded, hooks) {
         progress.warn(&message);
     }
     let counters = converger.loader.counters;
@@ -99,53 +100,73 @@ pub fn converge_home_with(
 
 /// Saves the fingerprints of a finished convergence for the next run's fast path, or,
 /// when it warned, removes them: a warning is shown on every run until it is fixed, and
-/// the fast path prints none.
+/// the fast path prints none. `recorded` is what the cache files held as this process
+/// last read or wrote them (what changed since is appended to the cache's log) and
+/// becomes what they hold now.
 pub fn keep_fingerprints(
     converger: &Converger,
     home: &Home,
     projects: &Path,
     report: &Report,
+    recorded: &mut Option<cache_log::Recorded>,
     hooks: &mut dyn Hooks,
 ) -> Result<(), String> {
+    let previous = recorded.take();
     if report.warnings > 0 {
         cache::forget(home);
         return Ok(());
     }
-    cache::store(home, &fingerprints(converger, home, projects, report), hooks)
+    *recorded = Some(cache_log::save(home, fingerprints(converger, home, projects, report), previous, hooks)?);
+    Ok(())
+}
+
+/// What the fast path found: nothing changed, or a change to converge, with the cache as
+/// the files hold it when it could be read.
+enum FastPath {
+    Unchanged(BareRun),
+    Changed(Option<cache_log::Recorded>),
 }
 
 /// The fast path: the cache says nothing changed, at a glance (stats only) or after
 /// hashing the files whose metadata moved.
-fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> Option<BareRun> {
+fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> FastPath {
     // A prune a kill (or a fault) interrupted is finished by a full run.
     if crate::convergence::gc::has_interrupted_prune(&home.bundles()) {
-        return None;
+        return FastPath::Changed(None);
     }
     let identity = cache::identity(projects);
     let discarding = |reason: String| progress.warn(&format!("discarding the fingerprint cache: {reason}"));
     let glance = cache::read_glance_named(home, cache::CACHE_FILE).unwrap_or_else(|reason| {
         discarding(reason);
         None
-    })?;
+    });
+    let Some(glance) = glance else { return FastPath::Changed(None) };
+    let log = cache_log::read_log(home).map(|(text, base)| cache_log::parse_log(&text, &base)).unwrap_or_default();
     let mut counters = cache::CheckCounters::default();
-    if let Some(summary) = cache::unchanged_at_a_glance(&glance, &identity, &mut counters) {
-        return Some(BareRun::Unchanged { summary, stats: Stats { stated: counters.stated, ..Stats::default() } });
+    if let Some(summary) = cache::unchanged_at_a_glance_with(&glance, &log, &identity, &mut counters) {
+        let stats = Stats { stated: counters.stated, ..Stats::default() };
+        return FastPath::Unchanged(BareRun::Unchanged { summary, stats });
     }
-    drop(glance);
-    let text = cache::read(home).unwrap_or_else(|reason| {
+    drop((glance, log));
+    let read = cache_log::read(home, &identity).unwrap_or_else(|reason| {
         discarding(reason);
         None
-    })?;
-    let mut previous = cache::parse_for(&text, &identity).map_err(discarding).ok()?;
+    });
+    let Some(recorded) = read else { return FastPath::Changed(None) };
     let mut counters = cache::CheckCounters::default();
-    let cache::Check::Unchanged { touched, stores } = cache::check(&previous, &mut counters) else { return None };
-    if previous.take_moved(touched, stores)
-        && let Err(message) = cache::store(home, &previous, &mut NoFaults)
-    {
-        progress.warn(&message);
+    let cache::Check::Unchanged { touched, stores } = cache::check(&recorded.cache, &mut counters) else {
+        return FastPath::Changed(Some(recorded));
+    };
+    let summary = recorded.cache.summary.clone();
+    if !touched.is_empty() || !stores.is_empty() {
+        let mut moved = recorded.cache.clone();
+        moved.take_moved(touched, stores);
+        if let Err(message) = cache_log::save(home, moved, Some(recorded), &mut NoFaults) {
+            progress.warn(&message);
+        }
     }
     let stats = Stats { stated: counters.stated, read: counters.read, hashed: counters.hashed, ..Stats::default() };
-    Some(BareRun::Unchanged { summary: previous.summary, stats })
+    FastPath::Unchanged(BareRun::Unchanged { summary, stats })
 }
 
 /// The home's store as the fingerprints record it: its folder, and the folders of every

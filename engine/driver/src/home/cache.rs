@@ -575,14 +575,32 @@ pub fn parse_for(text: &str, identity: &str) -> Result<Cache, String> {
 /// exactly its recorded metadata. `None` means "look closer" (something moved, or the
 /// text is not a cache this build wrote).
 pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCounters) -> Option<Summary> {
+    unchanged_at_a_glance_with(text, &[], identity, counters)
+}
+
+/// [`unchanged_at_a_glance`] of a base followed by the records of its log: an entry a
+/// record names is checked as the last record says, and the summary is the last one's.
+pub fn unchanged_at_a_glance_with(
+    text: &str,
+    log: &[crate::home::cache_log::Delta],
+    identity: &str,
+    counters: &mut CheckCounters,
+) -> Option<Summary> {
+    let logged = crate::home::cache_log::Logged::of(log);
     let (header, body, _) = sections(text)?;
     let mut lines = header.lines().skip(1);
     if lines.next() != Some(&format!("identity\t{identity}")) {
         return None;
     }
     let summary_line = lines.next().filter(|line| line.starts_with("summary\t"))?;
-    let summary =
-        Cache::parse(&format!("{MAGIC}\nidentity\t{identity}\n{summary_line}\nglance\t0\ndetail\nend\n")).ok()?.summary;
+    let summary = match log.last() {
+        Some(last) => last.summary().clone(),
+        None => {
+            Cache::parse(&format!("{MAGIC}\nidentity\t{identity}\n{summary_line}\nglance\t0\ndetail\nend\n"))
+                .ok()?
+                .summary
+        }
+    };
     let pieces = pieces_at_anchors(body, 64);
     // The recorded numbers are compared as text: formatting what the disk says is
     // several times cheaper than parsing what the cache says.
@@ -623,10 +641,14 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
         .map(|piece| {
             // Every piece but the first begins with its anchor line.
             let mut anchor = Anchor::Working;
+            let mut folder = "";
             let mut lines = 0;
             for line in piece.strip_suffix('\n').unwrap_or(piece).split('\n') {
-                if let Some(folder) = line.strip_prefix("A\t") {
-                    anchor = Anchor::open(folder);
+                if let Some(name) = line.strip_prefix("A\t") {
+                    anchor = Anchor::open(name);
+                    folder = name;
+                } else if logged.names(folder, line) {
+                    // The log says what this entry is now; checked below.
                 } else if !same(&anchor, line) {
                     return None;
                 } else {
@@ -636,7 +658,7 @@ pub fn unchanged_at_a_glance(text: &str, identity: &str, counters: &mut CheckCou
             Some(lines)
         })
         .collect();
-    counters.stated = checked?.iter().sum();
+    counters.stated = checked?.iter().sum::<usize>() + logged.check()?;
     Some(summary)
 }
 
@@ -665,8 +687,24 @@ fn pieces_at_anchors(text: &str, count: usize) -> Vec<&str> {
 
 /// Writes the cache atomically (`atomic::replace`). A failure is returned as the warning
 /// to show (the cache only saves time; the temporary never stays behind).
+/// The log of the base it replaces ([`crate::home::cache_log`]) is removed first: a log
+/// never outlives its base, and a kill between the two leaves the older base, which only
+/// costs the next run a convergence.
 pub fn store(home: &Home, cache: &Cache, hooks: &mut dyn crate::home::transaction::Hooks) -> Result<(), String> {
+    remove_log(home)?;
     write_named(home, CACHE_FILE, &mut |out| cache.write_text(out), hooks)
+}
+
+fn remove_log(home: &Home) -> Result<(), String> {
+    let log = home.cache().join(crate::home::cache_log::LOG_FILE);
+    match std::fs::remove_file(&log) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(format!(
+            "cannot save the fingerprint cache: `{}` cannot be removed: {}; the next run converges in full",
+            log.display(),
+            crate::error::error_kind(&error)
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Removes the fingerprint cache, so the next bare run converges in full (a convergence
@@ -674,6 +712,7 @@ pub fn store(home: &Home, cache: &Cache, hooks: &mut dyn crate::home::transactio
 /// left: the next run still checks it and, finding the warning's input unchanged, says
 /// so.
 pub fn forget(home: &Home) {
+    let _ = std::fs::remove_file(home.cache().join(crate::home::cache_log::LOG_FILE));
     let _ = std::fs::remove_file(home.cache().join(CACHE_FILE));
 }
 

@@ -10,6 +10,7 @@
 mod anchor;
 pub mod atomic;
 pub mod cache;
+pub mod cache_log;
 pub mod debris;
 pub mod observe;
 pub mod projection_record;

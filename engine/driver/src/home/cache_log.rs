@@ -1,0 +1,576 @@
+//! The fingerprint cache's log (`<home>/cache/fingerprints.log`): what changed since the
+//! cache's base file (`fingerprints`) was written, one record per convergence. A watch
+//! edit changes a few dozen of the tens of thousands of entries a cache holds, so it
+//! appends those (a few KiB) instead of writing the whole cache again (megabytes on a
+//! large estate). The base is written whole again when the log has grown to a part of
+//! its size, when nothing is known of what the files hold, and by every plain
+//! [`cache::store`].
+//!
+//! The log names the base it follows (its size, time and inode as written); a log that
+//! follows another base is not read. Each record ends with a line holding the digest of
+//! its lines, so a record cut short by a kill, or a tail of zeros after a crash, ends
+//! what is read: the cache then describes an earlier state, and the next run finds the
+//! change and converges, which is what a cache missing its last save always did.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::home::Home;
+use crate::home::cache::{self, CACHE_FILE, Cache, StoreRecord, Summary};
+use crate::home::observe::{Observed, Stat};
+
+pub const LOG_FILE: &str = "fingerprints.log";
+const LOG_MAGIC: &str = "acompose-fingerprints-log 1";
+
+/// The log is folded into a new base once it is larger than this share of the base
+/// (and larger than [`LOG_FLOOR`]).
+const LOG_SHARE: u64 = 4;
+const LOG_FLOOR: u64 = 256 * 1024;
+
+/// What the cache files hold, as this process last read or wrote them: the cache they
+/// describe, and the base's and log's metadata then. A later save appends to the log
+/// only while both files are still exactly so.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub cache: Cache,
+    base: Stat,
+    log: u64,
+}
+
+/// One record: the summary after the convergence and the entries it changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delta {
+    summary: Summary,
+    inputs: Vec<(PathBuf, Option<Observed>)>,
+    outputs: Vec<(PathBuf, Option<Stat>)>,
+    stores: Vec<(PathBuf, Option<Stat>)>,
+    /// (store folder, tree folder, its stat or `None` when it is gone).
+    trees: Vec<(PathBuf, PathBuf, Option<Stat>)>,
+}
+
+impl Delta {
+    pub fn is_empty(&self) -> bool {
+        self.inputs.is_empty() && self.outputs.is_empty() && self.stores.is_empty() && self.trees.is_empty()
+    }
+
+    /// The summary after the record's convergence.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
+
+/// What changed from `old` to `new` (both with one identity).
+pub fn delta(old: &Cache, new: &Cache) -> Delta {
+    Delta {
+        summary: new.summary.clone(),
+        inputs: changed(&old.inputs, &new.inputs),
+        outputs: changed(&old.outputs, &new.outputs),
+        stores: changed(
+            &old.stores.iter().map(|store| (store.folder.clone(), folder_stat(store.stat))).collect::<Vec<_>>(),
+            &new.stores.iter().map(|store| (store.folder.clone(), folder_stat(store.stat))).collect::<Vec<_>>(),
+        ),
+        trees: changed_trees(old, new),
+    }
+}
+
+/// A value as the cache's text keeps it: a folder's size is not recorded (it reads back
+/// as 0), so two observations of a folder differ only in time and inode.
+trait AsWritten: Copy {
+    fn as_written(self) -> Self;
+}
+
+impl AsWritten for Stat {
+    fn as_written(self) -> Self {
+        self
+    }
+}
+
+impl AsWritten for Observed {
+    fn as_written(self) -> Self {
+        match self {
+            Observed::Directory(stat) => Observed::Directory(folder_stat(stat)),
+            other => other,
+        }
+    }
+}
+
+fn folder_stat(stat: Stat) -> Stat {
+    Stat { size: 0, ..stat }
+}
+
+/// The entries of `new` that `old` lacks or holds otherwise (as written), then those of
+/// `old` that `new` lacks (as `None`), each in its list's order.
+fn changed<T: PartialEq + AsWritten>(old: &[(PathBuf, T)], new: &[(PathBuf, T)]) -> Vec<(PathBuf, Option<T>)> {
+    let before: HashMap<&Path, T> = old.iter().map(|(path, value)| (path.as_path(), value.as_written())).collect();
+    let after: HashSet<&Path> = new.iter().map(|(path, _)| path.as_path()).collect();
+    let mut changes: Vec<(PathBuf, Option<T>)> = new
+        .iter()
+        .map(|(path, value)| (path, value.as_written()))
+        .filter(|(path, value)| before.get(path.as_path()) != Some(value))
+        .map(|(path, value)| (path.clone(), Some(value)))
+        .collect();
+    changes
+        .extend(old.iter().filter(|(path, _)| !after.contains(path.as_path())).map(|(path, _)| (path.clone(), None)));
+    changes
+}
+
+fn changed_trees(old: &Cache, new: &Cache) -> Vec<(PathBuf, PathBuf, Option<Stat>)> {
+    let empty = Vec::new();
+    let trees_of = |cache: &Cache, folder: &Path| -> Vec<(PathBuf, Stat)> {
+        cache
+            .stores
+            .iter()
+            .find(|store| store.folder == folder)
+            .map_or_else(|| empty.clone(), |store| store.trees.clone())
+    };
+    let mut seen = HashSet::new();
+    let mut trees = Vec::new();
+    for folder in new.stores.iter().chain(&old.stores).map(|store| &store.folder) {
+        if !seen.insert(folder) {
+            continue;
+        }
+        for (tree, stat) in changed(&trees_of(old, folder), &trees_of(new, folder)) {
+            trees.push((folder.clone(), tree, stat));
+        }
+    }
+    trees
+}
+
+impl Cache {
+    /// Applies one record: the summary, and each entry set or removed.
+    pub fn apply(&mut self, delta: &Delta) {
+        self.summary = delta.summary.clone();
+        apply_sorted(&mut self.inputs, &delta.inputs);
+        apply_listed(&mut self.outputs, &delta.outputs);
+        for (folder, stat) in &delta.stores {
+            match (self.stores.iter().position(|store| &store.folder == folder), stat) {
+                (Some(index), Some(stat)) => self.stores[index].stat = *stat,
+                (Some(index), None) => {
+                    self.stores.remove(index);
+                }
+                (None, Some(stat)) => {
+                    self.stores.push(StoreRecord { folder: folder.clone(), stat: *stat, trees: Vec::new() })
+                }
+                (None, None) => {}
+            }
+        }
+        for (folder, tree, stat) in &delta.trees {
+            if let Some(store) = self.stores.iter_mut().find(|store| &store.folder == folder) {
+                apply_listed(&mut store.trees, &[(tree.clone(), *stat)]);
+            }
+        }
+    }
+}
+
+/// The entries a log's records name, with the last record's word on each, for the no-op
+/// check: a base line naming one of them is passed over, and each is checked as the log
+/// says instead.
+#[derive(Default)]
+pub struct Logged {
+    inputs: HashMap<PathBuf, Option<Observed>>,
+    outputs: HashMap<PathBuf, Option<Stat>>,
+    stores: HashMap<PathBuf, Option<Stat>>,
+    /// Every folder above a named path, as text: only a base line under one of these
+    /// anchors is looked up.
+    folders: HashSet<String>,
+}
+
+impl Logged {
+    pub fn of(log: &[Delta]) -> Logged {
+        let mut logged = Logged::default();
+        for delta in log {
+            logged.inputs.extend(delta.inputs.iter().cloned());
+            logged.outputs.extend(delta.outputs.iter().cloned());
+            logged.stores.extend(delta.stores.iter().cloned());
+        }
+        let paths = logged.inputs.keys().chain(logged.outputs.keys()).chain(logged.stores.keys());
+        let folders = paths.flat_map(|path| path.ancestors().skip(1)).filter_map(Path::to_str).map(str::to_owned);
+        logged.folders = folders.collect();
+        logged
+    }
+
+    /// Whether the log names the entry of a base `line` under the anchor `folder` (empty
+    /// for paths as recorded).
+    pub fn names(&self, folder: &str, line: &str) -> bool {
+        if self.inputs.is_empty() && self.outputs.is_empty() && self.stores.is_empty() {
+            return false;
+        }
+        if !folder.is_empty() && !self.folders.contains(folder) {
+            return false;
+        }
+        let (Some(tag), Some(rest)) = (line.split('\t').next(), line.rsplit('\t').next()) else { return false };
+        let path = if folder.is_empty() { PathBuf::from(rest) } else { PathBuf::from(format!("{folder}/{rest}")) };
+        match tag {
+            "O" => self.outputs.contains_key(&path),
+            "S" => self.stores.contains_key(&path),
+            _ => self.inputs.contains_key(&path),
+        }
+    }
+
+    /// Stats every entry the log names; how many were stat'ed, or `None` when one is not
+    /// as the log says.
+    pub fn check(&self) -> Option<usize> {
+        let folder_as = |path: &Path, stat: &Stat| {
+            std::fs::symlink_metadata(path).ok().is_some_and(|metadata| {
+                let now = Stat::of(&metadata);
+                metadata.is_dir() && now.modified_nanos == stat.modified_nanos && now.inode == stat.inode
+            })
+        };
+        let mut stated = 0;
+        for (path, observed) in &self.inputs {
+            let Some(observed) = observed else { continue };
+            stated += 1;
+            let metadata = std::fs::symlink_metadata(path);
+            let same = match (observed, &metadata) {
+                (Observed::Missing | Observed::Unreachable, result) => result.is_err(),
+                (Observed::Directory(stat), Ok(metadata)) => {
+                    !metadata.file_type().is_symlink() && folder_as(path, stat)
+                }
+                (Observed::File(stat, _), Ok(metadata)) => metadata.is_file() && Stat::of(metadata) == *stat,
+                (_, Err(_)) => false,
+            };
+            if !same {
+                return None;
+            }
+        }
+        for (path, stat) in self.outputs.iter().filter_map(|(path, stat)| Some((path, stat.as_ref()?))) {
+            stated += 1;
+            let metadata = std::fs::symlink_metadata(path).ok()?;
+            if !(metadata.is_file() || metadata.is_dir()) || Stat::of(&metadata) != *stat {
+                return None;
+            }
+        }
+        for (path, stat) in self.stores.iter().filter_map(|(path, stat)| Some((path, stat.as_ref()?))) {
+            stated += 1;
+            if !folder_as(path, stat) {
+                return None;
+            }
+        }
+        Some(stated)
+    }
+}
+
+/// Applies changes to a list kept sorted by path (the inputs).
+fn apply_sorted<T: Copy>(entries: &mut Vec<(PathBuf, T)>, changes: &[(PathBuf, Option<T>)]) {
+    for (path, value) in changes {
+        let found = entries.binary_search_by(|(entry, _)| entry.as_os_str().cmp(path.as_os_str()));
+        match (found, value) {
+            (Ok(index), Some(value)) => entries[index].1 = *value,
+            (Ok(index), None) => {
+                entries.remove(index);
+            }
+            (Err(index), Some(value)) => entries.insert(index, (path.clone(), *value)),
+            (Err(_), None) => {}
+        }
+    }
+}
+
+/// Applies changes to a list in no particular order (outputs, a store's trees).
+fn apply_listed<T: Copy>(entries: &mut Vec<(PathBuf, T)>, changes: &[(PathBuf, Option<T>)]) {
+    if changes.is_empty() {
+        return;
+    }
+    let changed: HashMap<&Path, Option<T>> = changes.iter().map(|(path, value)| (path.as_path(), *value)).collect();
+    let mut placed = HashSet::new();
+    entries.retain_mut(|(path, value)| match changed.get(path.as_path()) {
+        Some(Some(new)) => {
+            *value = *new;
+            placed.insert(path.clone());
+            true
+        }
+        Some(None) => false,
+        None => true,
+    });
+    for (path, value) in changes {
+        if let Some(value) = value
+            && !placed.contains(path)
+        {
+            entries.push((path.clone(), *value));
+            placed.insert(path.clone());
+        }
+    }
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    blake3::Hash::from_bytes(*bytes).to_hex().to_string()
+}
+
+/// A record's text: `R`, the summary, one line per change, and `E` with the digest.
+fn record_text(delta: &Delta) -> Option<Vec<u8>> {
+    fn clean(path: &Path) -> Option<&str> {
+        path.to_str().filter(|text| !text.contains(['\n', '\t']))
+    }
+    let mut body = String::new();
+    let summary = &delta.summary;
+    if summary.source.contains(['\n', '\t']) {
+        return None;
+    }
+    body.push_str(&format!(
+        "summary\t{}\t{}\t{}\t{}\t{}\n",
+        summary.source, summary.roles, summary.personalities, summary.artifact_files, summary.bundles
+    ));
+    for (path, observed) in &delta.inputs {
+        let path = clean(path)?;
+        body.push_str(&match observed {
+            Some(Observed::Directory(stat)) => format!("D\t{}\t{}\t{path}\n", stat.modified_nanos, stat.inode),
+            Some(Observed::File(stat, digest)) => {
+                format!("F\t{}\t{}\t{}\t{}\t{path}\n", stat.size, stat.modified_nanos, stat.inode, hex(digest))
+            }
+            Some(Observed::Missing) => format!("M\t{path}\n"),
+            Some(Observed::Unreachable) => format!("U\t{path}\n"),
+            None => format!("-I\t{path}\n"),
+        });
+    }
+    for (path, stat) in &delta.outputs {
+        let path = clean(path)?;
+        body.push_str(&match stat {
+            Some(stat) => format!("O\t{}\t{}\t{}\t{path}\n", stat.size, stat.modified_nanos, stat.inode),
+            None => format!("-O\t{path}\n"),
+        });
+    }
+    for (folder, stat) in &delta.stores {
+        let folder = clean(folder)?;
+        body.push_str(&match stat {
+            Some(stat) => format!("S\t{}\t{}\t{folder}\n", stat.modified_nanos, stat.inode),
+            None => format!("-S\t{folder}\n"),
+        });
+    }
+    for (folder, tree, stat) in &delta.trees {
+        let (folder, tree) = (clean(folder)?, clean(tree)?);
+        body.push_str(&match stat {
+            Some(stat) => format!("T\t{}\t{}\t{folder}\t{tree}\n", stat.modified_nanos, stat.inode),
+            None => format!("-T\t{folder}\t{tree}\n"),
+        });
+    }
+    let digest = blake3::hash(body.as_bytes()).to_hex();
+    Some(format!("R\n{body}E\t{}\n", &digest[..16]).into_bytes())
+}
+
+/// The header line of a log that follows the base `base`.
+fn header(base: &Stat) -> String {
+    format!("{LOG_MAGIC}\t{}\t{}\t{}\n", base.size, base.modified_nanos, base.inode)
+}
+
+/// The records of a log that follows the base `base`, up to the first one that is cut
+/// short or damaged; empty for a log of another base or of another format.
+pub fn parse_log(text: &str, base: &Stat) -> Vec<Delta> {
+    let Some(rest) = text.strip_prefix(header(base).as_str()) else { return Vec::new() };
+    let mut records = Vec::new();
+    let mut rest = rest;
+    while let Some(body) = rest.strip_prefix("R\n") {
+        let Some(end) = body.find("\nE\t").map(|at| at + 1) else { break };
+        let (lines, tail) = body.split_at(end);
+        let Some((digest, after)) = tail["E\t".len()..].split_once('\n') else { break };
+        if blake3::hash(lines.as_bytes()).to_hex()[..16] != *digest {
+            break;
+        }
+        let Some(delta) = parse_record(lines) else { break };
+        records.push(delta);
+        rest = after;
+    }
+    records
+}
+
+fn parse_record(lines: &str) -> Option<Delta> {
+    let mut delta = Delta::default();
+    for line in lines.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let number = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok());
+        let nanos = |index: usize| fields.get(index).and_then(|field| field.parse::<i128>().ok());
+        let folder = |at: usize| Some(Stat { size: 0, modified_nanos: nanos(at)?, inode: number(at + 1)? });
+        let sized = || Some(Stat { size: number(1)?, modified_nanos: nanos(2)?, inode: number(3)? });
+        let path = |text: &str| PathBuf::from(text);
+        match fields.as_slice() {
+            ["summary", source, ..] if fields.len() == 6 => {
+                delta.summary = Summary {
+                    source: (*source).to_owned(),
+                    roles: number(2)? as usize,
+                    personalities: number(3)? as usize,
+                    artifact_files: number(4)? as usize,
+                    bundles: number(5)? as usize,
+                };
+            }
+            ["D", _, _, name] => delta.inputs.push((path(name), Some(Observed::Directory(folder(1)?)))),
+            ["F", _, _, _, digest, name] => {
+                let digest = *blake3::Hash::from_hex(digest).ok()?.as_bytes();
+                delta.inputs.push((path(name), Some(Observed::File(sized()?, digest))));
+            }
+            ["M", name] => delta.inputs.push((path(name), Some(Observed::Missing))),
+            ["U", name] => delta.inputs.push((path(name), Some(Observed::Unreachable))),
+            ["-I", name] => delta.inputs.push((path(name), None)),
+            ["O", _, _, _, name] => delta.outputs.push((path(name), Some(sized()?))),
+            ["-O", name] => delta.outputs.push((path(name), None)),
+            ["S", _, _, name] => delta.stores.push((path(name), Some(folder(1)?))),
+            ["-S", name] => delta.stores.push((path(name), None)),
+            ["T", _, _, store, tree] => delta.trees.push((path(store), path(tree), Some(folder(1)?))),
+            ["-T", store, tree] => delta.trees.push((path(store), path(tree), None)),
+            _ => return None,
+        }
+    }
+    Some(delta)
+}
+
+fn stat_of(path: &Path) -> Option<Stat> {
+    std::fs::symlink_metadata(path).ok().filter(std::fs::Metadata::is_file).map(|metadata| Stat::of(&metadata))
+}
+
+/// The log's text and the base's metadata, for a reader that has the base's text: `None`
+/// when there is no log or it cannot be read (the base alone is then the cache).
+pub fn read_log(home: &Home) -> Option<(String, Stat)> {
+    let base = stat_of(&home.cache().join(CACHE_FILE))?;
+    let text = std::fs::read_to_string(home.cache().join(LOG_FILE)).ok()?;
+    Some((text, base))
+}
+
+/// Reads the whole cache, its base and log applied, as [`Recorded`]: `Ok(None)` when
+/// there is none; `Err` with the reason for a warning when it cannot be used.
+pub fn read(home: &Home, identity: &str) -> Result<Option<Recorded>, String> {
+    let base_path = home.cache().join(CACHE_FILE);
+    let Some(text) = cache::read(home)? else { return Ok(None) };
+    let base = stat_of(&base_path).ok_or_else(|| "it cannot be read as text".to_owned())?;
+    let mut cache = cache::parse_for(&text, identity)?;
+    drop(text);
+    let log_text = std::fs::read_to_string(home.cache().join(LOG_FILE)).unwrap_or_default();
+    for delta in parse_log(&log_text, &base) {
+        cache.apply(&delta);
+    }
+    Ok(Some(Recorded { cache, base, log: log_text.len() as u64 }))
+}
+
+/// Saves `cache`: as a record appended to the log when `previous` says what the files
+/// hold now and the log is still small, else as a new base (the log removed first).
+/// Returns what the files then hold, or the warning to show.
+pub fn save(
+    home: &Home,
+    cache: Cache,
+    previous: Option<Recorded>,
+    hooks: &mut dyn crate::home::transaction::Hooks,
+) -> Result<Recorded, String> {
+    let log_path = home.cache().join(LOG_FILE);
+    let appendable = previous.filter(|previous| {
+        previous.cache.identity == cache.identity
+            && stat_of(&home.cache().join(CACHE_FILE)) == Some(previous.base)
+            && stat_of(&log_path).map_or(0, |stat| stat.size) == previous.log
+            && previous.log <= (previous.base.size / LOG_SHARE).max(LOG_FLOOR)
+    });
+    if let Some(previous) = appendable {
+        let delta = delta(&previous.cache, &cache);
+        if delta.is_empty() && delta.summary == previous.cache.summary {
+            return Ok(Recorded { cache, ..previous });
+        }
+        if let Some(record) = record_text(&delta) {
+            hooks
+                .before(crate::home::transaction::Step::WriteTemporary(&log_path))
+                .map_err(|error| saving_problem(home, &error))?;
+            let mut bytes = if previous.log == 0 { header(&previous.base).into_bytes() } else { Vec::new() };
+            bytes.extend_from_slice(&record);
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .and_then(|mut file| file.write_all(&bytes));
+            return match appended {
+                Ok(()) => Ok(Recorded { cache, base: previous.base, log: previous.log + bytes.len() as u64 }),
+                Err(error) => {
+                    // A log cut short ends where its last whole record does; a new base
+                    // is the way on.
+                    let _ = std::fs::remove_file(&log_path);
+                    Err(saving_problem(home, &error))
+                }
+            };
+        }
+    }
+    cache::store(home, &cache, hooks)?;
+    let base =
+        stat_of(&home.cache().join(CACHE_FILE)).ok_or_else(|| "the fingerprint cache was not saved".to_owned())?;
+    Ok(Recorded { cache, base, log: 0 })
+}
+
+fn saving_problem(home: &Home, error: &std::io::Error) -> String {
+    format!(
+        "cannot save the fingerprint cache in `{}`: {}; the next run converges in full",
+        home.cache().display(),
+        crate::error::error_kind(error)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(size: u64, nanos: i128, inode: u64) -> Stat {
+        Stat { size, modified_nanos: nanos, inode }
+    }
+
+    fn sample() -> Cache {
+        Cache {
+            identity: "build".to_owned(),
+            summary: Summary {
+                source: "embedded".to_owned(),
+                roles: 2,
+                personalities: 1,
+                artifact_files: 3,
+                bundles: 2,
+            },
+            inputs: vec![
+                (PathBuf::from("/p/a"), Observed::Directory(stat(0, 1, 2))),
+                (PathBuf::from("/p/a/SKILL.md"), Observed::File(stat(10, 3, 4), [7; 32])),
+                (PathBuf::from("/p/b"), Observed::Missing),
+            ],
+            outputs: vec![(PathBuf::from("/h/bundles/x/manifest.json"), stat(5, 6, 7))],
+            stores: vec![StoreRecord {
+                folder: PathBuf::from("/h/store"),
+                stat: stat(0, 8, 9),
+                trees: vec![(PathBuf::from("/h/store/t1"), stat(0, 10, 11))],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_record_applied_to_the_old_cache_gives_the_new_one() {
+        let old = sample();
+        let mut new = sample();
+        new.summary.bundles = 3;
+        new.inputs[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
+        new.inputs.remove(2);
+        new.inputs.insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
+        new.outputs = vec![(PathBuf::from("/h/bundles/y/manifest.json"), stat(5, 13, 14))];
+        new.stores[0].stat = stat(0, 15, 9);
+        new.stores[0].trees.push((PathBuf::from("/h/store/t2"), stat(0, 16, 17)));
+        let base = stat(100, 1, 1);
+        let mut text = header(&base).into_bytes();
+        text.extend(record_text(&delta(&old, &new)).expect("a record"));
+        let text = String::from_utf8(text).expect("text");
+        let records = parse_log(&text, &base);
+        assert_eq!(records.len(), 1);
+        let mut applied = old.clone();
+        applied.apply(&records[0]);
+        assert_eq!(applied, new);
+        // The log of another base is not read.
+        assert!(parse_log(&text, &stat(101, 1, 1)).is_empty());
+    }
+
+    #[test]
+    fn a_record_cut_short_or_damaged_ends_what_is_read() {
+        let old = sample();
+        let mut new = sample();
+        new.summary.roles = 5;
+        let base = stat(100, 1, 1);
+        let first = record_text(&delta(&old, &new)).expect("a record");
+        let mut newer = new.clone();
+        newer.summary.roles = 6;
+        let second = record_text(&delta(&new, &newer)).expect("a record");
+        let whole = [header(&base).into_bytes(), first.clone(), second.clone()].concat();
+        assert_eq!(parse_log(std::str::from_utf8(&whole).expect("text"), &base).len(), 2);
+        for cut in 1..second.len() {
+            let text = [header(&base).into_bytes(), first.clone(), second[..cut].to_vec()].concat();
+            let text = String::from_utf8_lossy(&text);
+            assert_eq!(parse_log(&text, &base).len(), 1, "cut at {cut}");
+        }
+        let mut damaged = whole.clone();
+        let at = header(&base).len() + first.len() + 12;
+        damaged[at] ^= 1;
+        assert_eq!(parse_log(&String::from_utf8_lossy(&damaged), &base).len(), 1);
+    }
+}
