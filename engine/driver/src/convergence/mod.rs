@@ -101,8 +101,9 @@ pub fn converge_home_with(
 /// Saves the fingerprints of a finished convergence for the next run's fast path, or,
 /// when it warned, removes them: a warning is shown on every run until it is fixed, and
 /// the fast path prints none. `recorded` is what the cache files held as this process
-/// last read or wrote them (what changed since is appended to the cache's log) and
-/// becomes what they hold now.
+/// read them, when it did (what changed since is appended to the cache's log; without
+/// it they are read here, which a watch does rather than keep a second copy of the
+/// cache in memory between edits), and becomes what they hold now.
 pub fn keep_fingerprints(
     converger: &Converger,
     home: &Home,
@@ -111,11 +112,12 @@ pub fn keep_fingerprints(
     recorded: &mut Option<cache_log::Recorded>,
     hooks: &mut dyn Hooks,
 ) -> Result<(), String> {
-    let previous = recorded.take();
     if report.warnings > 0 {
+        recorded.take();
         cache::forget(home);
         return Ok(());
     }
+    let previous = recorded.take().or_else(|| cache_log::read(home, &cache::identity(projects)).ok().flatten());
     *recorded = Some(cache_log::save(home, fingerprints(converger, home, projects, report), previous, hooks)?);
     Ok(())
 }
