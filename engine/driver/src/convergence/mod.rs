@@ -101,9 +101,8 @@ pub fn converge_home_with(
 /// Saves the fingerprints of a finished convergence for the next run's fast path, or,
 /// when it warned, removes them: a warning is shown on every run until it is fixed, and
 /// the fast path prints none. `recorded` is what the cache files held as this process
-/// read them, when it did (what changed since is appended to the cache's log; without
-/// it they are read here, which a watch does rather than keep a second copy of the
-/// cache in memory between edits), and becomes what they hold now.
+/// last read or wrote them, when it did (what changed since is appended to the cache's
+/// log; without it they are read here), and becomes what they hold now.
 pub fn keep_fingerprints(
     converger: &Converger,
     home: &Home,
@@ -117,8 +116,10 @@ pub fn keep_fingerprints(
         cache::forget(home);
         return Ok(());
     }
-    let previous = recorded.take().or_else(|| cache_log::read(home, &cache::identity(projects)).ok().flatten());
-    *recorded = Some(cache_log::save(home, fingerprints(converger, home, projects, report), previous, hooks)?);
+    let previous = recorded.take().or_else(|| {
+        cache_log::read(home, &cache::identity(projects)).ok().flatten().map(cache_log::Read::into_recorded)
+    });
+    *recorded = Some(cache_log::save(home, &fingerprints(converger, home, projects, report), previous, hooks)?);
     Ok(())
 }
 
@@ -154,16 +155,16 @@ fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> FastPath 
         discarding(reason);
         None
     });
-    let Some(recorded) = read else { return FastPath::Changed(None) };
+    let Some(read) = read else { return FastPath::Changed(None) };
     let mut counters = cache::CheckCounters::default();
-    let cache::Check::Unchanged { touched, stores } = cache::check(&recorded.cache, &mut counters) else {
-        return FastPath::Changed(Some(recorded));
+    let cache::Check::Unchanged { touched, stores } = cache::check(&read.cache, &mut counters) else {
+        return FastPath::Changed(Some(read.into_recorded()));
     };
-    let summary = recorded.cache.summary.clone();
+    let summary = read.cache.summary.clone();
     if !touched.is_empty() || !stores.is_empty() {
-        let mut moved = recorded.cache.clone();
+        let mut moved = read.cache.clone();
         moved.take_moved(touched, stores);
-        if let Err(message) = cache_log::save(home, moved, Some(recorded), &mut NoFaults) {
+        if let Err(message) = cache_log::save(home, &moved, Some(read.into_recorded()), &mut NoFaults) {
             progress.warn(&message);
         }
     }

@@ -78,6 +78,9 @@ pub struct Watcher {
     /// The fingerprint cache is written when the inputs settle and on exit, not after
     /// every reconvergence: it is only needed by the next bare run.
     cache_stale: bool,
+    /// The fingerprint cache as this watch last wrote it, kept small: each save after the
+    /// first appends what changed to the cache's log.
+    recorded: Option<crate::home::cache_log::Recorded>,
 }
 
 /// Roots that were missing when read but are watched now.
@@ -101,7 +104,8 @@ impl Watcher {
         let mut converger = Converger::default();
         converger.defer_pruning = true;
         let report = converge_locked(&mut converger, &home, &projects, &config, progress, true)?;
-        if let Err(message) = keep_fingerprints(&converger, &home, &projects, &report, &mut None, &mut NoFaults) {
+        let mut recorded = None;
+        if let Err(message) = keep_fingerprints(&converger, &home, &projects, &report, &mut recorded, &mut NoFaults) {
             progress.warn(&message);
         }
         let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
@@ -118,6 +122,7 @@ impl Watcher {
             carried: Vec::new(),
             last_report: report.clone(),
             cache_stale: false,
+            recorded,
         };
         let started = watcher.watches.update(&watcher.converger, &watcher.home, &mut watcher.debouncer, progress);
         watcher.carried = missing_then_present(&watcher.converger, started);
@@ -231,8 +236,14 @@ impl Watcher {
             return false;
         }
         // Saved again at the next quiet moment; a failure here was warned about at start.
-        let _ =
-            keep_fingerprints(&self.converger, &self.home, &self.projects, &self.last_report, &mut None, &mut NoFaults);
+        let _ = keep_fingerprints(
+            &self.converger,
+            &self.home,
+            &self.projects,
+            &self.last_report,
+            &mut self.recorded,
+            &mut NoFaults,
+        );
         self.cache_stale = false;
         true
     }
@@ -248,7 +259,7 @@ impl Watcher {
                 &self.home,
                 &self.projects,
                 &self.last_report,
-                &mut None,
+                &mut self.recorded,
                 &mut NoFaults,
             );
         }

@@ -29,14 +29,176 @@ const LOG_MAGIC: &str = "acompose-fingerprints-log 1";
 const LOG_SHARE: u64 = 4;
 const LOG_FLOOR: u64 = 256 * 1024;
 
-/// What the cache files hold, as this process last read or wrote them: the cache they
-/// describe, and the base's and log's metadata then. A later save appends to the log
-/// only while both files are still exactly so.
+/// What the cache files hold, as this process last read or wrote them: what the cache
+/// says of each entry, kept small ([`Snapshot`]), and the base's and log's metadata then.
+/// A later save appends to the log only while both files are still exactly so.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    identity: String,
+    summary: Summary,
+    snapshot: Snapshot,
+    base: Stat,
+    log: u64,
+}
+
+/// The whole cache as read from its base and log, with what [`save`] needs to append to
+/// them.
+pub struct Read {
     pub cache: Cache,
     base: Stat,
     log: u64,
+}
+
+impl Read {
+    pub fn into_recorded(self) -> Recorded {
+        Recorded::of(&self.cache, self.base, self.log)
+    }
+}
+
+impl Recorded {
+    fn of(cache: &Cache, base: Stat, log: u64) -> Recorded {
+        Recorded {
+            identity: cache.identity.clone(),
+            summary: cache.summary.clone(),
+            snapshot: Snapshot::of(cache),
+            base,
+            log,
+        }
+    }
+}
+
+/// What a cache says of each entry, in a few bytes per entry beside its path: the paths
+/// one after another in one buffer, and per entry (by its kind and a hash of its path)
+/// a hash of its value as the text keeps it. Enough to find what a new cache changed,
+/// at about a third of the cache's own size in memory.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    paths: Vec<u8>,
+    entries: HashMap<(Kind, u64), Entry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Input,
+    Output,
+    Store,
+    /// A store's tree: its path is the store's folder, a tab, and the tree's folder.
+    Tree,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    value: u64,
+    start: usize,
+    end: usize,
+}
+
+fn hash_of(value: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher as _;
+    let mut hasher = std::hash::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Every entry of `cache` as (kind, path bytes, value hash).
+fn entries_of(cache: &Cache) -> impl Iterator<Item = (Kind, std::borrow::Cow<'_, [u8]>, u64)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    fn bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(path.as_os_str().as_bytes())
+    }
+    let inputs =
+        cache.inputs.iter().map(move |(path, observed)| (Kind::Input, bytes(path), hash_of(observed.as_written())));
+    let outputs = cache.outputs.iter().map(move |(path, stat)| (Kind::Output, bytes(path), hash_of(stat)));
+    let stores =
+        cache.stores.iter().map(move |store| (Kind::Store, bytes(&store.folder), hash_of(folder_stat(store.stat))));
+    let trees = cache.stores.iter().flat_map(|store| {
+        store.trees.iter().map(move |(tree, stat)| {
+            let mut path = store.folder.as_os_str().as_bytes().to_vec();
+            path.push(b'\t');
+            path.extend_from_slice(tree.as_os_str().as_bytes());
+            (Kind::Tree, std::borrow::Cow::Owned(path), hash_of(folder_stat(*stat)))
+        })
+    });
+    inputs.chain(outputs).chain(stores).chain(trees)
+}
+
+impl Snapshot {
+    fn of(cache: &Cache) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for (kind, path, value) in entries_of(cache) {
+            let start = snapshot.paths.len();
+            snapshot.paths.extend_from_slice(&path);
+            let entry = Entry { value, start, end: snapshot.paths.len() };
+            snapshot.entries.insert((kind, hash_of(&*path)), entry);
+        }
+        snapshot
+    }
+
+    /// What changed from this snapshot's cache to `new`.
+    fn delta(&self, new: &Cache) -> Delta {
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut seen: HashSet<(Kind, u64)> = HashSet::with_capacity(self.entries.len());
+        let unchanged = |kind: Kind, path: &[u8], value: u64, seen: &mut HashSet<(Kind, u64)>| {
+            let key = (kind, hash_of(path));
+            seen.insert(key);
+            self.entries
+                .get(&key)
+                .is_some_and(|entry| entry.value == value && &self.paths[entry.start..entry.end] == path)
+        };
+        let mut delta = Delta { summary: new.summary.clone(), ..Delta::default() };
+        for (path, observed) in &new.inputs {
+            let observed = observed.as_written();
+            if !unchanged(Kind::Input, path.as_os_str().as_bytes(), hash_of(observed), &mut seen) {
+                delta.inputs.push((path.clone(), Some(observed)));
+            }
+        }
+        for (path, stat) in &new.outputs {
+            if !unchanged(Kind::Output, path.as_os_str().as_bytes(), hash_of(stat), &mut seen) {
+                delta.outputs.push((path.clone(), Some(*stat)));
+            }
+        }
+        for store in &new.stores {
+            let stat = folder_stat(store.stat);
+            if !unchanged(Kind::Store, store.folder.as_os_str().as_bytes(), hash_of(stat), &mut seen) {
+                delta.stores.push((store.folder.clone(), Some(stat)));
+            }
+            for (tree, stat) in &store.trees {
+                let mut path = store.folder.as_os_str().as_bytes().to_vec();
+                path.push(b'\t');
+                path.extend_from_slice(tree.as_os_str().as_bytes());
+                if !unchanged(Kind::Tree, &path, hash_of(folder_stat(*stat)), &mut seen) {
+                    delta.trees.push((store.folder.clone(), tree.clone(), Some(folder_stat(*stat))));
+                }
+            }
+        }
+        self.removed(&seen, &mut delta);
+        delta
+    }
+
+    /// The entries `seen` lacks, as removals, in the order of their paths.
+    fn removed(&self, seen: &HashSet<(Kind, u64)>, delta: &mut Delta) {
+        use std::os::unix::ffi::OsStrExt as _;
+        let mut gone: Vec<(Kind, &[u8])> = self
+            .entries
+            .iter()
+            .filter(|(key, _)| !seen.contains(key))
+            .map(|((kind, _), entry)| (*kind, &self.paths[entry.start..entry.end]))
+            .collect();
+        gone.sort_unstable_by(|a, b| a.1.cmp(b.1));
+        let path = |bytes: &[u8]| PathBuf::from(OsStr::from_bytes(bytes));
+        for (kind, bytes) in gone {
+            match kind {
+                Kind::Input => delta.inputs.push((path(bytes), None)),
+                Kind::Output => delta.outputs.push((path(bytes), None)),
+                Kind::Store => delta.stores.push((path(bytes), None)),
+                Kind::Tree => {
+                    if let Some(tab) = bytes.iter().position(|byte| *byte == b'\t') {
+                        delta.trees.push((path(&bytes[..tab]), path(&bytes[tab + 1..]), None));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// One record: the summary after the convergence and the entries it changed.
@@ -63,28 +225,13 @@ impl Delta {
 
 /// What changed from `old` to `new` (both with one identity).
 pub fn delta(old: &Cache, new: &Cache) -> Delta {
-    Delta {
-        summary: new.summary.clone(),
-        inputs: changed(&old.inputs, &new.inputs),
-        outputs: changed(&old.outputs, &new.outputs),
-        stores: changed(
-            &old.stores.iter().map(|store| (store.folder.clone(), folder_stat(store.stat))).collect::<Vec<_>>(),
-            &new.stores.iter().map(|store| (store.folder.clone(), folder_stat(store.stat))).collect::<Vec<_>>(),
-        ),
-        trees: changed_trees(old, new),
-    }
+    Snapshot::of(old).delta(new)
 }
 
 /// A value as the cache's text keeps it: a folder's size is not recorded (it reads back
 /// as 0), so two observations of a folder differ only in time and inode.
 trait AsWritten: Copy {
     fn as_written(self) -> Self;
-}
-
-impl AsWritten for Stat {
-    fn as_written(self) -> Self {
-        self
-    }
 }
 
 impl AsWritten for Observed {
@@ -98,48 +245,6 @@ impl AsWritten for Observed {
 
 fn folder_stat(stat: Stat) -> Stat {
     Stat { size: 0, ..stat }
-}
-
-/// The entries of `new` that `old` lacks or holds otherwise (as written), then those of
-/// `old` that `new` lacks (as `None`), each in its list's order.
-fn changed<T: PartialEq + AsWritten>(old: &[(PathBuf, T)], new: &[(PathBuf, T)]) -> Vec<(PathBuf, Option<T>)> {
-    // Keyed by the paths' bytes: hashing a `Path` parses its components.
-    let before: HashMap<&OsStr, T> = old.iter().map(|(path, value)| (path.as_os_str(), value.as_written())).collect();
-    let after: HashSet<&OsStr> = new.iter().map(|(path, _)| path.as_os_str()).collect();
-    let mut changes: Vec<(PathBuf, Option<T>)> = new
-        .iter()
-        .map(|(path, value)| (path, value.as_written()))
-        .filter(|(path, value)| before.get(path.as_os_str()) != Some(value))
-        .map(|(path, value)| (path.clone(), Some(value)))
-        .collect();
-    changes
-        .extend(old.iter().filter(|(path, _)| !after.contains(path.as_os_str())).map(|(path, _)| (path.clone(), None)));
-    changes
-}
-
-fn changed_trees(old: &Cache, new: &Cache) -> Vec<(PathBuf, PathBuf, Option<Stat>)> {
-    let empty = Vec::new();
-    let trees_of = |cache: &Cache, folder: &Path| -> Vec<(PathBuf, Stat)> {
-        cache
-            .stores
-            .iter()
-            .find(|store| store.folder == folder)
-            .map_or(&empty, |store| &store.trees)
-            .iter()
-            .map(|(tree, stat)| (tree.clone(), folder_stat(*stat)))
-            .collect()
-    };
-    let mut seen = HashSet::new();
-    let mut trees = Vec::new();
-    for folder in new.stores.iter().chain(&old.stores).map(|store| &store.folder) {
-        if !seen.insert(folder) {
-            continue;
-        }
-        for (tree, stat) in changed(&trees_of(old, folder), &trees_of(new, folder)) {
-            trees.push((folder.clone(), tree, stat));
-        }
-    }
-    trees
 }
 
 impl Cache {
@@ -431,9 +536,9 @@ pub fn read_log(home: &Home) -> Option<(String, Stat)> {
     Some((text, base))
 }
 
-/// Reads the whole cache, its base and log applied, as [`Recorded`]: `Ok(None)` when
-/// there is none; `Err` with the reason for a warning when it cannot be used.
-pub fn read(home: &Home, identity: &str) -> Result<Option<Recorded>, String> {
+/// Reads the whole cache, its base and log applied: `Ok(None)` when there is none; `Err`
+/// with the reason for a warning when it cannot be used.
+pub fn read(home: &Home, identity: &str) -> Result<Option<Read>, String> {
     let base_path = home.cache().join(CACHE_FILE);
     let Some(text) = cache::read(home)? else { return Ok(None) };
     let base = stat_of(&base_path).ok_or_else(|| "it cannot be read as text".to_owned())?;
@@ -443,7 +548,7 @@ pub fn read(home: &Home, identity: &str) -> Result<Option<Recorded>, String> {
     for delta in parse_log(&log_text, &base) {
         cache.apply(&delta);
     }
-    Ok(Some(Recorded { cache, base, log: log_text.len() as u64 }))
+    Ok(Some(Read { cache, base, log: log_text.len() as u64 }))
 }
 
 /// Saves `cache`: as a record appended to the log when `previous` says what the files
@@ -451,21 +556,21 @@ pub fn read(home: &Home, identity: &str) -> Result<Option<Recorded>, String> {
 /// Returns what the files then hold, or the warning to show.
 pub fn save(
     home: &Home,
-    cache: Cache,
+    cache: &Cache,
     previous: Option<Recorded>,
     hooks: &mut dyn crate::home::transaction::Hooks,
 ) -> Result<Recorded, String> {
     let log_path = home.cache().join(LOG_FILE);
     let appendable = previous.filter(|previous| {
-        previous.cache.identity == cache.identity
+        previous.identity == cache.identity
             && stat_of(&home.cache().join(CACHE_FILE)) == Some(previous.base)
             && stat_of(&log_path).map_or(0, |stat| stat.size) == previous.log
             && previous.log <= (previous.base.size / LOG_SHARE).max(LOG_FLOOR)
     });
     if let Some(previous) = appendable {
-        let delta = delta(&previous.cache, &cache);
-        if delta.is_empty() && delta.summary == previous.cache.summary {
-            return Ok(Recorded { cache, ..previous });
+        let delta = previous.snapshot.delta(cache);
+        if delta.is_empty() && delta.summary == previous.summary {
+            return Ok(previous);
         }
         if let Some(record) = record_text(&delta) {
             hooks
@@ -479,7 +584,7 @@ pub fn save(
                 .open(&log_path)
                 .and_then(|mut file| file.write_all(&bytes));
             return match appended {
-                Ok(()) => Ok(Recorded { cache, base: previous.base, log: previous.log + bytes.len() as u64 }),
+                Ok(()) => Ok(Recorded::of(cache, previous.base, previous.log + bytes.len() as u64)),
                 Err(error) => {
                     // A log cut short ends where its last whole record does; a new base
                     // is the way on.
@@ -489,10 +594,10 @@ pub fn save(
             };
         }
     }
-    cache::store(home, &cache, hooks)?;
+    cache::store(home, cache, hooks)?;
     let base =
         stat_of(&home.cache().join(CACHE_FILE)).ok_or_else(|| "the fingerprint cache was not saved".to_owned())?;
-    Ok(Recorded { cache, base, log: 0 })
+    Ok(Recorded::of(cache, base, 0))
 }
 
 fn saving_problem(home: &Home, error: &std::io::Error) -> String {

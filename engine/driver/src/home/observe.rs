@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// The metadata the fingerprint cache compares: size, modification time and inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stat {
     pub size: u64,
     pub modified_nanos: i128,
@@ -33,7 +33,7 @@ impl Stat {
 }
 
 /// What a path was when it was read, for the fingerprint cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Observed {
     /// A folder that was listed (a new entry changes its mtime).
     Directory(Stat),
