@@ -67,19 +67,20 @@ impl Recorded {
     }
 }
 
-/// What a cache says of each entry, in a few bytes per entry beside its path: the paths
-/// one after another in one buffer, and per entry (by its kind and a hash of its path)
-/// a hash of its value as the text keeps it. Enough to find what a new cache changed,
-/// at about a third of the cache's own size in memory.
+/// What a cache says of each entry, kept small. Inputs, most of a cache, are a hash of
+/// their path and of their value (16 bytes each): a changed or new one is found by those,
+/// and one that is gone makes the next save write the cache whole, since its path is not
+/// kept. Outputs, stores and trees, a few thousand on a large estate and gone with every
+/// replaced bundle, keep their paths, one after another in one buffer.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    inputs: HashMap<u64, u64>,
     paths: Vec<u8>,
     entries: HashMap<(Kind, u64), Entry>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
-    Input,
     Output,
     Store,
     /// A store's tree: its path is the store's folder, a tab, and the tree's folder.
@@ -100,79 +101,101 @@ fn hash_of(value: impl std::hash::Hash) -> u64 {
     hasher.finish()
 }
 
-/// Every entry of `cache` as (kind, path bytes, value hash).
+/// Every output, store and tree of `cache` as (kind, path bytes, value hash).
 fn entries_of(cache: &Cache) -> impl Iterator<Item = (Kind, std::borrow::Cow<'_, [u8]>, u64)> {
     use std::os::unix::ffi::OsStrExt as _;
     fn bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
         std::borrow::Cow::Borrowed(path.as_os_str().as_bytes())
     }
-    let inputs =
-        cache.inputs.iter().map(move |(path, observed)| (Kind::Input, bytes(path), hash_of(observed.as_written())));
     let outputs = cache.outputs.iter().map(move |(path, stat)| (Kind::Output, bytes(path), hash_of(stat)));
     let stores =
         cache.stores.iter().map(move |store| (Kind::Store, bytes(&store.folder), hash_of(folder_stat(store.stat))));
     let trees = cache.stores.iter().flat_map(|store| {
         store.trees.iter().map(move |(tree, stat)| {
-            let mut path = store.folder.as_os_str().as_bytes().to_vec();
-            path.push(b'\t');
-            path.extend_from_slice(tree.as_os_str().as_bytes());
-            (Kind::Tree, std::borrow::Cow::Owned(path), hash_of(folder_stat(*stat)))
+            (Kind::Tree, std::borrow::Cow::Owned(tree_key(&store.folder, tree)), hash_of(folder_stat(*stat)))
         })
     });
-    inputs.chain(outputs).chain(stores).chain(trees)
+    outputs.chain(stores).chain(trees)
+}
+
+/// A tree's path in a [`Snapshot`]: its store's folder, a tab, its own folder.
+fn tree_key(store: &Path, tree: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut path = store.as_os_str().as_bytes().to_vec();
+    path.push(b'\t');
+    path.extend_from_slice(tree.as_os_str().as_bytes());
+    path
+}
+
+fn path_hash(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt as _;
+    hash_of(path.as_os_str().as_bytes())
 }
 
 impl Snapshot {
     fn of(cache: &Cache) -> Snapshot {
-        let mut snapshot = Snapshot::default();
+        let mut snapshot = Snapshot {
+            inputs: cache
+                .inputs
+                .iter()
+                .map(|(path, observed)| (path_hash(path), hash_of(observed.as_written())))
+                .collect(),
+            ..Snapshot::default()
+        };
         for (kind, path, value) in entries_of(cache) {
             let start = snapshot.paths.len();
             snapshot.paths.extend_from_slice(&path);
             let entry = Entry { value, start, end: snapshot.paths.len() };
             snapshot.entries.insert((kind, hash_of(&*path)), entry);
         }
+        snapshot.paths.shrink_to_fit();
         snapshot
     }
 
-    /// What changed from this snapshot's cache to `new`.
-    fn delta(&self, new: &Cache) -> Delta {
+    /// What changed from this snapshot's cache to `new`; `None` when an input is gone
+    /// (its path is not kept, so the record could not name it).
+    fn delta(&self, new: &Cache) -> Option<Delta> {
         use std::os::unix::ffi::OsStrExt as _;
+        let mut delta = Delta { summary: new.summary.clone(), ..Delta::default() };
+        let mut found = 0;
+        for (path, observed) in &new.inputs {
+            let observed = observed.as_written();
+            let known = self.inputs.get(&path_hash(path));
+            found += usize::from(known.is_some());
+            if known != Some(&hash_of(observed)) {
+                delta.inputs.push((path.clone(), Some(observed)));
+            }
+        }
+        if found != self.inputs.len() {
+            return None;
+        }
         let mut seen: HashSet<(Kind, u64)> = HashSet::with_capacity(self.entries.len());
-        let unchanged = |kind: Kind, path: &[u8], value: u64, seen: &mut HashSet<(Kind, u64)>| {
+        let mut unchanged = |kind: Kind, path: &[u8], value: u64| {
             let key = (kind, hash_of(path));
             seen.insert(key);
             self.entries
                 .get(&key)
                 .is_some_and(|entry| entry.value == value && &self.paths[entry.start..entry.end] == path)
         };
-        let mut delta = Delta { summary: new.summary.clone(), ..Delta::default() };
-        for (path, observed) in &new.inputs {
-            let observed = observed.as_written();
-            if !unchanged(Kind::Input, path.as_os_str().as_bytes(), hash_of(observed), &mut seen) {
-                delta.inputs.push((path.clone(), Some(observed)));
-            }
-        }
         for (path, stat) in &new.outputs {
-            if !unchanged(Kind::Output, path.as_os_str().as_bytes(), hash_of(stat), &mut seen) {
+            if !unchanged(Kind::Output, path.as_os_str().as_bytes(), hash_of(stat)) {
                 delta.outputs.push((path.clone(), Some(*stat)));
             }
         }
         for store in &new.stores {
             let stat = folder_stat(store.stat);
-            if !unchanged(Kind::Store, store.folder.as_os_str().as_bytes(), hash_of(stat), &mut seen) {
+            if !unchanged(Kind::Store, store.folder.as_os_str().as_bytes(), hash_of(stat)) {
                 delta.stores.push((store.folder.clone(), Some(stat)));
             }
             for (tree, stat) in &store.trees {
-                let mut path = store.folder.as_os_str().as_bytes().to_vec();
-                path.push(b'\t');
-                path.extend_from_slice(tree.as_os_str().as_bytes());
-                if !unchanged(Kind::Tree, &path, hash_of(folder_stat(*stat)), &mut seen) {
-                    delta.trees.push((store.folder.clone(), tree.clone(), Some(folder_stat(*stat))));
+                let stat = folder_stat(*stat);
+                if !unchanged(Kind::Tree, &tree_key(&store.folder, tree), hash_of(stat)) {
+                    delta.trees.push((store.folder.clone(), tree.clone(), Some(stat)));
                 }
             }
         }
         self.removed(&seen, &mut delta);
-        delta
+        Some(delta)
     }
 
     /// The entries `seen` lacks, as removals, in the order of their paths.
@@ -188,7 +211,6 @@ impl Snapshot {
         let path = |bytes: &[u8]| PathBuf::from(OsStr::from_bytes(bytes));
         for (kind, bytes) in gone {
             match kind {
-                Kind::Input => delta.inputs.push((path(bytes), None)),
                 Kind::Output => delta.outputs.push((path(bytes), None)),
                 Kind::Store => delta.stores.push((path(bytes), None)),
                 Kind::Tree => {
@@ -224,7 +246,7 @@ impl Delta {
 }
 
 /// What changed from `old` to `new` (both with one identity).
-pub fn delta(old: &Cache, new: &Cache) -> Delta {
+pub fn delta(old: &Cache, new: &Cache) -> Option<Delta> {
     Snapshot::of(old).delta(new)
 }
 
@@ -567,8 +589,9 @@ pub fn save(
             && stat_of(&log_path).map_or(0, |stat| stat.size) == previous.log
             && previous.log <= (previous.base.size / LOG_SHARE).max(LOG_FLOOR)
     });
-    if let Some(previous) = appendable {
-        let delta = previous.snapshot.delta(cache);
+    if let Some(previous) = appendable
+        && let Some(delta) = previous.snapshot.delta(cache)
+    {
         if delta.is_empty() && delta.summary == previous.summary {
             return Ok(previous);
         }
@@ -646,14 +669,14 @@ mod tests {
         let mut new = sample();
         new.summary.bundles = 3;
         new.inputs[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
-        new.inputs.remove(2);
+        new.inputs[2].1 = Observed::Unreachable;
         new.inputs.insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
         new.outputs = vec![(PathBuf::from("/h/bundles/y/manifest.json"), stat(5, 13, 14))];
         new.stores[0].stat = stat(0, 15, 9);
         new.stores[0].trees.push((PathBuf::from("/h/store/t2"), stat(0, 16, 17)));
         let base = stat(100, 1, 1);
         let mut text = header(&base).into_bytes();
-        text.extend(record_text(&delta(&old, &new)).expect("a record"));
+        text.extend(record_text(&delta(&old, &new).expect("no input is gone")).expect("a record"));
         let text = String::from_utf8(text).expect("text");
         let records = parse_log(&text, &base);
         assert_eq!(records.len(), 1);
@@ -662,6 +685,10 @@ mod tests {
         assert_eq!(applied, new);
         // The log of another base is not read.
         assert!(parse_log(&text, &stat(101, 1, 1)).is_empty());
+        // An input gone is not named by a record: the cache is written whole instead.
+        let mut fewer = new.clone();
+        fewer.inputs.remove(1);
+        assert!(delta(&new, &fewer).is_none());
     }
 
     #[test]
@@ -672,8 +699,8 @@ mod tests {
         cache.stores[0].stat = stat(4096, 8, 9);
         cache.stores[0].trees[0].1 = stat(4096, 10, 11);
         let read = Cache::parse(&cache.to_text().expect("text")).expect("parsed");
-        assert!(delta(&read, &cache).is_empty(), "{:?}", delta(&read, &cache));
-        assert!(delta(&cache, &read).is_empty());
+        assert!(delta(&read, &cache).is_some_and(|delta| delta.is_empty()), "{:?}", delta(&read, &cache));
+        assert!(delta(&cache, &read).is_some_and(|delta| delta.is_empty()));
     }
 
     #[test]
@@ -682,10 +709,10 @@ mod tests {
         let mut new = sample();
         new.summary.roles = 5;
         let base = stat(100, 1, 1);
-        let first = record_text(&delta(&old, &new)).expect("a record");
+        let first = record_text(&delta(&old, &new).expect("a delta")).expect("a record");
         let mut newer = new.clone();
         newer.summary.roles = 6;
-        let second = record_text(&delta(&new, &newer)).expect("a record");
+        let second = record_text(&delta(&new, &newer).expect("a delta")).expect("a record");
         let whole = [header(&base).into_bytes(), first.clone(), second.clone()].concat();
         assert_eq!(parse_log(std::str::from_utf8(&whole).expect("text"), &base).len(), 2);
         for cut in 1..second.len() {
