@@ -3,16 +3,20 @@
 //! or under an assigned launch, offline, and its own discovery — a listing command, or
 //! the first request it sends to a recording endpoint on 127.0.0.1 — must show exactly
 //! the role's skills (beside the harness's own built-in ones), none twice, and the role's
-//! instructions where the discovery shows instructions.
+//! instructions where the discovery shows instructions. `budget` runs Claude Code and
+//! Codex through a whole People session against a loopback model endpoint (`model`) and
+//! holds them to a Person's `budget.max_tokens`.
 //!
 //! The harnesses are looked for in `$ACOMPOSE_HARNESS_BIN`, else in
 //! `~/.cache/acompose-ci/harnesses/node_modules/.bin`. Without them the suite says so and
 //! passes; with `ACOMPOSE_HARNESS_TESTS=required` (as `.ci/run` sets) it fails.
 
+mod budget;
 #[path = "../it/common/mod.rs"]
 mod common;
 mod discovery;
 mod mcp;
+mod model;
 mod recorder;
 
 use std::collections::BTreeSet;

@@ -59,8 +59,30 @@ impl Drop for Recorder {
 
 /// Reads one request and answers it with `400 invalid_request_error`; the body read.
 fn answer(stream: TcpStream) -> Option<String> {
+    let request = read_request(&stream)?;
+    let reply = br#"{"type":"error","error":{"type":"invalid_request_error","message":"recorded by the acompose harness suite"}}"#;
+    respond(stream, "400 Bad Request", "application/json", reply)?;
+    Some(request.body)
+}
+
+/// One request as read: its method, its path (with the query) and its body.
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: String,
+}
+
+/// Reads one request from `stream`: the request line, the headers and a body of
+/// `content-length` bytes (at most [`BODY_LIMIT`]).
+pub fn read_request(stream: &TcpStream) -> Option<Request> {
     stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).ok()?;
     let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).ok()? == 0 {
+        return None;
+    }
+    let mut words = request_line.split_whitespace();
+    let (method, path) = (words.next()?.to_owned(), words.next()?.to_owned());
     let mut length = 0usize;
     loop {
         let mut line = String::new();
@@ -79,13 +101,16 @@ fn answer(stream: TcpStream) -> Option<String> {
     }
     let mut body = vec![0; length.min(BODY_LIMIT)];
     reader.read_exact(&mut body).ok()?;
-    let reply = br#"{"type":"error","error":{"type":"invalid_request_error","message":"recorded by the acompose harness suite"}}"#;
-    let mut stream = stream;
+    Some(Request { method, path, body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+/// Writes one whole response with `status` (`"200 OK"`) and ends the connection.
+pub fn respond(mut stream: TcpStream, status: &str, content_type: &str, body: &[u8]) -> Option<()> {
     let head = format!(
-        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        reply.len()
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
     );
     stream.write_all(head.as_bytes()).ok()?;
-    stream.write_all(reply).ok()?;
-    Some(String::from_utf8_lossy(&body).into_owned())
+    stream.write_all(body).ok()?;
+    stream.flush().ok()
 }

@@ -25,7 +25,7 @@ pub struct Runner {
     pub name: &'static str,
     /// The program looked up on `PATH`.
     pub binary: &'static str,
-    /// Arguments that always come first (a subcommand).
+    /// Arguments that always come first (a subcommand, a flag every session needs).
     pub leading: &'static [&'static str],
     pub prompt: PromptIntake,
     /// The flag that selects a model, if the runner takes one.
@@ -59,6 +59,15 @@ pub fn not_resumable_reason(runner: &Runner) -> &'static str {
     }
 }
 
+/// Codex's interactive terminal runs its conversations in a shared background server
+/// (`codex app-server --managed-daemon`) that it starts in a session of its own, so it
+/// outlives the runner's process group: ended for a limit, a stop or a time-out, the
+/// terminal would go while the server finished the turn, ran its tools and asked the
+/// model again. `--no-daemon` (Codex's `--help`: "Run without the shared background
+/// server, even if it is already running") keeps the conversation in the runner's own
+/// process, so ending the group ends it.
+const CODEX_LEADING: &[&str] = &["--no-daemon"];
+
 /// The runner table. Prompt options follow the People contract; model flags follow
 /// each CLI's documentation. A model flag comes after the leading arguments and before
 /// the prompt, so a flag-valued prompt stays last.
@@ -74,7 +83,7 @@ pub const RUNNERS: [Runner; 6] = [
     Runner {
         name: "codex",
         binary: "codex",
-        leading: &[],
+        leading: CODEX_LEADING,
         prompt: PromptIntake::Positional,
         model_flag: Some("--model"),
         conversation: None,
@@ -224,7 +233,7 @@ mod tests {
     #[test]
     fn every_row_builds_the_contract_argv() {
         assert_eq!(argv("claude", None), Ok(vec!["claude".into(), "Do it.".into()]));
-        assert_eq!(argv("codex", None), Ok(vec!["codex".into(), "Do it.".into()]));
+        assert_eq!(argv("codex", None), Ok(vec!["codex".into(), "--no-daemon".into(), "Do it.".into()]));
         assert_eq!(argv("copilot", None), Ok(vec!["copilot".into(), "-i".into(), "Do it.".into()]));
         assert_eq!(argv("gemini", None), Ok(vec!["gemini".into(), "-i".into(), "Do it.".into()]));
         assert_eq!(
