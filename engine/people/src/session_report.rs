@@ -251,14 +251,18 @@ pub fn sessions_text(records: &[SessionRecord]) -> String {
     let id_width = records.iter().map(|record| record.id.len()).max().unwrap_or(0).max("ID".len());
     let person_width = records.iter().map(|record| record.person_id.len()).max().unwrap_or(0).max("PERSON".len());
     let project_width = records.iter().map(|record| record.project_id.len()).max().unwrap_or(0).max("PROJECT".len());
+    // At least as wide as the common statuses and runners, wider for a longer one
+    // (`budget_exceeded`), so the columns stay aligned.
+    let status_width = records.iter().map(|record| record.status.as_str().len()).max().unwrap_or(0).max(11);
+    let runner_width = records.iter().map(|record| record.provider.len()).max().unwrap_or(0).max(8);
     let mut text = format!(
-        "{:<id_width$}  {:<11}  {:<person_width$}  {:<project_width$}  {:<8}  {:<20}  EXIT\n",
+        "{:<id_width$}  {:<status_width$}  {:<person_width$}  {:<project_width$}  {:<runner_width$}  {:<20}  EXIT\n",
         "ID", "STATUS", "PERSON", "PROJECT", "RUNNER", "STARTED"
     );
     for record in records {
         let exit = record.exit_code.map_or_else(|| "-".to_owned(), |code| code.to_string());
         text.push_str(&format!(
-            "{:<id_width$}  {:<11}  {:<person_width$}  {:<project_width$}  {:<8}  {:<20}  {exit}\n",
+            "{:<id_width$}  {:<status_width$}  {:<person_width$}  {:<project_width$}  {:<runner_width$}  {:<20}  {exit}\n",
             record.id,
             record.status.as_str(),
             record.person_id,
@@ -438,6 +442,14 @@ mod tests {
         );
         let text = sessions_text(&records);
         assert!(text.contains("s-1  interrupted  pam     desk     claude    1970-01-01T00:00:00Z  -\n"), "{text}");
+        // A longer status widens its column: every line's runner starts where the header's does.
+        let mut over = records[0].clone();
+        over.status = crate::session::Status::BudgetExceeded;
+        let wide = sessions_text(&[records[0].clone(), over]);
+        let column = |line: &str, word: &str| line.find(word).unwrap_or(usize::MAX);
+        let lines: Vec<&str> = wide.lines().take(3).collect();
+        assert_eq!(column(lines[1], "claude"), column(lines[0], "RUNNER"), "{wide}");
+        assert_eq!(column(lines[2], "claude"), column(lines[0], "RUNNER"), "{wide}");
         assert!(text.ends_with("1 session; 0 with a conversation `acompose people resume` can reopen\n"));
         let json: serde_json::Value =
             serde_json::from_slice(&sessions_json(&records, &interruptions, 2)).unwrap_or_default();
