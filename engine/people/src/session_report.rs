@@ -69,15 +69,6 @@ pub fn review_text(review: &StartReview) -> String {
             format!("{tokens} tokens, enforced {}: the runner's process group is ended", record.description()),
         );
     }
-    if let (Some(dollars), Some(record)) = (review.max_cost_usd, review.usage_record) {
-        line(
-            "cost limit:",
-            format!(
-                "{dollars} USD, enforced {} (its `cost-state` lines' `totalCostUSD`): the runner's process group is ended",
-                record.description()
-            ),
-        );
-    }
     for isolation_line in isolation_lines(review) {
         line("isolation:", isolation_line);
     }

@@ -9,7 +9,7 @@
 use super::model::{Isolation, Person};
 use super::runner::{ArgvError, Runner, argv_text, invocation_in, runner};
 use super::session::{Launch, SessionLinks, Timestamp};
-use super::usage::{records_cost, usage_record};
+use super::usage::usage_record;
 use super::{is_slug, workspace::Roster};
 
 /// The largest one-time task, in bytes. The task travels in argv, which the OS bounds.
@@ -101,7 +101,7 @@ impl UnsupportedLimit {
                 "a token limit cannot be enforced: this runner keeps no usage record acompose follows"
             }
             UnsupportedLimit::MaxCostUsd => {
-                "a cost limit cannot be enforced: this runner's usage record carries no cost acompose follows"
+                "a cost limit cannot be enforced: no runner's usage record carries its spending while it runs"
             }
             UnsupportedLimit::Isolation(_) => {
                 "session isolation needs bubblewrap (`bwrap` on PATH), which was not found: the runner would get its worktree but no sandbox"
@@ -167,9 +167,10 @@ pub struct StartReview {
     /// acompose follows (`usage_record`), and the session ends `budget_exceeded` when it
     /// reaches the limit.
     pub max_tokens: Option<u64>,
-    /// `budget.max_cost_usd` when it is enforced: the runner's usage record carries its
-    /// own spending (`usage::records_cost`); the session ends `budget_exceeded` when it
-    /// reaches the limit.
+    /// `budget.max_cost_usd` when it is enforced; no runner's usage record carries its
+    /// spending while it runs (Claude Code 2.1.328 writes its `cost-state` lines only as
+    /// it exits, seen against the real CLI), so this is `None` and a cost limit is an
+    /// [`UnsupportedLimit`].
     pub max_cost_usd: Option<f64>,
     /// The record the token limit is enforced from.
     pub usage_record: Option<super::usage::UsageRecord>,
@@ -257,7 +258,7 @@ pub fn review_start(roster: &Roster, request: &StartRequest<'_>) -> Result<Start
         unsupported: unsupported_limits(person, runner),
         max_seconds: person.budget.max_seconds,
         max_tokens: person.budget.max_tokens.filter(|_| usage_record(runner.name).is_some()),
-        max_cost_usd: person.budget.max_cost_usd.filter(|_| records_cost(runner.name)),
+        max_cost_usd: None,
         usage_record: usage_record(runner.name),
         isolation: person.isolation.unwrap_or(Isolation::Inherited),
         folder_warning: (request.project_folder == "/").then_some(FolderWarning::Root),
@@ -279,7 +280,7 @@ pub(crate) fn unsupported_limits(person: &Person, runner: &Runner) -> Vec<Unsupp
     if person.budget.max_tokens.is_some() && usage_record(runner.name).is_none() {
         limits.push(UnsupportedLimit::MaxTokens);
     }
-    if person.budget.max_cost_usd.is_some() && !records_cost(runner.name) {
+    if person.budget.max_cost_usd.is_some() {
         limits.push(UnsupportedLimit::MaxCostUsd);
     }
     limits
@@ -422,10 +423,10 @@ mod tests {
         assert_eq!(codex.unsupported, vec![UnsupportedLimit::MaxCostUsd]);
         assert_eq!(codex.max_tokens, Some(1000));
         assert_eq!(codex.max_cost_usd, None);
-        // Claude Code's transcript records its own spending: both limits are enforced.
+        // Claude Code records its spending only as it exits: its cost limit is not enforced.
         let claude = review_start(&roster(), &request("dwight", "claude")).expect("the request is valid");
-        assert_eq!(claude.unsupported, vec![]);
-        assert_eq!(claude.max_cost_usd, Some(2.0));
+        assert_eq!(claude.unsupported, vec![UnsupportedLimit::MaxCostUsd]);
+        assert_eq!(claude.max_cost_usd, None);
         assert_eq!(review.isolation, Isolation::Worktree);
         assert_eq!(review.confirm(false), Err(StartRejection::UnacknowledgedLimits(limits)));
         assert!(codex.confirm(false).is_err());

@@ -44,24 +44,6 @@ pub fn usage_record(name: &str) -> Option<UsageRecord> {
     }
 }
 
-/// Whether runner `name`'s usage record carries its own spending, so `max_cost_usd` is
-/// enforced from it: Claude Code's transcript has `cost-state` lines with the
-/// conversation's `totalCostUSD`; Codex's rollout records tokens only.
-pub fn records_cost(name: &str) -> bool {
-    name == "claude"
-}
-
-/// The spending a Claude Code transcript records: the largest `totalCostUSD` of its
-/// `cost-state` lines (the total only grows); 0 while there is none.
-pub fn claude_transcript_cost(text: &str) -> f64 {
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|value| value["type"] == "cost-state")
-        .filter_map(|value| value["totalCostUSD"].as_f64())
-        .filter(|cost| cost.is_finite() && *cost >= 0.0)
-        .fold(0.0, f64::max)
-}
-
 /// The tokens of a Claude Code transcript: per message id (a message is written as one
 /// line per content block, each repeating its usage), its last line's input, cache
 /// creation, cache read and output tokens.
@@ -135,17 +117,6 @@ mod tests {
         assert_eq!(codex_rollout_tokens(&text), 90);
         assert_eq!(codex_rollout_cwd(meta).as_deref(), Some("/work/desk"));
         assert_eq!(codex_rollout_cwd(&event(1)), None);
-    }
-
-    #[test]
-    fn a_claude_transcript_costs_its_latest_total() {
-        let text = "{\"type\":\"cost-state\",\"totalCostUSD\":0.25}\n\
-                    {\"type\":\"assistant\",\"message\":{}}\n\
-                    {\"type\":\"cost-state\",\"totalCostUSD\":1.5}\n\
-                    {\"type\":\"cost-state\",\"totalCost";
-        assert!((claude_transcript_cost(text) - 1.5).abs() < f64::EPSILON);
-        assert!(claude_transcript_cost("").abs() < f64::EPSILON);
-        assert!(records_cost("claude") && !records_cost("codex"));
     }
 
     #[test]

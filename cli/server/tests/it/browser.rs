@@ -859,9 +859,8 @@ async fn live_session(page: &Page<'_>, server: &Server) -> Result {
     client.goto(&format!("{}/?reloaded#/people/ada", server.handle.origin())).await?;
     // A reload without the token shows how to get in, and nothing else.
     wait_text(client, "h2", "Token needed").await?;
-    // A limit the runner cannot enforce: Start waits for the acknowledgement. (Claude
-    // Code's token and cost limits are enforced from its transcript; Codex records no
-    // cost, so its cost limit is not.)
+    // A limit the runner cannot enforce: Start waits for the acknowledgement. (No runner
+    // records its spending while it runs, so a cost limit is never enforced.)
     let pam = server.path("ws/people/pam-beesly.json");
     let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&pam)?)?;
     person["budget"]["max_cost_usd"] = serde_json::json!(5);
@@ -1143,8 +1142,8 @@ async fn a_swarm_run_starts_reopens_stops_and_a_session_resumes_in_a_real_browse
 
 async fn swarm_journey(page: &Page<'_>, server: &Server) -> Result {
     let client = page.client;
-    // Ann has a cost limit Gemini CLI, the run's runner, cannot enforce (Claude Code now
-    // can): the run waits for the acknowledgement in the page.
+    // Ann has a cost limit, which no runner can enforce: the run waits for the
+    // acknowledgement in the page.
     let ann = server.path("ws/people/ann.json");
     let mut person: serde_json::Value = serde_json::from_slice(&fs::read(&ann)?)?;
     person["budget"] = serde_json::json!({"max_cost_usd": 5});

@@ -143,12 +143,13 @@ fn refused_starts_name_a_code_and_echo_nothing() {
 fn unsupported_limits_need_an_explicit_acknowledgement() {
     let server = sandbox();
     let mut capped: serde_json::Value = serde_json::from_str(&person("pam", "Pam", "reception")).expect("json");
-    // Claude Code's token use and spending are followed (enforced); Codex records no cost.
+    // No runner's record carries its spending while it runs (Claude Code writes it as it
+    // exits): a cost limit is refused for every runner.
     capped["budget"] = serde_json::json!({"max_cost_usd": 2.0});
     assert_eq!(server.put_current("/api/v1/people/pam", &capped.to_string()).status, 200);
     let claude = server.post("/api/v1/sessions/review", &start_body(serde_json::json!({}))).json();
-    assert_eq!(claude["unsupported_details"], serde_json::json!([]));
-    assert_eq!(claude["max_cost_usd"], 2.0);
+    assert_eq!(claude["unsupported_details"][0]["field"], "budget.max_cost_usd");
+    assert_eq!(claude["max_cost_usd"], serde_json::Value::Null);
     runner(&server.path(""), "codex", &format!("echo '{READY}'\nwhile read line; do echo \"got $line\"; done"));
     let codex = serde_json::json!({"runner": "codex"});
     let review = server.post("/api/v1/sessions/review", &start_body(codex.clone())).json();

@@ -42,18 +42,13 @@ pub struct UsageWatch {
     started: SystemTime,
     /// `max_tokens`, when enforced.
     limit: Option<u64>,
-    /// `max_cost_usd`, when enforced (the record carries the runner's spending).
-    cost_limit: Option<f64>,
 }
 
 impl UsageWatch {
-    /// The watch of a session whose review enforces a token or cost limit; `None`
-    /// otherwise.
+    /// The watch of a session whose review enforces a token limit; `None` otherwise.
     pub fn for_session(reviewed: &Reviewed, record: &SessionRecord) -> Option<Self> {
-        let (limit, cost_limit) = (reviewed.review.max_tokens, reviewed.review.max_cost_usd);
-        if limit.is_none() && cost_limit.is_none() {
-            return None;
-        }
+        let limit = reviewed.review.max_tokens;
+        limit?;
         let kind = reviewed.review.usage_record?;
         let variable = |name: &str| -> Option<OsString> {
             reviewed
@@ -81,7 +76,6 @@ impl UsageWatch {
             // A second earlier: file times and the clock may round differently.
             started: SystemTime::now() - Duration::from_secs(1),
             limit,
-            cost_limit,
         })
     }
 
@@ -149,22 +143,9 @@ impl UsageWatch {
         usage::codex_rollout_cwd(first).is_some_and(|cwd| cwd == self.cwd)
     }
 
-    /// The spending the record holds now, in USD (0 while there is none, and for a
-    /// record that carries none).
-    pub fn cost(&self) -> f64 {
-        match self.record {
-            UsageRecord::ClaudeTranscript => {
-                self.claude_transcript().map_or(0.0, |path| usage::claude_transcript_cost(&read_text(&path)))
-            }
-            UsageRecord::CodexRollout => 0.0,
-        }
-    }
-
-    /// Whether a limit is reached: the tokens reach `max_tokens`, or the spending
-    /// reaches `max_cost_usd`.
+    /// Whether the tokens reach `max_tokens`.
     pub fn exceeded(&self) -> bool {
         self.limit.is_some_and(|limit| self.tokens() >= limit)
-            || self.cost_limit.is_some_and(|limit| self.cost() >= limit)
     }
 
     /// Reads the record until the session ends (`ended`) or a limit is reached, then
