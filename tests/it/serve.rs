@@ -68,13 +68,21 @@ fn serve_refuses_a_workspace_that_does_not_exist() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("does not exist"), "{output:?}");
 }
 
+/// A running `acompose serve`, killed if the test ends before stopping it.
+struct Served(Option<std::process::Child>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// `acompose serve` on `workspace` with `path_variable`: the child, its port and token.
-fn serve(
-    workspace: &std::path::Path,
-    path_variable: &str,
-    home: &std::path::Path,
-) -> (std::process::Child, u16, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_acompose"))
+fn serve(workspace: &std::path::Path, path_variable: &str, home: &std::path::Path) -> (Served, u16, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_acompose"))
         .args(["serve", "--workspace"])
         .arg(workspace)
         .env("PATH", path_variable)
@@ -85,11 +93,13 @@ fn serve(
         .stderr(Stdio::null())
         .spawn()
         .expect("acompose serve starts");
+    let mut served = Served(Some(child));
+    let stdout = served.0.as_mut().and_then(|child| child.stdout.take()).expect("stdout");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("the address");
+    BufReader::new(stdout).read_line(&mut line).expect("the address");
     let address = line.trim().strip_prefix("http://127.0.0.1:").expect("a loopback address").to_owned();
     let (port, token) = address.split_once("/?token=").expect("a token in the address");
-    (child, port.parse().expect("a port"), token.to_owned())
+    (served, port.parse().expect("a port"), token.to_owned())
 }
 
 fn post(port: u16, path: &str, token: &str, body: &str) -> String {
@@ -169,7 +179,8 @@ impl TerminalView {
     }
 }
 
-fn stop_serve(mut child: std::process::Child) {
+fn stop_serve(mut served: Served) {
+    let mut child = served.0.take().expect("a server");
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
     assert!(status.success());
     assert!(child.wait().expect("acompose serve ends").success());
