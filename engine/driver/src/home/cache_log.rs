@@ -2,8 +2,8 @@
 //! cache's base file (`fingerprints`) was written, one record per convergence. A watch
 //! edit changes a few dozen of the tens of thousands of entries a cache holds, so it
 //! appends those (a few KiB) instead of writing the whole cache again (megabytes on a
-//! large estate). The base is written whole again when the log has grown to a part of
-//! its size, when nothing is known of what the files hold, and by every plain
+//! large estate). The base is written whole again when the log has grown to a
+//! sixteenth of its size, when nothing is known of what the files hold, and by every plain
 //! [`cache::store`].
 //!
 //! The log names the base it follows (its size, time and inode as written); a log that
@@ -25,8 +25,9 @@ pub const LOG_FILE: &str = "fingerprints.log";
 const LOG_MAGIC: &str = "acompose-fingerprints-log 1";
 
 /// The log is folded into a new base once it is larger than this share of the base
-/// (and larger than [`LOG_FLOOR`]).
-const LOG_SHARE: u64 = 4;
+/// (and larger than [`LOG_FLOOR`]): every no-op check reads the whole log, so it stays
+/// a few hundred KiB (a skill edit's record is about 2 KB).
+const LOG_SHARE: u64 = 16;
 const LOG_FLOOR: u64 = 256 * 1024;
 
 /// What the cache files hold, as this process last read or wrote them: what the cache
