@@ -318,18 +318,21 @@ fn an_edit_to_one_skill_writes_its_bundle_its_store_entries_and_a_few_lines_of_c
         platform = now;
         before = after;
     }
-    // The next runs read the base and its log and find nothing to do (the first may
-    // record again what was racily fresh when the last edit was recorded).
-    let unchanged = acompose(temporary.path(), &arguments);
-    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
-    let before = file_states(&home);
-    let unchanged = acompose(temporary.path(), &arguments);
-    assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    // The next runs read the base and its log and find nothing to do. They write no
+    // output; the cache's log may take one more record of what was racily fresh when the
+    // edit was recorded (a store folder changed within two seconds of its save), and the
+    // cache's base is left as it was.
+    for _ in 0..2 {
+        let unchanged = acompose(temporary.path(), &arguments);
+        assert!(unchanged.stdout.contains("read 0, hashed 0, written 0"), "{}", unchanged.stdout);
+    }
     let after = file_states(&home);
     let moved: Vec<&PathBuf> =
         after.keys().chain(before.keys()).filter(|path| after.get(*path) != before.get(*path)).collect();
     assert!(
-        moved.iter().all(|path| path.ends_with(".acompose.lock")),
+        moved
+            .iter()
+            .all(|path| path.ends_with(".acompose.lock") || path.as_path() == Path::new("cache/fingerprints.log")),
         "a run with nothing to do writes nothing: {moved:#?}"
     );
     // What the base and its log say is what a fresh home converges to.
