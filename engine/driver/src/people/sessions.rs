@@ -9,7 +9,7 @@
 //! the lock was left by a launcher that died.
 
 use std::ffi::OsStr;
-use std::fs::{self, Metadata};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -130,16 +130,16 @@ fn read_folder(folder: &Path) -> Result<(Vec<SourceFile>, Vec<Diagnostic>), Stop
         } else if !metadata.is_file() {
             refused.push(finding::error("not-a-record", &relative, "only session record files belong here"));
         } else {
-            files.push(SourceFile::new(name, read_record_file(&path, &metadata)?));
+            files.push(SourceFile::new(name, read_record_file(&path)?));
         }
     }
     Ok((files, refused))
 }
 
 /// Reads at most `MAX_RECORD_BYTES + 1` bytes of a file found to be a regular file,
-/// refusing a swap between the inspection and the open.
-fn read_record_file(path: &Path, inspected: &Metadata) -> Result<Vec<u8>, Stop> {
-    super::storage::read_inspected(path, inspected, MAX_RECORD_BYTES).map_err(Stop::Io)
+/// refusing a swap for anything else between the inspection and the open.
+fn read_record_file(path: &Path) -> Result<Vec<u8>, Stop> {
+    super::storage::read_regular(path, MAX_RECORD_BYTES).map_err(Stop::Io)
 }
 
 /// Writes `record` into `folder` as a new file: false if the name is taken. Only bytes a
@@ -181,7 +181,7 @@ pub(crate) fn read_record(folder: &Path, id: &str) -> Result<Option<SessionRecor
     if metadata.file_type().is_symlink() {
         return Err(Stop::Findings(vec![finding::symlink_refused(&format!("{SESSIONS_DIRECTORY}/{name}"))]));
     }
-    let bytes = read_record_file(&path, &metadata)?;
+    let bytes = read_record_file(&path)?;
     check_record(&name, &bytes).map(Some).map_err(Stop::Findings)
 }
 

@@ -3,7 +3,7 @@
 //! every folder and file read or written here, before anything behind them is touched.
 //! Nothing here validates content; that is the engine's job.
 
-use std::fs::{self, File, Metadata};
+use std::fs::{self, File};
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ enum Entry {
     Missing,
     Symlink,
     Directory,
-    File(Metadata),
+    File,
     Other,
 }
 
@@ -52,7 +52,7 @@ fn entry(path: &Path) -> Result<Entry> {
     match fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => Ok(Entry::Symlink),
         Ok(metadata) if metadata.is_dir() => Ok(Entry::Directory),
-        Ok(metadata) if metadata.is_file() => Ok(Entry::File(metadata)),
+        Ok(metadata) if metadata.is_file() => Ok(Entry::File),
         Ok(_) => Ok(Entry::Other),
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Entry::Missing),
         Err(error) => Err(FileError::caused(path, format!("cannot inspect `{}`", path.display()), error)),
@@ -76,7 +76,7 @@ impl Workspace {
             Entry::Missing => {
                 Err(Stop::Io(FileError::new(root, format!("workspace `{}` does not exist", root.display()))))
             }
-            Entry::File(_) | Entry::Other => {
+            Entry::File | Entry::Other => {
                 Err(Stop::Io(FileError::new(root, format!("workspace `{}` is not a folder", root.display()))))
             }
         }
@@ -117,7 +117,7 @@ impl Workspace {
                 refused.push(finding::symlink_refused(relative));
                 Ok(false)
             }
-            Entry::File(_) | Entry::Other => Err(FileError::new(
+            Entry::File | Entry::Other => Err(FileError::new(
                 &self.path(relative),
                 format!("`{}` is not a folder", self.path(relative).display()),
             )),
@@ -128,7 +128,7 @@ impl Workspace {
     fn file(&self, relative: &str, refused: &mut Vec<Diagnostic>) -> Result<Option<Vec<u8>>> {
         let path = self.path(relative);
         match entry(&path)? {
-            Entry::File(metadata) => read_limited(&path, &metadata).map(Some),
+            Entry::File => read_limited(&path).map(Some),
             Entry::Missing => Ok(None),
             Entry::Symlink => {
                 refused.push(finding::symlink_refused(relative));
@@ -156,8 +156,8 @@ impl Workspace {
             let path = folder.join(&name);
             match entry(&path)? {
                 Entry::Symlink => refused.push(finding::symlink_refused(&relative_file)),
-                Entry::File(metadata) if name.ends_with(".json") => {
-                    files.push(SourceFile::new(name, read_limited(&path, &metadata)?));
+                Entry::File if name.ends_with(".json") => {
+                    files.push(SourceFile::new(name, read_limited(&path)?));
                 }
                 _ => {}
             }
@@ -312,19 +312,29 @@ fn workspace_label(root: &Path) -> String {
 }
 
 /// Reads a file the caller found to be a regular file, at most `MAX_FILE_BYTES + 1`
-/// bytes (enough for the engine to see it is too large). The opened file must be the
-/// one inspected, so a swap for a symlink in between is caught.
-pub fn read_limited(path: &Path, inspected: &Metadata) -> Result<Vec<u8>> {
-    read_inspected(path, inspected, MAX_FILE_BYTES)
+/// bytes (enough for the engine to see it is too large).
+pub fn read_limited(path: &Path) -> Result<Vec<u8>> {
+    read_regular(path, MAX_FILE_BYTES)
 }
 
-/// Reads the file at `path` that `inspected` describes, at most `max_bytes` + 1 bytes;
-/// the opened file must be the one inspected (People files and session records).
-pub(crate) fn read_inspected(path: &Path, inspected: &Metadata, max_bytes: usize) -> Result<Vec<u8>> {
-    let file = File::open(path).at(path, || format!("cannot open `{}`", path.display()))?;
+/// Reads the regular file at `path`, at most `max_bytes` + 1 bytes (People files and
+/// session records). The file is opened without following a symlink and must still be a
+/// regular file once open, so a swap for a symlink or a special file since the caller
+/// inspected it is refused; a file replaced by another regular file meanwhile (every
+/// write here renames a complete file into place) is read as it is now.
+pub(crate) fn read_regular(path: &Path, max_bytes: usize) -> Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(descriptor) => File::from(descriptor),
+        Err(rustix::io::Errno::LOOP) => return Err(changed(path)),
+        Err(error) => {
+            return Err(FileError::caused(path, format!("cannot open `{}`", path.display()), error.into()));
+        }
+    };
     let opened = file.metadata().at(path, || format!("cannot inspect `{}`", path.display()))?;
-    if !same_file(inspected, &opened) {
-        return Err(FileError::new(path, format!("`{}` changed while it was being read", path.display())));
+    if !opened.is_file() {
+        return Err(changed(path));
     }
     let mut bytes = Vec::new();
     let limit = u64::try_from(max_bytes.saturating_add(1)).unwrap_or(u64::MAX);
@@ -332,21 +342,14 @@ pub(crate) fn read_inspected(path: &Path, inspected: &Metadata, max_bytes: usize
     Ok(bytes)
 }
 
-#[cfg(unix)]
-fn same_file(left: &Metadata, right: &Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    left.dev() == right.dev() && left.ino() == right.ino() && right.is_file()
-}
-
-#[cfg(not(unix))]
-fn same_file(_left: &Metadata, right: &Metadata) -> bool {
-    right.is_file()
+fn changed(path: &Path) -> FileError {
+    FileError::new(path, format!("`{}` changed while it was being read", path.display()))
 }
 
 /// Reads a file named on the command line (a hire file, a recipe), refusing a symlink.
 pub fn read_input_file(path: &Path) -> Result<Vec<u8>, Stop> {
     match entry(path)? {
-        Entry::File(metadata) => Ok(read_limited(path, &metadata)?),
+        Entry::File => Ok(read_limited(path)?),
         Entry::Symlink => Err(Stop::Findings(vec![finding::symlink_refused(&input_label(path))])),
         Entry::Missing => Err(Stop::Io(FileError::new(path, format!("`{}` does not exist", path.display())))),
         Entry::Directory | Entry::Other => {
@@ -359,4 +362,37 @@ pub fn read_input_file(path: &Path) -> Result<Vec<u8>, Stop> {
 /// absolute path reaches the output.
 pub fn input_label(path: &Path) -> String {
     path.file_name().map_or_else(|| path.to_string_lossy().into_owned(), |name| name.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_replaced_by_a_rename_is_read_as_it_is_now_and_a_swap_for_a_link_is_refused() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let path = dir.path().join("ada.json");
+        fs::write(&path, b"first").expect("write");
+        // A writer renames a complete file over the one a reader inspected.
+        fs::write(dir.path().join(".next"), b"second").expect("write");
+        fs::rename(dir.path().join(".next"), &path).expect("rename");
+        assert_eq!(read_regular(&path, 64).expect("read"), b"second");
+        // Anything but a regular file in its place is refused, unread.
+        fs::remove_file(&path).expect("remove");
+        std::os::unix::fs::symlink(dir.path().join(".elsewhere"), &path).expect("link");
+        fs::write(dir.path().join(".elsewhere"), b"secret").expect("write");
+        let refused = read_regular(&path, 64).expect_err("a link is refused");
+        assert!(refused.to_string().contains("changed while it was being read"), "{refused}");
+        fs::remove_file(&path).expect("remove");
+        fs::create_dir(&path).expect("folder");
+        assert!(read_regular(&path, 64).is_err(), "a folder is refused");
+    }
+
+    #[test]
+    fn a_file_is_read_to_one_byte_past_its_limit() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let path = dir.path().join("big.json");
+        fs::write(&path, vec![b'x'; 100]).expect("write");
+        assert_eq!(read_regular(&path, 10).expect("read").len(), 11);
+    }
 }

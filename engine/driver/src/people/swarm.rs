@@ -191,7 +191,7 @@ pub fn list_runs(workspace: &Workspace) -> Result<Vec<RunRecord>, Stop> {
         if !metadata.is_file() || name.starts_with('.') {
             continue;
         }
-        let bytes = super::storage::read_inspected(&path, &metadata, swarm::MAX_RUN_BYTES).map_err(Stop::Io)?;
+        let bytes = super::storage::read_regular(&path, swarm::MAX_RUN_BYTES).map_err(Stop::Io)?;
         runs.extend(swarm::check_run(&name, &bytes));
     }
     runs.sort_by(|left, right| right.started_at.cmp(&left.started_at).then_with(|| right.id.cmp(&left.id)));
