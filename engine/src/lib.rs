@@ -24,6 +24,7 @@ pub mod instruction_block;
 pub mod limits;
 pub mod mcp;
 pub mod overlay;
+pub mod parts;
 
 pub mod person;
 pub mod portable;

@@ -35,6 +35,7 @@ mod no_panic;
 mod one_role_per_tree;
 mod one_run;
 mod overlays;
+mod parted;
 mod people;
 mod people_roles;
 mod registry;

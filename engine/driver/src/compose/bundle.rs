@@ -16,6 +16,7 @@ use acompose_engine::trace::{self, Trace};
 use rayon::prelude::*;
 
 use crate::compose::load::error_kind;
+use crate::compose::parted::{self, OwnFile, OwnRead};
 use crate::compose::store::{Store, Written, relative_path, slice_of_link_resolving};
 use crate::error::HostError;
 use acompose_engine::bundle::{BundleJsonError, read_bundle_json};
@@ -89,8 +90,11 @@ fn check_against(
             };
             let trace = (TraceFile::PATH, bundle.trace.length);
             let mismatch = expected.into_par_iter().chain([trace]).find_any(|(path, length)| {
-                std::fs::symlink_metadata(directory.join(path))
-                    .map_or(true, |metadata| !metadata.is_file() || metadata.len() != *length)
+                // What was written is checked whatever its size: the readers' limits are
+                // theirs to apply.
+                let unbounded = limits::Limit { bytes: usize::MAX, ..parted::own_limit(path) };
+                !OwnFile::locate(directory, path, unbounded)
+                    .is_ok_and(|file| file.is_some_and(|file| file.looks_intact(*length)))
             });
             match mismatch {
                 Some((path, _)) => Err(format!("{path}: missing or of another size")),
@@ -308,24 +312,67 @@ fn bundle_links(
         .collect())
 }
 
+/// Where a bundle staged beside a store keeps its large own files: the store, and the
+/// store's path relative to the bundle's folder (which the staging folder shares).
+type Parting<'a> = Option<(&'a Store, String)>;
+
+/// The store's path as a bundle of `out` reaches it, when a list can name it (`/`-separated
+/// text); `None` keeps every file whole.
+fn parting<'a>(out: &Path, id: &str, store: &'a Store) -> Result<Parting<'a>, String> {
+    let folder = out
+        .canonicalize()
+        .map_err(|error| format!("cannot resolve `{}`: {}", out.display(), error_kind(&error)))?
+        .join(id);
+    store.create()?;
+    let relative = relative_path(&folder, &store.canonical()?);
+    let parts: Option<Vec<&str>> = relative.components().map(|component| component.as_os_str().to_str()).collect();
+    Ok(parts.map(|parts| (store, parts.join("/"))))
+}
+
+/// Writes one own file into the staging folder: as parts in the store when it is large
+/// and a store is at hand, else whole. Returns how many files and entries it wrote.
+fn write_own(staging: &Path, relative: &str, bytes: &[u8], parting: &Parting<'_>) -> Result<usize, String> {
+    if let Some((store, store_relative)) = parting
+        && acompose_engine::parts::is_parted(relative, bytes.len())
+        && let Some(written) = parted::write_parted(store, store_relative, staging, relative, bytes)?
+    {
+        return Ok(written);
+    }
+    let path = staging.join(relative);
+    std::fs::write(&path, bytes)
+        .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))?;
+    Ok(1)
+}
+
 /// Writes the bundle's `trace.json` into the staging folder, serialized as it is written
-/// (the trace is kept as its record until now).
-fn write_trace(staging: &Path, bundle: &Bundle) -> Result<(), String> {
+/// (the trace is kept as its record until now); a large one beside a store is serialized
+/// into memory first and kept as parts.
+fn write_trace(staging: &Path, bundle: &Bundle, parting: &Parting<'_>) -> Result<usize, String> {
     use std::io::Write as _;
     let path = staging.join(TraceFile::PATH);
     let failed = |error: std::io::Error| format!("cannot write `{}`: {}", path.display(), error_kind(&error));
+    let large = usize::try_from(bundle.trace.length).unwrap_or(usize::MAX);
+    if parting.is_some() && acompose_engine::parts::is_parted(TraceFile::PATH, large) {
+        let mut bytes = Vec::with_capacity(large);
+        bundle.trace.write_to(&mut bytes).map_err(failed)?;
+        return write_own(staging, TraceFile::PATH, &bytes, parting);
+    }
     let file = std::fs::File::create(&path).map_err(failed)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-    bundle.trace.write_to(&mut out).and_then(|()| out.flush()).map_err(failed)
+    bundle.trace.write_to(&mut out).and_then(|()| out.flush()).map_err(failed)?;
+    Ok(1)
 }
 
-/// Writes a staging folder: its folders, its files in parallel, then its links.
+/// Writes a staging folder: its folders, its files in parallel (the large ones as parts
+/// when `parting` names a store), then its links. Returns how many files, entries and
+/// links it wrote.
 fn write_staging(
     staging: &Path,
     files: &[&acompose_engine::OutputFile],
     sourced: &[SourcedFile],
     links: &[(PathBuf, PathBuf)],
-) -> Result<(), String> {
+    parting: &Parting<'_>,
+) -> Result<usize, String> {
     let mut folders: Vec<PathBuf> = files
         .iter()
         .map(|file| staging.join(&file.path))
@@ -339,11 +386,10 @@ fn write_staging(
         std::fs::create_dir_all(folder)
             .map_err(|error| format!("cannot create `{}`: {}", folder.display(), error_kind(&error)))?;
     }
-    files.par_iter().try_for_each(|file| {
-        let path = staging.join(&file.path);
-        std::fs::write(&path, &file.bytes)
-            .map_err(|error| format!("cannot write `{}`: {}", path.display(), error_kind(&error)))
-    })?;
+    let written = files
+        .par_iter()
+        .map(|file| write_own(staging, &file.path, &file.bytes, parting))
+        .try_reduce(|| 0, |a, b| Ok(a + b))?;
     sourced.par_iter().try_for_each(|file| {
         let path = staging.join(&file.path);
         let bytes = crate::compose::store::body_bytes(TreeBody::Source(&file.source))?;
@@ -355,7 +401,7 @@ fn write_staging(
         std::os::unix::fs::symlink(link_target, &path)
             .map_err(|error| format!("cannot link `{}`: {}", path.display(), error_kind(&error)))?;
     }
-    Ok(())
+    Ok(written + sourced.len() + links.len())
 }
 
 fn stage_verify_rename(
@@ -371,7 +417,7 @@ fn stage_verify_rename(
         Placement::Standalone => None,
     };
     if std::fs::symlink_metadata(&target).is_ok() {
-        if store.is_none() && !crate::compose::store::linked_slices(&target).is_empty() {
+        if store.is_none() && !parted::linked_entries(&target).is_empty() {
             return Err(format!(
                 "bundle `{}` exists with its skills linked into a store; remove it to compose a standalone copy",
                 target.display()
@@ -395,39 +441,42 @@ fn stage_verify_rename(
     // beside the store entries, and those beside the bundle's links and other files (a
     // link may be made before its entry: nothing is checked until both are done).
     let layout = store.map(|_| layout(&bundle.files, &bundle.sourced));
+    // The store folder exists before anything is staged: links and lists name it.
+    let parting = match store {
+        Some(store) => parting(out, &bundle.id, store)?,
+        None => None,
+    };
     let (traced, stored) = match std::fs::create_dir(&staging) {
         Ok(()) => rayon::join(
-            || write_trace(&staging, bundle),
+            || write_trace(&staging, bundle, &parting),
             || match store.zip(layout.as_ref()) {
                 Some((store, layout)) => {
-                    // The links are resolved against the store folder, so it exists first.
-                    store.create()?;
                     let (entries, staged) = rayon::join(
                         || write_store_entries(store, layout),
                         || {
                             let links = bundle_links(out, &bundle.id, store, layout)?;
-                            write_staging(&staging, &layout.own, &[], &links)?;
-                            Ok::<_, String>(layout.own.len() + links.len())
+                            write_staging(&staging, &layout.own, &[], &links, &parting)
                         },
                     );
                     let (entries, fresh) = entries?;
-                    Ok((entries + staged? + 1, fresh))
+                    Ok((entries + staged?, fresh))
                 }
                 None => {
                     let files: Vec<&acompose_engine::OutputFile> = bundle.files.iter().collect();
-                    write_staging(&staging, &files, &bundle.sourced, &[])?;
-                    Ok((files.len() + bundle.sourced.len() + 1, FreshTrees::new()))
+                    Ok((write_staging(&staging, &files, &bundle.sourced, &[], &None)?, FreshTrees::new()))
                 }
             },
         ),
-        Err(error) => (Ok(()), Err(format!("cannot create `{}`: {}", staging.display(), error_kind(&error)))),
+        Err(error) => (Ok(0), Err(format!("cannot create `{}`: {}", staging.display(), error_kind(&error)))),
     };
-    let staged = traced.and(stored).and_then(|(written, fresh)| {
-        check_against(&staging, bundle, store.zip(layout.as_ref()), verification, false, &fresh)
-            .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
-        before_rename()?;
-        Ok(written)
-    });
+    let staged = traced.and_then(|traced| stored.map(|(written, fresh)| (written + traced, fresh))).and_then(
+        |(written, fresh)| {
+            check_against(&staging, bundle, store.zip(layout.as_ref()), verification, false, &fresh)
+                .map_err(|problem| format!("the staged bundle failed verification: {problem}"))?;
+            before_rename()?;
+            Ok(written)
+        },
+    );
     let written = match staged {
         Ok(staged) => staged,
         Err(error) => {
@@ -481,41 +530,28 @@ fn own_limit(relative: &str) -> Option<limits::Limit> {
     }
 }
 
-/// Reads a bundle's own file (not in the store) whole, within its size limit.
-fn read_own(path: &Path, relative: &str) -> std::io::Result<Result<Vec<u8>, acompose_engine::Diagnostic>> {
+/// Reads a bundle's own file (whole, or through its parts) within its size limit.
+fn read_own(file: &OwnFile, relative: &str) -> OwnRead<Vec<u8>> {
     match own_limit(relative) {
-        Some(limit) => crate::compose::load::read_limited(path, relative, limit),
-        None => std::fs::read(path).map(Ok),
+        Some(limit) => file.read(relative, limit),
+        None => std::fs::read(file.path()).map(Ok).map_err(|error| cannot_read(file.path(), &error)),
     }
 }
 
 /// The size and digest of a bundle's own file, hashed as it is read (the staged
 /// `trace.json` is the largest file a composition writes: it is never held whole), within
 /// its size limit as [`read_own`] checks it.
-fn facts_of_own(path: &Path, relative: &str) -> std::io::Result<Result<FileFacts, acompose_engine::Diagnostic>> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
-    let limit = own_limit(relative);
-    if let Some(limit) = limit {
-        let length = file.metadata()?.len();
-        if let Some(too_large) = limit.check(usize::try_from(length).unwrap_or(usize::MAX), relative) {
-            return Ok(Err(too_large));
-        }
-    }
-    let mut hasher = blake3::Hasher::new();
-    let most = limit.map_or(u64::MAX, |limit| limit.bytes as u64 + 1);
-    let length = std::io::copy(&mut file.take(most), &mut hasher)?;
-    if let Some(too_large) =
-        limit.and_then(|limit| limit.check(usize::try_from(length).unwrap_or(usize::MAX), relative))
-    {
-        return Ok(Err(too_large));
-    }
-    Ok(Ok(FileFacts { bytes: length, digest: format!("blake3:{}", hasher.finalize().to_hex()) }))
+fn facts_of_own(file: &OwnFile, relative: &str) -> OwnRead<FileFacts> {
+    file.facts(relative, own_limit(relative))
 }
 
-/// What [`read_all`] does with a bundle's own file: its path on disk and in the bundle to
-/// what is kept of it, or the size limit it is over.
-type KeepOwn<'a, T> = dyn Fn(&Path, &str) -> std::io::Result<Result<T, acompose_engine::Diagnostic>> + 'a;
+fn cannot_read(path: &Path, error: &std::io::Error) -> String {
+    format!("cannot read `{}`: {}", path.display(), error_kind(error))
+}
+
+/// What [`read_all`] does with a bundle's own file: the file (whole or parted) and its
+/// path in the bundle to what is kept of it, or the size limit it is over.
+type KeepOwn<'a, T> = dyn Fn(&OwnFile, &str) -> OwnRead<T> + 'a;
 
 /// [`read_bundle`] that keeps what it could read beside the problems, so that
 /// verification can name the files a damaged store entry changed; `keep` turns each
@@ -587,13 +623,26 @@ fn read_all<T>(
                 Some(Ok(None)) | None => problems.push(format!("{relative}: is a symbolic link")),
             }
         } else if entry.file_type().is_file() {
+            // A list of parts stands for the file it names (whose parts are in the store).
+            let (file, relative) = match acompose_engine::parts::listed_file(&relative) {
+                Some(listed) => match OwnFile::of_list(directory, entry.path(), parted::own_limit(listed)) {
+                    Ok(file) => (file, listed.to_owned()),
+                    Err(problem) => {
+                        problems.push(format!("{relative}: {problem}"));
+                        continue;
+                    }
+                },
+                None => (OwnFile::Whole(entry.path().to_path_buf()), relative),
+            };
             // The manifest and the trace have size limits: checked before they are read.
-            match own(entry.path(), &relative) {
+            match own(&file, &relative) {
                 Ok(Ok(kept)) => {
-                    files.insert(relative, kept);
+                    if files.insert(relative.clone(), kept).is_some() {
+                        problems.push(format!("{relative}: is there both whole and as parts"));
+                    }
                 }
                 Ok(Err(too_large)) => problems.push(format!("{relative}: {}", too_large.message)),
-                Err(error) => problems.push(format!("{relative}: {}", error_kind(&error))),
+                Err(problem) => problems.push(format!("{relative}: {problem}")),
             }
         } else if !entry.file_type().is_dir() {
             problems.push(format!("{relative}: is not a regular file"));
@@ -629,7 +678,7 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
         (facts, whole)
     };
     let own =
-        |path: &Path, relative: &str| read_own(path, relative).map(|read| read.map(|bytes| keep(relative, bytes)));
+        |file: &OwnFile, relative: &str| read_own(file, relative).map(|read| read.map(|bytes| keep(relative, bytes)));
     let (mut read, mut problems, _) = read_all(directory, &keep, &own, &FreshTrees::new())?;
     let mut take = |path: &str| read.get_mut(path).and_then(|(_, whole)| whole.take());
     let (manifest, trace, index) =
@@ -649,20 +698,14 @@ pub fn verify_directory_named(directory: &Path, id: &str) -> Result<Verified, Ve
 
 fn read_json<T: serde::de::DeserializeOwned>(bundle: &Path, name: &str) -> Result<T, String> {
     let path = bundle.join(name);
-    match std::fs::symlink_metadata(&path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => {
-            return Err(format!("`{}` is a symbolic link", path.display()));
-        }
-        Ok(metadata) if !metadata.is_file() => return Err(format!("`{}` is not a file", path.display())),
-        Ok(_) => {}
-        Err(error) => {
-            return Err(format!("bundle `{}` has no readable `{name}`: {}", bundle.display(), error_kind(&error)));
-        }
-    }
     let limit = if name == "trace.json" { limits::BUNDLE_TRACE } else { limits::BUNDLE_MANIFEST };
+    let file = match OwnFile::locate(bundle, name, limit)? {
+        Some(file) => file,
+        None => return Err(format!("bundle `{}` has no readable `{name}`: not found", bundle.display())),
+    };
     let label = path.display().to_string();
-    let bytes = crate::compose::load::read_limited(&path, &label, limit)
-        .map_err(|error| format!("cannot read `{}`: {}", path.display(), error_kind(&error)))?
+    let bytes = file
+        .read(&label, limit)?
         .map_err(|too_large| format!("`{label}`: {} [{}]", too_large.message, too_large.code))?;
     read_bundle_json(name, &bytes, &label).map_err(|error| match error {
         BundleJsonError::TooLarge(too_large) => format!("`{label}`: {} [{}]", too_large.message, too_large.code),

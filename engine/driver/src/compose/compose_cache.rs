@@ -9,7 +9,6 @@ use std::path::Path;
 use acompose_engine::store::is_slice_name;
 
 use crate::compose::load::Observations;
-use crate::compose::store::linked_slices;
 use crate::home::Home;
 use crate::home::cache::{self, Cache, CheckCounters, StoreRecord};
 use crate::home::observe::Stat;
@@ -78,7 +77,7 @@ pub fn lookup(home: &Home, projects: &Path, key: &str) -> Option<Warm> {
 fn store_records(bundle: &Path) -> Vec<StoreRecord> {
     let mut records: Vec<StoreRecord> = Vec::new();
     let mut trees = std::collections::BTreeSet::new();
-    for (store, slice) in linked_slices(bundle) {
+    for (store, slice) in crate::compose::parted::linked_entries(bundle) {
         let index = match records.iter().position(|record| record.folder == store.root()) {
             Some(index) => index,
             None => match std::fs::symlink_metadata(store.root()) {

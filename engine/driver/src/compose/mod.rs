@@ -16,6 +16,7 @@ pub mod export;
 pub mod load;
 pub mod mcp_inventory;
 pub mod overlays;
+pub mod parted;
 pub mod placement;
 pub mod registry;
 pub mod request;

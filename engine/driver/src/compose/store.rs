@@ -13,8 +13,15 @@ use acompose_engine::store::{
     slice_key, tree_key,
 };
 
+use acompose_engine::parts::{Part, is_part_name};
+
 use crate::compose::load::error_kind;
 use crate::home::Home;
+
+/// Whether a name in a store folder is an entry's: a tree, a slice or a part.
+pub fn is_entry_name(name: &str) -> bool {
+    is_tree_key(name) || is_slice_name(name) || is_part_name(name)
+}
 
 pub use crate::home::STORE_DIR;
 /// The store folder beside bundles composed outside the home.
@@ -133,8 +140,12 @@ fn make_writable(path: &Path) {
     }
 }
 
-/// Removes a store entry or a staging folder, read-only folders included.
+/// Removes a store entry or a staging folder, read-only folders included (a part is a
+/// single file).
 fn remove_entry(path: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|metadata| !metadata.is_dir()) {
+        return std::fs::remove_file(path);
+    }
     make_writable(path);
     std::fs::remove_dir_all(path)
 }
@@ -466,6 +477,35 @@ impl Store {
         self.publish(&staging, &tree.key)
     }
 
+    /// Writes one part of a bundle's parted file unless it is there at its size (a part
+    /// found at another size is damaged: it is written again over it). The part is
+    /// created read-only in the thread's staging folder and renamed to its name; another
+    /// writer's rename over it puts the same bytes there.
+    pub fn put_part(&self, part: &Part, bytes: &[u8]) -> Result<Written, String> {
+        let name = part.entry_name();
+        let target = self.root.join(&name);
+        if std::fs::symlink_metadata(&target).is_ok_and(|metadata| metadata.is_file() && metadata.len() == part.length)
+        {
+            return Ok(Written::Present);
+        }
+        if !part.holds(bytes) {
+            return Err(format!("the store entry `{name}` failed verification before it was staged"));
+        }
+        let staging = self.make_staging(&name)?;
+        let file = staging.join("part");
+        let staged = write_read_only(&file, bytes).map_err(|error| cannot("write", &file, &error));
+        let moved =
+            staged.and_then(|()| std::fs::rename(&file, &target).map_err(|error| cannot("move", &file, &error)));
+        let _ = remove_entry(&staging);
+        moved.map(|()| Written::New)
+    }
+
+    /// Whether a part is in place at its size (a glance: one stat).
+    pub fn part_looks_intact(&self, part: &Part) -> bool {
+        std::fs::symlink_metadata(self.root.join(part.entry_name()))
+            .is_ok_and(|metadata| metadata.is_file() && metadata.len() == part.length)
+    }
+
     /// The names in the store folder (entries, and anything else there), listed once.
     pub fn names(&self) -> std::collections::HashSet<String> {
         std::fs::read_dir(&self.root)
@@ -621,9 +661,9 @@ impl Store {
         (files, problems, skipped)
     }
 
-    /// Removes one entry (a tree or a slice) by name.
+    /// Removes one entry (a tree, a slice or a part) by name.
     pub fn remove(&self, name: &str) -> std::io::Result<()> {
-        if !(is_tree_key(name) || is_slice_name(name)) {
+        if !is_entry_name(name) {
             return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
         }
         remove_entry(&self.root.join(name))
@@ -640,14 +680,14 @@ impl Store {
             .count()
     }
 
-    /// Entry names in the store (trees and slices), and staging folders left behind.
+    /// Entry names in the store (trees, slices and parts), and staging folders left behind.
     fn listing(&self) -> (BTreeSet<String>, Vec<String>) {
         let mut entries = BTreeSet::new();
         let mut staging = Vec::new();
         if let Ok(read) = std::fs::read_dir(&self.root) {
             for entry in read.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if is_tree_key(&name) || is_slice_name(&name) {
+                if is_entry_name(&name) {
                     entries.insert(name);
                 } else if name.starts_with(STAGING_PREFIX) {
                     staging.push(name);
@@ -662,7 +702,9 @@ impl Store {
         let mut reached = BTreeSet::new();
         for slice in slices {
             reached.insert(slice.clone());
-            if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
+            if is_slice_name(slice)
+                && let Ok(links) = self.read_slice_links(&self.root.join(slice))
+            {
                 reached.extend(links.into_iter().map(|(_, key)| key));
             }
         }
@@ -678,6 +720,7 @@ impl Store {
             reached.insert(slice.clone());
             match remembered_slice(slice) {
                 Some(keys) => reached.extend(keys),
+                None if !is_slice_name(slice) => {}
                 None => {
                     if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
                         reached.extend(links.into_iter().map(|(_, key)| key));

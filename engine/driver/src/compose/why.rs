@@ -13,6 +13,7 @@ use acompose_engine::limits;
 use acompose_engine::trace_index::{self, IndexProblem, Listed, Looked, ReadIndex, TraceIndex};
 
 use crate::compose::load::error_kind;
+use crate::compose::parted::OwnFile;
 use crate::error::HostError;
 
 /// Why `--why` gave no answer.
@@ -39,16 +40,9 @@ pub fn why(bundle: &Path, item: &str) -> Result<Why, WhyFailure> {
         Ok(ReadIndex::OtherVersion) => return whole_trace(bundle, item),
         Err(problem) => return Err(bundle_error(problem_message(bundle, &problem))),
     };
-    let trace_path = bundle.join(acompose_engine::bundle::TraceFile::PATH);
-    let trace = open_trace(bundle, &trace_path, index.trace_length()).map_err(bundle_error)?;
+    let trace = open_trace(bundle, index.trace_length()).map_err(bundle_error)?;
     let (kind, name) = describe::why_item(item).map_err(WhyFailure::Item)?;
-    let mut read = |range: std::ops::Range<u64>| {
-        let mut bytes = vec![0; usize::try_from(range.end - range.start).unwrap_or(0)];
-        trace
-            .read_exact_at(&mut bytes, range.start)
-            .map(|()| bytes)
-            .map_err(|error| format!("cannot be read: {}", error_kind(&error)))
-    };
+    let mut read = |range: std::ops::Range<u64>| trace.read_at(range);
     match trace_index::look_up(&index, item, &mut read) {
         Ok(Looked::Found { decisions, providers }) => Ok(describe::why_answer(item, decisions, &providers)),
         Ok(Looked::NotFound { subjects }) => {
@@ -91,11 +85,11 @@ fn listed_index(bundle: &Path) -> Option<Listed> {
 fn read_index(bundle: &Path, listed: &Listed) -> Result<Vec<u8>, String> {
     let index_path = bundle.join(trace_index::PATH);
     let label = index_path.display().to_string();
-    if regular_file(&index_path)?.is_none() {
+    let Some(file) = OwnFile::locate(bundle, trace_index::PATH, limits::BUNDLE_TRACE_INDEX)? else {
         return Err(format!("`{label}` is listed in the manifest but missing"));
-    }
-    let text = crate::compose::load::read_limited(&index_path, &label, limits::BUNDLE_TRACE_INDEX)
-        .map_err(|error| format!("cannot read `{label}`: {}", error_kind(&error)))?
+    };
+    let text = file
+        .read(&label, limits::BUNDLE_TRACE_INDEX)?
         .map_err(|too_large| format!("`{label}`: {} [{}]", too_large.message, too_large.code))?;
     let facts = FileFacts::of(&text);
     if (facts.bytes, &facts.digest) != (listed.bytes, &listed.digest) {
@@ -106,15 +100,14 @@ fn read_index(bundle: &Path, listed: &Listed) -> Result<Vec<u8>, String> {
     Ok(text)
 }
 
-/// `trace.json`, opened, when it is the size its index records.
-fn open_trace(bundle: &Path, trace_path: &Path, recorded: u64) -> Result<std::fs::File, String> {
+/// `trace.json` (whole or as parts), when it is the size its index records.
+fn open_trace(bundle: &Path, recorded: u64) -> Result<OwnFile, String> {
+    let trace_path = bundle.join(acompose_engine::bundle::TraceFile::PATH);
     let shown = trace_path.display();
-    if regular_file(trace_path)?.is_none() {
+    let Some(trace) = OwnFile::locate(bundle, acompose_engine::bundle::TraceFile::PATH, limits::BUNDLE_TRACE)? else {
         return Err(format!("bundle `{}` has no readable `trace.json`: not found", bundle.display()));
-    }
-    let failed = |error: std::io::Error| format!("cannot read `{shown}`: {}", error_kind(&error));
-    let trace = std::fs::File::open(trace_path).map_err(failed)?;
-    let length = trace.metadata().map_err(failed)?.len();
+    };
+    let length = trace.length()?;
     if length != recorded {
         return Err(format!(
             "`{shown}` is {length} bytes, and its index records {recorded}; it was changed after the bundle was written"

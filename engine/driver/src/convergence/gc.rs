@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::compose::store::{STORE_DIR, Store, linked_slices};
+use crate::compose::parted::linked_entries;
+use crate::compose::store::{STORE_DIR, Store};
 use crate::error::HostError;
 use crate::home::Home;
 use crate::home::transaction::{self, Hooks, NoFaults, Step};
@@ -56,14 +57,14 @@ pub fn bundles_of_home(home: &Home) -> Vec<PathBuf> {
     bundles
 }
 
-/// The store entries (slices and the trees they link) the bundles of `home` reach in the
-/// home's store.
+/// The store entries (slices and the trees they link, and the parts of parted files) the
+/// bundles of `home` reach in the home's store.
 pub fn referenced(home: &Home, store: &Store) -> BTreeSet<String> {
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
     let mut slices = BTreeSet::new();
     // Bundles pinned projections show count as the home's, wherever they are.
     for bundle in bundles_of_home(home).into_iter().chain(crate::delivery::projections::pinned_bundles(home)) {
-        for (linked_store, name) in linked_slices(&bundle) {
+        for (linked_store, name) in linked_entries(&bundle) {
             if linked_store.canonical().is_ok_and(|linked| linked == root) {
                 slices.insert(name);
             }
@@ -78,7 +79,7 @@ pub fn reached_by(home: &Home, bundles: &[PathBuf]) -> BTreeSet<String> {
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
     let slices: BTreeSet<String> = bundles
         .iter()
-        .flat_map(|bundle| linked_slices(bundle))
+        .flat_map(|bundle| linked_entries(bundle))
         .filter(|(linked, _)| linked.canonical().is_ok_and(|linked| linked == root))
         .map(|(_, name)| name)
         .collect();

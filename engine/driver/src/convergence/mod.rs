@@ -173,17 +173,19 @@ fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> FastPath 
 }
 
 /// The home's store as the fingerprints record it: its folder, and the folders of every
-/// store tree the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
+/// store tree and part the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
 /// when there is no store.
 fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
     let store = crate::compose::store::Store::of_home(home);
     let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
-    let slices: std::collections::BTreeSet<String> = ids
+    let named: std::collections::BTreeSet<String> = ids
         .iter()
-        .flat_map(|id| crate::compose::store::linked_slices(&bundles.join(id)))
+        .flat_map(|id| crate::compose::parted::linked_entries(&bundles.join(id)))
         .map(|(_, name)| name)
         .collect();
-    let trees: Vec<String> = store.reachable_known(&slices).into_iter().filter(|name| !slices.contains(name)).collect();
+    // The trees the slices reach, and the parts the lists name: entries a bundle reads.
+    let trees: Vec<String> =
+        store.reachable_known(&named).into_iter().filter(|name| !acompose_engine::store::is_slice_name(name)).collect();
     let per_tree: Vec<Vec<(PathBuf, Stat)>> = trees
         .par_iter()
         .map(|key| {

@@ -792,6 +792,11 @@ pub fn entry_stat(entry: &Path, into: &mut Vec<(PathBuf, Stat)>) {
             return;
         }
         Ok(metadata) if metadata.is_dir() => {}
+        // A part of a parted file: the entry is the file.
+        Ok(metadata) if metadata.is_file() => {
+            into.push((entry.to_path_buf(), Stat::of(&metadata)));
+            return;
+        }
         _ => return,
     }
     for folder in walkdir::WalkDir::new(entry).follow_links(false).into_iter().flatten() {

@@ -1,0 +1,284 @@
+//! A bundle's own files as they are on disk: whole in the bundle's folder, or kept as
+//! parts in the content store with a list in the folder (`trace.json.parts`, see
+//! [`acompose_engine::parts`]). Every reader of `trace.json` and `trace.index` finds them
+//! here, so the two forms read alike; the writer is [`write_parted`].
+
+use std::io::Read as _;
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+
+use acompose_engine::Diagnostic;
+use acompose_engine::bundle::FileFacts;
+use acompose_engine::limits::Limit;
+use acompose_engine::parts::{LIST_LIMIT, PARTED, Part, PartList, SUFFIX};
+
+use crate::compose::load::error_kind;
+use crate::compose::store::{Store, Written};
+
+/// One own file of a bundle.
+#[derive(Debug, Clone)]
+pub enum OwnFile {
+    /// The file itself, in the bundle's folder.
+    Whole(PathBuf),
+    /// A list in the bundle's folder naming the file's parts in a store.
+    Parted(Parted),
+}
+
+/// A file kept as parts: the list's path, the store it names (resolved from the bundle's
+/// folder) and the parts in order.
+#[derive(Debug, Clone)]
+pub struct Parted {
+    pub list: PathBuf,
+    pub store: PathBuf,
+    pub parts: Vec<Part>,
+}
+
+/// What reading an own file gave: its bytes (or facts), or the size limit it is over; the
+/// outer error is a message naming what could not be read.
+pub type OwnRead<T> = Result<Result<T, Diagnostic>, String>;
+
+/// `Some` for a regular file, `None` for nothing there; a link or anything else is an
+/// error naming the path.
+fn regular(path: &Path) -> Result<Option<u64>, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => Err(format!("`{}` is a symbolic link", path.display())),
+        Ok(metadata) if metadata.is_file() => Ok(Some(metadata.len())),
+        Ok(_) => Err(format!("`{}` is not a file", path.display())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(format!("cannot read `{}`: {}", path.display(), error_kind(&error))),
+    }
+}
+
+fn cannot(what: &str, path: &Path, error: &std::io::Error) -> String {
+    format!("cannot {what} `{}`: {}", path.display(), error_kind(error))
+}
+
+impl OwnFile {
+    /// The own file `relative` of the bundle in `bundle`: whole, as parts, or `None` when
+    /// neither is there. `limit` bounds the file a list may make.
+    pub fn locate(bundle: &Path, relative: &str, limit: Limit) -> Result<Option<OwnFile>, String> {
+        let whole = bundle.join(relative);
+        if regular(&whole)?.is_some() {
+            return Ok(Some(OwnFile::Whole(whole)));
+        }
+        if !PARTED.contains(&relative) {
+            return Ok(None);
+        }
+        let list = bundle.join(format!("{relative}{SUFFIX}"));
+        match regular(&list)? {
+            Some(_) => OwnFile::of_list(bundle, &list, limit).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The file a list at `list` in the bundle folder `bundle` stands for.
+    pub fn of_list(bundle: &Path, list: &Path, limit: Limit) -> Result<OwnFile, String> {
+        let file = std::fs::File::open(list).map_err(|error| cannot("read", list, &error))?;
+        let mut text = Vec::new();
+        file.take(LIST_LIMIT as u64 + 1).read_to_end(&mut text).map_err(|error| cannot("read", list, &error))?;
+        let parsed =
+            PartList::parse(&text, limit.bytes as u64).map_err(|problem| format!("`{}` {problem}", list.display()))?;
+        let store = parsed.store.split('/').fold(bundle.to_path_buf(), |path, part| path.join(part));
+        Ok(OwnFile::Parted(Parted { list: list.to_path_buf(), store, parts: parsed.parts }))
+    }
+
+    /// The path a problem names: the file, or its list.
+    pub fn path(&self) -> &Path {
+        match self {
+            OwnFile::Whole(path) => path,
+            OwnFile::Parted(parted) => &parted.list,
+        }
+    }
+
+    /// The file's size (a list's parts are not looked at).
+    pub fn length(&self) -> Result<u64, String> {
+        match self {
+            OwnFile::Whole(path) => std::fs::symlink_metadata(path)
+                .map(|metadata| metadata.len())
+                .map_err(|error| cannot("read", path, &error)),
+            OwnFile::Parted(parted) => Ok(parted.parts.iter().map(|part| part.length).sum()),
+        }
+    }
+
+    /// Whether the file is whole, or its parts are in the store at their sizes (a glance:
+    /// one stat a part), and `length` bytes long.
+    pub fn looks_intact(&self, length: u64) -> bool {
+        match self {
+            OwnFile::Whole(path) => std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.len() == length),
+            OwnFile::Parted(parted) => {
+                let store = Store::at(parted.store.clone());
+                self.length().is_ok_and(|total| total == length)
+                    && parted.parts.iter().all(|part| store.part_looks_intact(part))
+            }
+        }
+    }
+
+    /// The file's bytes, within `limit`; each part is checked against its name.
+    pub fn read(&self, label: &str, limit: Limit) -> OwnRead<Vec<u8>> {
+        match self {
+            OwnFile::Whole(path) => {
+                crate::compose::load::read_limited(path, label, limit).map_err(|error| cannot("read", path, &error))
+            }
+            OwnFile::Parted(parted) => {
+                if let Some(too_large) = limit.check(usize::try_from(self.length()?).unwrap_or(usize::MAX), label) {
+                    return Ok(Err(too_large));
+                }
+                let mut bytes = Vec::new();
+                parted.each_part(&mut |part| bytes.extend_from_slice(part))?;
+                Ok(Ok(bytes))
+            }
+        }
+    }
+
+    /// The file's size and digest, hashed as it is read (never held whole), within
+    /// `limit`; each part is checked against its name.
+    pub fn facts(&self, label: &str, limit: Option<Limit>) -> OwnRead<FileFacts> {
+        let over =
+            |length: u64| limit.and_then(|limit| limit.check(usize::try_from(length).unwrap_or(usize::MAX), label));
+        if let Some(too_large) = over(self.length()?) {
+            return Ok(Err(too_large));
+        }
+        let mut hasher = blake3::Hasher::new();
+        let length = match self {
+            OwnFile::Whole(path) => {
+                let file = std::fs::File::open(path).map_err(|error| cannot("read", path, &error))?;
+                let most = limit.map_or(u64::MAX, |limit| limit.bytes as u64 + 1);
+                std::io::copy(&mut file.take(most), &mut hasher).map_err(|error| cannot("read", path, &error))?
+            }
+            OwnFile::Parted(parted) => {
+                let mut length = 0;
+                parted.each_part(&mut |part| {
+                    hasher.update(part);
+                    length += part.len() as u64;
+                })?;
+                length
+            }
+        };
+        if let Some(too_large) = over(length) {
+            return Ok(Err(too_large));
+        }
+        Ok(Ok(FileFacts { bytes: length, digest: format!("blake3:{}", hasher.finalize().to_hex()) }))
+    }
+
+    /// The bytes of `range` (which must lie within the file). Parts are not checked here:
+    /// the caller checks what it reads (the trace's blocks against its index).
+    pub fn read_at(&self, range: std::ops::Range<u64>) -> Result<Vec<u8>, String> {
+        let mut bytes = vec![0; usize::try_from(range.end - range.start).unwrap_or(0)];
+        match self {
+            OwnFile::Whole(path) => {
+                let file = std::fs::File::open(path).map_err(|error| cannot("read", path, &error))?;
+                file.read_exact_at(&mut bytes, range.start).map_err(|error| cannot("read", path, &error))?;
+            }
+            OwnFile::Parted(parted) => {
+                let mut at = 0u64;
+                for part in &parted.parts {
+                    let (start, end) = (at, at + part.length);
+                    at = end;
+                    if end <= range.start || start >= range.end {
+                        continue;
+                    }
+                    let from = range.start.max(start);
+                    let to = range.end.min(end);
+                    let path = parted.store.join(part.entry_name());
+                    let file = std::fs::File::open(&path).map_err(|error| cannot("read", &path, &error))?;
+                    let into = usize::try_from(from - range.start).unwrap_or(0);
+                    let size = usize::try_from(to - from).unwrap_or(0);
+                    file.read_exact_at(&mut bytes[into..into + size], from - start)
+                        .map_err(|error| cannot("read", &path, &error))?;
+                }
+                if at < range.end {
+                    return Err(format!("`{}` lists fewer bytes than were asked for", parted.list.display()));
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+impl Parted {
+    /// Reads each part in order, checks it against its name and hands it to `take`.
+    fn each_part(&self, take: &mut dyn FnMut(&[u8])) -> Result<(), String> {
+        for part in &self.parts {
+            let path = self.store.join(part.entry_name());
+            match regular(&path)? {
+                Some(length) if length == part.length => {}
+                Some(_) => return Err(damaged(&path)),
+                None => return Err(format!("store entry `{}` is missing", path.display())),
+            }
+            let bytes = std::fs::read(&path).map_err(|error| cannot("read", &path, &error))?;
+            if !part.holds(&bytes) {
+                return Err(damaged(&path));
+            }
+            take(&bytes);
+        }
+        Ok(())
+    }
+}
+
+/// The size limit of a file a bundle may keep as parts.
+pub fn own_limit(file: &str) -> Limit {
+    if file == acompose_engine::trace_index::PATH {
+        acompose_engine::limits::BUNDLE_TRACE_INDEX
+    } else {
+        acompose_engine::limits::BUNDLE_TRACE
+    }
+}
+
+fn damaged(path: &Path) -> String {
+    format!("store entry `{}` is damaged: its contents do not hash to its name", path.display())
+}
+
+/// Writes `bytes` as the parted file `relative` of the bundle staged in `staging`: the
+/// parts the store lacks, then the list naming `store_relative` (the store as the
+/// bundle's folder reaches it). Returns how many entries and files it wrote, or `None`
+/// when the list cannot name that store (the caller writes the file whole).
+pub fn write_parted(
+    store: &Store,
+    store_relative: &str,
+    staging: &Path,
+    relative: &str,
+    bytes: &[u8],
+) -> Result<Option<usize>, String> {
+    use rayon::prelude::*;
+    let cut = acompose_engine::parts::cut(bytes);
+    let list = PartList { store: store_relative.to_owned(), parts: cut.iter().map(|(_, part)| part.clone()).collect() };
+    let Some(text) = list.text() else { return Ok(None) };
+    store.begin_staging();
+    let written = cut
+        .par_iter()
+        .map(|(range, part)| {
+            store.put_part(part, &bytes[range.clone()]).map(|written| usize::from(written == Written::New))
+        })
+        .try_reduce(|| 0, |a, b| Ok(a + b));
+    store.end_staging();
+    let path = staging.join(format!("{relative}{SUFFIX}"));
+    std::fs::write(&path, text).map_err(|error| cannot("write", &path, &error))?;
+    Ok(Some(written? + 1))
+}
+
+/// The parts the lists of a bundle folder name, with the store each list names: for
+/// `gc` and the fingerprints, which keep what bundles reach. A list that cannot be read
+/// names nothing.
+pub fn listed_parts(bundle: &Path) -> Vec<(Store, String)> {
+    let mut listed = Vec::new();
+    for file in PARTED {
+        let list = bundle.join(format!("{file}{SUFFIX}"));
+        if !regular(&list).is_ok_and(|found| found.is_some()) {
+            continue;
+        }
+        if let Ok(OwnFile::Parted(parted)) = OwnFile::of_list(bundle, &list, own_limit(file)) {
+            let store = parted.store.canonicalize().unwrap_or(parted.store);
+            listed.extend(parted.parts.iter().map(|part| (Store::at(store.clone()), part.entry_name())));
+        }
+    }
+    listed
+}
+
+/// The store entries a bundle folder names itself: the slices its provider folders link
+/// to and the parts its lists name, each with its store. (The trees are reached through
+/// the slices: see [`Store::reachable`].)
+pub fn linked_entries(bundle: &Path) -> Vec<(Store, String)> {
+    let mut entries = crate::compose::store::linked_slices(bundle);
+    entries.extend(listed_parts(bundle));
+    entries
+}
