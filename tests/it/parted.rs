@@ -159,6 +159,11 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
         .lines()
         .filter_map(|line| line.strip_prefix("part ")?.split(' ').next()?.parse::<u64>().ok())
         .sum();
+    let before_instructions = {
+        use std::os::unix::fs::MetadataExt as _;
+        let metadata = std::fs::symlink_metadata(before.join("content/instructions.md")).expect("instructions");
+        (metadata.ino(), metadata.nlink())
+    };
     write(&skill_path(&projects, 4, 7), &skill(4, 7, "Edited, and longer than it was."));
     let edited = acompose(temporary.path(), &ARGUMENTS);
     assert_eq!(edited.code, 0, "{}", edited.stderr);
@@ -180,6 +185,16 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
         "{parts_bytes} bytes of parts and {lists} of lists for a trace of {trace_length}"
     );
     assert!(verify_directory(&after).is_ok(), "{:?}", verify_directory(&after));
+    // The instructions did not change: the new bundle's file is the store entry the old
+    // one's was, linked again and not written.
+    let instructions = |bundle: &Path| {
+        use std::os::unix::fs::MetadataExt as _;
+        let metadata = std::fs::symlink_metadata(bundle.join("content/instructions.md")).expect("instructions");
+        (metadata.ino(), metadata.nlink(), metadata.is_file())
+    };
+    let (inode, links, regular) = instructions(&after);
+    assert!(regular && links >= 2, "a hard link to its store entry: {links} links");
+    assert_eq!(inode, before_instructions.0, "the same bytes, not written again");
     // Two more edits, each pruning the bundle it replaces and the parts only that one
     // listed: gc then finds no part to remove.
     for round in 0..2 {
@@ -191,6 +206,8 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
     let gc = acompose(temporary.path(), &["--home", "home", "gc", "--dry-run"]);
     assert_eq!(gc.code, 0, "{}", gc.stderr);
     assert!(!gc.stdout.contains("part-"), "prune left a part no bundle lists: {}", gc.stdout);
+    assert_eq!(acompose(temporary.path(), &["--home", "home", "gc"]).code, 0);
+    assert!(verify_directory(&after).is_ok(), "gc keeps what the bundles hold: {:?}", verify_directory(&after));
     let listed: std::collections::BTreeSet<String> = std::fs::read_dir(home.join("bundles"))
         .expect("bundles")
         .flatten()
@@ -209,8 +226,12 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
         .flatten()
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with("part-"))
+        .filter(|name| {
+            use std::os::unix::fs::MetadataExt as _;
+            std::fs::metadata(home.join("store").join(name)).is_ok_and(|metadata| metadata.nlink() == 1)
+        })
         .collect();
-    assert_eq!(stored, listed, "gc keeps the listed parts and only those");
+    assert_eq!(stored, listed, "the store keeps the listed parts (and those a bundle's file links) and no other");
     // A part lost is found by `verify` (naming it) and by the next bare run.
     let lost = home.join("store").join(listed.iter().next().expect("a part"));
     std::fs::remove_file(&lost).expect("remove a part");

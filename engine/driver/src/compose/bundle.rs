@@ -329,14 +329,28 @@ fn parting<'a>(out: &Path, id: &str, store: &'a Store) -> Result<Parting<'a>, St
     Ok(parts.map(|parts| (store, parts.join("/"))))
 }
 
-/// Writes one own file into the staging folder: as parts in the store when it is large
-/// and a store is at hand, else whole. Returns how many files and entries it wrote.
+/// From what size an own file of a bundle beside a store is a link to a store entry
+/// rather than a copy: below it, the entry and the link cost more than the bytes.
+const LINKED_FROM: usize = 4 * 1024;
+
+/// Writes one own file into the staging folder. Beside a store: a large trace or index
+/// as parts; any other large file but the manifest as a hard link to the store entry that
+/// holds its bytes (written only when the store lacks it: an edit leaves the instructions
+/// as they were, so their bytes are not written again), or whole where a link cannot be
+/// made. Returns how many files and entries it wrote.
 fn write_own(staging: &Path, relative: &str, bytes: &[u8], parting: &Parting<'_>) -> Result<usize, String> {
-    if let Some((store, store_relative)) = parting
-        && acompose_engine::parts::is_parted(relative, bytes.len())
-        && let Some(written) = parted::write_parted(store, store_relative, staging, relative, bytes)?
-    {
-        return Ok(written);
+    if let Some((store, store_relative)) = parting {
+        if acompose_engine::parts::is_parted(relative, bytes.len())
+            && let Some(written) = parted::write_parted(store, store_relative, staging, relative, bytes)?
+        {
+            return Ok(written);
+        }
+        if bytes.len() >= LINKED_FROM
+            && relative != "manifest.json"
+            && let Some(written) = parted::link_whole(store, staging, relative, bytes)?
+        {
+            return Ok(written);
+        }
     }
     let path = staging.join(relative);
     std::fs::write(&path, bytes)

@@ -256,6 +256,22 @@ pub fn write_parted(
     Ok(Some(written? + 1))
 }
 
+/// Puts `bytes` in the store as one part (unless it is there) and hard-links the bundle's
+/// file `relative` in `staging` to it. `None` when the link cannot be made (another file
+/// system, a full link count): the caller writes the file. `gc` keeps a part while a
+/// bundle's link holds it (its link count is above one).
+pub fn link_whole(store: &Store, staging: &Path, relative: &str, bytes: &[u8]) -> Result<Option<usize>, String> {
+    let part = Part::of(bytes);
+    store.begin_staging();
+    let written = store.put_part(&part, bytes);
+    store.end_staging();
+    let path = staging.join(relative);
+    match std::fs::hard_link(store.root().join(part.entry_name()), &path) {
+        Ok(()) => Ok(Some(usize::from(written? == Written::New) + 1)),
+        Err(_) => Ok(None),
+    }
+}
+
 /// The parts the lists of a bundle folder name, with the store each list names: for
 /// `gc` and the fingerprints, which keep what bundles reach. A list that cannot be read
 /// names nothing.

@@ -737,9 +737,15 @@ impl Store {
         let (entries, staging) = self.listing();
         let mut removed = Vec::new();
         let own = format!("-{}-", process_id());
+        // A part a bundle's file is a hard link to is held by that link.
+        let linked = |name: &str| {
+            use std::os::unix::fs::MetadataExt as _;
+            is_part_name(name)
+                && std::fs::symlink_metadata(self.root.join(name)).is_ok_and(|metadata| metadata.nlink() > 1)
+        };
         for name in entries
             .iter()
-            .filter(|name| !keep.contains(*name))
+            .filter(|name| !keep.contains(*name) && !linked(name))
             .chain(staging.iter().filter(|name| !name.contains(&own)))
         {
             if !dry_run {
