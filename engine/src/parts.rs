@@ -1,7 +1,8 @@
 //! A bundle's large own files kept as parts in the content store.
 //!
-//! `trace.json` and `trace.index` hold every decision of a role's resolution: megabytes
-//! on a large estate, and nearly the same bytes after an edit to one skill. Written into
+//! `trace.json` and `trace.index` hold every decision of a role's resolution, and
+//! `manifest.json` every file of the bundle: megabytes on a large estate, and nearly the
+//! same bytes after an edit to one skill. Written into
 //! a bundle whole, every edit wrote them whole again. Kept as parts, each file is cut
 //! where its content says (content-defined chunking, so an edit moves the cuts near it
 //! and nowhere else), each part is a read-only store entry named by its digest, and the
@@ -9,8 +10,9 @@
 //! the list, the few parts it changed and nothing else.
 //!
 //! The list is not the file: the manifest lists `trace.json` with the size and digest of
-//! the parts put together, so the bundle's id, `verify`, `describe`, `--why`, export and
-//! push see the same file as before. A bundle without a store (`--standalone`, an
+//! the parts put together, and the bundle's id is the digest of the manifest's parts put
+//! together, so the id, `verify`, `describe`, `--why`, export and push see the same files
+//! as before. A bundle without a store (`--standalone`, an
 //! imported or pulled one) holds the file whole, and every reader takes either.
 //!
 //! ```text
@@ -30,9 +32,12 @@ pub const PART_PREFIX: &str = "part-";
 /// The first line of a list.
 const HEADER: &str = "acompose.parts 1";
 
-/// The files a bundle may keep as parts: the trace and its index, which an edit to a
-/// skill changes in a few places only.
-pub const PARTED: [&str; 2] = [crate::trace::FILE, crate::trace_index::PATH];
+/// The files a bundle may keep as parts: the trace, its index and the manifest, which an
+/// edit to a skill changes in a few places only.
+pub const PARTED: [&str; 3] = [crate::trace::FILE, crate::trace_index::PATH, MANIFEST];
+
+/// The manifest's path in a bundle.
+pub const MANIFEST: &str = "manifest.json";
 
 /// From what size a file is kept as parts: below it a list and its parts would cost
 /// more than the file.
@@ -236,12 +241,14 @@ mod tests {
     }
 
     #[test]
-    fn only_the_trace_and_its_index_are_parted_and_only_when_large() {
+    fn only_the_trace_its_index_and_the_manifest_are_parted_and_only_when_large() {
         assert!(is_parted("trace.json", PARTED_FROM));
         assert!(!is_parted("trace.json", PARTED_FROM - 1));
-        assert!(!is_parted("manifest.json", PARTED_FROM * 4));
+        assert!(is_parted("manifest.json", PARTED_FROM * 4));
+        assert!(!is_parted("content/instructions.md", PARTED_FROM * 4));
         assert_eq!(listed_file("trace.index.parts"), Some("trace.index"));
-        assert_eq!(listed_file("manifest.json.parts"), None);
+        assert_eq!(listed_file("manifest.json.parts"), Some("manifest.json"));
+        assert_eq!(listed_file("content/instructions.md.parts"), None);
         assert!(is_part_name(&Part::of(b"x").entry_name()));
         assert!(!is_part_name("part-xyz"));
     }

@@ -1,4 +1,5 @@
-//! A bundle's large own files kept as parts in the content store: what an edit writes,
+//! A bundle's large own files kept as parts in the content store (the trace, its index
+//! and the manifest) or linked to a store entry (the instructions): what an edit writes,
 //! and every reader of a bundle reading the parted form as it reads the whole one.
 
 use crate::common;
@@ -97,7 +98,7 @@ fn a_large_trace_and_its_index_are_kept_as_parts_and_every_reader_sees_the_whole
     let converged = acompose(temporary.path(), &ARGUMENTS);
     assert_eq!(converged.code, 0, "{}", converged.stderr);
     let bundle = platform(&home);
-    for file in ["trace.json", "trace.index"] {
+    for file in ["trace.json", "trace.index", "manifest.json"] {
         assert!(!bundle.join(file).exists(), "{file} is not kept whole");
         assert!(bundle.join(format!("{file}.parts")).is_file(), "{file} is kept as parts");
     }
@@ -143,6 +144,12 @@ fn a_large_trace_and_its_index_are_kept_as_parts_and_every_reader_sees_the_whole
     // `--why` through the parts reads the decisions asked about.
     let why = same(&["describe", "--why", "skill:skill-01-07"]);
     assert!(why.1.contains("role-excluded"), "{}", why.1);
+    // The home's own commands find the bundle by its role through its parted manifest.
+    let listed = acompose(temporary.path(), &["--home", "home", "bundle", "list", "--json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains(&id), "{}", listed.stdout);
+    let described = acompose(temporary.path(), &["--home", "home", "describe", "platform"]);
+    assert_eq!(described.code, 0, "{}", described.stderr);
     let diff = acompose(temporary.path(), &["diff", path_text(&bundle), path_text(&copy)]);
     assert_eq!(diff.code, 0, "{}{}", diff.stdout, diff.stderr);
 }
@@ -169,16 +176,19 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
     assert_eq!(edited.code, 0, "{}", edited.stderr);
     let after = platform(&home);
     assert_ne!(after, before, "the platform role has a new bundle");
-    // What the edit wrote of the trace and its index: a few new parts in the store and
-    // two short lists in the new bundle, far less than the trace.
+    // What the edit wrote of the trace, its index and the manifest: a few new parts in the
+    // store and three short lists in the new bundle, far less than the trace.
     let new_parts: Vec<(PathBuf, u64)> = sizes(&home.join("store"))
         .into_iter()
         .filter(|(path, _)| !before_store.contains_key(path) && path.to_string_lossy().starts_with("part-"))
         .collect();
-    assert!((1..=6).contains(&new_parts.len()), "{new_parts:#?}");
+    assert!((1..=9).contains(&new_parts.len()), "{new_parts:#?}");
     let parts_bytes: u64 = new_parts.iter().map(|(_, size)| size).sum();
     let files = sizes(&after);
-    let lists = files[Path::new("trace.json.parts")] + files[Path::new("trace.index.parts")];
+    let lists = ["trace.json.parts", "trace.index.parts", "manifest.json.parts"]
+        .iter()
+        .map(|list| files[Path::new(list)])
+        .sum::<u64>();
     assert!(lists < 4096, "{lists} bytes of lists");
     assert!(
         parts_bytes + lists < trace_length / 4,
@@ -212,7 +222,8 @@ fn an_edit_writes_the_parts_it_changes_and_gc_keeps_exactly_the_listed_ones() {
         .expect("bundles")
         .flatten()
         .flat_map(|bundle| {
-            ["trace.json.parts", "trace.index.parts"].map(|list| std::fs::read_to_string(bundle.path().join(list)))
+            ["trace.json.parts", "trace.index.parts", "manifest.json.parts"]
+                .map(|list| std::fs::read_to_string(bundle.path().join(list)))
         })
         .flatten()
         .flat_map(|text| {

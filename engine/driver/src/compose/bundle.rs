@@ -72,7 +72,7 @@ fn check_against(
         Verification::Full => check_contents(directory, bundle, linked, fresh),
         Verification::Light => {
             let manifest = bundle.files.iter().find(|file| file.path == "manifest.json").map(|file| &file.bytes[..]);
-            match std::fs::read(directory.join("manifest.json")) {
+            match parted::manifest_bytes(directory) {
                 Ok(bytes) if Some(&bytes[..]) == manifest => {}
                 _ => return Err("manifest.json differs from the expected one".to_owned()),
             }
@@ -89,13 +89,16 @@ fn check_against(
                     .collect(),
             };
             let trace = (TraceFile::PATH, bundle.trace.length);
-            let mismatch = expected.into_par_iter().chain([trace]).find_any(|(path, length)| {
-                // What was written is checked whatever its size: the readers' limits are
-                // theirs to apply.
-                let unbounded = limits::Limit { bytes: usize::MAX, ..parted::own_limit(path) };
-                !OwnFile::locate(directory, path, unbounded)
-                    .is_ok_and(|file| file.is_some_and(|file| file.looks_intact(*length)))
-            });
+            let mismatch =
+                expected.into_par_iter().chain([trace]).filter(|(path, _)| *path != "manifest.json").find_any(
+                    |(path, length)| {
+                        // What was written is checked whatever its size: the readers' limits are
+                        // theirs to apply.
+                        let unbounded = limits::Limit { bytes: usize::MAX, ..parted::own_limit(path) };
+                        !OwnFile::locate(directory, path, unbounded)
+                            .is_ok_and(|file| file.is_some_and(|file| file.looks_intact(*length)))
+                    },
+                );
             match mismatch {
                 Some((path, _)) => Err(format!("{path}: missing or of another size")),
                 None => Ok(()),
@@ -592,7 +595,7 @@ fn read_all<T>(
         }
     }
     // A folder without a manifest is not a bundle; do not read the rest of it.
-    if !std::fs::symlink_metadata(directory.join("manifest.json")).is_ok_and(|metadata| metadata.is_file()) {
+    if !parted::has_manifest(directory) {
         return Err(vec![format!("`{}` is not a bundle: it has no `manifest.json`", directory.display())]);
     }
     let mut files = BTreeMap::new();

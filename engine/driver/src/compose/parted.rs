@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use acompose_engine::Diagnostic;
 use acompose_engine::bundle::FileFacts;
 use acompose_engine::limits::Limit;
-use acompose_engine::parts::{LIST_LIMIT, PARTED, Part, PartList, SUFFIX};
+use acompose_engine::parts::{LIST_LIMIT, MANIFEST, PARTED, Part, PartList, SUFFIX};
 
 use crate::compose::load::error_kind;
 use crate::compose::store::{Store, Written};
@@ -217,10 +217,27 @@ impl Parted {
 
 /// The size limit of a file a bundle may keep as parts.
 pub fn own_limit(file: &str) -> Limit {
-    if file == acompose_engine::trace_index::PATH {
-        acompose_engine::limits::BUNDLE_TRACE_INDEX
-    } else {
-        acompose_engine::limits::BUNDLE_TRACE
+    match file {
+        acompose_engine::trace_index::PATH => acompose_engine::limits::BUNDLE_TRACE_INDEX,
+        MANIFEST => acompose_engine::limits::BUNDLE_MANIFEST,
+        _ => acompose_engine::limits::BUNDLE_TRACE,
+    }
+}
+
+/// Whether `folder` holds a manifest, whole or as parts: what makes a folder a bundle
+/// (looked at, not read).
+pub fn has_manifest(folder: &Path) -> bool {
+    let file = |path: PathBuf| std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_file());
+    file(folder.join(MANIFEST)) || file(folder.join(format!("{MANIFEST}{SUFFIX}")))
+}
+
+/// A bundle's `manifest.json`, whole or put together from its parts, within its limit.
+pub fn manifest_bytes(bundle: &Path) -> Result<Vec<u8>, String> {
+    let limit = own_limit(MANIFEST);
+    let label = bundle.join(MANIFEST).display().to_string();
+    match OwnFile::locate(bundle, MANIFEST, limit)? {
+        Some(file) => file.read(&label, limit)?.map_err(|too_large| format!("`{label}`: {}", too_large.message)),
+        None => Err(format!("bundle `{}` has no `{MANIFEST}`", bundle.display())),
     }
 }
 

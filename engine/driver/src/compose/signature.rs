@@ -63,12 +63,8 @@ fn verified_bundle(bundle: &Path) -> Result<(String, Vec<u8>), HostError> {
         .ok()
         .and_then(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    let manifest = std::fs::read(bundle.join("manifest.json")).map_err(|error| {
-        HostError::environment(
-            bundle,
-            format!("cannot read its manifest: {}", crate::compose::load::error_kind(&error)),
-        )
-    })?;
+    let manifest = crate::compose::parted::manifest_bytes(bundle)
+        .map_err(|problem| HostError::environment(bundle, format!("cannot read its manifest: {problem}")))?;
     Ok((id, manifest))
 }
 
@@ -284,12 +280,8 @@ pub fn enforce_for_use(home: &Home, bundle: &Path) -> Result<(), HostError> {
     if !pulled_path(home, &id).is_file() || policy(home)?.is_none() {
         return Ok(());
     }
-    let manifest = std::fs::read(bundle.join("manifest.json")).map_err(|error| {
-        HostError::environment(
-            bundle,
-            format!("cannot read its manifest: {}", crate::compose::load::error_kind(&error)),
-        )
-    })?;
+    let manifest = crate::compose::parted::manifest_bytes(bundle)
+        .map_err(|problem| HostError::environment(bundle, format!("cannot read its manifest: {problem}")))?;
     let armored = kept(home, &id)?;
     enforce(home, &bundle.display().to_string(), &id, &manifest, armored.as_deref()).map(|_| ())
 }

@@ -4,7 +4,6 @@
 //! otherwise from the whole trace, as before. Both give the same answer, byte for byte.
 //! The cli's `describe --why` calls [`why`]; any other face asking why must call it too.
 
-use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 
 use acompose_engine::bundle::FileFacts;
@@ -12,7 +11,6 @@ use acompose_engine::describe::{self, Why, WhyError};
 use acompose_engine::limits;
 use acompose_engine::trace_index::{self, IndexProblem, Listed, Looked, ReadIndex, TraceIndex};
 
-use crate::compose::load::error_kind;
 use crate::compose::parted::OwnFile;
 use crate::error::HostError;
 
@@ -63,20 +61,14 @@ fn whole_trace(bundle: &Path, item: &str) -> Result<Why, WhyFailure> {
 /// first and last bytes: `None` for a bundle without an index, or whose manifest is not
 /// as acompose writes it (those are read whole, which reports what is wrong with them).
 fn listed_index(bundle: &Path) -> Option<Listed> {
-    let manifest_path = bundle.join("manifest.json");
-    regular_file(&manifest_path).ok()??;
-    let manifest = std::fs::File::open(&manifest_path).ok()?;
-    let length = manifest.metadata().ok()?.len();
+    let manifest = OwnFile::locate(bundle, "manifest.json", limits::BUNDLE_MANIFEST).ok()??;
+    let length = manifest.length().ok()?;
     if limits::BUNDLE_MANIFEST.check(usize::try_from(length).unwrap_or(usize::MAX), "manifest.json").is_some() {
         return None;
     }
-    let read = |at: u64, size: u64| {
-        let mut bytes = vec![0; usize::try_from(size).ok()?];
-        manifest.read_exact_at(&mut bytes, at).ok().map(|()| bytes)
-    };
-    let head = read(0, trace_index::MANIFEST_HEAD.min(length))?;
+    let head = manifest.read_at(0..trace_index::MANIFEST_HEAD.min(length)).ok()?;
     let tail_length = trace_index::MANIFEST_TAIL.min(length);
-    let tail = read(length - tail_length, tail_length)?;
+    let tail = manifest.read_at(length - tail_length..length).ok()?;
     trace_index::listed_index(&head, &tail)
 }
 
@@ -114,18 +106,6 @@ fn open_trace(bundle: &Path, recorded: u64) -> Result<OwnFile, String> {
         ));
     }
     Ok(trace)
-}
-
-/// `Some` for a regular file, `None` for nothing there; a link or anything else is an
-/// error naming the path.
-fn regular_file(path: &Path) -> Result<Option<()>, String> {
-    match std::fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => Err(format!("`{}` is a symbolic link", path.display())),
-        Ok(metadata) if metadata.is_file() => Ok(Some(())),
-        Ok(_) => Err(format!("`{}` is not a file", path.display())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(format!("cannot read `{}`: {}", path.display(), error_kind(&error))),
-    }
 }
 
 /// A problem found through the index, naming the file it is in.

@@ -48,7 +48,7 @@ pub fn bundles_of_home(home: &Home) -> Vec<PathBuf> {
     for entry in walker.flatten() {
         if entry.depth() > 0
             && is_bundle_id(&entry.file_name().to_string_lossy())
-            && entry.path().join("manifest.json").is_file()
+            && crate::compose::parted::has_manifest(entry.path())
         {
             bundles.push(entry.into_path());
         }

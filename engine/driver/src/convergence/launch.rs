@@ -275,7 +275,7 @@ fn given_bundle(bundle: &Path, role: &str) -> Result<(PathBuf, Manifest), HostEr
 }
 
 pub(crate) fn read_manifest(bundle: &Path) -> Option<Manifest> {
-    let bytes = std::fs::read(bundle.join("manifest.json")).ok()?;
+    let bytes = crate::compose::parted::manifest_bytes(bundle).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 

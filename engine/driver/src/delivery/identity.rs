@@ -64,7 +64,7 @@ fn health_of(details: &Details) -> Health {
     if !bundle.is_dir() {
         return Health::BundleMissing;
     }
-    if !std::fs::symlink_metadata(bundle.join("manifest.json")).is_ok_and(|metadata| metadata.is_file()) {
+    if !crate::compose::parted::has_manifest(bundle) {
         return Health::Damaged;
     }
     if superseded(bundle, details) { Health::Stale } else { Health::Ok }

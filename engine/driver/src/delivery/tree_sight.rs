@@ -242,11 +242,13 @@ fn bundle_role(bundle: &Path) -> Option<String> {
         role: Role,
     }
     let path = bundle.join("manifest.json");
-    let metadata = std::fs::metadata(&path).ok()?;
-    if !metadata.is_file() || metadata.len() > MANIFEST_LIMIT {
-        return None;
-    }
-    serde_json::from_slice::<Manifest>(&std::fs::read(&path).ok()?).ok().map(|manifest| manifest.role.slug)
+    // A manifest kept as parts is within the manifest's own limit, far below this one.
+    let bytes = match std::fs::metadata(&path) {
+        Ok(metadata) if metadata.is_file() && metadata.len() <= MANIFEST_LIMIT => std::fs::read(&path).ok()?,
+        Ok(_) => return None,
+        Err(_) => crate::compose::parted::manifest_bytes(bundle).ok()?,
+    };
+    serde_json::from_slice::<Manifest>(&bytes).ok().map(|manifest| manifest.role.slug)
 }
 
 /// One line per other role's projection in the work tree, for a refusal or a warning.

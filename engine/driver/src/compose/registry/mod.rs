@@ -236,7 +236,7 @@ pub fn pull(request: &PullRequest<'_>) -> Result<Pulled, HostError> {
     // Under the `bundle_signers` policy the signature is checked before anything is kept.
     let manifest = match &fetched.files {
         Some(files) => files.get("manifest.json").cloned().unwrap_or_default(),
-        None => std::fs::read(path.join("manifest.json")).unwrap_or_default(),
+        None => crate::compose::parted::manifest_bytes(&path).unwrap_or_default(),
     };
     let id = fetched.remote.id.clone();
     let signer =
