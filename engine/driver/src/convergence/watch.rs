@@ -285,7 +285,7 @@ fn prune_locked(converger: &mut Converger, home: &Home, timeout: Duration) {
 struct Watches {
     /// Watched roots with the inode they had: a root removed and made again between two
     /// updates is a new folder that needs a new watch.
-    roots: Vec<(PathBuf, u64)>,
+    roots: std::collections::BTreeMap<PathBuf, u64>,
     missing: Vec<PathBuf>,
     ancestors: Vec<PathBuf>,
     /// Folders that exist but cannot be watched (no permission, too many watches), with
@@ -311,7 +311,7 @@ impl Watches {
         let mut started = Vec::new();
         // A watched root (or ancestor) that was removed, or removed and made again, drops
         // its watch; the root is watched again below, directly or through an ancestor.
-        self.roots.retain(|(root, inode)| {
+        self.roots.retain(|root, inode| {
             let same = folder_inode(root) == Some(*inode);
             if !same {
                 let _ = debouncer.unwatch(root);
@@ -329,7 +329,7 @@ impl Watches {
         roots.push(home.to_path_buf());
         self.missing.clear();
         for root in roots {
-            if self.roots.iter().any(|(watched, _)| watched == &root) {
+            if self.roots.contains_key(&root) {
                 continue;
             }
             let mode = if root == home.root() { RecursiveMode::NonRecursive } else { RecursiveMode::Recursive };
@@ -340,7 +340,7 @@ impl Watches {
                 match debouncer.watch(&root, mode) {
                     Ok(()) => {
                         started.push(root.clone());
-                        self.roots.push((root, inode));
+                        self.roots.insert(root, inode);
                     }
                     Err(error) => {
                         progress.warn(&format!(
@@ -371,7 +371,7 @@ impl Watches {
         let (missing, roots) = (&self.missing, &self.roots);
         self.ancestors.retain(|ancestor| {
             let needed = missing.iter().any(|root| root.starts_with(ancestor));
-            if !needed && !roots.iter().any(|(root, _)| root == ancestor) {
+            if !needed && !roots.contains_key(ancestor) {
                 let _ = debouncer.unwatch(ancestor);
             }
             needed

@@ -424,22 +424,26 @@ pub fn check(cache: &Cache, counters: &mut CheckCounters) -> Check {
     if !outputs_ok {
         return Check::Changed;
     }
-    let folder_as_recorded = |path: &Path, recorded: &Stat| {
-        std::fs::symlink_metadata(path).ok().filter(|metadata| metadata.is_dir()).map(|metadata| {
-            let now = Stat::of(&metadata);
-            (now.modified_nanos == recorded.modified_nanos && now.inode == recorded.inode, now)
-        })
+    // A store's folder, or one of its entries: a tree's folder, or a part's file.
+    let entry_as_recorded = |path: &Path, recorded: &Stat, file_too: bool| {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|metadata| metadata.is_dir() || (file_too && metadata.is_file()))
+            .map(|metadata| {
+                let now = Stat::of(&metadata);
+                (now.modified_nanos == recorded.modified_nanos && now.inode == recorded.inode, now)
+            })
     };
     let mut stores = Vec::new();
     for (index, store) in cache.stores.iter().enumerate() {
-        match folder_as_recorded(&store.folder, &store.stat) {
+        match entry_as_recorded(&store.folder, &store.stat, false) {
             Some((true, _)) => {}
             Some((false, now)) => {
                 counters.stated += store.trees.len();
                 if !store
                     .trees
                     .par_iter()
-                    .all(|(tree, recorded)| folder_as_recorded(tree, recorded).is_some_and(|(same, _)| same))
+                    .all(|(entry, recorded)| entry_as_recorded(entry, recorded, true).is_some_and(|(same, _)| same))
                 {
                     return Check::Changed;
                 }
