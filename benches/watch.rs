@@ -9,6 +9,13 @@
 //! Divan's own time for a sample is from the write of the edit to `settled:`: it holds the
 //! file watcher's debounce and the quiet moment the watch waits for, so the table printed
 //! at the end, from the watch's own figures, is the one `docs/performance.md` records.
+//!
+//! Before each watch starts, the same estate is converged cold into a home of its own,
+//! converged again with nothing changed (the no-op), and composed cold into a third home
+//! from one request naming every repository as a source of the `platform` role (up to a
+//! request's limit of 1000 sources; none past it), each run
+//! under GNU time (`/usr/bin/time`, wall seconds and peak resident memory): the second
+//! table, the scaling table of `docs/performance.md`.
 
 #[path = "common/reference_estate.rs"]
 mod reference_estate;
@@ -42,6 +49,68 @@ struct Watch {
     /// Per edit: the watch's own milliseconds and the bytes the process wrote.
     edits: Vec<(u64, u64)>,
     round: usize,
+    /// The one-shot runs measured on the same estate before the watch started.
+    runs: Runs,
+}
+
+/// The release binary's one-shot runs on an estate, each as (wall seconds, peak resident
+/// KiB) as GNU time reports them: a cold convergence into a fresh home, the no-op run
+/// after it, and a cold compose of one request naming every repository as a source of
+/// the `platform` role into another fresh home.
+#[derive(Debug, Default, Clone, Copy)]
+struct Runs {
+    cold_convergence: (f64, u64),
+    noop: (f64, u64),
+    /// None past a request's limit of 1000 sources (`limit-request-sources`).
+    cold_compose: Option<(f64, u64)>,
+}
+
+/// Runs the release binary under GNU time (`/usr/bin/time`) in `directory`: its wall
+/// seconds and peak resident KiB.
+fn timed(directory: &std::path::Path, arguments: &[&str]) -> (f64, u64) {
+    let output = Command::new("/usr/bin/time")
+        .args(["-f", "timed %e %M"])
+        .arg(env!("CARGO_BIN_EXE_acompose"))
+        .args(arguments)
+        .current_dir(directory)
+        .stdout(Stdio::null())
+        .output()
+        .expect("run acompose under /usr/bin/time");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stderr);
+    let line = text.lines().rev().find_map(|line| line.strip_prefix("timed ")).expect("time's line");
+    let mut fields = line.split_whitespace();
+    let seconds = fields.next().and_then(|field| field.parse().ok()).unwrap_or(0.0);
+    let peak = fields.next().and_then(|field| field.parse().ok()).unwrap_or(0);
+    (seconds, peak)
+}
+
+/// The one-shot runs (see [`Runs`]), each into its own home beside the watch's.
+fn one_shot_runs(directory: &std::path::Path, repositories: usize) -> Runs {
+    let config = "operating_context:\n  - estate/root\n";
+    for home in ["cold-home", "compose-home"] {
+        std::fs::create_dir_all(directory.join(home)).expect("home");
+        std::fs::write(directory.join(home).join("agent-compose.yaml"), config).expect("config");
+    }
+    let cold_convergence = timed(directory, &["--quiet", "--home", "cold-home", "--projects-root", "projects"]);
+    // Past the fingerprint cache's two-second window, so the no-op sees settled outputs.
+    std::thread::sleep(Duration::from_millis(2500));
+    let noop = timed(directory, &["--quiet", "--home", "cold-home", "--projects-root", "projects"]);
+    if repositories > 1000 {
+        return Runs { cold_convergence, noop, cold_compose: None };
+    }
+    let mut request = String::from("compose {\n    role \"platform\"\n    delivery \"native-skills\"\n");
+    for repository in 0..repositories {
+        request
+            .push_str(&format!("    source \"repo-{repository:03}\" root=\"projects/estate/repo-{repository:03}\"\n"));
+    }
+    request.push_str("}\n");
+    std::fs::write(directory.join("request.kdl"), request).expect("request");
+    let cold_compose = Some(timed(
+        directory,
+        &["--quiet", "--home", "compose-home", "compose", "request.kdl", "--projects-root", "projects"],
+    ));
+    Runs { cold_convergence, noop, cold_compose }
 }
 
 impl Watch {
@@ -59,6 +128,7 @@ impl Watch {
         std::fs::create_dir_all(&home).expect("home");
         std::fs::write(home.join("agent-compose.yaml"), "operating_context:\n  - estate/root\n").expect("config");
         std::thread::sleep(Duration::from_millis(2500));
+        let runs = one_shot_runs(directory.path(), repositories);
         let mut child = Command::new(env!("CARGO_BIN_EXE_acompose"))
             .args(["-v", "watch", "--debounce", "10", "--home"])
             .arg(&home)
@@ -77,7 +147,7 @@ impl Watch {
                 }
             }
         });
-        let watch = Watch { _directory: directory, projects, child, lines, edits: Vec::new(), round: 0 };
+        let watch = Watch { _directory: directory, projects, child, lines, edits: Vec::new(), round: 0, runs };
         watch.line_starting("watching");
         let _ = Command::new("sync").status();
         watch
@@ -176,6 +246,17 @@ fn main() {
             median(bytes.clone()),
             bytes.iter().max().unwrap_or(&0),
         );
+    }
+    println!(
+        "\nrepositories | cold convergence s / peak KiB | no-op s / peak KiB | cold compose (every repository a source) s / peak KiB"
+    );
+    for (repositories, watch) in watches.iter() {
+        let Runs { cold_convergence: (cs, cp), noop: (ns, np), cold_compose } = watch.runs;
+        let compose = match cold_compose {
+            Some((seconds, peak)) => format!("{seconds:.2} / {peak}"),
+            None => "over a request's 1000 sources".to_owned(),
+        };
+        println!("{repositories} | {cs:.2} / {cp} | {ns:.2} / {np} | {compose}");
     }
     // Statics are never dropped: stop the watches and remove their estates here.
     std::mem::take(&mut *watches);
