@@ -271,3 +271,63 @@ fn a_run_right_after_a_convergence_that_wrote_parts_finds_nothing_changed() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(again.stdout.contains("inputs    unchanged since the last convergence"), "{}", again.stdout);
 }
+
+/// Makes `folder` and what it holds writable (bundles are read-only), or read-only again.
+fn set_writable(folder: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt as _;
+    for entry in walkdir::WalkDir::new(folder).into_iter().flatten().filter(|entry| !entry.path_is_symlink()) {
+        let mode = match (entry.file_type().is_dir(), writable) {
+            (true, true) => 0o755,
+            (true, false) => 0o555,
+            (false, true) => 0o644,
+            (false, false) => 0o444,
+        };
+        std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+}
+
+#[test]
+fn a_bundle_of_the_format_before_parts_is_read_verified_and_pruned() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let (home, projects) = estate(temporary.path());
+    assert_eq!(acompose(temporary.path(), &ARGUMENTS).code, 0);
+    let bundle = platform(&home);
+    let why =
+        |folder: &Path| acompose(temporary.path(), &["describe", "--why", "skill:skill-01-07", path_text(folder)]);
+    let parted_why = why(&bundle);
+    // The bundle as the format before parts held it: the same id, its three large files
+    // whole in its folder (taken from its export), its providers still links into the store.
+    let exported = acompose(temporary.path(), &["bundle", "export", path_text(&bundle), "--out", "platform.tar"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let whole = temporary.path().join("whole");
+    tar::Archive::new(std::fs::File::open(temporary.path().join("platform.tar")).expect("archive"))
+        .unpack(&whole)
+        .expect("unpack");
+    let copy = whole.join(bundle.file_name().expect("id"));
+    set_writable(&bundle, true);
+    for file in ["trace.json", "trace.index", "manifest.json"] {
+        std::fs::remove_file(bundle.join(format!("{file}.parts"))).expect("remove the list");
+        std::fs::copy(copy.join(file), bundle.join(file)).expect("whole file");
+    }
+    set_writable(&bundle, false);
+    assert!(verify_directory(&bundle).is_ok(), "{:?}", verify_directory(&bundle));
+    let verified = acompose(temporary.path(), &["verify", path_text(&bundle)]);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+    let whole_why = why(&bundle);
+    assert_eq!((whole_why.code, &whole_why.stdout), (parted_why.code, &parted_why.stdout));
+    let described = acompose(temporary.path(), &["--home", "home", "describe", "platform"]);
+    assert_eq!(described.code, 0, "{}", described.stderr);
+    // A run with nothing changed keeps it; an edit replaces it and prunes it.
+    assert_eq!(acompose(temporary.path(), &ARGUMENTS).code, 0);
+    assert_eq!(platform(&home), bundle, "nothing changed, the same bundle");
+    write(&skill_path(&projects, 4, 7), &skill(4, 7, "Edited after the format changed."));
+    let edited = acompose(temporary.path(), &ARGUMENTS);
+    assert_eq!(edited.code, 0, "{}", edited.stderr);
+    let after = platform(&home);
+    assert_ne!(after, bundle);
+    assert!(!bundle.exists(), "the bundle of the earlier format is pruned");
+    assert!(after.join("trace.json.parts").is_file(), "the new bundle is written with parts");
+    assert!(verify_directory(&after).is_ok(), "{:?}", verify_directory(&after));
+    let gc = acompose(temporary.path(), &["--home", "home", "gc", "--dry-run"]);
+    assert_eq!(gc.code, 0, "{}", gc.stderr);
+}
