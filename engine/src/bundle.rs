@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::OutputFile;
 use crate::compose::{Composition, PERSON_SOURCE_ID, Resolution, resolve};
 use crate::diagnostic::Parsed;
+use crate::parts::{Cutter, Part};
 use crate::person::{PersonModel, Role};
 use crate::render::{Palette, identity_card};
 use crate::snapshot::to_json_bytes;
@@ -140,6 +141,11 @@ pub struct TraceFile {
     body: TraceBody,
     pub length: u64,
     pub digest: String,
+    /// Where the file is cut when it is kept as parts ([`crate::parts::cut`]), measured
+    /// while it was serialized to be hashed: a writer streams it into the parts the store
+    /// lacks, without holding it whole or hashing the others. Empty for a trace below
+    /// [`crate::parts::PARTED_FROM`] or read back from a bundle's files.
+    pub parts: Vec<Part>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,33 +159,43 @@ enum TraceBody {
 impl TraceFile {
     pub const PATH: &'static str = crate::trace::FILE;
 
-    /// Measures the record's JSON without keeping it (serialized once into the hasher),
-    /// and makes its index (`trace.index`) on the way.
+    /// Measures the record's JSON without keeping it (serialized once into the hasher and
+    /// the cutter), and makes its index (`trace.index`) on the way.
     fn of(record: TraceRecord) -> (TraceFile, OutputFile) {
         let measured = if record.outcomes().map(|(_, count)| count).sum::<usize>() >= PIPELINED_DECISIONS {
             measure_pipelined(&record)
         } else {
             None
         };
-        let (measured, lines) = measured.unwrap_or_else(|| {
-            let mut hasher = TraceHasher::new();
+        let (measured, lines, parts) = measured.unwrap_or_else(|| {
+            let mut measure = Measure { hasher: TraceHasher::new(), cutter: Cutter::default() };
             let mut lines = IndexLines::default();
             // Writing into memory cannot fail (see `to_json_bytes`).
-            let _ = record.write_json_placed(&mut hasher, &mut lines);
-            let _ = std::io::Write::write_all(&mut hasher, b"\n");
-            (hasher.finish(), lines)
+            let _ = record.write_json_placed(&mut measure, &mut lines);
+            let _ = std::io::Write::write_all(&mut measure, b"\n");
+            (measure.hasher.finish(), lines, measure.cutter.finish())
         });
         let index = OutputFile {
             path: crate::trace_index::PATH.to_owned(),
             bytes: crate::trace_index::index_text(&measured, &lines).into(),
         };
         let digest = format!("blake3:{}", measured.digest.to_hex());
-        (TraceFile { body: TraceBody::Record(record), length: measured.length, digest }, index)
+        let parts = if crate::parts::is_parted(Self::PATH, usize::try_from(measured.length).unwrap_or(usize::MAX)) {
+            parts
+        } else {
+            Vec::new()
+        };
+        (TraceFile { body: TraceBody::Record(record), length: measured.length, digest, parts }, index)
     }
 
     /// A `trace.json` read from a bundle's files.
     pub fn from_bytes(bytes: crate::Bytes) -> TraceFile {
-        TraceFile { length: bytes.len() as u64, digest: digest(&bytes), body: TraceBody::Bytes(bytes) }
+        TraceFile {
+            length: bytes.len() as u64,
+            digest: digest(&bytes),
+            body: TraceBody::Bytes(bytes),
+            parts: Vec::new(),
+        }
     }
 
     /// The record, for a trace composed here.
@@ -203,17 +219,37 @@ impl TraceFile {
     }
 }
 
-/// From how many decisions a trace is hashed on a thread of its own while it is
-/// serialized (about 250 bytes each): below it, starting the thread costs more than the
+/// From how many decisions a trace is hashed and cut on threads of their own while it is
+/// serialized (about 250 bytes each): below it, starting the threads costs more than the
 /// overlap saves.
 const PIPELINED_DECISIONS: usize = 2_000;
 
-/// Hands each piece it is given to a channel.
-struct Pieces(std::sync::mpsc::SyncSender<Vec<u8>>);
+/// Hashes and cuts what is written to it.
+struct Measure {
+    hasher: TraceHasher,
+    cutter: Cutter,
+}
+
+impl std::io::Write for Measure {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.cutter.push(bytes);
+        std::io::Write::write(&mut self.hasher, bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Hands each piece it is given to both channels.
+struct Pieces(std::sync::mpsc::SyncSender<Piece>, std::sync::mpsc::SyncSender<Piece>);
+
+type Piece = std::sync::Arc<[u8]>;
 
 impl std::io::Write for Pieces {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.send(bytes.to_vec()).map_err(std::io::Error::other)?;
+        let piece: Piece = bytes.into();
+        self.0.send(piece.clone()).map_err(std::io::Error::other)?;
+        self.1.send(piece).map_err(std::io::Error::other)?;
         Ok(bytes.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -221,30 +257,42 @@ impl std::io::Write for Pieces {
     }
 }
 
-/// Serializes a large trace on this thread while another hashes the pieces already
-/// written (each piece about [`crate::trace::WRITE_PIECE`] bytes, a few in flight): the
-/// two take about as long each. `None` when no thread could be started.
-fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, IndexLines)> {
+/// Serializes a large trace on this thread while one thread hashes the pieces already
+/// written and another cuts them into parts (each piece about
+/// [`crate::trace::WRITE_PIECE`] bytes, a few in flight): the three take about as long
+/// each. `None` when a thread could not be started.
+fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, IndexLines, Vec<Part>)> {
     std::thread::scope(|scope| {
-        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let (send_hashed, hashed) = std::sync::mpsc::sync_channel::<Piece>(4);
+        let (send_cut, cut) = std::sync::mpsc::sync_channel::<Piece>(4);
         let hashing = std::thread::Builder::new()
             .spawn_scoped(scope, move || {
                 let mut hasher = TraceHasher::new();
-                for piece in receive {
+                for piece in hashed {
                     let _ = std::io::Write::write_all(&mut hasher, &piece);
                 }
                 hasher.finish()
             })
             .ok()?;
-        let mut pieces = Pieces(send);
+        let cutting = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                let mut cutter = Cutter::default();
+                for piece in cut {
+                    cutter.push(&piece);
+                }
+                cutter.finish()
+            })
+            .ok()?;
+        let mut pieces = Pieces(send_hashed, send_cut);
         let mut lines = IndexLines::default();
-        // The receiver lives until every piece is sent: neither write can fail.
+        // The receivers live until every piece is sent: neither write can fail.
         let written = record
             .write_json_placed(&mut pieces, &mut lines)
             .and_then(|()| std::io::Write::write_all(&mut pieces, b"\n"));
         drop(pieces);
         let measured = hashing.join().ok()?;
-        written.ok().map(|()| (measured, lines))
+        let parts = cutting.join().ok()?;
+        written.ok().map(|()| (measured, lines, parts))
     })
 }
 
@@ -1024,7 +1072,7 @@ mod tests {
             findings: Vec::new(),
         };
         // Below and above the size from which the trace is hashed while it is serialized.
-        for count in [3, PIPELINED_DECISIONS, 3000] {
+        for count in [3, PIPELINED_DECISIONS, 3000, 20_000] {
             let record = TraceRecord {
                 role: "platform".to_owned(),
                 entries: vec![
@@ -1046,6 +1094,9 @@ mod tests {
             assert_eq!(Some(&index.bytes[..]), crate::trace_index::index_of_trace(&written).as_deref());
             assert_eq!(file.length, written.len() as u64);
             assert_eq!(file.digest, digest(&written));
+            let cut: Vec<_> = crate::parts::cut(&written).into_iter().map(|(_, part)| part).collect();
+            let parted = crate::parts::is_parted(TraceFile::PATH, written.len());
+            assert_eq!(file.parts, if parted { cut } else { Vec::new() }, "{count} names");
             let read_back = TraceFile::from_bytes(written.clone().into());
             assert_eq!((read_back.length, &read_back.digest), (file.length, &file.digest));
             let mut again = Vec::new();

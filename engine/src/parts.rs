@@ -185,6 +185,49 @@ pub fn cut(bytes: &[u8]) -> Vec<(Range<usize>, Part)> {
         .collect()
 }
 
+/// Cuts a file handed in piece by piece exactly where [`cut`] cuts it whole, holding at
+/// most about twice [`LARGEST`] bytes: a cut depends only on the [`LARGEST`] bytes after
+/// the previous one, and on how many bytes are left once fewer than that remain. Lets the
+/// trace be cut while it is serialized, so it is never held whole to be cut.
+#[derive(Debug, Default)]
+pub struct Cutter {
+    pending: Vec<u8>,
+    parts: Vec<Part>,
+}
+
+impl Cutter {
+    /// Takes the next piece of the file.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= 2 * LARGEST {
+            self.cut_settled();
+        }
+    }
+
+    /// Cuts off every part whose end no later byte can move: while more than [`LARGEST`]
+    /// bytes are pending, the next cut lies within them.
+    fn cut_settled(&mut self) {
+        let chunker = fastcdc::v2020::FastCDC::new(&self.pending, SMALLEST, AVERAGE, LARGEST);
+        let mut start = 0;
+        while self.pending.len() - start > LARGEST {
+            let (_, end) = chunker.cut(start, self.pending.len() - start);
+            self.parts.push(Part::of(&self.pending[start..end]));
+            start = end;
+        }
+        self.pending.drain(..start);
+    }
+
+    /// The parts of the whole file, in order.
+    pub fn finish(mut self) -> Vec<Part> {
+        if self.parts.is_empty() && self.pending.len() <= SMALLEST {
+            return vec![Part::of(&self.pending)];
+        }
+        let rest = fastcdc::v2020::FastCDC::new(&self.pending, SMALLEST, AVERAGE, LARGEST);
+        self.parts.extend(rest.map(|chunk| Part::of(&self.pending[chunk.offset..chunk.offset + chunk.length])));
+        self.parts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +261,21 @@ mod tests {
         let (old, new) = (keys(&parts), keys(&cut(&after)));
         let changed = new.difference(&old).count();
         assert!((1..=3).contains(&changed), "{changed} new parts");
+    }
+
+    #[test]
+    fn a_file_cut_piece_by_piece_is_cut_where_it_is_cut_whole() {
+        let parts_of = |cut: Vec<(Range<usize>, Part)>| cut.into_iter().map(|(_, part)| part).collect::<Vec<_>>();
+        for length in [0, 5, SMALLEST, SMALLEST + 1, LARGEST, 2 * LARGEST + 7, 1_000_003] {
+            let bytes = text_of(length as u64, length);
+            for piece in [1, 999, 65_536, 3 * LARGEST] {
+                let mut cutter = Cutter::default();
+                for chunk in bytes.chunks(piece) {
+                    cutter.push(chunk);
+                }
+                assert_eq!(cutter.finish(), parts_of(cut(&bytes)), "{length} bytes in pieces of {piece}");
+            }
+        }
     }
 
     #[test]

@@ -362,13 +362,30 @@ fn write_own(staging: &Path, relative: &str, bytes: &[u8], parting: &Parting<'_>
 }
 
 /// Writes the bundle's `trace.json` into the staging folder, serialized as it is written
-/// (the trace is kept as its record until now); a large one beside a store is serialized
-/// into memory first and kept as parts.
+/// (the trace is kept as its record until now). A large one beside a store is kept as
+/// parts: streamed into the parts it was cut into when it was composed (only those the
+/// store lacks are gathered and written), or, read back from a bundle's files, cut in
+/// memory.
 fn write_trace(staging: &Path, bundle: &Bundle, parting: &Parting<'_>) -> Result<usize, String> {
     use std::io::Write as _;
     let path = staging.join(TraceFile::PATH);
     let failed = |error: std::io::Error| format!("cannot write `{}`: {}", path.display(), error_kind(&error));
     let large = usize::try_from(bundle.trace.length).unwrap_or(usize::MAX);
+    if let Some((store, store_relative)) = parting
+        && acompose_engine::parts::is_parted(TraceFile::PATH, large)
+        && !bundle.trace.parts.is_empty()
+        && let Some(written) = parted::write_streamed(
+            store,
+            store_relative,
+            staging,
+            TraceFile::PATH,
+            &bundle.trace.parts,
+            // The trace hands its bytes over in pieces of tens of kilobytes.
+            |out| bundle.trace.write_to(out),
+        )?
+    {
+        return Ok(written);
+    }
     if parting.is_some() && acompose_engine::parts::is_parted(TraceFile::PATH, large) {
         let mut bytes = Vec::with_capacity(large);
         bundle.trace.write_to(&mut bytes).map_err(failed)?;

@@ -273,6 +273,108 @@ pub fn write_parted(
     Ok(Some(written? + 1))
 }
 
+/// Writes the parted file `relative` of the bundle staged in `staging` from its bytes as
+/// `serialize` hands them over, cut where `parts` (measured when the file was composed)
+/// says: a part the store holds at its size is passed over unhashed, one it lacks is
+/// gathered, checked against its key and put; then the list. Holds at most one part.
+/// `None` when the list cannot name that store (the caller writes the file whole);
+/// bytes that do not make `parts` are an error and leave the parts already put, which
+/// no list names, to `gc`.
+pub fn write_streamed(
+    store: &Store,
+    store_relative: &str,
+    staging: &Path,
+    relative: &str,
+    parts: &[Part],
+    serialize: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<Option<usize>, String> {
+    let list = PartList { store: store_relative.to_owned(), parts: parts.to_vec() };
+    let Some(text) = list.text() else { return Ok(None) };
+    store.begin_staging();
+    let mut sink = KnownParts { store, parts, next: 0, filled: 0, gathered: None, written: 0, failed: None };
+    sink.start_part();
+    let serialized = serialize(&mut sink);
+    store.end_staging();
+    let path = staging.join(format!("{relative}{SUFFIX}"));
+    if let Some(problem) = sink.failed {
+        return Err(format!("cannot write `{}`: {problem}", path.display()));
+    }
+    serialized.map_err(|error| cannot("write", &path, &error))?;
+    if sink.next != parts.len() || sink.filled != 0 {
+        return Err(format!("cannot write `{}`: the file is shorter than when it was composed", path.display()));
+    }
+    std::fs::write(&path, text).map_err(|error| cannot("write", &path, &error))?;
+    Ok(Some(sink.written + 1))
+}
+
+/// The sink of [`write_streamed`]: follows the known parts through the bytes.
+struct KnownParts<'a> {
+    store: &'a Store,
+    parts: &'a [Part],
+    /// The part being filled.
+    next: usize,
+    /// How many of its bytes went by.
+    filled: u64,
+    /// Its bytes, when the store lacks it.
+    gathered: Option<Vec<u8>>,
+    written: usize,
+    failed: Option<String>,
+}
+
+impl KnownParts<'_> {
+    /// Looks for the part about to be filled: gathered only when the store lacks it.
+    fn start_part(&mut self) {
+        self.gathered = self
+            .parts
+            .get(self.next)
+            .filter(|part| !self.store.part_looks_intact(part))
+            .map(|part| Vec::with_capacity(usize::try_from(part.length).unwrap_or(0)));
+    }
+
+    /// The part is filled: put it when it was gathered.
+    fn end_part(&mut self, part: &Part) -> Result<(), String> {
+        if let Some(bytes) = self.gathered.take()
+            && self.store.put_part(part, &bytes)? == Written::New
+        {
+            self.written += 1;
+        }
+        self.next += 1;
+        self.filled = 0;
+        self.start_part();
+        Ok(())
+    }
+}
+
+impl std::io::Write for KnownParts<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let Some(part) = self.parts.get(self.next) else {
+                self.failed = Some("the file is longer than when it was composed".to_owned());
+                return Err(std::io::Error::other("longer than its parts"));
+            };
+            let room = usize::try_from(part.length - self.filled).unwrap_or(usize::MAX);
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            if let Some(gathered) = &mut self.gathered {
+                gathered.extend_from_slice(now);
+            }
+            self.filled += now.len() as u64;
+            rest = later;
+            if self.filled == part.length
+                && let Err(problem) = self.end_part(part)
+            {
+                self.failed = Some(problem.clone());
+                return Err(std::io::Error::other(problem));
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Puts `bytes` in the store as one part (unless it is there) and hard-links the bundle's
 /// file `relative` in `staging` to it. `None` when the link cannot be made (another file
 /// system, a full link count): the caller writes the file. `gc` keeps a part while a
@@ -314,4 +416,58 @@ pub fn linked_entries(bundle: &Path) -> Vec<(Store, String)> {
     let mut entries = crate::compose::store::linked_slices(bundle);
     entries.extend(listed_parts(bundle));
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(seed: u64, length: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(length);
+        let mut value = seed;
+        while out.len() < length {
+            value = value.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            out.extend_from_slice(format!("{{\"decision\":{}}},", value >> 40).as_bytes());
+        }
+        out.truncate(length);
+        out
+    }
+
+    fn streamed(store: &Store, staging: &Path, parts: &[Part], bytes: &[u8]) -> Result<Option<usize>, String> {
+        write_streamed(store, "store", staging, "trace.json", parts, |out| {
+            bytes.chunks(40_000).try_for_each(|piece| out.write_all(piece))
+        })
+    }
+
+    #[test]
+    fn a_streamed_file_writes_only_the_parts_the_store_lacks_and_refuses_other_bytes() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        let staging = folder.path().join("staging");
+        std::fs::create_dir(&staging).expect("staging");
+        let bytes = text(3, 700_000);
+        let parts: Vec<Part> = acompose_engine::parts::cut(&bytes).into_iter().map(|(_, part)| part).collect();
+        assert!(parts.len() > 5);
+        assert_eq!(streamed(&store, &staging, &parts, &bytes), Ok(Some(parts.len() + 1)));
+        assert!(parts.iter().all(|part| store.part_looks_intact(part)));
+        let list = std::fs::read_to_string(staging.join("trace.json.parts")).expect("list");
+        assert_eq!(PartList::parse(list.as_bytes(), u64::MAX).map(|list| list.parts), Ok(parts.clone()));
+        // Again: every part is there, only the list is written.
+        assert_eq!(streamed(&store, &staging, &parts, &bytes), Ok(Some(1)));
+        // One part gone: it alone is written again.
+        std::fs::remove_file(store.root().join(parts[2].entry_name())).expect("remove");
+        assert_eq!(streamed(&store, &staging, &parts, &bytes), Ok(Some(2)));
+        // Bytes that are not the measured ones: a changed part, a longer or a shorter file.
+        let mut changed = bytes.clone();
+        changed[300_000] ^= 1;
+        for other in [changed, [&bytes[..], b"x"].concat(), bytes[..bytes.len() - 1].to_vec()] {
+            for part in &parts {
+                let _ = std::fs::remove_file(store.root().join(part.entry_name()));
+            }
+            let _ = std::fs::remove_file(staging.join("trace.json.parts"));
+            assert!(streamed(&store, &staging, &parts, &other).is_err());
+            assert!(!staging.join("trace.json.parts").exists(), "no list for bytes that are not the file's");
+        }
+    }
 }
