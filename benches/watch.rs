@@ -16,6 +16,10 @@
 //! request's limit of 1000 sources; none past it), each run
 //! under GNU time (`/usr/bin/time`, wall seconds and peak resident memory): the second
 //! table, the scaling table of `docs/performance.md`.
+//!
+//! Each estate is written into a temporary folder of its own; `TMPDIR` chooses the file
+//! system (an ext4 without a journal slows the making of files for minutes after many
+//! were deleted: `docs/performance.md`, "the file system under the figures").
 
 #[path = "common/reference_estate.rs"]
 mod reference_estate;
