@@ -235,7 +235,14 @@ impl Watcher {
         if !self.cache_stale {
             return false;
         }
-        // Saved again at the next quiet moment; a failure here was warned about at start.
+        self.save_fingerprints();
+        self.cache_stale = false;
+        true
+    }
+
+    /// Saves the fingerprint cache for the last convergence. A failure is not reported
+    /// here: the first save, at start, warns about it, and each quiet moment tries again.
+    fn save_fingerprints(&mut self) {
         let _ = keep_fingerprints(
             &self.converger,
             &self.home,
@@ -244,8 +251,6 @@ impl Watcher {
             &mut self.recorded,
             &mut NoFaults,
         );
-        self.cache_stale = false;
-        true
     }
 
     /// Stops watching: prunes what is pending (waiting up to 5 s for the lock) and saves
@@ -253,15 +258,7 @@ impl Watcher {
     pub fn stop(mut self) {
         prune_locked(&mut self.converger, &self.home, Duration::from_secs(5));
         if self.cache_stale {
-            // Saved again at the next quiet moment; a failure here was warned about at start.
-            let _ = keep_fingerprints(
-                &self.converger,
-                &self.home,
-                &self.projects,
-                &self.last_report,
-                &mut self.recorded,
-                &mut NoFaults,
-            );
+            self.save_fingerprints();
         }
     }
 }
