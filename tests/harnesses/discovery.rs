@@ -255,9 +255,11 @@ fn prepare(command: &mut Command, bin: &Path, home: &Path, cwd: &Path, recorder:
     // Copilot unpacks itself (about 200 MB) into its cache on first start: one cache for
     // every run, outside the homes the checks make.
     command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("harness-cache"));
-    if let Some(temporary) = std::env::var_os("TMPDIR") {
-        command.env("TMPDIR", temporary);
-    }
+    // A temporary folder inside the run's home, which the test removes: a harness writes
+    // there (Gemini CLI its error reports) and nothing is left in the machine's `/tmp`.
+    let temporary = home.join(".tmp");
+    std::fs::create_dir_all(&temporary).expect("the harness's temporary folder");
+    command.env("TMPDIR", temporary);
 }
 
 /// Runs the harness; its warnings come from its standard error and, for OpenCode, from the

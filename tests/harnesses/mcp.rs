@@ -107,9 +107,11 @@ fn quiet_command(program: &Path, bin: &Path, home: &Path, cwd: &Path) -> Command
     }
     // Copilot unpacks itself into its cache on first start: one cache for every run.
     command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("harness-cache"));
-    if let Some(temporary) = std::env::var_os("TMPDIR") {
-        command.env("TMPDIR", temporary);
-    }
+    // A temporary folder inside the run's home, which the test removes: a harness writes
+    // there (Gemini CLI its error reports) and nothing is left in the machine's `/tmp`.
+    let temporary = home.join(".tmp");
+    std::fs::create_dir_all(&temporary).expect("the harness's temporary folder");
+    command.env("TMPDIR", temporary);
     command.stdin(std::process::Stdio::null());
     command
 }
