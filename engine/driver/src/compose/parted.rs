@@ -422,15 +422,14 @@ pub fn linked_entries(bundle: &Path) -> Vec<(Store, String)> {
 mod tests {
     use super::*;
 
+    /// `length` bytes of hex text, varied enough for content-defined cuts (blake3's
+    /// extendable output of `seed`).
     fn text(seed: u64, length: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(length);
-        let mut value = seed;
-        while out.len() < length {
-            value = value.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            out.extend_from_slice(format!("{{\"decision\":{}}},", value >> 40).as_bytes());
-        }
-        out.truncate(length);
-        out
+        let mut raw = vec![0u8; length.div_ceil(2)];
+        blake3::Hasher::new().update(&seed.to_le_bytes()).finalize_xof().fill(&mut raw);
+        let mut hex: Vec<u8> = raw.iter().flat_map(|byte| format!("{byte:02x}").into_bytes()).collect();
+        hex.truncate(length);
+        hex
     }
 
     fn streamed(store: &Store, staging: &Path, parts: &[Part], bytes: &[u8]) -> Result<Option<usize>, String> {
