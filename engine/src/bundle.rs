@@ -15,6 +15,7 @@ use crate::parts::{Cutter, Part};
 use crate::person::{PersonModel, Role};
 use crate::render::{Palette, identity_card};
 use crate::snapshot::to_json_bytes;
+use crate::trace::Resume;
 use crate::trace::{Outcome, Trace, TraceRecord, approximate_tokens};
 use crate::trace_index::{IndexLines, Measured, TraceHasher};
 
@@ -146,6 +147,9 @@ pub struct TraceFile {
     /// lacks, without holding it whole or hashing the others. Empty for a trace below
     /// [`crate::parts::PARTED_FROM`] or read back from a bundle's files.
     pub parts: Vec<Part>,
+    /// Where writing the file can start again ([`TraceFile::write_from`]), in order of
+    /// their offsets; empty when `parts` is.
+    pub resumes: Vec<Resume>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,25 +171,26 @@ impl TraceFile {
         } else {
             None
         };
-        let (measured, lines, parts) = measured.unwrap_or_else(|| {
+        let (measured, marks, parts) = measured.unwrap_or_else(|| {
             let mut measure = Measure { hasher: TraceHasher::new(), cutter: Cutter::default() };
-            let mut lines = IndexLines::default();
+            let mut marks = Marks::default();
             // Writing into memory cannot fail (see `to_json_bytes`).
-            let _ = record.write_json_placed(&mut measure, &mut lines);
+            let _ = record.write_json_placed(&mut measure, &mut marks);
             let _ = std::io::Write::write_all(&mut measure, b"\n");
-            (measure.hasher.finish(), lines, measure.cutter.finish())
+            (measure.hasher.finish(), marks, measure.cutter.finish())
         });
         let index = OutputFile {
             path: crate::trace_index::PATH.to_owned(),
-            bytes: crate::trace_index::index_text(&measured, &lines).into(),
+            bytes: crate::trace_index::index_text(&measured, &marks.lines).into(),
         };
         let digest = format!("blake3:{}", measured.digest.to_hex());
-        let parts = if crate::parts::is_parted(Self::PATH, usize::try_from(measured.length).unwrap_or(usize::MAX)) {
-            parts
-        } else {
-            Vec::new()
-        };
-        (TraceFile { body: TraceBody::Record(record), length: measured.length, digest, parts }, index)
+        let (parts, resumes) =
+            if crate::parts::is_parted(Self::PATH, usize::try_from(measured.length).unwrap_or(usize::MAX)) {
+                (parts, marks.resumes)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+        (TraceFile { body: TraceBody::Record(record), length: measured.length, digest, parts, resumes }, index)
     }
 
     /// A `trace.json` read from a bundle's files.
@@ -195,6 +200,7 @@ impl TraceFile {
             digest: digest(&bytes),
             body: TraceBody::Bytes(bytes),
             parts: Vec::new(),
+            resumes: Vec::new(),
         }
     }
 
@@ -216,6 +222,44 @@ impl TraceFile {
             }
             TraceBody::Bytes(bytes) => out.write_all(bytes),
         }
+    }
+
+    /// The bytes of `trace.json` from `from` (one of [`TraceFile::resumes`]) to the end,
+    /// serialized without what comes before.
+    pub fn write_from(&self, out: &mut dyn std::io::Write, from: Resume) -> std::io::Result<()> {
+        match &self.body {
+            TraceBody::Record(record) => {
+                record.write_json_from(out, from)?;
+                out.write_all(b"\n")
+            }
+            TraceBody::Bytes(bytes) => {
+                let start = usize::try_from(from.offset).map_or(bytes.len(), |start| start.min(bytes.len()));
+                out.write_all(&bytes[start..])
+            }
+        }
+    }
+}
+
+/// The trace index's lines and the places writing can start again, told as the trace is
+/// serialized to be measured.
+#[derive(Default)]
+struct Marks {
+    lines: IndexLines,
+    resumes: Vec<Resume>,
+}
+
+impl crate::trace::Places for Marks {
+    fn decision(&mut self, start: u64, length: u64, subject: &str) {
+        self.lines.decision(start, length, subject);
+    }
+    fn skill(&mut self, start: u64, length: u64, name: &str) {
+        self.lines.skill(start, length, name);
+    }
+    fn provider(&mut self, start: u64, length: u64, source: &str) {
+        self.lines.provider(start, length, source);
+    }
+    fn resume(&mut self, resume: Resume) {
+        self.resumes.push(resume);
     }
 }
 
@@ -261,7 +305,7 @@ impl std::io::Write for Pieces {
 /// written and another cuts them into parts (each piece about
 /// [`crate::trace::WRITE_PIECE`] bytes, a few in flight): the three take about as long
 /// each. `None` when a thread could not be started.
-fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, IndexLines, Vec<Part>)> {
+fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, Marks, Vec<Part>)> {
     std::thread::scope(|scope| {
         let (send_hashed, hashed) = std::sync::mpsc::sync_channel::<Piece>(4);
         let (send_cut, cut) = std::sync::mpsc::sync_channel::<Piece>(4);
@@ -284,15 +328,15 @@ fn measure_pipelined(record: &TraceRecord) -> Option<(Measured, IndexLines, Vec<
             })
             .ok()?;
         let mut pieces = Pieces(send_hashed, send_cut);
-        let mut lines = IndexLines::default();
+        let mut marks = Marks::default();
         // The receivers live until every piece is sent: neither write can fail.
         let written = record
-            .write_json_placed(&mut pieces, &mut lines)
+            .write_json_placed(&mut pieces, &mut marks)
             .and_then(|()| std::io::Write::write_all(&mut pieces, b"\n"));
         drop(pieces);
         let measured = hashing.join().ok()?;
         let parts = cutting.join().ok()?;
-        written.ok().map(|()| (measured, lines, parts))
+        written.ok().map(|()| (measured, marks, parts))
     })
 }
 
@@ -1097,6 +1141,12 @@ mod tests {
             let cut: Vec<_> = crate::parts::cut(&written).into_iter().map(|(_, part)| part).collect();
             let parted = crate::parts::is_parted(TraceFile::PATH, written.len());
             assert_eq!(file.parts, if parted { cut } else { Vec::new() }, "{count} names");
+            assert_eq!(file.resumes.is_empty(), !parted, "{count} names");
+            for resume in &file.resumes {
+                let mut rest = Vec::new();
+                file.write_from(&mut rest, *resume).expect("write");
+                assert!(rest == written[usize::try_from(resume.offset).expect("offset")..], "{resume:?}");
+            }
             let read_back = TraceFile::from_bytes(written.clone().into());
             assert_eq!((read_back.length, &read_back.digest), (file.length, &file.digest));
             let mut again = Vec::new();

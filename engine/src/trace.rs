@@ -245,27 +245,65 @@ impl TraceRecord {
     /// large estate they are most of the trace. The text is gathered in a buffer and
     /// handed to `out` in pieces of about [`WRITE_PIECE`] bytes.
     pub(crate) fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.write_json_into(&mut TraceWriter::new(out, None))
+        self.write_json_into(&mut TraceWriter::new(out, None, Resume::START))
     }
 
     /// [`TraceRecord::write_json`], telling `places` where each decision and provider
-    /// report starts and how long it is, as it is written.
+    /// report starts and how long it is, and where writing can start again, as it is
+    /// written.
     pub(crate) fn write_json_placed(
         &self,
         out: &mut dyn std::io::Write,
         places: &mut dyn Places,
     ) -> std::io::Result<()> {
-        self.write_json_into(&mut TraceWriter::new(out, Some(places)))
+        self.write_json_into(&mut TraceWriter::new(out, Some(places), Resume::START))
+    }
+
+    /// The bytes of [`TraceRecord::write_json`] from `from` (a [`Resume`] told while it
+    /// was written) to the end, without serializing what comes before.
+    pub(crate) fn write_json_from(&self, out: &mut dyn std::io::Write, from: Resume) -> std::io::Result<()> {
+        self.write_json_into(&mut TraceWriter::new(out, None, from))
     }
 
     fn write_json_into(&self, writer: &mut TraceWriter<'_>) -> std::io::Result<()> {
-        writer.text.extend_from_slice(b"{\n  \"format\": ");
-        write_nested(&mut writer.text, FORMAT, 1)?;
-        writer.text.extend_from_slice(format!(",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ").as_bytes());
-        write_nested(&mut writer.text, &self.role, 1)?;
-        writer.text.extend_from_slice(b",\n  \"decisions\": [");
-        let mut first = true;
-        for entry in &self.entries {
+        let from = writer.from;
+        let first_provider = match from.at {
+            At::Decision(start) => {
+                if from.offset == 0 {
+                    writer.text.extend_from_slice(b"{\n  \"format\": ");
+                    write_nested(&mut writer.text, FORMAT, 1)?;
+                    writer.text.extend_from_slice(
+                        format!(",\n  \"format_version\": {FORMAT_VERSION},\n  \"role\": ").as_bytes(),
+                    );
+                    write_nested(&mut writer.text, &self.role, 1)?;
+                    writer.text.extend_from_slice(b",\n  \"decisions\": [");
+                }
+                self.write_decisions(writer, start, from.first)?;
+                writer.text.extend_from_slice(b",\n  \"providers\": [");
+                0
+            }
+            At::Provider(start) => start,
+        };
+        // Element by element, as `serde_json` pretty-prints the list one level deep, so
+        // that each report's place is known.
+        for (index, provider) in self.providers.iter().enumerate().skip(first_provider) {
+            writer.may_resume(At::Provider(index), index == 0);
+            writer.text.extend_from_slice(if index == 0 { b"\n    " } else { b",\n    " });
+            let start = writer.position();
+            write_nested(&mut writer.text, provider, 2)?;
+            writer.mark(Element::Provider(&provider.source), start);
+            writer.hand_over()?;
+        }
+        writer.text.extend_from_slice(if self.providers.is_empty() { b"]" } else { b"\n  ]" });
+        writer.text.extend_from_slice(b"\n}");
+        writer.out.write_all(&writer.text)
+    }
+
+    /// The decisions from entry `start` on, and the list's end. `first`: nothing was
+    /// written into the list before.
+    fn write_decisions(&self, writer: &mut TraceWriter<'_>, start: usize, mut first: bool) -> std::io::Result<()> {
+        for (index, entry) in self.entries.iter().enumerate().skip(start) {
+            writer.may_resume(At::Decision(index), first);
             match entry {
                 TraceEntry::Decision(decision) => {
                     writer.text.extend_from_slice(if first { b"\n    " } else { b",\n    " });
@@ -284,21 +322,39 @@ impl TraceRecord {
             }
             writer.hand_over()?;
         }
+        writer.may_resume(At::Decision(self.entries.len()), first);
         writer.text.extend_from_slice(if first { b"]" } else { b"\n  ]" });
-        writer.text.extend_from_slice(b",\n  \"providers\": [");
-        // Element by element, as `serde_json` pretty-prints the list one level deep, so
-        // that each report's place is known.
-        for (index, provider) in self.providers.iter().enumerate() {
-            writer.text.extend_from_slice(if index == 0 { b"\n    " } else { b",\n    " });
-            let start = writer.position();
-            write_nested(&mut writer.text, provider, 2)?;
-            writer.mark(Element::Provider(&provider.source), start);
-        }
-        writer.text.extend_from_slice(if self.providers.is_empty() { b"]" } else { b"\n  ]" });
-        writer.text.extend_from_slice(b"\n}");
-        writer.out.write_all(&writer.text)
+        Ok(())
     }
 }
+
+/// A place in a trace's JSON where writing can start again: the offset in the file of an
+/// element's first byte (its separator), which element that is, and whether it is the
+/// first of the decisions list. Told every [`RESUME_SPACING`] bytes or so while the trace
+/// is written, so that a writer that needs only some of the file (the parts a store
+/// lacks) serializes from the nearest one before them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resume {
+    pub offset: u64,
+    at: At,
+    first: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// The entry of this index of the decisions (or, past the last, the list's end).
+    Decision(usize),
+    /// The provider report of this index.
+    Provider(usize),
+}
+
+impl Resume {
+    /// The start of the file.
+    pub const START: Resume = Resume { offset: 0, at: At::Decision(0), first: true };
+}
+
+/// About how far apart the [`Resume`] places of a trace are.
+pub(crate) const RESUME_SPACING: u64 = 32 * 1024;
 
 /// About how many bytes [`TraceRecord::write_json`] gathers before each write.
 pub(crate) const WRITE_PIECE: usize = 1 << 16;
@@ -310,6 +366,8 @@ pub(crate) trait Places {
     /// A decision whose subject is `skill:<name>`.
     fn skill(&mut self, start: u64, length: u64, name: &str);
     fn provider(&mut self, start: u64, length: u64, source: &str);
+    /// Writing can start again here ([`TraceRecord::write_json_from`]).
+    fn resume(&mut self, _resume: Resume) {}
 }
 
 /// One element of the trace whose place is told.
@@ -328,11 +386,35 @@ struct TraceWriter<'a> {
     text: Vec<u8>,
     handed: u64,
     places: Option<&'a mut dyn Places>,
+    /// Where writing started.
+    from: Resume,
+    /// From which offset the next [`Resume`] is told.
+    next_resume: u64,
 }
 
 impl<'a> TraceWriter<'a> {
-    fn new(out: &'a mut dyn std::io::Write, places: Option<&'a mut dyn Places>) -> Self {
-        TraceWriter { out, text: Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2)), handed: 0, places }
+    fn new(out: &'a mut dyn std::io::Write, places: Option<&'a mut dyn Places>, from: Resume) -> Self {
+        TraceWriter {
+            out,
+            text: Vec::with_capacity(WRITE_PIECE + (WRITE_PIECE >> 2)),
+            handed: from.offset,
+            places,
+            from,
+            next_resume: from.offset + RESUME_SPACING,
+        }
+    }
+
+    /// Tells the places that writing can start again at the element about to be written,
+    /// when the last place told is far enough behind.
+    fn may_resume(&mut self, at: At, first: bool) {
+        let offset = self.position();
+        if offset < self.next_resume {
+            return;
+        }
+        self.next_resume = offset + RESUME_SPACING;
+        if let Some(places) = self.places.as_deref_mut() {
+            places.resume(Resume { offset, at, first });
+        }
     }
 
     /// The offset in the file of the next byte written.
@@ -619,6 +701,70 @@ mod tests {
                 String::from_utf8(written(record)).unwrap(),
                 String::from_utf8(serde_json::to_vec_pretty(&record.expand()).unwrap()).unwrap()
             );
+        }
+    }
+
+    /// Keeps only the places writing can start again.
+    #[derive(Default)]
+    struct Resumes(Vec<Resume>);
+
+    impl Places for Resumes {
+        fn decision(&mut self, _: u64, _: u64, _: &str) {}
+        fn skill(&mut self, _: u64, _: u64, _: &str) {}
+        fn provider(&mut self, _: u64, _: u64, _: &str) {}
+        fn resume(&mut self, resume: Resume) {
+            self.0.push(resume);
+        }
+    }
+
+    #[test]
+    fn writing_from_each_place_told_gives_the_rest_of_the_file() {
+        let provider = |index: usize| ProviderReport {
+            source: format!("repo-{index}"),
+            category: "ordinary-catalogue".to_owned(),
+            scope: "role".to_owned(),
+            outcome: Outcome::Excluded,
+            cause: "not-assigned".to_owned(),
+            reason: "x".repeat(index % 700),
+            location: format!("owner/repo-{index}"),
+            skills: index,
+            context_bytes: 0,
+            approximate_tokens: 0,
+            metadata_bytes: 0,
+            instruction_bytes: 0,
+            resource_bytes: 0,
+            binary_bytes: 0,
+            selector: None,
+        };
+        // Groups of every size (a group larger than the spacing among them), single
+        // decisions, empty groups, and enough providers that places fall among them.
+        let mut entries = Vec::new();
+        for index in 0..200 {
+            entries.push(TraceEntry::Decision(decision(&format!("source:repo-{index}"), Outcome::Excluded)));
+            let count = if index == 100 { 400 } else { (index * 7) % 60 };
+            let names: Vec<String> = (0..count).map(|name| format!("skill-{index}-{name}")).collect();
+            entries.push(TraceEntry::ExcludedSkills {
+                source: format!("repo-{index}"),
+                cause: "not-assigned".to_owned(),
+                names: names.into(),
+            });
+        }
+        for ends_in_decisions in [false, true] {
+            let providers = if ends_in_decisions { Vec::new() } else { (0..400).map(provider).collect() };
+            let record = TraceRecord { role: "r".to_owned(), entries: entries.clone(), providers };
+            let whole = written(&record);
+            let mut resumes = Resumes::default();
+            let mut placed = Vec::new();
+            record.write_json_placed(&mut placed, &mut resumes).unwrap();
+            assert_eq!(placed, whole);
+            assert!(resumes.0.len() as u64 >= whole.len() as u64 / RESUME_SPACING / 2, "{}", resumes.0.len());
+            assert!(resumes.0.iter().any(|resume| matches!(resume.at, At::Provider(_))) != ends_in_decisions);
+            for resume in &resumes.0 {
+                let mut rest = Vec::new();
+                record.write_json_from(&mut rest, *resume).unwrap();
+                let offset = usize::try_from(resume.offset).unwrap();
+                assert!(rest == whole[offset..], "from {resume:?}");
+            }
         }
     }
 }

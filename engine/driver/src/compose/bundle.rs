@@ -380,8 +380,12 @@ fn write_trace(staging: &Path, bundle: &Bundle, parting: &Parting<'_>) -> Result
             staging,
             TraceFile::PATH,
             &bundle.trace.parts,
+            &bundle.trace.resumes.iter().map(|resume| resume.offset).collect::<Vec<_>>(),
             // The trace hands its bytes over in pieces of tens of kilobytes.
-            |out| bundle.trace.write_to(out),
+            |resume, out| match resume.and_then(|index| bundle.trace.resumes.get(index)) {
+                Some(&from) => bundle.trace.write_from(out, from),
+                None => bundle.trace.write_to(out),
+            },
         )?
     {
         return Ok(written);

@@ -274,97 +274,145 @@ pub fn write_parted(
 }
 
 /// Writes the parted file `relative` of the bundle staged in `staging` from its bytes as
-/// `serialize` hands them over, cut where `parts` (measured when the file was composed)
-/// says: a part the store holds at its size is passed over unhashed, one it lacks is
-/// gathered, checked against its key and put; then the list. Holds at most one part.
-/// `None` when the list cannot name that store (the caller writes the file whole);
-/// bytes that do not make `parts` are an error and leave the parts already put, which
-/// no list names, to `gc`.
+/// `serialize_from` hands them over, cut where `parts` (measured when the file was
+/// composed) says: only the parts the store lacks are serialized, gathered, checked
+/// against their keys and put; then the list. `resumes` are the offsets (ascending) where
+/// serializing can start again: `serialize_from(Some(k), out)` writes the file from
+/// `resumes[k]` on, `serialize_from(None, out)` from its start. Each run of lacking parts
+/// is serialized from the nearest resume before it and no further than its end, so an
+/// edit that changed one part serializes about one part. Holds at most one part. `None`
+/// when the list cannot name that store (the caller writes the file whole); bytes that
+/// do not make `parts` are an error and leave the parts already put, which no list
+/// names, to `gc`.
 pub fn write_streamed(
     store: &Store,
     store_relative: &str,
     staging: &Path,
     relative: &str,
     parts: &[Part],
-    serialize: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    resumes: &[u64],
+    serialize_from: impl Fn(Option<usize>, &mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<Option<usize>, String> {
     let list = PartList { store: store_relative.to_owned(), parts: parts.to_vec() };
     let Some(text) = list.text() else { return Ok(None) };
-    store.begin_staging();
-    let mut sink = KnownParts { store, parts, next: 0, filled: 0, gathered: None, written: 0, failed: None };
-    sink.start_part();
-    let serialized = serialize(&mut sink);
-    store.end_staging();
     let path = staging.join(format!("{relative}{SUFFIX}"));
-    if let Some(problem) = sink.failed {
-        return Err(format!("cannot write `{}`: {problem}", path.display()));
-    }
-    serialized.map_err(|error| cannot("write", &path, &error))?;
-    if sink.next != parts.len() || sink.filled != 0 {
-        return Err(format!("cannot write `{}`: the file is shorter than when it was composed", path.display()));
-    }
+    store.begin_staging();
+    let written = put_lacking_parts(store, parts, resumes, &serialize_from);
+    store.end_staging();
+    let written = written.map_err(|problem| format!("cannot write `{}`: {problem}", path.display()))?;
     std::fs::write(&path, text).map_err(|error| cannot("write", &path, &error))?;
-    Ok(Some(sink.written + 1))
+    Ok(Some(written + 1))
 }
 
-/// The sink of [`write_streamed`]: follows the known parts through the bytes.
-struct KnownParts<'a> {
+/// The runs of consecutive parts the store lacks: (offset of the first, first index, end
+/// index).
+fn lacking_runs(store: &Store, parts: &[Part]) -> Vec<(u64, usize, usize)> {
+    let mut runs: Vec<(u64, usize, usize)> = Vec::new();
+    let mut offset = 0;
+    for (index, part) in parts.iter().enumerate() {
+        if !store.part_looks_intact(part) {
+            match runs.last_mut() {
+                Some((_, _, end)) if *end == index => *end = index + 1,
+                _ => runs.push((offset, index, index + 1)),
+            }
+        }
+        offset += part.length;
+    }
+    runs
+}
+
+/// Writes a file's bytes from the resume of this index (`None`: from its start).
+type SerializeFrom<'a> = dyn Fn(Option<usize>, &mut dyn std::io::Write) -> std::io::Result<()> + 'a;
+
+/// Serializes each run of parts the store lacks and puts them; returns how many it wrote.
+fn put_lacking_parts(
+    store: &Store,
+    parts: &[Part],
+    resumes: &[u64],
+    serialize_from: &SerializeFrom<'_>,
+) -> Result<usize, String> {
+    let mut written = 0;
+    for (start, first, end) in lacking_runs(store, parts) {
+        let resume = resumes.partition_point(|&at| at <= start).checked_sub(1);
+        let mut sink = Run {
+            store,
+            parts: &parts[first..end],
+            to_the_end: end == parts.len(),
+            position: resume.map_or(0, |index| resumes[index]),
+            skip_to: start,
+            next: 0,
+            gathered: Vec::new(),
+            written: 0,
+            outcome: None,
+        };
+        let serialized = serialize_from(resume, &mut sink);
+        match sink.outcome {
+            Some(Ok(())) => {}
+            Some(Err(problem)) => return Err(problem),
+            None if sink.to_the_end && sink.next == sink.parts.len() => {
+                serialized.map_err(|error| error_kind(&error))?;
+            }
+            None => {
+                serialized.map_err(|error| error_kind(&error))?;
+                return Err("the file is shorter than when it was composed".to_owned());
+            }
+        }
+        written += sink.written;
+    }
+    Ok(written)
+}
+
+/// The sink of one run of lacking parts: passes over the bytes before the run, gathers
+/// each part and puts it, and stops the serialization after the run's last part (or, for
+/// a run at the file's end, refuses any byte after it).
+struct Run<'a> {
     store: &'a Store,
     parts: &'a [Part],
-    /// The part being filled.
+    to_the_end: bool,
+    /// The offset in the file of the next byte handed over.
+    position: u64,
+    /// Where the run's first part starts.
+    skip_to: u64,
+    /// The part being gathered.
     next: usize,
-    /// How many of its bytes went by.
-    filled: u64,
-    /// Its bytes, when the store lacks it.
-    gathered: Option<Vec<u8>>,
+    gathered: Vec<u8>,
     written: usize,
-    failed: Option<String>,
+    /// `Ok` once the run is written (the serialization is then stopped); `Err` for
+    /// bytes that do not make the parts.
+    outcome: Option<Result<(), String>>,
 }
 
-impl KnownParts<'_> {
-    /// Looks for the part about to be filled: gathered only when the store lacks it.
-    fn start_part(&mut self) {
-        self.gathered = self
-            .parts
-            .get(self.next)
-            .filter(|part| !self.store.part_looks_intact(part))
-            .map(|part| Vec::with_capacity(usize::try_from(part.length).unwrap_or(0)));
-    }
-
-    /// The part is filled: put it when it was gathered.
-    fn end_part(&mut self, part: &Part) -> Result<(), String> {
-        if let Some(bytes) = self.gathered.take()
-            && self.store.put_part(part, &bytes)? == Written::New
-        {
-            self.written += 1;
-        }
-        self.next += 1;
-        self.filled = 0;
-        self.start_part();
-        Ok(())
+impl Run<'_> {
+    fn stop(&mut self, outcome: Result<(), String>) -> std::io::Error {
+        self.outcome = Some(outcome);
+        std::io::Error::other("the run of parts is written")
     }
 }
 
-impl std::io::Write for KnownParts<'_> {
+impl std::io::Write for Run<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut rest = bytes;
+        let passed = usize::try_from(self.skip_to.saturating_sub(self.position)).unwrap_or(usize::MAX);
+        let mut rest = &bytes[passed.min(bytes.len())..];
+        self.position += (bytes.len() - rest.len()) as u64;
         while !rest.is_empty() {
             let Some(part) = self.parts.get(self.next) else {
-                self.failed = Some("the file is longer than when it was composed".to_owned());
-                return Err(std::io::Error::other("longer than its parts"));
+                return Err(self.stop(Err("the file is longer than when it was composed".to_owned())));
             };
-            let room = usize::try_from(part.length - self.filled).unwrap_or(usize::MAX);
+            let room = usize::try_from(part.length).unwrap_or(usize::MAX) - self.gathered.len();
             let (now, later) = rest.split_at(room.min(rest.len()));
-            if let Some(gathered) = &mut self.gathered {
-                gathered.extend_from_slice(now);
-            }
-            self.filled += now.len() as u64;
+            self.gathered.extend_from_slice(now);
+            self.position += now.len() as u64;
             rest = later;
-            if self.filled == part.length
-                && let Err(problem) = self.end_part(part)
-            {
-                self.failed = Some(problem.clone());
-                return Err(std::io::Error::other(problem));
+            if self.gathered.len() as u64 == part.length {
+                match self.store.put_part(part, &self.gathered) {
+                    Ok(written) => self.written += usize::from(written == Written::New),
+                    Err(problem) => return Err(self.stop(Err(problem))),
+                }
+                self.gathered.clear();
+                self.next += 1;
+                if self.next == self.parts.len() && !self.to_the_end {
+                    return Err(self.stop(Ok(())));
+                }
             }
         }
         Ok(bytes.len())
@@ -433,8 +481,20 @@ mod tests {
     }
 
     fn streamed(store: &Store, staging: &Path, parts: &[Part], bytes: &[u8]) -> Result<Option<usize>, String> {
-        write_streamed(store, "store", staging, "trace.json", parts, |out| {
-            bytes.chunks(40_000).try_for_each(|piece| out.write_all(piece))
+        resumed(store, staging, parts, &[], bytes)
+    }
+
+    /// Serializes `bytes` from the resumes given, counting the bytes handed over.
+    fn resumed(
+        store: &Store,
+        staging: &Path,
+        parts: &[Part],
+        resumes: &[u64],
+        bytes: &[u8],
+    ) -> Result<Option<usize>, String> {
+        write_streamed(store, "store", staging, "trace.json", parts, resumes, |resume, out| {
+            let from = resume.map_or(0, |index| usize::try_from(resumes[index]).unwrap());
+            bytes[from..].chunks(40_000).try_for_each(|piece| out.write_all(piece))
         })
     }
 
@@ -467,6 +527,58 @@ mod tests {
             let _ = std::fs::remove_file(staging.join("trace.json.parts"));
             assert!(streamed(&store, &staging, &parts, &other).is_err());
             assert!(!staging.join("trace.json.parts").exists(), "no list for bytes that are not the file's");
+        }
+    }
+
+    #[test]
+    fn a_file_with_places_to_resume_serializes_only_around_the_parts_the_store_lacks() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        let staging = folder.path().join("staging");
+        std::fs::create_dir(&staging).expect("staging");
+        let bytes = text(5, 900_000);
+        let parts: Vec<Part> = acompose_engine::parts::cut(&bytes).into_iter().map(|(_, part)| part).collect();
+        assert!(parts.len() > 6);
+        let resumes: Vec<u64> = (1..30).map(|at| at * 30_000).collect();
+        let handed = std::cell::Cell::new(0usize);
+        let counted = |parts: &[Part], bytes: &[u8]| {
+            handed.set(0);
+            write_streamed(&store, "store", &staging, "trace.json", parts, &resumes, |resume, out| {
+                let from = resume.map_or(0, |index| usize::try_from(resumes[index]).unwrap());
+                bytes[from..].chunks(10_000).try_for_each(|piece| {
+                    handed.set(handed.get() + piece.len());
+                    out.write_all(piece)
+                })
+            })
+        };
+        assert_eq!(counted(&parts, &bytes), Ok(Some(parts.len() + 1)));
+        assert_eq!(handed.get(), bytes.len(), "the first write serializes the whole file once");
+        assert_eq!(counted(&parts, &bytes), Ok(Some(1)));
+        assert_eq!(handed.get(), 0, "nothing is serialized when the store holds every part");
+        // Two parts gone, apart: each is serialized from the nearest resume before it, to
+        // its end (in pieces of 10 000 bytes).
+        for index in [2, parts.len() - 1] {
+            std::fs::remove_file(store.root().join(parts[index].entry_name())).expect("remove");
+        }
+        assert_eq!(counted(&parts, &bytes), Ok(Some(3)));
+        let bound = 2 * (30_000 + 10_000) + usize::try_from(parts[2].length + parts[parts.len() - 1].length).unwrap();
+        assert!(handed.get() <= bound, "{} bytes handed over, at most {bound}", handed.get());
+        let mut whole = Vec::new();
+        for part in &parts {
+            whole.extend(std::fs::read(store.root().join(part.entry_name())).expect("part"));
+        }
+        assert!(whole == bytes);
+        // A part changed, or the file longer at its end: refused, no list.
+        let mut changed = bytes.clone();
+        changed[usize::try_from(parts[0].length + 5).unwrap()] ^= 1;
+        for other in [changed, [&bytes[..], b"x"].concat()] {
+            for index in [1, parts.len() - 1] {
+                let _ = std::fs::remove_file(store.root().join(parts[index].entry_name()));
+            }
+            let _ = std::fs::remove_file(staging.join("trace.json.parts"));
+            assert!(counted(&parts, &other).is_err());
+            assert!(!staging.join("trace.json.parts").exists());
         }
     }
 }
