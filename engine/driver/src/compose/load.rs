@@ -917,6 +917,12 @@ impl Loader {
     pub fn roots(&self) -> Vec<PathBuf> {
         self.roots.keys().cloned().collect()
     }
+
+    /// How many folders are being read. A root is never forgotten, so an unchanged count
+    /// means an unchanged set of roots.
+    pub fn root_count(&self) -> usize {
+        self.roots.len()
+    }
 }
 
 #[cfg(test)]

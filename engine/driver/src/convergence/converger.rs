@@ -142,6 +142,16 @@ impl Converger {
             .sum()
     }
 
+    /// Frees the values the last convergence replaced. salsa keeps a replaced memo (a
+    /// role's previous bundle, with its trace's decisions) until the next revision starts,
+    /// which would otherwise be the next edit's first input: starting an empty revision
+    /// at a quiet moment moves that freeing out of the next edit's time. Nothing is
+    /// recomputed for it: the next read verifies the memos as any input change would.
+    pub fn release_replaced(&mut self) {
+        use salsa::Database as _;
+        self.db.synthetic_write(salsa::Durability::LOW);
+    }
+
     /// Whether a deferred convergence left stale bundles to prune.
     pub fn has_pending_prune(&self) -> bool {
         !self.prune_pending.is_empty()

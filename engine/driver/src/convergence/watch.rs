@@ -124,7 +124,7 @@ impl Watcher {
             cache_stale: false,
             recorded,
         };
-        let started = watcher.watches.update(&watcher.converger, &watcher.home, &mut watcher.debouncer, progress);
+        let started = watcher.watches.update(&watcher.converger, &watcher.home, &mut watcher.debouncer, progress, true);
         watcher.carried = missing_then_present(&watcher.converger, started);
         Ok((watcher, report))
     }
@@ -163,11 +163,16 @@ impl Watcher {
             return WatchEvent::Nothing;
         }
         let started = Instant::now();
+        // Only events about inputs: the home's own files come and go with every convergence.
+        let sweep = !appeared.is_empty()
+            || events.iter().any(|event| {
+                self.watches.may_replace_folder(event) && event.paths.iter().any(|path| self.is_input(path))
+            });
         // Roots that appeared (a folder on the way to a missing root changed). Watch
         // first, then read: whatever is written in between is read, whatever comes later
         // is an event. The same holds for a root removed and made again.
         appeared.extend(changed.iter().flat_map(|path| self.watches.missing_under(path).cloned()));
-        let watched_now = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress);
+        let watched_now = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress, sweep);
         appeared.extend(missing_then_present(&self.converger, watched_now));
         appeared.sort();
         appeared.dedup();
@@ -186,8 +191,9 @@ impl Watcher {
         let what = if changed.len() == 1 { first } else { format!("{first} and {} more", changed.len() - 1) };
         let outcome =
             converge_locked(&mut self.converger, &self.home, &self.projects, &self.config, progress, config_changed);
-        // New roots (a repository added to roles.kdl), roots that appeared or vanished.
-        let started_watching = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress);
+        // New roots (a repository added to roles.kdl). A root that vanished meanwhile is
+        // an event of the next batch, which looks at the watched folders again.
+        let started_watching = self.watches.update(&self.converger, &self.home, &mut self.debouncer, progress, false);
         self.carried = missing_then_present(&self.converger, started_watching);
         match outcome {
             Ok(report) => {
@@ -214,12 +220,16 @@ impl Watcher {
                 )
             })
             .flat_map(|event| event.paths.iter().cloned())
-            .filter(|path| !path.components().any(|part| part.as_os_str() == JOURNAL_DIR))
-            .filter(|path| {
-                self.watches.leads_to_missing(path)
-                    || (!is_output(&self.home, path) && self.watches.is_relevant(&self.converger, &self.home, path))
-            })
+            .filter(|path| self.is_input(path))
             .collect()
+    }
+
+    /// Whether a changed path can be an input: not the journal or another output, and in
+    /// a root or on the way to a missing one.
+    fn is_input(&self, path: &Path) -> bool {
+        !path.components().any(|part| part.as_os_str() == JOURNAL_DIR)
+            && (self.watches.leads_to_missing(path)
+                || (!is_output(&self.home, path) && self.watches.is_relevant(&self.converger, &self.home, path)))
     }
 
     /// No events for a while: a missing root that exists by now without an event having
@@ -236,6 +246,7 @@ impl Watcher {
             return false;
         }
         self.save_fingerprints();
+        self.converger.release_replaced();
         self.cache_stale = false;
         true
     }
@@ -288,6 +299,8 @@ struct Watches {
     /// Folders that exist but cannot be watched (no permission, too many watches), with
     /// their inode: warned about once, tried again only when replaced.
     failed: Vec<(PathBuf, u64)>,
+    /// How many roots the loader had when they were last gone through.
+    listed: Option<usize>,
 }
 
 fn folder_inode(path: &Path) -> Option<u64> {
@@ -297,31 +310,43 @@ fn folder_inode(path: &Path) -> Option<u64> {
 
 impl Watches {
     /// Brings the watches in line with the converger's roots; returns the roots it started
-    /// watching.
+    /// watching. With `sweep` every watched folder is looked at again (one `stat` per
+    /// root); without it only roots the loader added since are.
     fn update<W: notify_debouncer_full::notify::Watcher, C: notify_debouncer_full::FileIdCache>(
         &mut self,
         converger: &Converger,
         home: &Home,
         debouncer: &mut notify_debouncer_full::Debouncer<W, C>,
         progress: &dyn Progress,
+        sweep: bool,
     ) -> Vec<PathBuf> {
         let mut started = Vec::new();
-        // A watched root (or ancestor) that was removed, or removed and made again, drops
-        // its watch; the root is watched again below, directly or through an ancestor.
-        self.roots.retain(|root, inode| {
-            let same = folder_inode(root) == Some(*inode);
-            if !same {
-                let _ = debouncer.unwatch(root);
-            }
-            same
-        });
-        self.ancestors.retain(|ancestor| {
-            let exists = ancestor.is_dir();
-            if !exists {
-                let _ = debouncer.unwatch(ancestor);
-            }
-            exists
-        });
+        if sweep {
+            // A watched root (or ancestor) that was removed, or removed and made again,
+            // drops its watch; the root is watched again below, directly or through an
+            // ancestor.
+            self.roots.retain(|root, inode| {
+                let same = folder_inode(root) == Some(*inode);
+                if !same {
+                    let _ = debouncer.unwatch(root);
+                }
+                same
+            });
+            self.ancestors.retain(|ancestor| {
+                let exists = ancestor.is_dir();
+                if !exists {
+                    let _ = debouncer.unwatch(ancestor);
+                }
+                exists
+            });
+        }
+        // An edit in a large estate changes no root: nothing was dropped above, none is
+        // missing or waiting to be tried again, and the loader has no new one.
+        let count = converger.loader.root_count();
+        if !sweep && self.missing.is_empty() && self.failed.is_empty() && self.listed == Some(count) {
+            return started;
+        }
+        self.listed = Some(count);
         let mut roots = converger.loader.roots();
         roots.push(home.to_path_buf());
         self.missing.clear();
@@ -376,6 +401,26 @@ impl Watches {
         started
     }
 
+    /// Whether an event can have removed, moved or replaced a watched folder: anything
+    /// but a file made, written, touched or read, and any event on a root or a folder
+    /// above one. A file written inside a root leaves every watch as it was.
+    fn may_replace_folder(&self, event: &notify_debouncer_full::DebouncedEvent) -> bool {
+        let within = matches!(
+            event.kind,
+            EventKind::Create(_)
+                | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_))
+                | EventKind::Access(_)
+        );
+        // Roots sort by their components, so those at or below a path follow it directly.
+        !within
+            || event.paths.iter().any(|path| {
+                self.roots
+                    .range::<Path, _>((std::ops::Bound::Included(path.as_path()), std::ops::Bound::Unbounded))
+                    .next()
+                    .is_some_and(|(root, _)| root.starts_with(path))
+            })
+    }
+
     /// Whether a changed path can matter: inside a root, the host configuration or the
     /// MCP inventory (not a sibling in a watched ancestor).
     fn is_relevant(&self, converger: &Converger, home: &Home, path: &Path) -> bool {
@@ -396,5 +441,53 @@ impl Watches {
     /// The missing roots at or below a changed path.
     fn missing_under<'a>(&'a self, path: &'a Path) -> impl Iterator<Item = &'a PathBuf> + 'a {
         self.missing.iter().filter(move |root| root.starts_with(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use notify_debouncer_full::DebouncedEvent;
+    use notify_debouncer_full::notify::Event;
+    use notify_debouncer_full::notify::event::{
+        AccessKind, CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode,
+    };
+
+    use super::*;
+
+    fn event(kind: EventKind, path: &str) -> DebouncedEvent {
+        DebouncedEvent::new(Event::new(kind).add_path(PathBuf::from(path)), Instant::now())
+    }
+
+    #[test]
+    fn only_an_event_that_can_move_or_remove_a_folder_makes_the_watches_look_again() {
+        let mut watches = Watches::default();
+        for (root, inode) in [("/p/estate/repo-1", 1), ("/p/estate/repo-2", 2), ("/p/estate/repo-2/nested", 3)] {
+            watches.roots.insert(PathBuf::from(root), inode);
+        }
+        let written = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        let within = [
+            event(written, "/p/estate/repo-1/.agents/skills/a/SKILL.md"),
+            event(EventKind::Create(CreateKind::File), "/p/estate/repo-1/.agents/skills/a/new.md"),
+            event(EventKind::Create(CreateKind::Folder), "/p/estate/repo-2/.agents/skills/b"),
+            event(EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)), "/p/estate/repo-1/x"),
+            event(EventKind::Access(AccessKind::Any), "/p/estate/repo-1/x"),
+            // A sibling whose name begins like a root's is not above it.
+            event(EventKind::Create(CreateKind::Folder), "/p/estate/repo-10"),
+        ];
+        for event in &within {
+            assert!(!watches.may_replace_folder(event), "{event:?}");
+        }
+        let replacing = [
+            event(EventKind::Remove(RemoveKind::File), "/p/estate/repo-1/.agents/skills/a/SKILL.md"),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::From)), "/p/estate/repo-1/.agents/skills/a"),
+            event(EventKind::Any, "/p/estate/repo-1/x"),
+            event(EventKind::Create(CreateKind::Folder), "/p/estate/repo-1"),
+            event(written, "/p/estate/repo-2/nested"),
+            event(EventKind::Create(CreateKind::Folder), "/p/estate"),
+            event(EventKind::Create(CreateKind::Folder), "/p"),
+        ];
+        for event in &replacing {
+            assert!(watches.may_replace_folder(event), "{event:?}");
+        }
     }
 }
