@@ -180,7 +180,7 @@ enum SkillListing {
 }
 
 #[derive(Debug, Clone)]
-struct Candidate {
+struct Candidate<'db> {
     id: String,
     category: &'static str,
     scope: String,
@@ -190,8 +190,9 @@ struct Candidate {
     required: bool,
     is_request_source: bool,
     admission: Admission,
-    /// For a trusted root request source: the role's view of it, for composed selectors.
-    view: Option<RoleView>,
+    /// For a trusted root request source: the role's view of it, for composed selectors
+    /// (the memoized view itself: a view lists every repository its root declares).
+    view: Option<&'db RoleView>,
     /// The repository's `skill` selectors, also when it is excluded.
     selectors: Vec<Pattern>,
     /// Where the source is named: a request source in the request file at this span, a

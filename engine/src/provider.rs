@@ -497,9 +497,36 @@ fn dropped_patterns(winner: &RepositoryDeclaration, loser: &RepositoryDeclaratio
 /// role: the second is excluded as `duplicate-path`). One diagnostic per pair, at the
 /// second declaration, naming the first's file, line and column, the roles and what they
 /// lose: a warning, an error when `strict`. A path the operating context names is read
-/// whole first and drops nothing. `roots` are the trusted roots' `roles.kdl` in
-/// operating-context order; `roles` the roster's slugs.
-pub fn duplicate_paths(
+/// whole first and drops nothing.
+///
+/// Memoized: an edit to a skill changes no `roles.kdl`, so the estate's pairs are not
+/// sought again.
+#[salsa::tracked(returns(ref))]
+pub fn duplicate_paths<'db>(
+    db: &'db dyn salsa::Database,
+    estate: EstateRoots<'db>,
+) -> Vec<crate::diagnostic::Diagnostic> {
+    let roles: Vec<&str> = estate.roles(db).iter().map(String::as_str).collect();
+    pairs_dropping_selections(db, estate.roots(db), estate.context(db), &roles, estate.strict(db))
+}
+
+/// What [`duplicate_paths`] looks at.
+#[salsa::interned(debug)]
+pub struct EstateRoots<'db> {
+    /// The trusted roots' `roles.kdl`, in operating-context order.
+    #[returns(ref)]
+    pub roots: Vec<SourceFile>,
+    /// The paths the operating context names.
+    #[returns(ref)]
+    pub context: Vec<String>,
+    /// The roster's role slugs.
+    #[returns(ref)]
+    pub roles: Vec<String>,
+    #[returns(copy)]
+    pub strict: bool,
+}
+
+fn pairs_dropping_selections(
     db: &dyn salsa::Database,
     roots: &[SourceFile],
     context: &[String],

@@ -10,15 +10,15 @@ use crate::provider::{RepositoryDeclaration, RoleView, role_view};
 use super::{Admission, Candidate, PERSON_SOURCE_ID, RepositoryInput, Resolver, SkillListing, SourceKind};
 
 /// A trusted root among the request sources: its id, its `roles.kdl` and the role's view of it.
-struct TrustedRootSource {
+struct TrustedRootSource<'db> {
     id: String,
     roles_file: SourceFile,
-    view: RoleView,
+    view: &'db RoleView,
 }
 
 /// The providers listed so far, and which repositories of which trusted root they are.
-struct CandidateList {
-    candidates: Vec<Candidate>,
+struct CandidateList<'db> {
+    candidates: Vec<Candidate<'db>>,
     /// (trusted root id, repository id) of every repository listed.
     listed: BTreeSet<(String, String)>,
 }
@@ -38,14 +38,14 @@ impl<'a> RepositoryInputs<'a> {
     }
 
     /// A provider for a trusted root's repository, with its catalogue when the projects root holds it.
-    fn candidate(
+    fn candidate<'db>(
         &self,
         (id, declared): (&str, (SourceFile, crate::diagnostic::Span)),
         path: &str,
         category: &'static str,
         scope: String,
         admission: Admission,
-    ) -> Candidate {
+    ) -> Candidate<'db> {
         let input = self.by_path.get(path).copied();
         Candidate {
             id: id.to_owned(),
@@ -72,11 +72,11 @@ fn repository_category(repository: &RepositoryDeclaration) -> &'static str {
     if repository.is_skill_provider() { "skill-provider" } else { "ordinary-catalogue" }
 }
 
-impl Resolver<'_> {
+impl<'db> Resolver<'db> {
     /// Lists every provider after the person package, in precedence order: request sources,
     /// then each trusted root's global repositories, then the repositories the role uses,
     /// then every other declared repository (excluded).
-    pub(super) fn gather_candidates(&mut self) -> Vec<Candidate> {
+    pub(super) fn gather_candidates(&mut self) -> Vec<Candidate<'db>> {
         let db = self.db;
         let repositories = RepositoryInputs::new(self.composition.repositories(db));
         let (candidates, trusted_roots) = self.request_candidates();
@@ -89,7 +89,7 @@ impl Resolver<'_> {
     }
 
     /// Lists the request sources, each admitted whole, and the trusted roots among them.
-    fn request_candidates(&mut self) -> (Vec<Candidate>, Vec<TrustedRootSource>) {
+    fn request_candidates(&mut self) -> (Vec<Candidate<'db>>, Vec<TrustedRootSource<'db>>) {
         let db = self.db;
         let mut request_sources = Vec::new();
         let mut trusted_roots = Vec::new();
@@ -103,12 +103,8 @@ impl Resolver<'_> {
                 self.incomplete_roots |= parsed.has_errors();
                 self.diagnostics.extend(parsed.diagnostics.iter().cloned());
                 if let Some(roles_file) = parsed.value.roles_file {
-                    trusted_roots.push(TrustedRootSource {
-                        id: source.id.clone(),
-                        roles_file,
-                        view: parsed.value.clone(),
-                    });
-                    view = Some(parsed.value.clone());
+                    trusted_roots.push(TrustedRootSource { id: source.id.clone(), roles_file, view: &parsed.value });
+                    view = Some(&parsed.value);
                 }
             }
             request_sources.push(Candidate {
@@ -155,8 +151,8 @@ impl Resolver<'_> {
 
 /// Lists each trusted root's `global` repositories, which every role receives.
 fn list_global_repositories(
-    list: &mut CandidateList,
-    trusted_roots: &[TrustedRootSource],
+    list: &mut CandidateList<'_>,
+    trusted_roots: &[TrustedRootSource<'_>],
     repositories: &RepositoryInputs<'_>,
 ) {
     for root in trusted_roots {
@@ -193,8 +189,8 @@ fn list_global_repositories(
 
 /// Lists the repositories the role uses (`use-repository`) that are not global.
 fn list_used_repositories(
-    list: &mut CandidateList,
-    trusted_roots: &[TrustedRootSource],
+    list: &mut CandidateList<'_>,
+    trusted_roots: &[TrustedRootSource<'_>],
     repositories: &RepositoryInputs<'_>,
     slug: &str,
 ) {
@@ -232,8 +228,8 @@ fn list_used_repositories(
 
 /// Lists every other declared repository, excluded: used only by other roles, or by none.
 fn list_other_repositories(
-    list: &mut CandidateList,
-    trusted_roots: &[TrustedRootSource],
+    list: &mut CandidateList<'_>,
+    trusted_roots: &[TrustedRootSource<'_>],
     repositories: &RepositoryInputs<'_>,
 ) {
     for root in trusted_roots {

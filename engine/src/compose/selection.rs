@@ -21,7 +21,7 @@ pub(super) struct ProviderSelection {
 
 /// One admitted provider while its skills are taken, and what it has yielded so far.
 struct ProviderTake<'a> {
-    candidate: &'a Candidate,
+    candidate: &'a Candidate<'a>,
     policy: SkillPolicy,
     budget: SkillBudget,
     count: usize,

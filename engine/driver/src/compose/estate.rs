@@ -192,6 +192,8 @@ pub fn estate_diagnostics(
             acompose_engine::provider::roles_missing_from_roster(db, *roles_file, &model.source, &slugs, strict)
         })
         .collect();
-    diagnostics.extend(acompose_engine::provider::duplicate_paths(db, &roots, &context, roles, strict));
+    let roles: Vec<String> = roles.iter().map(|role| (*role).to_owned()).collect();
+    let estate = acompose_engine::provider::EstateRoots::new(db, roots, context, roles, strict);
+    diagnostics.extend(acompose_engine::provider::duplicate_paths(db, estate).iter().cloned());
     diagnostics
 }
