@@ -918,6 +918,11 @@ impl Loader {
         self.roots.keys().cloned().collect()
     }
 
+    /// Whether `path` is inside (or is) a folder being read.
+    pub fn reads_within(&self, path: &Path) -> bool {
+        path.ancestors().any(|above| self.roots.contains_key(above))
+    }
+
     /// How many folders are being read. A root is never forgotten, so an unchanged count
     /// means an unchanged set of roots.
     pub fn root_count(&self) -> usize {

@@ -340,15 +340,18 @@ impl Watches {
                 exists
             });
         }
-        // An edit in a large estate changes no root: nothing was dropped above, none is
-        // missing or waiting to be tried again, and the loader has no new one.
+        // An edit in a large estate changes no root: when nothing was dropped above, none
+        // waits to be tried again and the loader has no new one, only the missing roots
+        // can have changed (appeared).
         let count = converger.loader.root_count();
-        if !sweep && self.missing.is_empty() && self.failed.is_empty() && self.listed == Some(count) {
-            return started;
-        }
+        let roots = if sweep || !self.failed.is_empty() || self.listed != Some(count) {
+            let mut roots = converger.loader.roots();
+            roots.push(home.to_path_buf());
+            roots
+        } else {
+            self.missing.clone()
+        };
         self.listed = Some(count);
-        let mut roots = converger.loader.roots();
-        roots.push(home.to_path_buf());
         self.missing.clear();
         for root in roots {
             if self.roots.contains_key(&root) {
@@ -375,12 +378,10 @@ impl Watches {
                 continue;
             }
             let Some(ancestor) = root.ancestors().skip(1).find(|ancestor| ancestor.is_dir()) else { continue };
-            // Already seen through the home watch or a recursive root watch.
+            // Already seen through the home watch or a recursive root watch (a root the
+            // ancestor is in is one of the ancestor's own ancestors).
             let covered = ancestor == home.root()
-                || self
-                    .roots
-                    .iter()
-                    .any(|(watched, _)| watched.as_path() != home.root() && ancestor.starts_with(watched));
+                || ancestor.ancestors().any(|above| above != home.root() && self.roots.contains_key(above));
             if !covered
                 && !self.ancestors.iter().any(|watched| watched == ancestor)
                 && debouncer.watch(ancestor, RecursiveMode::NonRecursive).is_ok()
@@ -426,11 +427,9 @@ impl Watches {
     fn is_relevant(&self, converger: &Converger, home: &Home, path: &Path) -> bool {
         path == home.config_file()
             || path == home.mcp_inventory()
-            || self.roots.iter().any(|(root, _)| root != home.root() && path.starts_with(root))
-            || {
-                // A root not watched directly (it is being re-watched) still counts.
-                converger.loader.roots().iter().any(|root| path.starts_with(root))
-            }
+            || path.ancestors().any(|above| above != home.root() && self.roots.contains_key(above))
+            // A root not watched directly (it is being re-watched) still counts.
+            || converger.loader.reads_within(path)
     }
 
     /// Whether a changed path is a folder on the way to a missing root, or the root.
