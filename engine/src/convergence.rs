@@ -98,6 +98,62 @@ pub fn repository_plan_json(
     to_json_bytes(&plan)
 }
 
+/// A digest of everything [`repository_plan_json`] writes, for a caller that keeps the
+/// last plan's bytes: an edit that changes no admission gives the same key, and the
+/// plan (hundreds of kilobytes of JSON on a large estate) need not be serialized again.
+/// Each field goes in with its length, so no two inputs run together; the key may change
+/// where the bytes do not (an admitted and an excluded provider swapped), never the
+/// other way.
+pub fn repository_plan_key(
+    source: &str,
+    operating_context: &[ContextEntry],
+    roles: &[RolePlan<'_>],
+    revisions: &BTreeMap<String, String>,
+) -> [u8; 32] {
+    let mut key = KeyWriter(blake3::Hasher::new());
+    key.text(Some(PLAN_FORMAT));
+    key.text(Some(source));
+    // Serializing into memory cannot fail.
+    key.text(Some(&serde_json::to_string(operating_context).unwrap_or_default()));
+    for role in roles {
+        key.text(Some(role.role));
+        key.text(Some(role.model_tier));
+        for provider in role.providers.iter().filter(|provider| provider.source != crate::compose::PERSON_SOURCE_ID) {
+            let selector =
+                provider.selector.as_ref().map(|selector| serde_json::to_string(selector).unwrap_or_default());
+            key.text(Some(if provider.outcome == Outcome::Selected { "admitted" } else { "excluded" }));
+            for field in [&provider.source, &provider.location, &provider.category, &provider.scope] {
+                key.text(Some(field));
+            }
+            key.text(Some(&provider.cause));
+            key.text(Some(&provider.reason));
+            key.text(selector.as_deref());
+            key.text(revisions.get(&provider.location).map(String::as_str));
+        }
+        key.text(None);
+    }
+    *key.0.finalize().as_bytes()
+}
+
+/// Feeds texts into a hasher so that no two sequences of them hash alike: each with a
+/// tag (absent or present) and its length.
+struct KeyWriter(blake3::Hasher);
+
+impl KeyWriter {
+    fn text(&mut self, text: Option<&str>) {
+        match text {
+            None => {
+                self.0.update(&[0]);
+            }
+            Some(text) => {
+                self.0.update(&[1]);
+                self.0.update(&(text.len() as u64).to_le_bytes());
+                self.0.update(text.as_bytes());
+            }
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Index<'a> {
     format: &'static str,
@@ -233,5 +289,76 @@ mod tests {
         assert_eq!(parse_history(&bytes), history);
         assert_eq!(parse_index(&bytes), Some(BTreeMap::from([("platform".to_owned(), e)])));
         assert!(!String::from_utf8_lossy(&index_json(&[], &BTreeMap::new())).contains("history"));
+    }
+
+    fn report(source: &str, outcome: Outcome) -> ProviderReport {
+        ProviderReport {
+            source: source.to_owned(),
+            category: "ordinary-catalogue".to_owned(),
+            scope: "role".to_owned(),
+            outcome,
+            cause: "assigned".to_owned(),
+            reason: "used by the role".to_owned(),
+            location: format!("owner/{source}"),
+            skills: 3,
+            context_bytes: 100,
+            approximate_tokens: 25,
+            metadata_bytes: 10,
+            instruction_bytes: 80,
+            resource_bytes: 10,
+            binary_bytes: 0,
+            selector: None,
+        }
+    }
+
+    #[test]
+    fn the_plan_key_changes_whenever_the_plans_bytes_do_and_not_for_sizes() {
+        let context = vec![ContextEntry { repository: "owner/root".to_owned(), revision: None, available: true }];
+        let base = vec![report("a", Outcome::Selected), report("c", Outcome::Selected), report("b", Outcome::Excluded)];
+        let revisions: BTreeMap<String, String> = [("owner/a".to_owned(), "1".repeat(40))].into();
+        let plan = |providers: &[ProviderReport], tier: &str, revisions: &BTreeMap<String, String>| {
+            let roles = [RolePlan { role: "platform", model_tier: tier, providers }];
+            (
+                repository_plan_key("roster:core", &context, &roles, revisions),
+                repository_plan_json("roster:core", &context, &roles, revisions),
+            )
+        };
+        let (key, bytes) = plan(&base, "frontier", &revisions);
+        // What the plan does not show: sizes and counts.
+        let mut resized = base.clone();
+        resized[0].context_bytes = 999;
+        resized[0].skills = 7;
+        assert_eq!(plan(&resized, "frontier", &revisions), (key, bytes.clone()));
+        // Everything it shows.
+        let mut changed: Vec<Vec<ProviderReport>> = Vec::new();
+        for edit in 0..6 {
+            let mut providers = base.clone();
+            let first = &mut providers[0];
+            match edit {
+                0 => first.reason.push('!'),
+                1 => first.outcome = Outcome::Excluded,
+                2 => first.cause = "global".to_owned(),
+                3 => first.location = "owner/other".to_owned(),
+                4 => {
+                    first.selector = Some(SelectorReport {
+                        patterns: vec!["x*".to_owned()],
+                        admitted: 1,
+                        catalogue: 2,
+                        overlay_excluded: 0,
+                    });
+                }
+                _ => providers.swap(0, 1),
+            }
+            changed.push(providers);
+        }
+        for providers in &changed {
+            let (other_key, other_bytes) = plan(providers, "frontier", &revisions);
+            assert_ne!(other_bytes, bytes);
+            assert_ne!(other_key, key);
+        }
+        let (tier_key, tier_bytes) = plan(&base, "commodity", &revisions);
+        assert!(tier_key != key && tier_bytes != bytes);
+        let (revision_key, revision_bytes) = plan(&base, "frontier", &BTreeMap::new());
+        assert!(revision_key != key && revision_bytes != bytes);
     }
 }

@@ -10,7 +10,9 @@ use acompose_engine::compose::{
     Composition, CompositionSource, RepositoryInput, RoleAndTier, SourceKind, role_and_tier_diagnostics,
 };
 use acompose_engine::convergence::roster_files;
-use acompose_engine::convergence::{ContextEntry, RolePlan, index_json, parse_index, repository_plan_json};
+use acompose_engine::convergence::{
+    ContextEntry, RolePlan, index_json, parse_index, repository_plan_json, repository_plan_key,
+};
 use acompose_engine::diagnostic::sanitize;
 use acompose_engine::host_config::HostConfig;
 use acompose_engine::person::PersonModel;
@@ -95,6 +97,9 @@ pub struct Converger {
     /// The host configuration as diagnostics name it: the file that names the operating
     /// context, so a composition's problems with it are filed there.
     config_label: String,
+    /// The last repository plan's key and bytes (`repository_plan_key`): an edit that
+    /// changes no admission does not serialize the plan again.
+    plan: Option<([u8; 32], acompose_engine::Bytes)>,
 }
 
 /// A source id for an operating-context repository: its name as a slug, or
@@ -255,7 +260,7 @@ impl Converger {
         let history = role_history(home, &bundles, &slugs, config.bundle_history());
         let outputs =
             Outputs { model: &model, estate: &estate, bundles: &bundles, current: &current, written, history };
-        let targets = Targets { home, store: &mut self.store, verified: &self.verified, held };
+        let targets = Targets { home, store: &mut self.store, verified: &self.verified, held, plan: &mut self.plan };
         let (newly_verified, stale) = match write(targets, outputs, progress, hooks, &mut report) {
             Ok(written) => written,
             Err(error) => {
@@ -801,6 +806,8 @@ struct Targets<'a> {
     verified: &'a BTreeSet<String>,
     /// The source bytes the read kept for the store trees (see `Loader::take_held`).
     held: crate::compose::load::HeldSources,
+    /// The last repository plan (see [`Converger`]'s `plan`).
+    plan: &'a mut Option<([u8; 32], acompose_engine::Bytes)>,
 }
 
 /// Materialize and record: writes every bundle, swaps in the artifact, index and plan
@@ -829,7 +836,7 @@ fn write(
     let (materialized, prepared) = rayon::join(
         || materialize_bundles(&bundles_dir, &store, outputs.bundles, targets.verified),
         || {
-            let files = index_and_plan(outputs.model, outputs.bundles, outputs.estate, &outputs.history);
+            let files = index_and_plan(outputs.model, outputs.bundles, outputs.estate, &outputs.history, targets.plan);
             prepare_outputs(home, &artifact, outputs.model, files, &mut *hooks)
         },
     );
@@ -991,6 +998,7 @@ fn index_and_plan(
     bundles: &[Resolved<'_>],
     estate: &Estate,
     history: &BTreeMap<String, Vec<String>>,
+    last_plan: &mut Option<([u8; 32], acompose_engine::Bytes)>,
 ) -> (Vec<OutputFile>, Vec<OutputFile>) {
     if bundles.is_empty() {
         (Vec::new(), Vec::new())
@@ -1005,12 +1013,19 @@ fn index_and_plan(
                 providers: resolved.bundle.providers(),
             })
             .collect();
+        let key = repository_plan_key(&model.source, &estate.context_entries, &plans, &estate.revisions);
+        let plan = match last_plan.as_ref() {
+            Some((last, bytes)) if *last == key => bytes.clone(),
+            _ => {
+                let bytes: acompose_engine::Bytes =
+                    repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions).into();
+                *last_plan = Some((key, bytes.clone()));
+                bytes
+            }
+        };
         (
             vec![OutputFile { path: INDEX_FILE.to_owned(), bytes: index_json(&index_entries, history).into() }],
-            vec![OutputFile {
-                path: PLAN_FILE.to_owned(),
-                bytes: repository_plan_json(&model.source, &estate.context_entries, &plans, &estate.revisions).into(),
-            }],
+            vec![OutputFile { path: PLAN_FILE.to_owned(), bytes: plan }],
         )
     }
 }
