@@ -110,7 +110,7 @@ pub fn repository_plan_key(
     roles: &[RolePlan<'_>],
     revisions: &BTreeMap<String, String>,
 ) -> [u8; 32] {
-    let mut key = KeyWriter(blake3::Hasher::new());
+    let mut key = KeyWriter(Vec::new());
     key.text(Some(PLAN_FORMAT));
     key.text(Some(source));
     // Serializing into memory cannot fail.
@@ -132,23 +132,22 @@ pub fn repository_plan_key(
         }
         key.text(None);
     }
-    *key.0.finalize().as_bytes()
+    *blake3::hash(&key.0).as_bytes()
 }
 
-/// Feeds texts into a hasher so that no two sequences of them hash alike: each with a
-/// tag (absent or present) and its length.
-struct KeyWriter(blake3::Hasher);
+/// Gathers texts so that no two sequences of them read alike (each with a tag, absent or
+/// present, and its length), then hashes them at once: many small updates of a hasher
+/// cost more than one pass over the gathered bytes.
+struct KeyWriter(Vec<u8>);
 
 impl KeyWriter {
     fn text(&mut self, text: Option<&str>) {
         match text {
-            None => {
-                self.0.update(&[0]);
-            }
+            None => self.0.push(0),
             Some(text) => {
-                self.0.update(&[1]);
-                self.0.update(&(text.len() as u64).to_le_bytes());
-                self.0.update(text.as_bytes());
+                self.0.push(1);
+                self.0.extend_from_slice(&(text.len() as u64).to_le_bytes());
+                self.0.extend_from_slice(text.as_bytes());
             }
         }
     }
