@@ -480,6 +480,20 @@ mod tests {
         hex
     }
 
+    /// A temporary folder with an empty store and a staging folder in it.
+    fn store_and_staging() -> (tempfile::TempDir, Store, PathBuf) {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        let staging = folder.path().join("staging");
+        std::fs::create_dir(&staging).expect("staging");
+        (folder, store, staging)
+    }
+
+    fn cut(bytes: &[u8]) -> Vec<Part> {
+        acompose_engine::parts::cut(bytes).into_iter().map(|(_, part)| part).collect()
+    }
+
     fn streamed(store: &Store, staging: &Path, parts: &[Part], bytes: &[u8]) -> Result<Option<usize>, String> {
         resumed(store, staging, parts, &[], bytes)
     }
@@ -500,13 +514,9 @@ mod tests {
 
     #[test]
     fn a_streamed_file_writes_only_the_parts_the_store_lacks_and_refuses_other_bytes() {
-        let folder = tempfile::tempdir().expect("tempdir");
-        let store = Store::at(folder.path().join("store"));
-        store.create().expect("store");
-        let staging = folder.path().join("staging");
-        std::fs::create_dir(&staging).expect("staging");
+        let (_folder, store, staging) = store_and_staging();
         let bytes = text(3, 700_000);
-        let parts: Vec<Part> = acompose_engine::parts::cut(&bytes).into_iter().map(|(_, part)| part).collect();
+        let parts = cut(&bytes);
         assert!(parts.len() > 5);
         assert_eq!(streamed(&store, &staging, &parts, &bytes), Ok(Some(parts.len() + 1)));
         assert!(parts.iter().all(|part| store.part_looks_intact(part)));
@@ -532,13 +542,9 @@ mod tests {
 
     #[test]
     fn a_file_with_places_to_resume_serializes_only_around_the_parts_the_store_lacks() {
-        let folder = tempfile::tempdir().expect("tempdir");
-        let store = Store::at(folder.path().join("store"));
-        store.create().expect("store");
-        let staging = folder.path().join("staging");
-        std::fs::create_dir(&staging).expect("staging");
+        let (_folder, store, staging) = store_and_staging();
         let bytes = text(5, 900_000);
-        let parts: Vec<Part> = acompose_engine::parts::cut(&bytes).into_iter().map(|(_, part)| part).collect();
+        let parts = cut(&bytes);
         assert!(parts.len() > 6);
         let resumes: Vec<u64> = (1..30).map(|at| at * 30_000).collect();
         let handed = std::cell::Cell::new(0usize);
