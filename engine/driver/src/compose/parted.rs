@@ -460,10 +460,54 @@ pub fn listed_parts(bundle: &Path) -> Vec<(Store, String)> {
 /// The store entries a bundle folder names itself: the slices its provider folders link
 /// to and the parts its lists name, each with its store. (The trees are reached through
 /// the slices: see [`Store::reachable`].)
+///
+/// A bundle is never changed once written, and each quiet moment of a watch asks this of
+/// every bundle of the home (to prune, and for the fingerprints): what was found is kept
+/// with the numbers of the folder of provider links and of the lists then, and given
+/// again while those numbers are the same. A link replaced or a list written changes
+/// them; numbers within a timestamp tick of now are not trusted (nothing is kept).
 pub fn linked_entries(bundle: &Path) -> Vec<(Store, String)> {
+    let looked = looked_at(bundle);
+    let mut known = linked_memory();
+    if let Some(entries) = known.get(bundle).filter(|found| found.0 == looked).map(|found| found.1.clone()) {
+        return entries;
+    }
+    drop(known);
     let mut entries = crate::compose::store::linked_slices(bundle);
     entries.extend(listed_parts(bundle));
+    if looked.iter().flatten().all(|stat| !crate::home::observe::is_racy(stat)) {
+        known = linked_memory();
+        // A long watch makes a bundle per edit: what is kept stays bounded.
+        if known.len() >= LINKED_KEPT {
+            known.clear();
+        }
+        known.insert(bundle.to_path_buf(), (looked, entries.clone()));
+    }
     entries
+}
+
+/// At most how many bundle folders' entries [`linked_entries`] keeps.
+const LINKED_KEPT: usize = 256;
+
+/// The numbers [`linked_entries`] checks: the folder of provider links, then each list.
+type Looked = [Option<crate::home::observe::Stat>; 1 + PARTED.len()];
+
+fn looked_at(bundle: &Path) -> Looked {
+    let stat =
+        |path: PathBuf| std::fs::symlink_metadata(path).ok().map(|metadata| crate::home::observe::Stat::of(&metadata));
+    let mut looked = [None; 1 + PARTED.len()];
+    looked[0] = stat(bundle.join(acompose_engine::store::SKILLS_PREFIX.trim_end_matches('/')));
+    for (slot, file) in looked[1..].iter_mut().zip(PARTED) {
+        *slot = stat(bundle.join(format!("{file}{SUFFIX}")));
+    }
+    looked
+}
+
+type LinkedMemory = std::collections::HashMap<PathBuf, (Looked, Vec<(Store, String)>)>;
+
+fn linked_memory() -> std::sync::MutexGuard<'static, LinkedMemory> {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<LinkedMemory>> = std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

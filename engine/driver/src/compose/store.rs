@@ -50,10 +50,26 @@ fn remember_slice(name: &str, skills: &[(String, String)]) {
     }
 }
 
-fn remembered_slice(name: &str) -> Option<Vec<String>> {
-    let known = SLICE_TREES.lock().ok()?;
-    let keys = known.as_ref()?.get(name)?;
-    Some(keys.iter().map(|key| key.iter().map(|byte| format!("{byte:02x}")).collect()).collect())
+/// Hands each tree key of a slice this process knows to `each`; false when it does not
+/// know the slice.
+fn each_remembered_tree(name: &str, each: &mut dyn FnMut(&str)) -> bool {
+    let Ok(known) = SLICE_TREES.lock() else { return false };
+    let Some(keys) = known.as_ref().and_then(|known| known.get(name)) else { return false };
+    let mut digits = [0u8; KEY_DIGITS];
+    for key in keys {
+        each(key_digits(key, &mut digits));
+    }
+    true
+}
+
+/// A short tree key's hex digits, written into `digits`.
+fn key_digits<'a>(key: &KeyBytes, digits: &'a mut [u8; KEY_DIGITS]) -> &'a str {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (pair, byte) in digits.chunks_exact_mut(2).zip(key) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0x0f)];
+    }
+    std::str::from_utf8(digits).unwrap_or_default()
 }
 
 fn key_bytes(key: &str) -> Option<KeyBytes> {
@@ -619,9 +635,14 @@ impl Store {
     pub fn read_slice_except(&self, name: &str, written: &std::collections::HashSet<&str>) -> SliceRead {
         // A slice this process verified and wrote (or found whole), all of whose trees it
         // wrote too, is not read back: the empty skill stands for all of them.
+        let (mut all_written, mut any) = (true, false);
         if !written.is_empty()
-            && remembered_slice(name)
-                .is_some_and(|keys| keys.iter().all(|key| written.contains(key.as_str())) && !keys.is_empty())
+            && each_remembered_tree(name, &mut |key| {
+                any = true;
+                all_written &= written.contains(key);
+            })
+            && all_written
+            && any
             && self.contains(name)
         {
             return (Vec::new(), Vec::new(), vec![String::new()]);
@@ -711,24 +732,55 @@ impl Store {
         reached
     }
 
-    /// [`Store::reachable`] for the fingerprints of a run that just wrote or checked the
-    /// slices: the trees of a slice this process wrote or found whole are taken from
-    /// memory, the others read from their links. Not for `gc`, which reads every link.
+    /// [`Store::reachable`] for the fingerprints of a run and the prune of its stale
+    /// bundles: the trees of a slice this process wrote, found whole or read before are
+    /// taken from memory, the others read from their links (and remembered when those
+    /// hash to the slice's name). Not for `gc`, which reads every link.
     pub fn reachable_known(&self, slices: &BTreeSet<String>) -> BTreeSet<String> {
         let mut reached = BTreeSet::new();
         for slice in slices {
             reached.insert(slice.clone());
-            match remembered_slice(slice) {
-                Some(keys) => reached.extend(keys),
-                None if !is_slice_name(slice) => {}
-                None => {
-                    if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
-                        reached.extend(links.into_iter().map(|(_, key)| key));
-                    }
+            self.each_tree_of(slice, &mut |key| {
+                if !reached.contains(key) {
+                    reached.insert(key.to_owned());
                 }
-            }
+            });
         }
         reached
+    }
+
+    /// Of `trees`, those a slice of `slices` links, each slice as [`Store::reachable_known`]
+    /// finds its trees.
+    pub fn trees_linked(&self, slices: &BTreeSet<String>, trees: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut linked = BTreeSet::new();
+        if trees.is_empty() {
+            return linked;
+        }
+        for slice in slices {
+            self.each_tree_of(slice, &mut |key| {
+                if let Some(tree) = trees.get(key) {
+                    linked.insert(tree.clone());
+                }
+            });
+        }
+        linked
+    }
+
+    /// Hands each tree key a slice links to `each`: from memory when this process knows
+    /// the slice, else from its links, which are remembered when they hash to its name (a
+    /// damaged slice's links still count, as [`Store::reachable`] counts them).
+    fn each_tree_of(&self, slice: &str, each: &mut dyn FnMut(&str)) {
+        if !is_slice_name(slice) || each_remembered_tree(slice, each) {
+            return;
+        }
+        if let Ok(links) = self.read_slice_links(&self.root.join(slice)) {
+            if names_slice(slice, &links) {
+                remember_slice(slice, &links);
+            }
+            for (_, key) in &links {
+                each(key);
+            }
+        }
     }
 
     /// Removes every entry not in `keep` (and staging folders no live writer of this

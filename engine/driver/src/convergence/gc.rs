@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::compose::parted::linked_entries;
+use acompose_engine::store::is_tree_key;
+
 use crate::compose::store::{STORE_DIR, Store};
 use crate::error::HostError;
 use crate::home::Home;
@@ -57,44 +59,74 @@ pub fn bundles_of_home(home: &Home) -> Vec<PathBuf> {
     bundles
 }
 
+/// The bundles that count as the home's: its bundle folders, and the bundles pinned
+/// projections show, wherever they are.
+fn home_bundles(home: &Home) -> impl Iterator<Item = PathBuf> {
+    bundles_of_home(home).into_iter().chain(crate::delivery::projections::pinned_bundles(home))
+}
+
+/// The entries of the store at `root` (canonical) that `bundles` link directly: slices
+/// and the parts of parted files.
+fn linked_by(bundles: impl IntoIterator<Item = PathBuf>, root: &Path) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    // Whether a store folder, as the links name it, is the one at `root`: resolved once.
+    let mut ours = std::collections::HashMap::new();
+    for bundle in bundles {
+        for (linked_store, name) in linked_entries(&bundle) {
+            let is_ours = *ours
+                .entry(linked_store.root().to_path_buf())
+                .or_insert_with(|| linked_store.canonical().is_ok_and(|linked| linked == root));
+            if is_ours {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
 /// The store entries (slices and the trees they link, and the parts of parted files) the
 /// bundles of `home` reach in the home's store.
 pub fn referenced(home: &Home, store: &Store) -> BTreeSet<String> {
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
-    let mut slices = BTreeSet::new();
-    // Bundles pinned projections show count as the home's, wherever they are.
-    for bundle in bundles_of_home(home).into_iter().chain(crate::delivery::projections::pinned_bundles(home)) {
-        for (linked_store, name) in linked_entries(&bundle) {
-            if linked_store.canonical().is_ok_and(|linked| linked == root) {
-                slices.insert(name);
-            }
-        }
-    }
-    store.reachable(&slices)
+    store.reachable(&linked_by(home_bundles(home), &root))
 }
 
-/// The home store's entries the bundles in `bundles` reach (read before they are pruned).
-pub fn reached_by(home: &Home, bundles: &[PathBuf]) -> BTreeSet<String> {
+/// The home store's entries that removing the bundles in `stale` may leave unreferenced
+/// (read before they are pruned): the entries they link that no other bundle of the home
+/// links, and the trees of those slices. What they reach through a slice another bundle
+/// still links stays reached by it, so it is not a candidate; a tree of a dropped slice
+/// that another slice links is kept by [`prune_candidates`].
+pub fn reached_only_by(home: &Home, stale: &[PathBuf]) -> BTreeSet<String> {
     let store = Store::of_home(home);
     let Ok(root) = store.canonical() else { return BTreeSet::new() };
-    let slices: BTreeSet<String> = bundles
-        .iter()
-        .flat_map(|bundle| linked_entries(bundle))
-        .filter(|(linked, _)| linked.canonical().is_ok_and(|linked| linked == root))
-        .map(|(_, name)| name)
-        .collect();
-    store.reachable(&slices)
+    let stale_folders: BTreeSet<PathBuf> = stale.iter().filter_map(|bundle| bundle.canonicalize().ok()).collect();
+    let others = home_bundles(home)
+        .filter(|bundle| bundle.canonicalize().map_or(true, |folder| !stale_folders.contains(&folder)));
+    let kept = linked_by(others, &root);
+    let dropped: BTreeSet<String> =
+        linked_by(stale.iter().cloned(), &root).into_iter().filter(|name| !kept.contains(name)).collect();
+    store.reachable_known(&dropped)
 }
 
 /// Removes the `candidates` (entries pruned bundles reached) that no bundle left in the
-/// home references; returns how many went. The caller holds the home lock.
+/// home references; returns how many went. The caller holds the home lock. Only the
+/// candidates are looked for: among the entries the bundles link, and among the trees of
+/// the slices they link.
 pub fn prune_candidates(home: &Home, candidates: &BTreeSet<String>) -> usize {
     if candidates.is_empty() {
         return 0;
     }
     let store = Store::of_home(home);
-    let keep = referenced(home, &store);
-    candidates.iter().filter(|name| !keep.contains(*name)).filter(|name| store.remove(name).is_ok()).count()
+    let Ok(root) = store.canonical() else { return 0 };
+    let linked = linked_by(home_bundles(home), &root);
+    let trees: BTreeSet<String> =
+        candidates.iter().filter(|name| !linked.contains(*name) && is_tree_key(name)).cloned().collect();
+    let kept_trees = store.trees_linked(&linked, &trees);
+    candidates
+        .iter()
+        .filter(|name| !linked.contains(*name) && !kept_trees.contains(*name))
+        .filter(|name| store.remove(name).is_ok())
+        .count()
 }
 
 /// Removes the home store's unreferenced entries. The caller holds the home lock.
@@ -195,7 +227,7 @@ pub fn prune_bundles(bundles_dir: &Path, stale: &[String], hooks: &mut dyn Hooks
         return 0;
     }
     let home = Home::at(bundles_dir.parent().unwrap_or(bundles_dir));
-    let candidates = reached_by(&home, &folders);
+    let candidates = reached_only_by(&home, &folders);
     // A journal that cannot be written (a full disk) does not stop the prune, which frees
     // space; only a kill in the middle of it would then leave entries for `gc`.
     let journalled =
@@ -252,6 +284,123 @@ pub fn finish_interrupted_prune(bundles_dir: &Path, keep: &BTreeSet<String>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store folder in `home` with trees and slices made by hand (a slice's links are
+    /// what `put_slice` makes, so a slice it did not write is read from its links).
+    struct Fixture {
+        home: Home,
+        store: Store,
+    }
+
+    impl Fixture {
+        fn new(folder: &Path) -> Fixture {
+            let home = Home::at(folder);
+            let store = Store::of_home(&home);
+            store.create().expect("store");
+            Fixture { home, store }
+        }
+
+        fn tree(&self, seed: u8) -> String {
+            let key = format!("{seed:02x}").repeat(acompose_engine::store::KEY_DIGITS / 2);
+            std::fs::create_dir(self.store.root().join(&key)).expect("tree");
+            key
+        }
+
+        /// A slice of `skills` (name, tree key), written by `put_slice` or by hand.
+        fn slice(&self, skills: &[(&str, &str)], by_hand: bool) -> String {
+            let skills: Vec<(String, String)> =
+                skills.iter().map(|(name, key)| ((*name).to_owned(), (*key).to_owned())).collect();
+            let slice = acompose_engine::store::StoreSlice {
+                source: "p".to_owned(),
+                key: acompose_engine::store::slice_key(&skills),
+                skills: skills.clone(),
+            };
+            let name = slice.entry_name();
+            if by_hand {
+                let folder = self.store.root().join(&name);
+                std::fs::create_dir(&folder).expect("slice");
+                for (skill, key) in &skills {
+                    std::os::unix::fs::symlink(Path::new("..").join(key), folder.join(skill)).expect("link");
+                }
+            } else {
+                self.store.put_slice(&slice).expect("put");
+            }
+            name
+        }
+
+        /// A bundle folder of the home linking `slices` as its providers.
+        fn bundle(&self, id: &str, slices: &[&str]) -> PathBuf {
+            let folder = self.home.bundles().join(id);
+            let skills = folder.join("content/skills");
+            std::fs::create_dir_all(&skills).expect("bundle");
+            std::fs::write(folder.join("manifest.json"), "{}").expect("manifest");
+            for (index, slice) in slices.iter().enumerate() {
+                let target = Path::new("../../../../store").join(slice);
+                std::os::unix::fs::symlink(target, skills.join(format!("p{index}"))).expect("link");
+            }
+            folder
+        }
+
+        fn entries(&self) -> BTreeSet<String> {
+            std::fs::read_dir(self.store.root())
+                .expect("store")
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| crate::compose::store::is_entry_name(name))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_prune_removes_what_only_the_stale_bundle_reached_and_keeps_what_others_reach() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let fixture = Fixture::new(temporary.path());
+        let (t1, t2, t3, t4) = (fixture.tree(1), fixture.tree(2), fixture.tree(3), fixture.tree(4));
+        // `a` only the stale bundle links, written by this process; `b` both link, and `c`
+        // the kept bundle alone, both made by hand, so their links are read from disk.
+        let a = fixture.slice(&[("one", &t1), ("two", &t2)], false);
+        let b = fixture.slice(&[("three", &t3)], true);
+        let c = fixture.slice(&[("also-two", &t2), ("four", &t4)], true);
+        let stale = fixture.bundle("0123456789abcdef", &[&a, &b]);
+        fixture.bundle("fedcba9876543210", &[&b, &c]);
+        let candidates = reached_only_by(&fixture.home, std::slice::from_ref(&stale));
+        let expected: BTreeSet<String> = [a.clone(), t1.clone(), t2.clone()].into();
+        assert_eq!(candidates, expected, "what `b` reaches stays reached; `a` and its trees may go");
+        std::fs::remove_dir_all(&stale).expect("remove the stale bundle");
+        assert_eq!(prune_candidates(&fixture.home, &candidates), 2, "`a` and `t1`; `t2` is linked by `c`");
+        let left: BTreeSet<String> = [b, c, t2, t3, t4].into();
+        assert_eq!(fixture.entries(), left);
+    }
+
+    /// Dates a file or folder an hour back, past the window of racily fresh times.
+    fn backdate(path: &Path) {
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::open(path).and_then(|file| file.set_modified(hour_ago)).expect("backdate");
+    }
+
+    #[test]
+    fn a_bundles_links_read_once_are_read_again_when_a_link_is_replaced() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let fixture = Fixture::new(temporary.path());
+        let (t1, t2) = (fixture.tree(1), fixture.tree(2));
+        let (a, b) = (fixture.slice(&[("one", &t1)], true), fixture.slice(&[("two", &t2)], true));
+        let bundle = fixture.bundle("0123456789abcdef", &[&a]);
+        let skills = bundle.join("content/skills");
+        let names =
+            |bundle: &Path| -> Vec<String> { linked_entries(bundle).into_iter().map(|(_, name)| name).collect() };
+        // Racily fresh, then settled: both read from the folder.
+        assert_eq!(names(&bundle), std::slice::from_ref(&a));
+        backdate(&skills);
+        assert_eq!(names(&bundle), std::slice::from_ref(&a));
+        // Repointed: the folder's time moves, and the new link is what counts.
+        std::fs::remove_file(skills.join("p0")).expect("unlink");
+        std::os::unix::fs::symlink(Path::new("../../../../store").join(&b), skills.join("p0")).expect("link");
+        backdate(&skills);
+        assert_eq!(names(&bundle), std::slice::from_ref(&b));
+        // A list of parts written later is seen too.
+        std::fs::write(bundle.join("trace.json.parts"), "not a list\n").expect("list");
+        assert_eq!(names(&bundle), [b]);
+    }
 
     #[test]
     fn a_journal_lists_bundles_before_entries() {

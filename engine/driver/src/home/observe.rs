@@ -71,12 +71,23 @@ pub fn observe(path: &Path) -> Observed {
 /// recorded time is smudged so the next run compares its hash instead of trusting it.
 const RACY_NANOS: i128 = 2_000_000_000;
 
+/// Now, in nanoseconds since the epoch, as a file's time is recorded.
+fn now_nanos() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX))
+}
+
+/// Whether a file or folder with these numbers was modified within [`RACY_NANOS`] of now,
+/// so a change within the same timestamp tick could still leave its numbers as they are.
+pub fn is_racy(stat: &Stat) -> bool {
+    stat.modified_nanos > now_nanos() - RACY_NANOS
+}
+
 /// Smudges the modification time of a file or folder observed within [`RACY_NANOS`] of
 /// now.
 pub fn smudge_if_racy(observed: Observed) -> Observed {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| i128::try_from(elapsed.as_nanos()).unwrap_or(i128::MAX));
+    let now = now_nanos();
     match observed {
         Observed::File(stat, digest) if stat.modified_nanos > now - RACY_NANOS => {
             Observed::File(Stat { modified_nanos: 0, ..stat }, digest)
