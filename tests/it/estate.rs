@@ -401,7 +401,7 @@ fn freshness_is_judged_when_a_file_is_read_not_when_the_cache_is_written() {
     // included, and only the passing of real time shows that.
     std::thread::sleep(Duration::from_millis(2200));
     let cache = acompose_driver::convergence::fingerprints(
-        &converger,
+        &mut converger,
         &acompose_driver::home::Home::at(&home),
         &projects,
         &report,

@@ -134,7 +134,7 @@ pub fn record(home: &Home, projects: &Path, key: &str, observations: Observation
     let fingerprints = Cache {
         identity: cache::identity(projects),
         summary: cache::Summary { source: id.to_owned(), ..cache::Summary::default() },
-        inputs,
+        inputs: std::sync::Arc::new(inputs),
         outputs,
         stores,
     };

@@ -173,6 +173,12 @@ pub struct Loader {
     /// afresh): a live converger does not read every repository's `.git` for each edit.
     root_facts: HashMap<PathBuf, RootFacts>,
     observed: HashMap<PathBuf, Observed>,
+    /// The observations sorted by path as the fingerprint cache lists them, kept between
+    /// saves and brought up to date from `changed` ([`Loader::sorted_observed`]).
+    sorted: std::sync::Arc<Vec<(PathBuf, Observed)>>,
+    /// The paths observed anew since `sorted` was brought up to date; `None` when there
+    /// were too many to be worth it (`sorted` is made again).
+    changed: Option<std::collections::HashSet<PathBuf>>,
     last_selection: Option<Selection>,
     pub counters: ReadCounters,
     /// The folder the relative paths callers give are read under; empty for the
@@ -182,6 +188,10 @@ pub struct Loader {
     /// share).
     working_directory: PathBuf,
 }
+
+/// At most how many paths observed anew are put into the kept sorted list one by one;
+/// past it (a cold read, a reload) the list is sorted again whole.
+const SORTED_CHANGES_KEPT: usize = 4096;
 
 /// Turns a path into a label: as the user wrote it, with `/` separators.
 pub fn label_of(path: &Path) -> String {
@@ -354,9 +364,11 @@ impl Loader {
         // Racily fresh entries are smudged now, as they are observed: how fresh a file or
         // folder was is measured against the moment it was read, not the moment the cache
         // is written, which may be much later (a long convergence, or watch mode).
-        for (path, observed) in read.observed.drain(..) {
-            self.observed.insert(path, crate::home::observe::smudge_if_racy(observed));
+        let mut observed = std::mem::take(&mut read.observed);
+        for (path, observed) in observed.drain(..) {
+            self.observe(path, crate::home::observe::smudge_if_racy(observed));
         }
+        read.observed = observed;
         for (digest, bytes) in read.held.drain(..) {
             self.held.insert(digest, &bytes);
         }
@@ -365,6 +377,48 @@ impl Loader {
     /// Every path read or looked at so far, for the fingerprint cache.
     pub fn observed(&self) -> &HashMap<PathBuf, Observed> {
         &self.observed
+    }
+
+    /// Records what a path was found to be, and that it changed for the sorted list.
+    fn observe(&mut self, path: PathBuf, observed: Observed) {
+        if self.observed.get(&path) == Some(&observed) {
+            return;
+        }
+        if let Some(changed) = self.changed.as_mut() {
+            if changed.len() < SORTED_CHANGES_KEPT {
+                changed.insert(path.clone());
+            } else {
+                self.changed = None;
+            }
+        }
+        self.observed.insert(path, observed);
+    }
+
+    /// Every observation, sorted by path as the fingerprint cache lists them. A watch
+    /// saves the cache after each edit: the list is kept between saves and only the paths
+    /// observed anew since are put in it, instead of sorting every path again.
+    pub fn sorted_observed(&mut self) -> std::sync::Arc<Vec<(PathBuf, Observed)>> {
+        let by_path = |a: &Path, b: &Path| a.as_os_str().cmp(b.as_os_str());
+        match self.changed.as_mut() {
+            Some(changed) => {
+                let sorted = std::sync::Arc::make_mut(&mut self.sorted);
+                for path in changed.drain() {
+                    let Some(observed) = self.observed.get(&path).copied() else { continue };
+                    match sorted.binary_search_by(|(known, _)| by_path(known, &path)) {
+                        Ok(index) => sorted[index].1 = observed,
+                        Err(index) => sorted.insert(index, (path, observed)),
+                    }
+                }
+            }
+            None => {
+                let mut sorted: Vec<(PathBuf, Observed)> =
+                    self.observed.iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+                sorted.sort_unstable_by(|a, b| by_path(&a.0, &b.0));
+                self.sorted = std::sync::Arc::new(sorted);
+                self.changed = Some(std::collections::HashSet::new());
+            }
+        }
+        std::sync::Arc::clone(&self.sorted)
     }
 
     /// What is left of the loader once its database is gone: the paths it observed and
@@ -466,7 +520,7 @@ impl Loader {
 
     /// Records a path read outside the loader (the host configuration).
     pub fn note(&mut self, path: &Path, observed: Observed) {
-        self.observed.insert(path.to_path_buf(), crate::home::observe::smudge_if_racy(observed));
+        self.observe(path.to_path_buf(), crate::home::observe::smudge_if_racy(observed));
     }
 
     /// The person source of `selection` as loaded before, reading it only when the
@@ -695,7 +749,7 @@ impl Loader {
                 catalogue
             }
             None => {
-                self.observed.insert(root.to_path_buf(), Observed::Missing);
+                self.observe(root.to_path_buf(), Observed::Missing);
                 let catalogue = self.catalogue_from(db, label, false, Vec::new(), Vec::new());
                 if !catalogue.projected(db).is_empty() {
                     catalogue.set_projected(db).with_durability(Durability::MEDIUM).to(Vec::new());
@@ -1031,5 +1085,51 @@ mod hold_tests {
         assert_eq!(keys.path_key(&root.join("projects/acme/../acme/real")), real);
         let missing = root.join("projects/acme/missing");
         assert_eq!(keys.path_key(&missing), missing.to_string_lossy());
+    }
+}
+
+#[cfg(test)]
+mod sorted_tests {
+    use super::*;
+    use crate::home::observe::Stat;
+
+    fn file(size: u64) -> Observed {
+        Observed::File(Stat { size, modified_nanos: 1, inode: 2 }, [0; 32])
+    }
+
+    /// The observations sorted from scratch, as the cache lists them.
+    fn sorted_whole(loader: &Loader) -> Vec<(PathBuf, Observed)> {
+        let mut all: Vec<(PathBuf, Observed)> =
+            loader.observed().iter().map(|(path, observed)| (path.clone(), *observed)).collect();
+        all.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        all
+    }
+
+    #[test]
+    fn the_kept_sorted_observations_follow_every_change_and_sort_by_bytes() {
+        let mut loader = Loader::default();
+        // Byte order, not the components' order: `/a-c` sorts before `/a/b`.
+        for (path, size) in [("/a/b", 1), ("/a-c", 2), ("/a", 3)] {
+            loader.note(Path::new(path), file(size));
+        }
+        assert_eq!(*loader.sorted_observed(), sorted_whole(&loader));
+        assert_eq!(loader.sorted_observed()[0].0, Path::new("/a"));
+        assert_eq!(loader.sorted_observed()[1].0, Path::new("/a-c"));
+        // Changed, added and observed the same again, one by one.
+        let kept = loader.sorted_observed();
+        loader.note(Path::new("/a-c"), file(20));
+        loader.note(Path::new("/a/a"), Observed::Missing);
+        loader.note(Path::new("/a"), file(3));
+        loader.note(Path::new("/0"), Observed::Unreachable);
+        assert_eq!(*loader.sorted_observed(), sorted_whole(&loader));
+        assert_ne!(*kept, *loader.sorted_observed(), "a list handed out before is not changed under its holder");
+        // Past the number kept one by one, the list is made again whole.
+        for index in 0..SORTED_CHANGES_KEPT + 10 {
+            loader.note(Path::new(&format!("/many/{index}")), file(index as u64));
+        }
+        assert!(loader.changed.is_none());
+        assert_eq!(*loader.sorted_observed(), sorted_whole(&loader));
+        loader.note(Path::new("/many/7"), Observed::Missing);
+        assert_eq!(*loader.sorted_observed(), sorted_whole(&loader));
     }
 }

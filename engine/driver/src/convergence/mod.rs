@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use crate::error::HostError;
 use crate::home::Home;
-use crate::home::observe::{Observed, Stat, observe};
+use crate::home::observe::{Stat, observe};
 use crate::home::transaction::{self, Hooks, NoFaults, OWNERSHIP_FILE};
 use crate::home::{INDEX_FILE, LOCK_TIMEOUT, WRITTEN_FILE, check_home, create_home, read_config};
 use crate::home::{cache, cache_log};
@@ -83,7 +83,7 @@ pub fn converge_home_with(
     create_home(home)?;
     let _lock = transaction::lock(home, LOCK_TIMEOUT)?;
     let report = converger.converge(home, projects, &config, progress, hooks, true)?;
-    if let Err(message) = keep_fingerprints(&converger, home, projects, &report, &mut recorded, hooks) {
+    if let Err(message) = keep_fingerprints(&mut converger, home, projects, &report, &mut recorded, hooks) {
         progress.warn(&message);
     }
     let counters = converger.loader.counters;
@@ -104,7 +104,7 @@ pub fn converge_home_with(
 /// last read or wrote them, when it did (what changed since is appended to the cache's
 /// log; without it they are read here), and becomes what they hold now.
 pub fn keep_fingerprints(
-    converger: &Converger,
+    converger: &mut Converger,
     home: &Home,
     projects: &Path,
     report: &Report,
@@ -203,7 +203,7 @@ fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::S
 
 /// The fingerprints of a finished convergence: every input the converger read and every
 /// output it owns.
-pub fn fingerprints(converger: &Converger, home: &Home, projects: &Path, report: &Report) -> cache::Cache {
+pub fn fingerprints(converger: &mut Converger, home: &Home, projects: &Path, report: &Report) -> cache::Cache {
     let mut outputs = Vec::new();
     let mut stores = Vec::new();
     cache::output_stats(&home.artifact(), &mut outputs);
@@ -246,17 +246,8 @@ pub fn fingerprints(converger: &Converger, home: &Home, projects: &Path, report:
             artifact_files: report.roster.written.len() + report.roster.unchanged,
             bundles: report.bundles_new + report.bundles_reused,
         },
-        inputs: {
-            let mut inputs: Vec<(PathBuf, Observed)> = converger
-                .loader
-                .observed()
-                .iter()
-                // Racily fresh entries were smudged when they were observed.
-                .map(|(path, observed)| (path.clone(), *observed))
-                .collect();
-            inputs.sort_unstable_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
-            inputs
-        },
+        // Racily fresh entries were smudged when they were observed.
+        inputs: converger.loader.sorted_observed(),
         outputs,
         stores,
     }

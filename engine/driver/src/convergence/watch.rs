@@ -105,7 +105,8 @@ impl Watcher {
         converger.defer_pruning = true;
         let report = converge_locked(&mut converger, &home, &projects, &config, progress, true)?;
         let mut recorded = None;
-        if let Err(message) = keep_fingerprints(&converger, &home, &projects, &report, &mut recorded, &mut NoFaults) {
+        if let Err(message) = keep_fingerprints(&mut converger, &home, &projects, &report, &mut recorded, &mut NoFaults)
+        {
             progress.warn(&message);
         }
         let (sender, receiver) = mpsc::channel::<DebounceEventResult>();
@@ -255,7 +256,7 @@ impl Watcher {
     /// here: the first save, at start, warns about it, and each quiet moment tries again.
     fn save_fingerprints(&mut self) {
         let _ = keep_fingerprints(
-            &self.converger,
+            &mut self.converger,
             &self.home,
             &self.projects,
             &self.last_report,

@@ -84,7 +84,9 @@ pub struct Cache {
     pub identity: String,
     pub summary: Summary,
     /// Inputs sorted by path; a list, not a map, because a no-op run only walks it.
-    pub inputs: Vec<(PathBuf, Observed)>,
+    /// Shared with the loader that keeps it up to date between a watch's saves
+    /// (`Loader::sorted_observed`).
+    pub inputs: std::sync::Arc<Vec<(PathBuf, Observed)>>,
     pub outputs: Vec<(PathBuf, Stat)>,
     /// The stores the outputs link into, each with the folders of its trees they reach.
     pub stores: Vec<StoreRecord>,
@@ -180,7 +182,7 @@ impl Cache {
         // reference estate.
         let mut glance: Vec<u8> = Vec::new();
         let mut anchors = Anchors::default();
-        for (path, observed) in &self.inputs {
+        for (path, observed) in self.inputs.iter() {
             let covered = path.parent().is_some_and(|parent| folders.contains(parent));
             let path = anchors.place(clean(path).ok_or_else(unclean)?, &mut glance)?;
             match observed {
@@ -210,7 +212,7 @@ impl Cache {
         out.write_all(&glance)?;
         drop(glance);
         out.write_all(b"detail\n")?;
-        for (_, observed) in &self.inputs {
+        for (_, observed) in self.inputs.iter() {
             if let Observed::File(_, digest) = observed {
                 writeln!(out, "H\t{}", hex(digest))?;
             }
@@ -265,6 +267,7 @@ impl Cache {
         let damaged = "a line is damaged";
         let mut anchor = "";
         let mut files = Vec::new();
+        let inputs = std::sync::Arc::make_mut(&mut self.inputs);
         for line in glance.lines() {
             let fields: Vec<&str> = line.split('\t').collect();
             let number = |index: usize| fields.get(index).and_then(|field| field.parse::<u64>().ok());
@@ -281,13 +284,13 @@ impl Cache {
             };
             match fields.as_slice() {
                 ["A", folder] => anchor = folder,
-                ["D", _, _, path] => self.inputs.push((anchored(anchor, path), Observed::Directory(folder()?))),
+                ["D", _, _, path] => inputs.push((anchored(anchor, path), Observed::Directory(folder()?))),
                 ["F", _, _, _, path] => {
-                    files.push(self.inputs.len());
-                    self.inputs.push((anchored(anchor, path), Observed::File(sized()?, [0; 32])));
+                    files.push(inputs.len());
+                    inputs.push((anchored(anchor, path), Observed::File(sized()?, [0; 32])));
                 }
-                ["M" | "m", path] => self.inputs.push((anchored(anchor, path), Observed::Missing)),
-                ["U", path] => self.inputs.push((anchored(anchor, path), Observed::Unreachable)),
+                ["M" | "m", path] => inputs.push((anchored(anchor, path), Observed::Missing)),
+                ["U", path] => inputs.push((anchored(anchor, path), Observed::Unreachable)),
                 ["O", _, _, _, path] => self.outputs.push((anchored(anchor, path), sized()?)),
                 ["S", _, _, path] => {
                     self.stores.push(StoreRecord {
@@ -321,7 +324,7 @@ impl Cache {
             match fields.as_slice() {
                 ["H", digest] => {
                     let index = files.next().ok_or(damaged)?;
-                    if let Observed::File(_, recorded) = &mut self.inputs[index].1 {
+                    if let Observed::File(_, recorded) = &mut std::sync::Arc::make_mut(&mut self.inputs)[index].1 {
                         *recorded = unhex(digest).ok_or("a digest is damaged")?;
                     }
                 }
@@ -396,8 +399,9 @@ impl Cache {
     /// written again only then.
     pub fn take_moved(&mut self, touched: Vec<(usize, Observed)>, stores: Vec<(usize, Stat)>) -> bool {
         let moved = !touched.is_empty() || !stores.is_empty();
+        let inputs = std::sync::Arc::make_mut(&mut self.inputs);
         for (index, observed) in touched {
-            self.inputs[index].1 = crate::home::observe::smudge_if_racy(observed);
+            inputs[index].1 = crate::home::observe::smudge_if_racy(observed);
         }
         for (index, stat) in stores {
             self.stores[index].stat = crate::home::observe::smudge_folder_if_racy(stat);
@@ -834,10 +838,11 @@ mod tests {
         let mut cache = Cache { identity: "x 1 /p".to_owned(), ..Cache::default() };
         cache.summary =
             Summary { source: "roster:core".to_owned(), roles: 7, personalities: 10, artifact_files: 25, bundles: 0 };
-        cache.inputs.push((PathBuf::from("/a"), Observed::Directory(Stat { size: 0, modified_nanos: 1, inode: 2 })));
+        std::sync::Arc::make_mut(&mut cache.inputs)
+            .push((PathBuf::from("/a"), Observed::Directory(Stat { size: 0, modified_nanos: 1, inode: 2 })));
         let file = Observed::File(Stat { size: 3, modified_nanos: -5, inode: 9 }, [7; 32]);
-        cache.inputs.push((PathBuf::from("/a/b"), file));
-        cache.inputs.push((PathBuf::from("/gone"), Observed::Missing));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((PathBuf::from("/a/b"), file));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((PathBuf::from("/gone"), Observed::Missing));
         cache.outputs.push((PathBuf::from("/o"), Stat { size: 1, modified_nanos: 2, inode: 3 }));
         let folder = |nanos: i128| Stat { size: 0, modified_nanos: nanos, inode: 4 };
         for name in ["/h/store", "/h/other-store"] {
@@ -847,8 +852,7 @@ mod tests {
                 trees: vec![(PathBuf::from(format!("{name}/tree")), folder(6)), (PathBuf::from("/t/u/v/w"), folder(7))],
             });
         }
-        cache
-            .inputs
+        std::sync::Arc::make_mut(&mut cache.inputs)
             .push((PathBuf::from("/a/b/c"), Observed::File(Stat { size: 8, modified_nanos: 9, inode: 10 }, [1; 32])));
         let text = cache.to_text().expect("text");
         assert_eq!(Cache::parse(&text), Ok(cache.clone()));
@@ -879,7 +883,8 @@ mod tests {
         let long = "x".repeat(70_000);
         for index in 0..3_000 {
             let stat = Stat { size: 1, modified_nanos: index, inode: 2 };
-            cache.inputs.push((PathBuf::from(format!("/estate/{index}/file")), Observed::File(stat, [3; 32])));
+            std::sync::Arc::make_mut(&mut cache.inputs)
+                .push((PathBuf::from(format!("/estate/{index}/file")), Observed::File(stat, [3; 32])));
         }
         for identity in ["test".to_owned(), long] {
             cache.identity = identity;
@@ -925,23 +930,25 @@ mod tests {
         let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
         for repository in ["one", "two"] {
             let skills = root.join(repository).join(".agents/skills");
-            cache.inputs.push((skills.clone(), Observed::Missing));
+            std::sync::Arc::make_mut(&mut cache.inputs).push((skills.clone(), Observed::Missing));
             for skill in ["a", "b", "c"] {
                 let folder = skills.join(skill);
                 std::fs::create_dir_all(&folder).expect("mkdir");
                 std::fs::write(folder.join("SKILL.md"), skill).expect("write");
-                cache.inputs.push((folder.clone(), crate::home::observe::observe(&folder)));
+                std::sync::Arc::make_mut(&mut cache.inputs)
+                    .push((folder.clone(), crate::home::observe::observe(&folder)));
                 let file = folder.join("SKILL.md");
                 let observed = crate::home::observe::observe(&file);
-                cache.inputs.push((file, observed));
+                std::sync::Arc::make_mut(&mut cache.inputs).push((file, observed));
             }
         }
         for skills in [root.join("one/.agents/skills"), root.join("two/.agents/skills")] {
             let index = cache.inputs.iter().position(|(path, _)| *path == skills).expect("recorded");
-            cache.inputs[index].1 = crate::home::observe::observe(&skills);
+            std::sync::Arc::make_mut(&mut cache.inputs)[index].1 = crate::home::observe::observe(&skills);
         }
-        cache.inputs.push((PathBuf::from("short"), Observed::Missing));
-        cache.inputs.push((root.join("one/.agents/skills/a/../b//SKILL.md"), Observed::Missing));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((PathBuf::from("short"), Observed::Missing));
+        std::sync::Arc::make_mut(&mut cache.inputs)
+            .push((root.join("one/.agents/skills/a/../b//SKILL.md"), Observed::Missing));
         cache.outputs.push((root.join("one/.agents/skills/a/SKILL.md"), {
             let metadata = std::fs::metadata(root.join("one/.agents/skills/a/SKILL.md")).expect("stat");
             Stat::of(&metadata)
@@ -954,7 +961,7 @@ mod tests {
         let parsed = Cache::parse(&text).expect("parse");
         // A folder's size is not recorded.
         let mut sizeless = cache.clone();
-        for (_, observed) in &mut sizeless.inputs {
+        for (_, observed) in std::sync::Arc::make_mut(&mut sizeless.inputs) {
             if let Observed::Directory(stat) = observed {
                 stat.size = 0;
             }
@@ -966,7 +973,7 @@ mod tests {
         let mut counters = CheckCounters::default();
         // The odd path exists (`a/../b//SKILL.md` is `b/SKILL.md`): not unchanged.
         assert!(unchanged_at_a_glance(&text, "test", &mut counters).is_none());
-        cache.inputs.retain(|(path, _)| !path.to_string_lossy().contains(".."));
+        std::sync::Arc::make_mut(&mut cache.inputs).retain(|(path, _)| !path.to_string_lossy().contains(".."));
         let text = cache.to_text().expect("text");
         assert!(unchanged_at_a_glance(&text, "test", &mut counters).is_some());
         assert_eq!(counters.stated, cache.inputs.len() + cache.outputs.len());
@@ -987,9 +994,9 @@ mod tests {
         std::fs::create_dir(&folder).expect("mkdir");
         let observe = |path: &Path| crate::home::observe::observe(path);
         let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
-        cache.inputs.push((folder.clone(), observe(&folder)));
-        cache.inputs.push((folder.join("later"), Observed::Missing));
-        cache.inputs.push((temporary.path().join("elsewhere/deep"), Observed::Missing));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((folder.clone(), observe(&folder)));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((folder.join("later"), Observed::Missing));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((temporary.path().join("elsewhere/deep"), Observed::Missing));
         let text = cache.to_text().expect("text");
         let has = |text: &str, kind: &str, tail: &str| {
             text.lines().any(|line| line.strip_prefix(kind).is_some_and(|rest| rest.ends_with(tail)))
@@ -1007,7 +1014,7 @@ mod tests {
         // A missing path without a recorded folder is stat'ed itself.
         std::fs::remove_file(folder.join("later")).expect("remove");
         let mut cache = Cache::parse(&text).expect("parse");
-        cache.inputs[0].1 = observe(&folder);
+        std::sync::Arc::make_mut(&mut cache.inputs)[0].1 = observe(&folder);
         let text = cache.to_text().expect("text");
         assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_some());
         std::fs::create_dir_all(temporary.path().join("elsewhere/deep")).expect("mkdir");
@@ -1015,15 +1022,15 @@ mod tests {
         // A path that could not be looked at (a folder on the way not searchable) is never
         // covered: making it reachable changes no folder's time.
         let mut cache = Cache { identity: "test".to_owned(), ..Cache::default() };
-        cache.inputs.push((folder.clone(), observe(&folder)));
-        cache.inputs.push((folder.join("hidden"), Observed::Unreachable));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((folder.clone(), observe(&folder)));
+        std::sync::Arc::make_mut(&mut cache.inputs).push((folder.join("hidden"), Observed::Unreachable));
         let text = cache.to_text().expect("text");
         assert!(has(&text, "U\t", "/folder/hidden"), "{text}");
         assert_eq!(Cache::parse(&text).expect("parse").inputs[1].1, Observed::Unreachable);
         assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_some());
         std::fs::write(folder.join("hidden"), "now reachable").expect("write");
         let mut cache = Cache::parse(&text).expect("parse");
-        cache.inputs[0].1 = observe(&folder);
+        std::sync::Arc::make_mut(&mut cache.inputs)[0].1 = observe(&folder);
         let text = cache.to_text().expect("text");
         assert!(unchanged_at_a_glance(&text, "test", &mut CheckCounters::default()).is_none());
         assert!(matches!(check(&cache, &mut CheckCounters::default()), Check::Changed));

@@ -75,10 +75,13 @@ impl Recorded {
 /// replaced bundle, keep their paths, one after another in one buffer.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    inputs: HashMap<u64, u64>,
+    inputs: HashMap<u64, u64, Keyed>,
     paths: Vec<u8>,
-    entries: HashMap<(Kind, u64), Entry>,
+    entries: HashMap<(Kind, u64), Entry, Keyed>,
 }
+
+/// The hasher of maps whose keys are hashes already ([`hash_of`]'s): foldhash's fast one.
+type Keyed = foldhash::fast::FixedState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -206,7 +209,7 @@ impl Snapshot {
         use std::os::unix::ffi::OsStrExt as _;
         let mut delta = Delta { summary: new.summary.clone(), ..Delta::default() };
         let mut found = 0;
-        for (path, observed) in &new.inputs {
+        for (path, observed) in new.inputs.iter() {
             let observed = observed.as_written();
             let known = self.inputs.get(&path_hash(path));
             found += usize::from(known.is_some());
@@ -217,7 +220,8 @@ impl Snapshot {
         if found != self.inputs.len() {
             return None;
         }
-        let mut seen: HashSet<(Kind, u64)> = HashSet::with_capacity(self.entries.len());
+        let mut seen: HashSet<(Kind, u64), Keyed> =
+            HashSet::with_capacity_and_hasher(self.entries.len(), Keyed::default());
         let mut unchanged = |kind: Kind, path: &[u8], value: u64| {
             let key = (kind, hash_of(path));
             seen.insert(key);
@@ -235,9 +239,14 @@ impl Snapshot {
             if !unchanged(Kind::Store, store.folder.as_os_str().as_bytes(), hash_of(stat)) {
                 delta.stores.push((store.folder.clone(), Some(stat)));
             }
+            // A tree's key is its store's folder, a tab and its own folder: made in one buffer.
+            let mut key = tree_key(&store.folder, Path::new(""));
+            let prefix = key.len();
             for (tree, stat) in &store.trees {
                 let stat = folder_stat(*stat);
-                if !unchanged(Kind::Tree, &tree_key(&store.folder, tree), hash_of(stat)) {
+                key.truncate(prefix);
+                key.extend_from_slice(tree.as_os_str().as_bytes());
+                if !unchanged(Kind::Tree, &key, hash_of(stat)) {
                     delta.trees.push((store.folder.clone(), tree.clone(), Some(stat)));
                 }
             }
@@ -247,7 +256,7 @@ impl Snapshot {
     }
 
     /// The entries `seen` lacks, as removals, in the order of their paths.
-    fn removed(&self, seen: &HashSet<(Kind, u64)>, delta: &mut Delta) {
+    fn removed(&self, seen: &HashSet<(Kind, u64), Keyed>, delta: &mut Delta) {
         use std::os::unix::ffi::OsStrExt as _;
         let mut gone: Vec<(Kind, &[u8])> = self
             .entries
@@ -321,7 +330,7 @@ impl Cache {
     /// Applies one record: the summary, and each entry set or removed.
     pub fn apply(&mut self, delta: &Delta) {
         self.summary = delta.summary.clone();
-        apply_sorted(&mut self.inputs, &delta.inputs);
+        apply_sorted(std::sync::Arc::make_mut(&mut self.inputs), &delta.inputs);
         apply_listed(&mut self.outputs, &delta.outputs);
         for (folder, stat) in &delta.stores {
             match (self.stores.iter().position(|store| &store.folder == folder), stat) {
@@ -707,11 +716,11 @@ mod tests {
                 artifact_files: 3,
                 bundles: 2,
             },
-            inputs: vec![
+            inputs: std::sync::Arc::new(vec![
                 (PathBuf::from("/p/a"), Observed::Directory(stat(0, 1, 2))),
                 (PathBuf::from("/p/a/SKILL.md"), Observed::File(stat(10, 3, 4), [7; 32])),
                 (PathBuf::from("/p/b"), Observed::Missing),
-            ],
+            ]),
             outputs: vec![(PathBuf::from("/h/bundles/x/manifest.json"), stat(5, 6, 7))],
             stores: vec![StoreRecord {
                 folder: PathBuf::from("/h/store"),
@@ -726,9 +735,9 @@ mod tests {
         let old = sample();
         let mut new = sample();
         new.summary.bundles = 3;
-        new.inputs[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
-        new.inputs[2].1 = Observed::Unreachable;
-        new.inputs.insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
+        std::sync::Arc::make_mut(&mut new.inputs)[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
+        std::sync::Arc::make_mut(&mut new.inputs)[2].1 = Observed::Unreachable;
+        std::sync::Arc::make_mut(&mut new.inputs).insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
         new.outputs = vec![(PathBuf::from("/h/bundles/y/manifest.json"), stat(5, 13, 14))];
         new.stores[0].stat = stat(0, 15, 9);
         new.stores[0].trees.push((PathBuf::from("/h/store/t2"), stat(0, 16, 17)));
@@ -745,7 +754,7 @@ mod tests {
         assert!(parse_log(&text, &stat(101, 1, 1)).is_empty());
         // An input gone is not named by a record: the cache is written whole instead.
         let mut fewer = new.clone();
-        fewer.inputs.remove(1);
+        std::sync::Arc::make_mut(&mut fewer.inputs).remove(1);
         assert!(delta(&new, &fewer).is_none());
     }
 
@@ -769,9 +778,9 @@ mod tests {
     fn a_snapshot_with_a_delta_applied_is_the_snapshot_of_the_new_cache() {
         let old = sample();
         let mut new = sample();
-        new.inputs[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
-        new.inputs[0].1 = Observed::Directory(stat(4096, 30, 2));
-        new.inputs.insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
+        std::sync::Arc::make_mut(&mut new.inputs)[1].1 = Observed::File(stat(11, 12, 4), [8; 32]);
+        std::sync::Arc::make_mut(&mut new.inputs)[0].1 = Observed::Directory(stat(4096, 30, 2));
+        std::sync::Arc::make_mut(&mut new.inputs).insert(0, (PathBuf::from("/p/0"), Observed::Unreachable));
         new.outputs = vec![(PathBuf::from("/h/bundles/y/manifest.json"), stat(5, 13, 14))];
         new.stores[0].stat = stat(4096, 15, 9);
         new.stores[0].trees.push((PathBuf::from("/h/store/t2"), stat(4096, 16, 17)));
@@ -797,7 +806,7 @@ mod tests {
     fn a_cache_read_back_from_its_text_differs_from_the_one_in_memory_by_nothing() {
         // In memory a folder has its size; the text does not keep it.
         let mut cache = sample();
-        cache.inputs[0].1 = Observed::Directory(stat(4096, 1, 2));
+        std::sync::Arc::make_mut(&mut cache.inputs)[0].1 = Observed::Directory(stat(4096, 1, 2));
         cache.stores[0].stat = stat(4096, 8, 9);
         cache.stores[0].trees[0].1 = stat(4096, 10, 11);
         let read = Cache::parse(&cache.to_text().expect("text")).expect("parsed");
