@@ -4,7 +4,10 @@
 //! per sample, and the benchmark reads what the watch prints — its own time for the
 //! reconvergence (`reconverged: … N ms`) and `settled:` once the bundles it replaced are
 //! pruned and the fingerprints saved — and the bytes the process wrote meanwhile
-//! (`wchar` of `/proc/<pid>/io`), and its resident memory (`VmRSS`, `VmHWM`).
+//! (`wchar` of `/proc/<pid>/io`), the processor time of all its threads from the edit to
+//! `settled:` (`/proc/<pid>/task/*/schedstat`: the reconvergence and the quiet moment's
+//! prune and save, which the watch's own time leaves out), and its resident memory
+//! (`VmRSS`, `VmHWM`).
 //!
 //! Divan's own time for a sample is from the write of the edit to `settled:`: it holds the
 //! file watcher's debounce and the quiet moment the watch waits for, so the table printed
@@ -50,8 +53,10 @@ struct Watch {
     projects: PathBuf,
     child: Child,
     lines: Receiver<String>,
-    /// Per edit: the watch's own milliseconds and the bytes the process wrote.
-    edits: Vec<(u64, u64)>,
+    /// Per edit: the watch's own milliseconds, the bytes the process wrote, and the
+    /// processor time of all its threads in milliseconds (the reconvergence and the quiet
+    /// moment after it: the prune and the fingerprints' save).
+    edits: Vec<(u64, u64, u64)>,
     round: usize,
     /// The one-shot runs measured on the same estate before the watch started.
     runs: Runs,
@@ -171,11 +176,21 @@ impl Watch {
         proc_field(&format!("/proc/{}/io", self.child.id()), "wchar:")
     }
 
+    /// The processor time of every thread of the watch so far, in nanoseconds (the first
+    /// field of each `/proc/<pid>/task/<tid>/schedstat`).
+    fn processor_nanos(&self) -> u64 {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).into_iter().flatten().flatten();
+        tasks
+            .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+            .filter_map(|text| text.split_whitespace().next().and_then(|nanos| nanos.parse::<u64>().ok()))
+            .sum()
+    }
+
     /// One edit of a selected skill, measured from before the write to `settled:`.
     fn edit(&mut self) {
         self.round += 1;
         let skill = self.projects.join("estate/repo-000/.agents/skills/skill-000-05/SKILL.md");
-        let before = self.written_bytes();
+        let (before, processor) = (self.written_bytes(), self.processor_nanos());
         std::fs::write(&skill, skill_text(0, 5, &format!("Revision {}.", self.round))).expect("edit");
         let line = self.line_starting("reconverged:");
         let milliseconds = line
@@ -185,7 +200,8 @@ impl Watch {
             .and_then(|number| number.parse().ok())
             .unwrap_or_else(|| panic!("no time in `{line}`"));
         self.line_starting("settled:");
-        self.edits.push((milliseconds, self.written_bytes() - before));
+        let processor = self.processor_nanos().saturating_sub(processor) / 1_000_000;
+        self.edits.push((milliseconds, self.written_bytes() - before, processor));
     }
 
     /// Resident and peak resident memory, in KiB.
@@ -235,20 +251,23 @@ fn main() {
     divan::main();
     let mut watches = watches().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     println!(
-        "\nrepositories | edits | watch's time, ms (median, min–max) | bytes written per edit (median, max) | VmRSS / VmHWM KiB"
+        "\nrepositories | edits | watch's time, ms (median, min–max) | bytes written per edit (median, max) | processor ms per edit to `settled:` (median, max) | VmRSS / VmHWM KiB"
     );
     for (repositories, watch) in watches.iter() {
-        let times: Vec<u64> = watch.edits.iter().map(|(time, _)| *time).collect();
-        let bytes: Vec<u64> = watch.edits.iter().map(|(_, bytes)| *bytes).collect();
+        let times: Vec<u64> = watch.edits.iter().map(|(time, _, _)| *time).collect();
+        let bytes: Vec<u64> = watch.edits.iter().map(|(_, bytes, _)| *bytes).collect();
+        let processor: Vec<u64> = watch.edits.iter().map(|(_, _, processor)| *processor).collect();
         let (resident, peak) = watch.memory();
         println!(
-            "{repositories} | {} | {} ({}–{}) | {} ({}) | {resident} / {peak}",
+            "{repositories} | {} | {} ({}–{}) | {} ({}) | {} ({}) | {resident} / {peak}",
             watch.edits.len(),
             median(times.clone()),
             times.iter().min().unwrap_or(&0),
             times.iter().max().unwrap_or(&0),
             median(bytes.clone()),
             bytes.iter().max().unwrap_or(&0),
+            median(processor.clone()),
+            processor.iter().max().unwrap_or(&0),
         );
     }
     println!(

@@ -17,6 +17,7 @@ use acompose_engine::parts::{Part, is_part_name};
 
 use crate::compose::load::error_kind;
 use crate::home::Home;
+use crate::home::observe::Stat;
 
 /// Whether a name in a store folder is an entry's: a tree, a slice or a part.
 pub fn is_entry_name(name: &str) -> bool {
@@ -39,6 +40,43 @@ static STAGING_COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// bytes; a slice linking a tree with a CRLF suffix is not kept.
 static SLICE_TREES: std::sync::Mutex<Option<std::collections::HashMap<String, Vec<KeyBytes>>>> =
     std::sync::Mutex::new(None);
+
+/// The numbers (`stat`) the fingerprints recorded of store tree folders, by folder. A
+/// tree is never changed once published, so a watch's next save records the same numbers
+/// without a `stat` of each of its tens of thousands of trees; an entry this process
+/// publishes, sets aside or removes is forgotten. A tree changed by someone else keeps its
+/// old numbers in the record, and the next run's check of the store then finds the change
+/// (which a fresh `stat` would have recorded as the expected state).
+static TREE_STATS: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, Stat>>> = std::sync::Mutex::new(None);
+
+/// At most how many tree folders' numbers [`TREE_STATS`] keeps.
+const TREE_STATS_KEPT: usize = 1 << 18;
+
+/// The numbers the fingerprints recorded of a store tree's folder, when known.
+pub fn known_tree_stat(folder: &Path) -> Option<Stat> {
+    TREE_STATS.lock().ok()?.as_ref()?.get(folder).copied()
+}
+
+/// Keeps the numbers of store tree folders the fingerprints recorded.
+pub fn remember_tree_stats(stats: impl IntoIterator<Item = (PathBuf, Stat)>) {
+    if let Ok(mut known) = TREE_STATS.lock() {
+        let known = known.get_or_insert_with(Default::default);
+        for (folder, stat) in stats {
+            if known.len() >= TREE_STATS_KEPT {
+                known.clear();
+            }
+            known.insert(folder, stat);
+        }
+    }
+}
+
+fn forget_tree_stat(folder: &Path) {
+    if let Ok(mut known) = TREE_STATS.lock()
+        && let Some(known) = known.as_mut()
+    {
+        known.remove(folder);
+    }
+}
 
 /// A short tree key (its [`KEY_DIGITS`] hex digits) as bytes.
 type KeyBytes = [u8; KEY_DIGITS / 2];
@@ -159,6 +197,7 @@ fn make_writable(path: &Path) {
 /// Removes a store entry or a staging folder, read-only folders included (a part is a
 /// single file).
 fn remove_entry(path: &Path) -> std::io::Result<()> {
+    forget_tree_stat(path);
     if std::fs::symlink_metadata(path).is_ok_and(|metadata| !metadata.is_dir()) {
         return std::fs::remove_file(path);
     }
@@ -411,6 +450,7 @@ impl Store {
     /// wrote the same bytes (the name is their digest), so the staged copy is dropped.
     fn publish(&self, staging: &Path, name: &str) -> Result<Written, String> {
         let target = self.root.join(name);
+        forget_tree_stat(&target);
         match std::fs::rename(staging, &target) {
             Ok(()) => Ok(Written::New),
             Err(_) if target.is_dir() => {
@@ -443,6 +483,7 @@ impl Store {
     fn set_aside(&self, name: &str) -> Result<(), String> {
         let aside = self.staging(&format!("damaged-{name}"));
         let entry = self.root.join(name);
+        forget_tree_stat(&entry);
         std::fs::rename(&entry, &aside).map_err(|error| cannot("set aside the damaged store entry", &entry, &error))?;
         let _ = remove_entry(&aside);
         Ok(())
@@ -886,6 +927,27 @@ mod tests {
         std::fs::remove_dir(&second).expect("remove");
         store.end_staging();
         assert_eq!(std::fs::read_dir(store.root()).expect("store").count(), 0, "nothing is left in the store");
+    }
+
+    #[test]
+    fn a_trees_recorded_numbers_are_forgotten_when_this_process_replaces_or_removes_it() {
+        let folder = tempfile::tempdir().expect("tempdir");
+        let store = Store::at(folder.path().join("store"));
+        store.create().expect("store");
+        let stat = Stat { size: 0, modified_nanos: 1, inode: 2 };
+        // An entry removed.
+        let tree = "ab".repeat(KEY_DIGITS / 2);
+        std::fs::create_dir(store.root().join(&tree)).expect("tree");
+        remember_tree_stats([(store.root().join(&tree), stat)]);
+        assert_eq!(known_tree_stat(&store.root().join(&tree)), Some(stat));
+        store.remove(&tree).expect("remove");
+        assert_eq!(known_tree_stat(&store.root().join(&tree)), None);
+        // An entry published under a name whose numbers were kept.
+        let skills = vec![("one".to_owned(), tree.clone())];
+        let slice = StoreSlice { source: "p".to_owned(), key: slice_key(&skills), skills };
+        remember_tree_stats([(store.root().join(slice.entry_name()), stat)]);
+        store.put_slice(&slice).expect("put");
+        assert_eq!(known_tree_stat(&store.root().join(slice.entry_name())), None);
     }
 
     #[test]

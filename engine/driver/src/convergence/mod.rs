@@ -186,18 +186,27 @@ fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::S
     // The trees the slices reach, and the parts the lists name: entries a bundle reads.
     let trees: Vec<String> =
         store.reachable_known(&named).into_iter().filter(|name| !acompose_engine::store::is_slice_name(name)).collect();
-    let per_tree: Vec<Vec<(PathBuf, Stat)>> = trees
+    // A tree recorded before is recorded with the same numbers (see `known_tree_stat`);
+    // a tree whose folder holds only files is recorded by one `stat`, kept for next time.
+    let per_tree: Vec<(Vec<(PathBuf, Stat)>, bool)> = trees
         .par_iter()
         .map(|key| {
+            let folder = store.root().join(key);
+            if let Some(stat) = crate::compose::store::known_tree_stat(&folder) {
+                return (vec![(folder, stat)], false);
+            }
             let mut stats = Vec::new();
-            cache::entry_stat(&store.root().join(key), &mut stats);
-            stats
+            cache::entry_stat(&folder, &mut stats);
+            (stats, true)
         })
         .collect();
+    crate::compose::store::remember_tree_stats(
+        per_tree.iter().filter(|(stats, fresh)| *fresh && stats.len() == 1).map(|(stats, _)| stats[0].clone()),
+    );
     Some(cache::StoreRecord {
         folder: store.root().to_path_buf(),
         stat: crate::home::observe::smudge_folder_if_racy(Stat::of(&metadata)),
-        trees: per_tree.into_iter().flatten().collect(),
+        trees: per_tree.into_iter().flat_map(|(stats, _)| stats).collect(),
     })
 }
 
