@@ -9,9 +9,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::compose::parted::linked_entries;
 use acompose_engine::store::is_tree_key;
 
+use crate::compose::parted::linked_entries;
 use crate::compose::store::{STORE_DIR, Store};
 use crate::error::HostError;
 use crate::home::Home;

@@ -175,7 +175,9 @@ fn fast_path(home: &Home, projects: &Path, progress: &dyn Progress) -> FastPath 
 /// The home's store as the fingerprints record it: its folder, and the folders of every
 /// store tree and part the indexed bundles reach, each once (see `cache::StoreRecord`). `None`
 /// when there is no store.
-fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::StoreRecord> {
+/// With `keep` (a converger that lives on and saves again: watch mode) the trees'
+/// numbers are kept for the next save.
+fn store_record(home: &Home, bundles: &Path, ids: &[&String], keep: bool) -> Option<cache::StoreRecord> {
     let store = crate::compose::store::Store::of_home(home);
     let metadata = std::fs::symlink_metadata(store.root()).ok().filter(std::fs::Metadata::is_dir)?;
     let named: std::collections::BTreeSet<String> = ids
@@ -200,9 +202,11 @@ fn store_record(home: &Home, bundles: &Path, ids: &[&String]) -> Option<cache::S
             (stats, true)
         })
         .collect();
-    crate::compose::store::remember_tree_stats(
-        per_tree.iter().filter(|(stats, fresh)| *fresh && stats.len() == 1).map(|(stats, _)| stats[0].clone()),
-    );
+    if keep {
+        crate::compose::store::remember_tree_stats(
+            per_tree.iter().filter(|(stats, fresh)| *fresh && stats.len() == 1).map(|(stats, _)| stats[0].clone()),
+        );
+    }
     Some(cache::StoreRecord {
         folder: store.root().to_path_buf(),
         stat: crate::home::observe::smudge_folder_if_racy(Stat::of(&metadata)),
@@ -244,7 +248,7 @@ pub fn fingerprints(converger: &mut Converger, home: &Home, projects: &Path, rep
             })
             .collect();
         outputs.extend(per_bundle.into_iter().flatten());
-        stores.extend(store_record(home, &bundles, &ids));
+        stores.extend(store_record(home, &bundles, &ids, converger.defer_pruning));
     }
     cache::Cache {
         identity: cache::identity(projects),
