@@ -607,14 +607,20 @@ fn watch_says_when_an_edit_has_settled_and_a_bare_run_then_writes_nothing() {
     let (_, projects) = estate(temporary.path());
     let watching = Watching::start_with(temporary.path(), &["-v"]);
     watching.wait_for("watching");
-    write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", "Settles."));
-    watching.wait_for("reconverged:");
-    watching.wait_for("settled: fingerprints saved");
-    // The watch still runs: what a bare run finds is what the settled watch left.
+    // Several edits: from the second save on, the watch records the store trees it
+    // recorded before with the numbers it kept, and its prune reads only what it replaced.
+    for round in ["Settles.", "Settles again.", "Settles a third time."] {
+        write(&projects.join("example/hardware/.agents/skills/machine-gpu/SKILL.md"), &skill("machine-gpu", round));
+        watching.wait_for("reconverged:");
+        watching.wait_for("settled: fingerprints saved");
+    }
+    // The watch still runs: what a bare run finds is what the settled watch left, and
+    // the fingerprints it saved answer for it (no query runs).
     let bare = acompose(temporary.path(), &["--home", "home", "--projects-root", "projects", "--stats"]);
     assert_eq!(bare.code, 0, "{}", bare.stderr);
     assert!(bare.stdout.contains(" 0 written,"), "{}", bare.stdout);
     assert!(bare.stdout.contains("written 0"), "{}", bare.stdout);
+    assert!(bare.stdout.contains("queries executed 0, reused 0"), "{}", bare.stdout);
     assert!(watching.stop().success());
 }
 

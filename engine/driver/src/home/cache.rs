@@ -110,8 +110,12 @@ pub struct StoreRecord {
 
 /// The identity of this build and its settings: a cache made by anything else is foreign.
 /// The running executable's size and time stand for the build (a rebuild with the same
-/// version may render differently).
+/// version may render differently). The projects root counts as the folder it names from
+/// the working directory: `watch` works with absolute paths, and a bare run given the
+/// same relative `--projects-root` must find the cache a settled watch saved (and one run
+/// from another folder must not).
 pub fn identity(projects: &Path) -> String {
+    let projects = std::path::absolute(projects).unwrap_or_else(|_| projects.to_path_buf());
     let executable = std::env::current_exe()
         .and_then(std::fs::metadata)
         .map(|metadata| Stat::of(&metadata))
