@@ -577,6 +577,16 @@ impl Watching {
     }
 }
 
+impl Drop for Watching {
+    /// A test that fails before `stop` leaves no watch running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 #[test]
 fn watch_reconverges_on_an_edit_and_stops_cleanly() {
     let temporary = tempfile::tempdir().expect("tempdir");
