@@ -74,6 +74,27 @@ struct Estate {
     role_skills: BTreeSet<String>,
 }
 
+impl Drop for Estate {
+    /// A harness may leave a process behind it (Cline starts a hub daemon with `--cwd` in
+    /// the checkout, which outlives the command): whatever names a folder of the estate on
+    /// its command line is stopped before the estate goes.
+    fn drop(&mut self) {
+        let root = self.root.to_string_lossy().into_owned();
+        let own = std::process::id().to_string();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if pid == own || !pid.bytes().all(|byte| byte.is_ascii_digit()) {
+                continue;
+            }
+            let named = std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|arguments| String::from_utf8_lossy(&arguments).contains(&root));
+            if named {
+                let _ = std::process::Command::new("kill").arg(&pid).status();
+            }
+        }
+    }
+}
+
 fn skill(name: &str) -> String {
     format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\n# {name}\n\nUse it well.\n")
 }
