@@ -78,6 +78,8 @@ pub struct Snapshot {
     inputs: HashMap<u64, u64, Keyed>,
     paths: Vec<u8>,
     entries: HashMap<(Kind, u64), Entry, Keyed>,
+    /// How many bytes of `paths` no entry names any more (replaced or removed ones).
+    unused: usize,
 }
 
 /// The hasher of maps whose keys are hashes already ([`hash_of`]'s): foldhash's fast one.
@@ -159,7 +161,8 @@ impl Snapshot {
 
     /// This snapshot made the snapshot of the cache `delta` leads to, without going
     /// through that cache again: each entry the delta names set or removed. The paths of
-    /// replaced and removed entries stay in the buffer until they are half of it.
+    /// replaced and removed entries stay in the buffer until they are half of it (and it
+    /// is past 128 KiB).
     fn apply(&mut self, delta: &Delta) {
         use std::os::unix::ffi::OsStrExt as _;
         for (path, observed) in &delta.inputs {
@@ -181,22 +184,23 @@ impl Snapshot {
                     let value = hash_of(if folder { folder_stat(stat) } else { stat });
                     let start = self.paths.len();
                     self.paths.extend_from_slice(path.as_ref());
-                    self.entries.insert(key, Entry { value, start, end: self.paths.len() });
+                    let replaced = self.entries.insert(key, Entry { value, start, end: self.paths.len() });
+                    self.unused += replaced.map_or(0, |entry| entry.end - entry.start);
                 }
                 None => {
-                    self.entries.remove(&key);
+                    self.unused += self.entries.remove(&key).map_or(0, |entry| entry.end - entry.start);
                 }
             }
         }
-        let live: usize = self.entries.values().map(|entry| entry.end - entry.start).sum();
-        if self.paths.len() > 2 * live.max(1 << 16) {
-            let mut paths = Vec::with_capacity(live);
+        if self.paths.len() > (1 << 17) && self.unused > self.paths.len() / 2 {
+            let mut paths = Vec::with_capacity(self.paths.len() - self.unused);
             for entry in self.entries.values_mut() {
                 let start = paths.len();
                 paths.extend_from_slice(&self.paths[entry.start..entry.end]);
                 *entry = Entry { value: entry.value, start, end: paths.len() };
             }
             self.paths = paths;
+            self.unused = 0;
         }
         fn bytes_of(path: &Path) -> std::borrow::Cow<'_, [u8]> {
             std::borrow::Cow::Borrowed(path.as_os_str().as_bytes())
@@ -791,14 +795,18 @@ mod tests {
         assert_eq!(triples(&snapshot), triples(&Snapshot::of(&new)));
         // Many deltas later the buffer is compacted and still says the same.
         let mut cache = new;
-        for round in 0..3000 {
+        let mut appended = snapshot.paths.len();
+        for round in 0..6000 {
             let mut next = cache.clone();
-            next.outputs = vec![(PathBuf::from(format!("/h/bundles/{round}/manifest.json")), stat(5, round, 1))];
+            let path = PathBuf::from(format!("/h/bundles/{round}/manifest.json"));
+            appended += path.as_os_str().len();
+            next.outputs = vec![(path, stat(5, round, 1))];
             let delta = snapshot.delta(&next).expect("no input is gone");
             snapshot.apply(&delta);
             cache = next;
         }
-        assert!(snapshot.paths.len() < 4 << 16, "{} bytes kept", snapshot.paths.len());
+        // About 180 KB of paths were appended; compacted past 128 KiB, far fewer are kept.
+        assert!(snapshot.paths.len() < appended / 2, "{} of {appended} bytes kept", snapshot.paths.len());
         assert_eq!(triples(&snapshot), triples(&Snapshot::of(&cache)));
     }
 
